@@ -1,0 +1,78 @@
+"""The ``coldstart`` command: a thin layer over the library.
+
+Each command lives in a module listed in :data:`COMMAND_MODULES`; a module exposes
+``register(commands, run_targets)`` and adds its parsers to the top-level subparsers
+(``commands``) and/or to the targets of ``coldstart run`` (``run_targets``). A parser sets
+``func(args) -> int``.
+
+This is the one error boundary: a :class:`~kit.errors.ColdstartError` becomes one line on
+stderr and its exit code (2 for usage and data errors, 3 for infrastructure); ``--debug``
+lets the traceback through instead. Ctrl-C exits 130 after the command has saved its work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from . import __version__
+from .errors import ColdstartError, ExitCode
+
+__all__ = ["main", "build_parser", "COMMAND_MODULES"]
+
+#: Modules that register commands, in the order they appear in ``--help``.
+COMMAND_MODULES: tuple[str, ...] = (
+    "kit.cli_models",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error and exit code 2, like every other usage error."""
+
+    def error(self, message: str) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F821
+        self.exit(ExitCode.USAGE, f"coldstart: error: {message} (see `{self.prog} --help`)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (every registered command)."""
+    parser = _Parser(prog="coldstart", description="Cold-launch an app or workload many "
+                     "times, classify every crash, and compare builds with statistics.")
+    parser.add_argument("--version", action="version", version=f"coldstart {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks instead of one-line errors")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+    run = commands.add_parser("run", help="run a campaign of cold launches on a target")
+    run_targets = run.add_subparsers(dest="target", metavar="TARGET", parser_class=_Parser)
+    run_targets.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(commands, run_targets)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``coldstart`` console script. Returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.func(args) or 0)
+    except ColdstartError as exc:
+        if debug:
+            raise
+        print(f"coldstart: error: {exc.one_line()}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print("coldstart: interrupted; finished launches are saved (resume with --resume)",
+              file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""Launch records: one line of ``launches.jsonl`` per launch (DESIGN.md, "campaign").
+
+A record is written by a target's launcher once the launch has ended and is never changed
+afterwards. The JSON shape (schema version :data:`RECORD_VERSION`) is the dict of
+:class:`LaunchRecord`; unknown keys are kept in ``extra`` so newer kits' records still load.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any
+
+__all__ = ["Outcome", "LaunchRecord", "RECORD_VERSION", "SessionTiming", "overlap_ms"]
+
+RECORD_VERSION = 1
+
+
+class Outcome(str, enum.Enum):
+    """How a launch ended (DESIGN.md). Only ``infra-error`` is left out of every rate."""
+
+    COMPLETED = "completed"  #: reached ``done`` with outputs within tolerance
+    CRASHED = "crashed"  #: the process died (native crash, abort, kill by signal)
+    APP_ERROR = "app-error"  #: the app reported an ``error`` phase (e.g. a rejected create)
+    WRONG_OUTPUT = "wrong-output"  #: reached ``done`` but a score was out of tolerance
+    HUNG = "hung"  #: no ``done`` before the timeout; the process was killed by the kit
+    INFRA_ERROR = "infra-error"  #: the launch could not be made or observed; retried
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionTiming:
+    """One ``InferenceSession`` create as the app reported it: index ``i``, ``model`` name,
+    ``start_ms`` and ``end_ms`` (ms since the app's start)."""
+
+    i: int
+    model: str
+    start_ms: float
+    end_ms: float
+
+
+def overlap_ms(sessions: list[SessionTiming]) -> float:
+    """How long all creates were in flight at once: ``min(end) - max(start)``, in ms
+    (negative or zero: some create finished before another began; they never overlapped)."""
+    if len(sessions) < 2:
+        return 0.0
+    return min(s.end_ms for s in sessions) - max(s.start_ms for s in sessions)
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchRecord:
+    """One launch, as stored in ``launches.jsonl``.
+
+    Attributes:
+        launch_id: unique id, ``<label>-<index:05d>`` plus ``.r<attempt>`` on retries.
+        index: 0-based slot in the campaign; a retried infra error keeps its index.
+        attempt: 1 for the first try of ``index``, 2+ for retries after infra errors.
+        label: the build label (``baseline``, ``patched``, ...).
+        target: ``host``, ``android``, ``ios-sim``, ``ios-device`` or ``appium``.
+        device: the device's id (serial, UDID, ``host:<hostname>``).
+        scenario: the canonical scenario URL with this launch's id.
+        outcome: see :class:`Outcome`.
+        last_phase: last phase the app reported (``None``: not even ``start``).
+        phases: phase name -> ``t_ms`` reported by the app.
+        started_at: ISO 8601 UTC wall-clock time the launch began.
+        wall_ms: host-side duration of the whole launch, in ms.
+        sessions: per-create timings (``sessions-created``).
+        ort_version: ORT version the app reported.
+        eps: EPs the app asked for.
+        xnnpack_nodes: evidence that XNNPACK took nodes, e.g. ``{"XnnpackExecutionProvider":
+            12, "CPUExecutionProvider": 3, "source": "verbose node placement log"}``.
+        scores: keyword scores the app reported; ``max_score_diff`` vs ``expected.json``.
+        exit_code: the process's exit status when it exited normally.
+        signal: the number of the signal that ended the process (``None`` if none).
+        signal_name: e.g. ``SIGSEGV``.
+        error: the app's ``error`` message, or why the launch is an infra error.
+        crash: the crash record as a dict (:class:`kit.crash.CrashRecord`), or ``None``.
+        crash_class: e.g. ``xnnpack-allocator-uaf``, ``abort``; ``None`` for no crash.
+        signature: the crash signature string, or ``None``.
+        artifacts: paths relative to the campaign dir (``artifacts/<launch-id>/...``).
+        race: host race-witness data (issue #8) or ``None``.
+        extra: any other keys (kept, for forward compatibility).
+    """
+
+    launch_id: str
+    index: int
+    attempt: int
+    label: str
+    target: str
+    device: str
+    scenario: str
+    outcome: Outcome
+    last_phase: str | None = None
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)
+    started_at: str = ""
+    wall_ms: float = 0.0
+    sessions: list[SessionTiming] = dataclasses.field(default_factory=list)
+    ort_version: str | None = None
+    eps: list[str] = dataclasses.field(default_factory=list)
+    xnnpack_nodes: dict[str, Any] | None = None
+    scores: list[float] = dataclasses.field(default_factory=list)
+    max_score_diff: float | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    signal_name: str | None = None
+    error: str | None = None
+    crash: dict[str, Any] | None = None
+    crash_class: str | None = None
+    signature: str | None = None
+    artifacts: list[str] = dataclasses.field(default_factory=list)
+    race: dict[str, Any] | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def counted(self) -> bool:
+        """False for infra errors, which never enter a rate's denominator."""
+        return self.outcome is not Outcome.INFRA_ERROR
+
+    @property
+    def create_overlap_ms(self) -> float | None:
+        """:func:`overlap_ms` of the creates, or ``None`` with fewer than 2 timings."""
+        return overlap_ms(self.sessions) if len(self.sessions) >= 2 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object written to ``launches.jsonl`` (with ``"v": RECORD_VERSION``)."""
+        out: dict[str, Any] = {"v": RECORD_VERSION}
+        for field in dataclasses.fields(self):
+            if field.name == "extra":
+                continue
+            value = getattr(self, field.name)
+            if field.name == "outcome":
+                value = value.value
+            elif field.name == "sessions":
+                value = [dataclasses.asdict(s) for s in value]
+            out[field.name] = value
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LaunchRecord":
+        """Rebuild a record from :meth:`to_dict` output.
+
+        Raises:
+            KeyError, ValueError, TypeError: a required key is missing or has a bad value.
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in names and k != "extra"}
+        kwargs["outcome"] = Outcome(data["outcome"])
+        kwargs["sessions"] = [SessionTiming(**s) for s in data.get("sessions") or []]
+        kwargs["extra"] = {k: v for k, v in data.items() if k not in names and k != "v"}
+        return cls(**kwargs)

@@ -1,0 +1,259 @@
+"""Scenarios: what one launch does, encoded once as a ``coldstart://run?...`` URL.
+
+The same URL is the deep link the mobile apps are opened with and the argument the host
+workload takes (DESIGN.md, "Vocabulary"). Keys, their defaults and their ranges:
+
+=========  ====================================  ==========================================
+key        default                               values
+=========  ====================================  ==========================================
+id         (none; set per launch)                ``[A-Za-z0-9._-]{1,64}``
+mode       ``concurrent``                        ``concurrent`` | ``serial``
+sessions   ``3``                                 1..64 creates; they cycle through ``models``
+models     ``melspectrogram,embedding_model,``   names from the model set manifest
+           ``hey_jarvis_v0.1``
+ep         ``xnnpack,cpu``                       comma list of ``xnnpack``, ``cpu``
+threads    ``1``                                 1..64 intra-op threads
+infer      ``1``                                 0 | 1: run the pipeline once
+release    ``1``                                 0 | 1: release the sessions
+inject     ``none``                              ``none`` | ``segv@P`` | ``abort@P`` | ``hang@P``
+                                                 with P a phase from ``start`` to
+                                                 ``sessions-released``
+load       ``path``                              ``path`` | ``bytes`` (host amplifier)
+warmup     ``none``                              ``none`` | ``cpu`` (host amplifier)
+=========  ====================================  ==========================================
+
+Users may also write a scenario without the scheme, as ``mode=serial&sessions=8`` or
+``mode=serial,sessions=8``; :func:`parse_scenario` accepts all three spellings.
+The canonical URL (:meth:`Scenario.to_url`) lists every key in the order above, so two
+scenarios are equal exactly when their URLs (without ``id``) are equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Iterable
+from urllib.parse import parse_qsl, quote, urlsplit
+
+from .errors import UsageError
+
+__all__ = [
+    "Scenario",
+    "parse_scenario",
+    "PHASES",
+    "INJECT_KINDS",
+    "DEFAULT_MODELS",
+    "LAUNCH_ID_RE",
+]
+
+#: The phases every app reports, in order (DESIGN.md). ``error`` is reported instead of a
+#: phase when the app catches a failure.
+PHASES: tuple[str, ...] = (
+    "start",
+    "models-ready",
+    "sessions-created",
+    "inference-done",
+    "sessions-released",
+    "done",
+)
+INJECT_KINDS: tuple[str, ...] = ("segv", "abort", "hang")
+DEFAULT_MODELS: tuple[str, ...] = ("melspectrogram", "embedding_model", "hey_jarvis_v0.1")
+KNOWN_EPS: tuple[str, ...] = ("xnnpack", "cpu")
+LAUNCH_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_KEYS = ("id", "mode", "sessions", "models", "ep", "threads", "infer", "release", "inject",
+         "load", "warmup")
+_HINT = "see `coldstart run --help` for scenario keys"
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    """One launch's instructions. Immutable; build with :func:`parse_scenario`.
+
+    Attributes:
+        mode: ``concurrent`` (all creates released together) or ``serial`` (one by one).
+        sessions: number of ``InferenceSession`` creates, cycling through ``models``.
+        models: model names (manifest ``name`` fields), in pipeline order.
+        ep: execution providers, in the order they are appended.
+        threads: intra-op threads per session.
+        infer: run the pipeline once after the creates.
+        release: release every session before ``done``.
+        inject: ``None`` or ``(kind, phase)``: crash (``segv``/``abort``) or stall (``hang``)
+            right after reporting ``phase``. Positive controls only.
+        load: ``path`` (create from a file path) or ``bytes`` (from memory).
+        warmup: ``none`` or ``cpu`` (one CPU-only session created before the race).
+        id: the launch id, or ``None`` for a scenario not yet bound to a launch.
+    """
+
+    mode: str = "concurrent"
+    sessions: int = 3
+    models: tuple[str, ...] = DEFAULT_MODELS
+    ep: tuple[str, ...] = ("xnnpack", "cpu")
+    threads: int = 1
+    infer: bool = True
+    release: bool = True
+    inject: tuple[str, str] | None = None
+    load: str = "path"
+    warmup: str = "none"
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        _check(self.mode in ("concurrent", "serial"), "mode", self.mode, "concurrent or serial")
+        _check(isinstance(self.sessions, int) and 1 <= self.sessions <= 64, "sessions",
+               self.sessions, "a whole number from 1 to 64")
+        _check(isinstance(self.threads, int) and 1 <= self.threads <= 64, "threads",
+               self.threads, "a whole number from 1 to 64")
+        _check(bool(self.models) and all(_MODEL_NAME_RE.match(m) for m in self.models),
+               "models", ",".join(self.models), "comma-separated model names")
+        _check(bool(self.ep) and all(e in KNOWN_EPS for e in self.ep) and len(set(self.ep)) ==
+               len(self.ep), "ep", ",".join(self.ep), "a comma list of xnnpack, cpu")
+        _check(self.load in ("path", "bytes"), "load", self.load, "path or bytes")
+        _check(self.warmup in ("none", "cpu"), "warmup", self.warmup, "none or cpu")
+        if self.inject is not None:
+            kind, phase = self.inject
+            _check(kind in INJECT_KINDS and phase in PHASES[:-1], "inject", f"{kind}@{phase}",
+                   "none or KIND@PHASE with KIND segv|abort|hang and PHASE start.."
+                   "sessions-released")
+        if self.id is not None:
+            _check(bool(LAUNCH_ID_RE.match(self.id)), "id", self.id,
+                   "1-64 characters from A-Z a-z 0-9 . _ -")
+
+    # -- encoding ---------------------------------------------------------------------
+    def query_items(self, with_id: bool = True) -> list[tuple[str, str]]:
+        """The scenario as ``(key, value)`` pairs in canonical order (see module doc)."""
+        items = [
+            ("mode", self.mode),
+            ("sessions", str(self.sessions)),
+            ("models", ",".join(self.models)),
+            ("ep", ",".join(self.ep)),
+            ("threads", str(self.threads)),
+            ("infer", "1" if self.infer else "0"),
+            ("release", "1" if self.release else "0"),
+            ("inject", "none" if self.inject is None else "@".join(self.inject)),
+            ("load", self.load),
+            ("warmup", self.warmup),
+        ]
+        if with_id and self.id is not None:
+            items.insert(0, ("id", self.id))
+        return items
+
+    def to_url(self, with_id: bool = True) -> str:
+        """The canonical ``coldstart://run?...`` URL. Every value is URL-safe by validation,
+        and quoted anyway (``,`` and ``@`` kept) so the URL survives any shell quoting."""
+        query = "&".join(f"{k}={quote(v, safe=',@')}" for k, v in self.query_items(with_id))
+        return f"coldstart://run?{query}"
+
+    def key(self) -> str:
+        """The scenario without its launch id: equal keys mean the same scenario."""
+        return self.to_url(with_id=False)
+
+    def with_id(self, launch_id: str) -> "Scenario":
+        """A copy bound to ``launch_id`` (validated as :data:`LAUNCH_ID_RE`)."""
+        return dataclasses.replace(self, id=launch_id)
+
+    def with_changes(self, **changes: object) -> "Scenario":
+        """A copy with some fields replaced (validated again)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        """A short human label, e.g. ``concurrent x3 xnnpack,cpu``, plus non-default keys."""
+        text = f"{self.mode} x{self.sessions} {','.join(self.ep)}"
+        default = Scenario()
+        for key, value in self.query_items(with_id=False):
+            if key in ("mode", "sessions", "ep"):
+                continue
+            if dict(default.query_items(with_id=False))[key] != value:
+                text += f" {key}={value}"
+        return text
+
+
+def _check(ok: bool, key: str, value: object, expected: str) -> None:
+    if not ok:
+        raise UsageError(f"scenario key {key}={value!r} is invalid: expected {expected}", _HINT)
+
+
+def _split_pairs(text: str) -> list[tuple[str, str]]:
+    text = text.strip()
+    if text.startswith("coldstart:"):
+        parts = urlsplit(text)
+        if parts.scheme != "coldstart" or parts.netloc not in ("run", ""):
+            raise UsageError(f"scenario URL {text!r} is not a coldstart://run?... URL", _HINT)
+        text = parts.query
+    if not text:
+        return []
+    if "&" not in text and "=" in text and text.count("=") > 1 and "," in text:
+        # "mode=serial,sessions=8": commas separate pairs, except inside list values
+        pairs: list[tuple[str, str]] = []
+        for chunk in text.split(","):
+            if "=" in chunk or not pairs:
+                key, sep, value = chunk.partition("=")
+                if not sep:
+                    raise UsageError(f"scenario part {chunk!r} is not KEY=VALUE", _HINT)
+                pairs.append((key.strip(), value.strip()))
+            else:  # continuation of a list value such as models=a,b
+                key, value = pairs[-1]
+                pairs[-1] = (key, f"{value},{chunk.strip()}")
+        return pairs
+    try:
+        return parse_qsl(text, keep_blank_values=True, strict_parsing=True)
+    except ValueError:
+        raise UsageError(f"scenario {text!r} is not KEY=VALUE pairs joined by &", _HINT) from None
+
+
+def _as_int(key: str, value: str) -> int:
+    if not re.fullmatch(r"[0-9]{1,3}", value):
+        raise UsageError(f"scenario key {key}={value!r} is invalid: expected a whole number",
+                         _HINT)
+    return int(value)
+
+
+def _as_flag(key: str, value: str) -> bool:
+    if value not in ("0", "1"):
+        raise UsageError(f"scenario key {key}={value!r} is invalid: expected 0 or 1", _HINT)
+    return value == "1"
+
+
+def parse_scenario(text: str | None = None, base: Scenario | None = None,
+                   overrides: Iterable[tuple[str, str]] = ()) -> Scenario:
+    """Parse a scenario from a URL, a query string or ``k=v,k=v`` text.
+
+    Args:
+        text: ``coldstart://run?mode=serial``, ``mode=serial&sessions=8``,
+            ``mode=serial,sessions=8``, or ``None``/empty for the defaults.
+        base: defaults for keys the text leaves out (the module defaults when ``None``).
+        overrides: more ``(key, value)`` pairs applied after ``text``.
+
+    Returns:
+        A validated :class:`Scenario`.
+
+    Raises:
+        UsageError: an unknown key, a repeated key, or a value out of range.
+    """
+    pairs = _split_pairs(text or "") + list(overrides)
+    seen: set[str] = set()
+    fields: dict[str, object] = {}
+    for key, value in pairs:
+        if key not in _KEYS:
+            raise UsageError(f"unknown scenario key {key!r}",
+                             f"known keys: {', '.join(_KEYS)}")
+        if key in seen:
+            raise UsageError(f"scenario key {key!r} is given twice", _HINT)
+        seen.add(key)
+        if key in ("sessions", "threads"):
+            fields[key] = _as_int(key, value)
+        elif key in ("infer", "release"):
+            fields[key] = _as_flag(key, value)
+        elif key in ("models", "ep"):
+            fields[key] = tuple(v.strip() for v in value.split(",") if v.strip())
+        elif key == "inject":
+            if value == "none":
+                fields[key] = None
+            else:
+                kind, sep, phase = value.partition("@")
+                if not sep:
+                    raise UsageError(f"scenario key inject={value!r} is invalid: expected "
+                                     "KIND@PHASE, e.g. segv@sessions-created", _HINT)
+                fields[key] = (kind, phase)
+        else:
+            fields[key] = value
+    return dataclasses.replace(base or Scenario(), **fields)  # type: ignore[arg-type]
