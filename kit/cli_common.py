@@ -1,0 +1,197 @@
+"""What every ``coldstart run <target>`` shares: campaign options, progress, the summary.
+
+A target's command module adds its own options, then calls :func:`add_campaign_options`
+and, in its ``func``, builds its launchers and calls :func:`execute_campaign`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .campaign import Launcher, prepare_store, run_campaign, update_meta
+from .errors import ExitCode
+from .records import LaunchRecord, Outcome
+from .scenario import Scenario, parse_scenario
+
+__all__ = ["add_campaign_options", "scenario_from_args", "execute_campaign", "ProgressView",
+           "stderr_console"]
+
+_OUTCOME_STYLE = {Outcome.COMPLETED: "green", Outcome.CRASHED: "bold red",
+                  Outcome.APP_ERROR: "yellow", Outcome.WRONG_OUTPUT: "magenta",
+                  Outcome.HUNG: "red", Outcome.INFRA_ERROR: "dim"}
+
+
+def stderr_console() -> Console:
+    """A rich console on stderr (progress never mixes with machine-readable stdout)."""
+    return Console(stderr=True)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"{value} is out of range 1..1000000")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"{value} is out of range (0, 86400] seconds")
+    return value
+
+
+def add_campaign_options(parser: argparse.ArgumentParser, default_timeout_s: float,
+                         default_launches: int = 20) -> None:
+    """Add ``--launches --scenario --set --label --out --timeout --resume --max-attempts``
+    and, when :mod:`kit.sequential` is present, the ``--until-verdict`` family."""
+    group = parser.add_argument_group("campaign")
+    group.add_argument("--launches", type=_positive_int, default=default_launches,
+                       metavar="N", help=f"cold launches to make (default {default_launches})")
+    group.add_argument("--scenario", default="", metavar="Q",
+                       help="scenario as coldstart://run?..., k=v&k=v or k=v,k=v (default: "
+                            "the production shape, concurrent x3 xnnpack,cpu)")
+    group.add_argument("--label", default=None, metavar="L",
+                       help="build label, e.g. baseline or patched (default: the mode)")
+    group.add_argument("--out", default=None, metavar="DIR",
+                       help="campaign directory (default: runs/<label>)")
+    group.add_argument("--timeout", type=_positive_float, default=default_timeout_s,
+                       metavar="S", help=f"seconds before a launch counts as hung "
+                                         f"(default {default_timeout_s:g})")
+    group.add_argument("--resume", action="store_true",
+                       help="finish an interrupted campaign in --out")
+    group.add_argument("--max-attempts", type=_positive_int, default=3, metavar="K",
+                       help="tries per launch slot when the infrastructure fails (default 3)")
+    group.add_argument("--json", action="store_true",
+                       help="print the records of this run as JSON lines on stdout")
+    try:
+        from . import sequential
+    except ImportError:
+        return
+    sequential.add_until_verdict_options(parser)
+
+
+def scenario_from_args(args: argparse.Namespace) -> Scenario:
+    """The scenario from ``--scenario``. Raises UsageError for a bad one."""
+    return parse_scenario(args.scenario)
+
+
+class ProgressView:
+    """A rich progress bar with running counts by outcome (a
+    :class:`~kit.campaign.CampaignObserver`)."""
+
+    def __init__(self, console: Console, title: str, json_out: bool = False) -> None:
+        self.console = console
+        self.title = title
+        self.json_out = json_out
+        self.counts: dict[Outcome, int] = {}
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                  MofNCompleteColumn(), TimeElapsedColumn(),
+                                  TextColumn("{task.fields[counts]}"), console=console,
+                                  transient=False)
+        self._task: Any = None
+
+    def __enter__(self) -> "ProgressView":
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.__exit__(*exc)  # type: ignore[arg-type]
+
+    def started(self, total: int, done: int) -> None:
+        self._task = self._progress.add_task(self.title, total=total, completed=done,
+                                             counts="")
+
+    def recorded(self, record: LaunchRecord) -> None:
+        self.counts[record.outcome] = self.counts.get(record.outcome, 0) + 1
+        counts = "  ".join(f"[{_OUTCOME_STYLE[o]}]{o.value} {n}[/]"
+                           for o, n in sorted(self.counts.items(), key=lambda kv: kv[0].value))
+        advance = 1 if record.counted else 0
+        self._progress.update(self._task, advance=advance, counts=counts)
+        if self.json_out:
+            import json
+
+            print(json.dumps(record.to_dict(), separators=(",", ":")), flush=True)
+
+
+def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
+                     target: str, scenario: Scenario, build: dict[str, Any],
+                     options: dict[str, Any], devices: list[dict[str, Any]]) -> int:
+    """Run a campaign from parsed CLI args, show progress and the summary table.
+
+    Returns:
+        :attr:`ExitCode.OK` when the campaign ran (whatever crashed), ``INFRA`` when no
+        launch could be counted because the infrastructure failed every time.
+
+    Raises:
+        UsageError: bad label/out/resume combination (see :func:`kit.campaign.prepare_store`).
+    """
+    label = args.label or scenario.mode
+    out = Path(args.out) if args.out else Path("runs") / label
+    store, records = prepare_store(out, label=label, target=target, scenario=scenario,
+                                   launches=args.launches, resume=args.resume,
+                                   meta_extra={"options": options})
+    update_meta(store, build=build, devices=devices, options=options)
+    should_stop = None
+    if getattr(args, "until_verdict", False):
+        from . import sequential
+
+        should_stop = sequential.stop_rule_from_args(args)
+    console = stderr_console()
+    console.print(f"[bold]{target}[/] campaign [bold]{label}[/]: {scenario.describe()} "
+                  f"-> {store.path}")
+    with ProgressView(console, label, json_out=args.json) as view:
+        all_records = run_campaign(store, records, launchers, label=label, scenario=scenario,
+                                   launches=args.launches, timeout_s=args.timeout,
+                                   max_attempts=args.max_attempts, observer=view,
+                                   should_stop=should_stop)
+    render_outcome_table(console, all_records, store.path)
+    if all_records and not any(r.counted for r in all_records):
+        return int(ExitCode.INFRA)
+    return int(ExitCode.OK)
+
+
+def render_outcome_table(console: Console, records: Sequence[LaunchRecord], path: Path
+                         ) -> None:
+    """Print the end-of-campaign summary (via :mod:`kit.summary` when present)."""
+    try:
+        from .summary import render_summary, summarize
+    except ImportError:
+        summarize = None  # type: ignore[assignment]
+    if summarize is not None:
+        from .campaign import load_campaign
+
+        render_summary(summarize(load_campaign(path)), console)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{path}: outcomes")
+    for column in ("outcome", "launches", "last phases", "crash classes"):
+        table.add_column(column)
+    for outcome in Outcome:
+        group = [r for r in records if r.outcome is outcome]
+        if not group:
+            continue
+        phases = _tally(r.last_phase or "none" for r in group)
+        classes = _tally(r.crash_class for r in group if r.crash_class)
+        table.add_row(f"[{_OUTCOME_STYLE[outcome]}]{outcome.value}[/]", str(len(group)),
+                      phases, classes)
+    console.print(table)
+
+
+def _tally(values: Any) -> str:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+

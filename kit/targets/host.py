@@ -1,0 +1,541 @@
+"""The host target: the native desktop workload on onnxruntime with the XNNPACK EP.
+
+Three kinds of runtime (:class:`Runtime`), prepared once by :func:`prepare_runtime` and
+described by ``<cache>/runtimes/<name>/runtime.json``:
+
+* ``system``: the host's own ``libonnxruntime-dev`` (Debian 13+ packages ORT 1.21 built
+  with XNNPACK); built with the host's ``g++``, run directly.
+* ``debian-root``: a Debian 13 (trixie) root made with ``debootstrap`` under the cache,
+  holding ``libonnxruntime-dev`` and ``g++``. The workload is compiled inside it with
+  ``chroot`` (the runtime's own compiler and headers) and run on the host through the root's
+  dynamic loader (``<root>/usr/lib64/ld-linux-x86-64.so.2 --library-path <root libs>``), so
+  every library it loads, glibc included, is the root's, while it sees the host's ``/proc``
+  (XNNPACK's cpuinfo needs it) and needs no root privileges per launch.
+* ``ort-root``: a user's own ORT build (``include/`` and ``lib/``), e.g. with the fix of
+  PR #32489; built with the host's ``g++`` and an rpath to ``lib/``.
+
+:class:`HostLauncher` makes one cold launch per call: a fresh workload process, its protocol
+lines read from stdout, its stderr (thousands of "Schema error" lines from Debian's
+libraries, and any crash backtrace) written straight to ``artifacts/<id>/stderr.txt``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Callable
+
+from ..campaign import LaunchContext, utc_now
+from ..errors import InfraError, UsageError
+from ..modelset import ModelSet, cache_dir, scores_match
+from ..protocol import iter_events
+from ..records import LaunchRecord, Outcome, SessionTiming
+from ..scenario import Scenario
+
+__all__ = ["Runtime", "prepare_runtime", "load_runtime", "build_workload", "HostLauncher",
+           "check_scenario", "POISON_ENV", "runtime_dir", "DEFAULT_RUNTIME"]
+
+DEFAULT_RUNTIME = "debian"
+DEBIAN_SUITE = "trixie"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+_ROOT_PACKAGES = ("libonnxruntime-dev", "g++")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
+#: glibc heap poisoning (mallopt(3) M_PERTURB; tunables(7)): freed memory is filled with
+#: 0x55, and the per-thread cache, whose chunks are never perturbed, is turned off.
+POISON_ENV = {"MALLOC_PERTURB_": "85", "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}
+_CXXFLAGS = ("-std=c++17", "-O2", "-g", "-rdynamic", "-pthread")
+_SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}
+
+
+def runtime_dir(name: str) -> Path:
+    """``<cache>/runtimes/<name>`` (see :func:`kit.modelset.cache_dir`)."""
+    if not _NAME_RE.match(name):
+        raise UsageError(f"runtime name {name!r} is invalid",
+                         "use 1-40 characters from A-Z a-z 0-9 . _ -")
+    return cache_dir() / "runtimes" / name
+
+
+@dataclasses.dataclass(frozen=True)
+class Runtime:
+    """A prepared onnxruntime for the host workload.
+
+    Attributes:
+        name: the runtime's name (``debian`` by default).
+        kind: ``system``, ``debian-root`` or ``ort-root``.
+        root: the Debian root (``debian-root``) or the user's ORT dir (``ort-root``).
+        include_dir: folder holding ``onnxruntime_cxx_api.h``.
+        lib_dir: folder holding ``libonnxruntime.so``.
+        ort_library: the resolved ``libonnxruntime.so`` file.
+        xnnpack_library: the shared XNNPACK library ORT links, or ``None`` when XNNPACK is
+            linked statically into ORT (then its init cannot be interposed).
+        workload: path of the built workload binary, or ``None`` before
+            :func:`build_workload`.
+        workload_hash: sha256 of the source and flags it was built from.
+    """
+
+    name: str
+    kind: str
+    root: str | None
+    include_dir: str
+    lib_dir: str
+    ort_library: str
+    xnnpack_library: str | None
+    workload: str | None = None
+    workload_hash: str | None = None
+
+    @property
+    def loader(self) -> str | None:
+        """The root's dynamic loader for ``debian-root`` runtimes, else ``None``."""
+        if self.kind != "debian-root" or self.root is None:
+            return None
+        return str(Path(self.root) / "usr/lib64/ld-linux-x86-64.so.2")
+
+    def command(self, *args: str) -> list[str]:
+        """argv that runs the built workload with ``args`` on this runtime.
+
+        Raises:
+            UsageError: the workload is not built yet.
+        """
+        if not self.workload or not Path(self.workload).exists():
+            raise UsageError(f"the workload for runtime {self.name!r} is not built",
+                             f"run `coldstart runtime build --runtime {self.name}`")
+        if self.loader:
+            return [self.loader, "--library-path", self.lib_dir, self.workload, *args]
+        return [self.workload, *args]
+
+    def save(self) -> None:
+        path = runtime_dir(self.name) / "runtime.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(dataclasses.asdict(self), indent=2) + "\n")
+        os.replace(tmp, path)
+
+
+def load_runtime(name: str = DEFAULT_RUNTIME) -> Runtime:
+    """Load a runtime prepared by :func:`prepare_runtime`.
+
+    Raises:
+        UsageError: it was never prepared (or its files are gone).
+    """
+    path = runtime_dir(name) / "runtime.json"
+    try:
+        runtime = Runtime(**json.loads(path.read_text()))
+    except FileNotFoundError:
+        hint = "run `coldstart runtime prepare`" + ("" if name == DEFAULT_RUNTIME
+                                                    else f" --name {name} --ort-root DIR")
+        raise UsageError(f"host runtime {name!r} is not prepared", hint) from None
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{path} is corrupt ({exc})",
+                         f"run `coldstart runtime prepare --name {name} --force`") from None
+    if not Path(runtime.ort_library).exists():
+        raise UsageError(f"host runtime {name!r} points at {runtime.ort_library}, which is gone",
+                         f"run `coldstart runtime prepare --name {name} --force`")
+    return runtime
+
+
+def _needed_libs(library: Path, lib_dir: Path) -> list[Path]:
+    """``DT_NEEDED`` entries of an ELF file, resolved in ``lib_dir`` (read with ``readelf``
+    when the host has binutils, else by scanning for ``lib*.so*`` strings)."""
+    names: list[str] = []
+    if shutil.which("readelf"):
+        proc = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True)
+        names = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", proc.stdout)
+    if not names:
+        data = library.read_bytes()
+        names = sorted({m.decode() for m in re.findall(rb"lib[A-Za-z0-9_+.-]+\.so[0-9.]*", data)})
+    return [lib_dir / n for n in names if (lib_dir / n).exists()]
+
+
+def _describe_libs(name: str, kind: str, root: Path | None, include_dir: Path,
+                   lib_dir: Path) -> Runtime:
+    header = include_dir / "onnxruntime_cxx_api.h"
+    if not header.exists():
+        raise UsageError(f"no onnxruntime_cxx_api.h in {include_dir}",
+                         "point --ort-root at an ORT build with include/ and lib/")
+    candidates = sorted(lib_dir.glob("libonnxruntime.so*"), key=lambda p: len(p.name))
+    if not candidates:
+        raise UsageError(f"no libonnxruntime.so in {lib_dir}",
+                         "point --ort-root at an ORT build with include/ and lib/")
+    ort_library = candidates[0].resolve()
+    xnnpack = next((str(p.resolve()) for p in _needed_libs(ort_library, lib_dir)
+                    if "xnnpack" in p.name.lower()), None)
+    return Runtime(name=name, kind=kind, root=str(root) if root else None,
+                   include_dir=str(include_dir), lib_dir=str(lib_dir),
+                   ort_library=str(ort_library), xnnpack_library=xnnpack)
+
+
+def _run_step(cmd: list[str], what: str, log_path: Path, hint: str) -> None:
+    with open(log_path, "ab") as log:
+        log.write(f"\n$ {shlex.join(cmd)}\n".encode())
+        log.flush()
+        proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT,
+                              env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    if proc.returncode != 0:
+        raise InfraError(f"{what} failed (exit {proc.returncode}; log: {log_path})", hint)
+
+
+def _host_has_system_ort() -> tuple[Path, Path] | None:
+    include = Path("/usr/include/onnxruntime")
+    for lib in (Path("/usr/lib/x86_64-linux-gnu"), Path("/usr/lib/aarch64-linux-gnu"),
+                Path("/usr/lib64"), Path("/usr/lib")):
+        if (include / "onnxruntime_cxx_api.h").exists() and list(lib.glob("libonnxruntime.so*")):
+            return include, lib
+    return None
+
+
+def _debian_major() -> int | None:
+    try:
+        text = Path("/etc/os-release").read_text()
+    except OSError:
+        return None
+    ident = dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', text, re.M))
+    if ident.get("ID") != "debian" and "debian" not in ident.get("ID_LIKE", ""):
+        return None
+    try:
+        return int(ident.get("VERSION_ID", "").split(".")[0])
+    except ValueError:
+        return None
+
+
+def prepare_runtime(name: str = DEFAULT_RUNTIME, ort_root: str | None = None,
+                    force: bool = False, mirror: str = DEFAULT_MIRROR,
+                    log: Callable[[str], None] = lambda _m: None) -> Runtime:
+    """Make an onnxruntime with the XNNPACK EP available to the host workload.
+
+    Order: ``ort_root`` when given; else the host's own ``libonnxruntime-dev`` (installed
+    with apt-get on Debian 13+ when missing and running as root); else a Debian 13 root
+    made with ``debootstrap`` under ``<cache>/debian-trixie`` (about 1 minute and 700 MB;
+    reused while it is complete).
+
+    Raises:
+        UsageError: no root privileges for apt-get/debootstrap/chroot, a bad ``ort_root``,
+            or a non-x86_64/aarch64 Debian host without a system ORT.
+        InfraError: apt-get or debootstrap failed (network, mirror).
+    """
+    existing = runtime_dir(name) / "runtime.json"
+    if existing.exists() and not force and ort_root is None:
+        try:
+            runtime = load_runtime(name)
+            log(f"runtime {name!r} already prepared ({runtime.kind}, {runtime.ort_library})")
+            return runtime
+        except UsageError:
+            pass
+    runtime_dir(name).mkdir(parents=True, exist_ok=True)
+    if ort_root is not None:
+        root = Path(ort_root).expanduser().resolve()
+        include = root / "include"
+        if (include / "onnxruntime" / "onnxruntime_cxx_api.h").exists():
+            include = include / "onnxruntime"
+        runtime = _describe_libs(name, "ort-root", root, include, root / "lib")
+        if shutil.which("g++") is None:
+            raise UsageError("building against --ort-root needs g++ on the host",
+                             "install g++ (Debian: apt-get install g++)")
+        runtime.save()
+        log(f"runtime {name!r}: your ORT build at {root}")
+        return runtime
+    system = _host_has_system_ort()
+    major = _debian_major()
+    if system is None and major is not None and major >= 13:
+        if os.geteuid() != 0:
+            raise UsageError("this Debian host has no libonnxruntime-dev",
+                             "run `sudo apt-get install libonnxruntime-dev g++`, then "
+                             "prepare again")
+        log("installing the distro's libonnxruntime-dev and g++ with apt-get")
+        log_path = runtime_dir(name) / "prepare.log"
+        _run_step(["apt-get", "install", "-y", "--no-install-recommends", *_ROOT_PACKAGES],
+                  "apt-get install libonnxruntime-dev", log_path, "check apt's sources")
+        system = _host_has_system_ort()
+    if system is not None:
+        runtime = _describe_libs(name, "system", None, *system)
+        runtime.save()
+        log(f"runtime {name!r}: the host's own onnxruntime ({runtime.ort_library})")
+        return runtime
+    runtime = _describe_libs(name, "debian-root", *_debian_root(force, mirror, log))
+    runtime.save()
+    log(f"runtime {name!r}: Debian {DEBIAN_SUITE} root at {runtime.root}")
+    return runtime
+
+
+def _debian_root(force: bool, mirror: str, log: Callable[[str], None]
+                 ) -> tuple[Path, Path, Path]:
+    root = cache_dir() / f"debian-{DEBIAN_SUITE}"
+    stamp = root / ".coldstart-complete"
+    arch = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}.get(platform.machine())
+    if arch is None:
+        raise UsageError(f"no Debian root recipe for {platform.machine()}",
+                         "use --ort-root with your own ORT build")
+    libs = root / "usr/lib" / arch
+    if stamp.exists() and not force:
+        log(f"reusing the Debian {DEBIAN_SUITE} root at {root}")
+        return root, root / "usr/include/onnxruntime", libs
+    if os.geteuid() != 0:
+        raise UsageError("making the Debian 13 root needs root (debootstrap, chroot)",
+                         "run `sudo coldstart runtime prepare`, or use --ort-root with your "
+                         "own ORT build (see the README)")
+    log_path = cache_dir() / f"debian-{DEBIAN_SUITE}.log"
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    if shutil.which("debootstrap") is None:
+        log("installing debootstrap with apt-get")
+        _run_step(["apt-get", "install", "-y", "debootstrap"], "apt-get install debootstrap",
+                  log_path, "install debootstrap yourself")
+    if root.exists():
+        shutil.rmtree(root)
+    started = time.monotonic()
+    log(f"debootstrap {DEBIAN_SUITE} into {root} (about a minute; log: {log_path})")
+    _run_step(["debootstrap", "--variant=minbase", DEBIAN_SUITE, str(root), mirror],
+              "debootstrap", log_path, f"check that {mirror} is reachable")
+    log("installing libonnxruntime-dev and g++ inside the root")
+    _run_step(["chroot", str(root), "apt-get", "install", "-y", "--no-install-recommends",
+               *_ROOT_PACKAGES], "apt-get inside the Debian root", log_path,
+              f"check that {mirror} is reachable")
+    _run_step(["chroot", str(root), "apt-get", "clean"], "apt-get clean", log_path,
+              "see the log")
+    stamp.write_text(utc_now() + "\n")
+    log(f"Debian root ready in {time.monotonic() - started:.0f} s")
+    return root, root / "usr/include/onnxruntime", libs
+
+
+def _source() -> bytes:
+    return (files("kit") / "workload" / "coldstart_workload.cpp").read_bytes()
+
+
+def build_workload(runtime: Runtime, force: bool = False,
+                   log: Callable[[str], None] = lambda _m: None) -> Runtime:
+    """Compile the workload with the runtime's own compiler and headers.
+
+    Rebuilds only when the source, flags or runtime changed (or ``force``).
+
+    Returns:
+        The runtime with ``workload`` and ``workload_hash`` set (also saved).
+
+    Raises:
+        UsageError: the compiler is missing or the workload does not compile (the first
+            error line is shown; the full log is in the runtime's folder).
+    """
+    source = _source()
+    digest = hashlib.sha256(source + repr((_CXXFLAGS, runtime.kind, runtime.ort_library)
+                                          ).encode()).hexdigest()
+    if (not force and runtime.workload_hash == digest and runtime.workload
+            and Path(runtime.workload).exists()):
+        log(f"workload up to date ({runtime.workload})")
+        return runtime
+    out_dir = runtime_dir(runtime.name)
+    log_path = out_dir / "build.log"
+    if runtime.kind == "debian-root":
+        assert runtime.root is not None
+        if os.geteuid() != 0:
+            raise UsageError("building inside the Debian root needs root (chroot)",
+                             "run `sudo coldstart runtime build`")
+        inner = Path("/opt/coldstart")
+        (Path(runtime.root) / inner.relative_to("/")).mkdir(parents=True, exist_ok=True)
+        (Path(runtime.root) / "opt/coldstart/coldstart_workload.cpp").write_bytes(source)
+        cmd = ["chroot", runtime.root, "g++", *_CXXFLAGS, "-I/usr/include/onnxruntime",
+               str(inner / "coldstart_workload.cpp"), "-o", str(inner / "coldstart-workload"),
+               "-lonnxruntime"]
+        binary = Path(runtime.root) / "opt/coldstart/coldstart-workload"
+    else:
+        compiler = shutil.which("g++")
+        if compiler is None:
+            raise UsageError("no g++ on this host", "install g++ (Debian: apt-get install g++)")
+        src = out_dir / "coldstart_workload.cpp"
+        src.write_bytes(source)
+        binary = out_dir / "coldstart-workload"
+        cmd = [compiler, *_CXXFLAGS, f"-I{runtime.include_dir}", str(src), "-o", str(binary),
+               f"-L{runtime.lib_dir}", f"-Wl,-rpath,{runtime.lib_dir}", "-lonnxruntime"]
+    log(f"compiling the workload ({runtime.kind})")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    log_path.write_text(f"$ {shlex.join(cmd)}\n{proc.stdout}{proc.stderr}")
+    if proc.returncode != 0:
+        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln),
+                     proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no output")
+        raise UsageError(f"the workload failed to compile: {first.strip()}",
+                         f"full log: {log_path}")
+    built = dataclasses.replace(runtime, workload=str(binary), workload_hash=digest)
+    built.save()
+    log(f"built {binary}")
+    return built
+
+
+def check_scenario(scenario: Scenario, modelset: ModelSet) -> None:
+    """Check the scenario fits the model set (names known; all three roles for infer=1).
+
+    Raises:
+        UsageError: an unknown model, or ``infer=1`` without mel, embedding and keyword.
+    """
+    roles = {modelset.by_name(n).role for n in scenario.models}
+    missing = {"mel", "embedding", "keyword"} - roles
+    if scenario.infer and missing:
+        raise UsageError(f"infer=1 needs the {', '.join(sorted(missing))} model(s) in "
+                         "the scenario's models", "add them to models=, or set infer=0")
+
+
+def _signal_name(number: int | None) -> str | None:
+    return None if number is None else _SIGNAL_NAMES.get(number, f"SIG{number}")
+
+
+def _crash_block(stderr_text: str) -> str:
+    start = stderr_text.find("COLDSTART-CRASH signal=")
+    if start < 0:
+        return ""
+    end = stderr_text.find("COLDSTART-CRASH end", start)
+    return stderr_text[start:] if end < 0 else stderr_text[start:end + len("COLDSTART-CRASH end")]
+
+
+def _placement_summary(fields: dict[str, Any]) -> dict[str, Any] | None:
+    placement = fields.get("placement")
+    if not isinstance(placement, list):
+        return None
+    totals: dict[str, int] = {}
+    for entry in placement:
+        for ep, count in (entry.get("nodes") or {}).items():
+            totals[ep] = totals.get(ep, 0) + int(count)
+    return {"source": "ORT verbose 'Node placements' log", "totals": totals,
+            "per_session": placement}
+
+
+class HostLauncher:
+    """Cold-launches the host workload: one fresh process per :meth:`launch`.
+
+    Args:
+        runtime: a built :class:`Runtime`.
+        modelset: the verified model set (paths, clip, expected scores).
+        poison: turn on glibc heap poisoning (:data:`POISON_ENV`).
+        preload: shared libraries to preload (the race witness of issue #8), or ``()``.
+    """
+
+    target = "host"
+
+    def __init__(self, runtime: Runtime, modelset: ModelSet, poison: bool = False,
+                 preload: tuple[str, ...] = ()) -> None:
+        self.runtime = runtime
+        self.modelset = modelset
+        self.poison = poison
+        self.preload = preload
+        self.device = f"host:{socket.gethostname()}"
+        self._expected = modelset.expected()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._model_args: list[str] = []
+        for model in modelset.models:
+            self._model_args += ["--model", f"{model.role}:{model.name}:{model.path}"]
+        self._env = dict(os.environ)
+        if poison:
+            self._env.update(POISON_ENV)
+        if preload:
+            self._env["LD_PRELOAD"] = " ".join(preload)
+
+    def argv(self, scenario: Scenario) -> list[str]:
+        """The workload's argv for one launch of ``scenario``."""
+        expected = ",".join(repr(float(s)) for s in self._expected["scores"])
+        return self.runtime.command(
+            "--scenario", scenario.to_url(), *self._model_args,
+            "--clip", str(self.modelset.clip), "--expected", expected,
+            "--tolerance", repr(float(self._expected["tolerance"]["abs"])))
+
+    def abort(self) -> None:
+        """Kill the launch in flight, if any (Ctrl-C)."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def launch(self, ctx: LaunchContext) -> LaunchRecord:
+        """One cold launch; see the module doc. Never raises for what the workload does.
+
+        Raises:
+            InfraError: the workload could not be started at all.
+        """
+        started_at = utc_now()
+        t0 = time.monotonic()
+        stderr_path = ctx.artifacts_dir / "stderr.txt"
+        hung = False
+        with open(stderr_path, "wb") as err:
+            try:
+                proc = subprocess.Popen(self.argv(ctx.scenario), stdout=subprocess.PIPE,
+                                        stderr=err, stdin=subprocess.DEVNULL, env=self._env,
+                                        start_new_session=True)
+            except OSError as exc:
+                raise InfraError(f"cannot start the workload: {exc}",
+                                 "run `coldstart runtime build`") from None
+            self._proc = proc
+            try:
+                out, _ = proc.communicate(timeout=ctx.timeout_s)
+            except subprocess.TimeoutExpired:
+                hung = True
+                os.killpg(proc.pid, signal.SIGKILL)
+                out, _ = proc.communicate()
+            finally:
+                self._proc = None
+        wall_ms = (time.monotonic() - t0) * 1000.0
+        stdout = out.decode("utf-8", "replace")
+        (ctx.artifacts_dir / "stdout.txt").write_text(stdout)
+        artifacts = [f"{ctx.artifacts_rel}/stdout.txt", f"{ctx.artifacts_rel}/stderr.txt"]
+        events = list(iter_events(stdout.splitlines(), ctx.launch_id))
+        phases = {e.phase: e.t_ms for e in events if e.phase != "error"}
+        fields: dict[str, Any] = {}
+        for event in events:
+            fields.update(event.fields)
+        last_phase = next((e.phase for e in reversed(events) if e.phase != "error"), None)
+        error = next((e.fields.get("message") for e in events if e.phase == "error"), None)
+        rc = proc.returncode
+        signal_no = -rc if rc < 0 and not hung else None
+        scores = [float(s) for s in fields.get("scores") or []]
+        ok, diff = scores_match(self._expected, scores) if scores else (False, None)
+        record: dict[str, Any] = dict(
+            launch_id=ctx.launch_id, index=ctx.index, attempt=ctx.attempt, label=ctx.label,
+            target=self.target, device=self.device, scenario=ctx.scenario.to_url(),
+            last_phase=last_phase, phases=phases, started_at=started_at, wall_ms=wall_ms,
+            sessions=[SessionTiming(**s) for s in fields.get("sessions") or []],
+            ort_version=fields.get("ort_version"), eps=list(fields.get("eps") or []),
+            xnnpack_nodes=_placement_summary(fields), scores=scores,
+            max_score_diff=None if diff is None or diff == float("inf") else diff,
+            exit_code=rc if rc >= 0 else None, signal=signal_no,
+            signal_name=_signal_name(signal_no), error=error, artifacts=artifacts)
+        if hung:
+            record.update(outcome=Outcome.HUNG,
+                          error=f"no done within {ctx.timeout_s:g} s; killed")
+        elif signal_no is not None:
+            record.update(outcome=Outcome.CRASHED, **self._crash_fields(ctx, signal_no,
+                                                                       stderr_path, artifacts))
+        elif error is not None:
+            record.update(outcome=Outcome.APP_ERROR)
+        elif "done" in phases and rc == 0:
+            outcome = Outcome.COMPLETED
+            if ctx.scenario.infer and not ok:
+                outcome = Outcome.WRONG_OUTPUT
+            record.update(outcome=outcome)
+        elif rc == 2 and not events:
+            tail = stderr_path.read_text(errors="replace").strip().splitlines()[-1:]
+            raise InfraError(f"the workload rejected its arguments: {' '.join(tail)}",
+                             "rebuild it with `coldstart runtime build --force`")
+        else:  # exited on its own before done, without reporting an error
+            record.update(outcome=Outcome.CRASHED,
+                          error=f"exited with status {rc} before done")
+        return LaunchRecord(**record)
+
+    def _crash_fields(self, ctx: LaunchContext, signal_no: int, stderr_path: Path,
+                      artifacts: list[str]) -> dict[str, Any]:
+        from .. import crash as crashlib
+
+        block = _crash_block(stderr_path.read_text(errors="replace"))
+        crash_path = ctx.artifacts_dir / "crash.txt"
+        crash_path.write_text(f"signal {signal_no} ({_signal_name(signal_no)})\n{block}\n")
+        artifacts.append(f"{ctx.artifacts_rel}/crash.txt")
+        record = crashlib.parse_host(signal_no, block)
+        record = dataclasses.replace(record, raw_artifact=f"{ctx.artifacts_rel}/crash.txt")
+        verdict = crashlib.classify(record)
+        return {"crash": record.to_dict(), "crash_class": verdict.crash_class,
+                "signature": verdict.signature}

@@ -1,0 +1,95 @@
+"""``coldstart runtime prepare|build|info`` and ``coldstart run host``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from .. import modelset
+from ..cli_common import add_campaign_options, execute_campaign, scenario_from_args
+from . import host
+
+__all__ = ["register"]
+
+
+def register(commands: argparse._SubParsersAction, run_targets: argparse._SubParsersAction
+             ) -> None:
+    """Add ``runtime`` (prepare, build, info) and ``run host``."""
+    runtime = commands.add_parser("runtime", help="prepare the host's onnxruntime with "
+                                                  "XNNPACK and build the native workload")
+    sub = runtime.add_subparsers(dest="runtime_command", metavar="ACTION")
+    sub.required = True
+    name = argparse.ArgumentParser(add_help=False)
+    name.add_argument("--runtime", "--name", dest="runtime", default=host.DEFAULT_RUNTIME,
+                      metavar="NAME", help="runtime name (default: debian)")
+    prepare = sub.add_parser("prepare", parents=[name],
+                             help="make an ORT with the XNNPACK EP available (system package, "
+                                  "a Debian 13 root, or --ort-root)")
+    prepare.add_argument("--ort-root", metavar="DIR",
+                         help="your own ORT build (include/ and lib/), e.g. with a fix")
+    prepare.add_argument("--mirror", default=host.DEFAULT_MIRROR,
+                         help="Debian mirror for the root (default: %(default)s)")
+    prepare.add_argument("--force", action="store_true", help="prepare again from scratch")
+    prepare.add_argument("--no-build", action="store_true",
+                         help="do not build the workload afterwards")
+    prepare.set_defaults(func=_prepare)
+    build = sub.add_parser("build", parents=[name],
+                           help="compile the workload with the runtime's compiler and headers")
+    build.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    build.set_defaults(func=_build)
+    info = sub.add_parser("info", parents=[name], help="show a prepared runtime as JSON")
+    info.set_defaults(func=_info)
+
+    run = run_targets.add_parser("host", parents=[name],
+                                 help="cold-launch the native workload on this machine",
+                                 description="One fresh workload process per launch, on the "
+                                             "prepared runtime.")
+    run.add_argument("--poison", action="store_true",
+                     help="glibc heap poisoning: MALLOC_PERTURB_=85 with the tcache off")
+    run.add_argument("--models", metavar="DIR", default=None,
+                     help="model set folder (default: the checkout's models/)")
+    add_campaign_options(run, default_timeout_s=30.0)
+    run.set_defaults(func=_run)
+
+
+def _log(message: str) -> None:
+    print(f"runtime: {message}", flush=True)
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    runtime = host.prepare_runtime(args.runtime, ort_root=args.ort_root, force=args.force,
+                                   mirror=args.mirror, log=_log)
+    if not args.no_build:
+        runtime = host.build_workload(runtime, force=args.force, log=_log)
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    host.build_workload(host.load_runtime(args.runtime), force=args.force, log=_log)
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    runtime = host.load_runtime(args.runtime)
+    print(json.dumps({**runtime.__dict__, "loader": runtime.loader}, indent=2))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    scenario = scenario_from_args(args)
+    ms = modelset.load_modelset(args.models)
+    modelset.require_verified(ms)
+    host.check_scenario(scenario, ms)
+    runtime = host.load_runtime(args.runtime)
+    if runtime.workload_hash is None:
+        runtime = host.build_workload(runtime, log=_log)
+    launcher = host.HostLauncher(runtime, ms, poison=args.poison)
+    build = {"runtime": runtime.name, "kind": runtime.kind, "ort_library": runtime.ort_library,
+             "ort_library_sha256": modelset.sha256_file(Path(runtime.ort_library)),
+             "xnnpack_library": runtime.xnnpack_library, "workload": runtime.workload,
+             "workload_hash": runtime.workload_hash}
+    options = {"poison": "glibc" if args.poison else None, "timeout_s": args.timeout,
+               "env": dict(host.POISON_ENV) if args.poison else {}}
+    return execute_campaign(args, [launcher], target="host", scenario=scenario, build=build,
+                            options=options, devices=[{"id": launcher.device, "kind": "host"}])
