@@ -1,0 +1,24 @@
+/**
+ * The coldstart app (docs/app.md): one cold launch = one scenario from the deep link
+ * `coldstart://run?...`, reported phase by phase on the console (logcat `ReactNativeJS`,
+ * the iOS unified log) and on screen.
+ */
+import React from 'react';
+import { Linking } from 'react-native';
+import { sinceStartMs } from './src/clock';
+import { devicePlatform } from './src/devicePlatform';
+import { LaunchScreen } from './src/LaunchScreen';
+
+const getInitialUrl = () => Linking.getInitialURL();
+const log = (line: string) => console.log(line);
+
+export default function App() {
+  return (
+    <LaunchScreen
+      getInitialUrl={getInitialUrl}
+      makePlatform={devicePlatform}
+      now={sinceStartMs}
+      log={log}
+    />
+  );
+}
