@@ -1,0 +1,263 @@
+"""Credential redaction for URLs, free text, JSON-like values and log records.
+
+Device farms take credentials in the Appium server URL (``https://USER:KEY@hub.example/wd/hub``),
+in token-like query parameters (``?token=...``, ``?apiKey=...``) and in capabilities
+(``"accessKey": "..."``). None of them may reach a log line, a launch record,
+``campaign.json`` or a report. The API is small:
+
+* :func:`redact_url` - one URL: userinfo becomes ``***`` (``***:***`` with a password) and the
+  value of every token-like query parameter becomes ``***``;
+* :func:`redact_text` - free text: every URL in it through :func:`redact_url`, HTTP
+  ``Basic``/``Bearer`` credentials, plus any known secret value given;
+* :func:`redact_value` - a JSON-like value (dicts, lists, strings): strings through
+  :func:`redact_text`, and string values under secret-looking keys (:func:`is_secret_key`)
+  replaced whole;
+* :class:`Redactor` - remembers the secrets found in the URLs it was given (so a secret that
+  shows up outside a URL, e.g. echoed in an error message, is still caught) and applies the
+  three functions above with them;
+* :func:`install_log_redaction` - makes every :mod:`logging` record pass through a
+  :class:`Redactor` as it is created (idempotent; adds secrets on later calls).
+
+What counts as token-like: a query parameter or key whose name, lower-cased with ``-`` and
+``_`` removed, contains ``token``, ``secret``, ``passw``, ``pwd``, ``key``, ``auth``,
+``credential`` or ``signature``, or is exactly ``sig``. Over-redaction is preferred to a
+leak. Values are replaced, never parsed: nothing here raises on odd input.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from typing import Any, Iterable
+from urllib.parse import quote, unquote, urlsplit
+
+__all__ = ["MASK", "is_secret_key", "redact_url", "redact_text", "redact_value",
+           "secrets_in_url", "Redactor", "install_log_redaction"]
+
+#: What every secret is replaced with.
+MASK = "***"
+
+_SECRET_PARTS = ("token", "secret", "passw", "pwd", "key", "auth", "credential", "signature")
+_SECRET_EXACT = frozenset({"sig"})
+#: A URL in free text: a scheme, ``://`` and everything up to whitespace or a quote/bracket.
+_URL_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+_HTTP_AUTH_RE = re.compile(r"(?i)\b(basic|bearer)\s+[A-Za-z0-9._~+/=-]{6,}")
+#: Shortest secret value worth searching for in free text (shorter ones would mask noise).
+_MIN_SECRET_CHARS = 4
+
+
+def is_secret_key(name: str) -> bool:
+    """True when a query parameter, capability or header name looks like it holds a secret
+    (see the module doc for the rule). ``appium:`` style vendor prefixes are ignored."""
+    bare = name.rsplit(":", 1)[-1].lower().replace("-", "").replace("_", "")
+    return bare in _SECRET_EXACT or any(part in bare for part in _SECRET_PARTS)
+
+
+def _split_userinfo(netloc: str) -> tuple[str | None, str]:
+    if "@" not in netloc:
+        return None, netloc
+    userinfo, _, hostport = netloc.rpartition("@")
+    return userinfo, hostport
+
+
+def _redact_query(query: str) -> str:
+    parts = []
+    for piece in query.split("&"):
+        name, sep, _value = piece.partition("=")
+        if sep and is_secret_key(unquote(name)):
+            parts.append(f"{name}={MASK}")
+        else:
+            parts.append(piece)
+    return "&".join(parts)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its userinfo and token-like query values masked; otherwise unchanged
+    (same scheme, host, port, path, parameter order and encoding).
+
+    Examples:
+        ``https://alice:k3y@hub.example.com/wd/hub?token=abc&x=1`` ->
+        ``https://***:***@hub.example.com/wd/hub?token=***&x=1``.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    end = len(rest)
+    for mark in "/?#":
+        pos = rest.find(mark)
+        if pos >= 0:
+            end = min(end, pos)
+    netloc, tail = rest[:end], rest[end:]
+    userinfo, hostport = _split_userinfo(netloc)
+    if userinfo is not None:
+        netloc = (f"{MASK}:{MASK}" if ":" in userinfo else MASK) + "@" + hostport
+    path, qsep, query = tail.partition("?")
+    if qsep:
+        query, hsep, fragment = query.partition("#")
+        tail = f"{path}?{_redact_query(query)}" + (f"#{fragment}" if hsep else "")
+    return f"{scheme}://{netloc}{tail}"
+
+
+def secrets_in_url(url: str) -> tuple[str, ...]:
+    """The secret values in ``url``: user name, password and token-like query values, each
+    as written and percent-decoded (empty tuple when there are none)."""
+    found: list[str] = []
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ()
+    userinfo, _ = _split_userinfo(parts.netloc)
+    if userinfo:
+        found.extend(p for p in userinfo.split(":", 1) if p)
+    for piece in parts.query.split("&"):
+        name, sep, value = piece.partition("=")
+        if sep and value and is_secret_key(unquote(name)):
+            found.append(value)
+    out: list[str] = []
+    for value in found:
+        for form in (value, unquote(value), quote(unquote(value), safe="")):
+            if len(form) >= _MIN_SECRET_CHARS and form not in out:
+                out.append(form)
+    return tuple(out)
+
+
+def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every URL redacted (:func:`redact_url`), HTTP ``Basic``/``Bearer``
+    credentials masked, and every occurrence of the given secret values replaced by
+    :data:`MASK` (longest first; values shorter than 4 characters are ignored)."""
+    if not isinstance(text, str) or not text:
+        return text
+    out = _URL_RE.sub(lambda m: redact_url(m.group(0)), text)
+    out = _HTTP_AUTH_RE.sub(lambda m: f"{m.group(1)} {MASK}", out)
+    for secret in sorted({s for s in secrets if len(s) >= _MIN_SECRET_CHARS}, key=len,
+                         reverse=True):
+        out = out.replace(secret, MASK)
+    return out
+
+
+def redact_value(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of a JSON-like value (dict, list, tuple, str, numbers...) with every string
+    passed through :func:`redact_text` and every string value under a secret-looking key
+    (:func:`is_secret_key`) replaced by :data:`MASK`. Non-string leaves are kept."""
+    known = tuple(secrets)
+    if isinstance(value, str):
+        return redact_text(value, known)
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if isinstance(key, str) and is_secret_key(key) and isinstance(item, str):
+                out[key] = MASK
+            else:
+                out[key] = redact_value(item, known)
+        return out
+    if isinstance(value, list):
+        return [redact_value(item, known) for item in value]
+    if isinstance(value, tuple):
+        return tuple(redact_value(item, known) for item in value)
+    return value
+
+
+class Redactor:
+    """Redacts text and values with the secrets of the URLs (and values) it was given.
+
+    Args:
+        urls: URLs whose credentials are secrets (e.g. the Appium server URL).
+        secrets: more secret values (e.g. an access key from a capabilities file).
+
+    Thread-safe: secrets can be added while other threads redact.
+    """
+
+    def __init__(self, urls: Iterable[str] = (), secrets: Iterable[str] = ()) -> None:
+        self._lock = threading.Lock()
+        self._secrets: tuple[str, ...] = ()
+        for url in urls:
+            self.add_url(url)
+        self.add_secrets(secrets)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The secret values known so far (never print these)."""
+        return self._secrets
+
+    def add_url(self, url: str) -> None:
+        """Remember the secrets in ``url`` (:func:`secrets_in_url`)."""
+        self.add_secrets(secrets_in_url(url))
+
+    def add_secrets(self, values: Iterable[str]) -> None:
+        """Remember more secret values (those shorter than 4 characters are ignored)."""
+        with self._lock:
+            merged = list(self._secrets)
+            for value in values:
+                if isinstance(value, str) and len(value) >= _MIN_SECRET_CHARS and \
+                        value not in merged:
+                    merged.append(value)
+            self._secrets = tuple(merged)
+
+    def add_secrets_from(self, value: Any) -> None:
+        """Remember the string values under secret-looking keys of a JSON-like value (e.g.
+        ``{"bstack:options": {"accessKey": "..."}}``), at any depth."""
+        found: list[str] = []
+
+        def walk(item: Any) -> None:
+            if isinstance(item, dict):
+                for key, sub in item.items():
+                    if isinstance(key, str) and is_secret_key(key) and isinstance(sub, str):
+                        found.append(sub)
+                    else:
+                        walk(sub)
+            elif isinstance(item, (list, tuple)):
+                for sub in item:
+                    walk(sub)
+            elif isinstance(item, str) and "://" in item:
+                found.extend(secrets_in_url(item))
+
+        walk(value)
+        self.add_secrets(found)
+
+    def url(self, url: str) -> str:
+        """:func:`redact_url`, then the known secrets."""
+        return redact_text(redact_url(url), self._secrets)
+
+    def text(self, text: str) -> str:
+        """:func:`redact_text` with the known secrets."""
+        return redact_text(text, self._secrets)
+
+    def value(self, value: Any) -> Any:
+        """:func:`redact_value` with the known secrets."""
+        return redact_value(value, self._secrets)
+
+
+_LOG_REDACTOR: Redactor | None = None
+_LOG_LOCK = threading.Lock()
+
+
+def install_log_redaction(urls: Iterable[str] = (), secrets: Iterable[str] = ()) -> Redactor:
+    """Make every :mod:`logging` record redacted when it is created (selenium, urllib3 and
+    the kit's own loggers alike): its message is formatted and passed through the returned
+    :class:`Redactor`. Idempotent: later calls add their URLs' secrets to the same redactor.
+    """
+    global _LOG_REDACTOR
+    with _LOG_LOCK:
+        if _LOG_REDACTOR is None:
+            redactor = Redactor()
+            previous = logging.getLogRecordFactory()
+
+            def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+                record = previous(*args, **kwargs)
+                try:
+                    message = record.getMessage()
+                except Exception:  # a broken format string: leave it to logging's handler
+                    return record
+                redacted = redactor.text(message)
+                if redacted != message or record.args:
+                    record.msg, record.args = redacted, None
+                return record
+
+            logging.setLogRecordFactory(factory)
+            _LOG_REDACTOR = redactor
+        redactor = _LOG_REDACTOR
+    for url in urls:
+        redactor.add_url(url)
+    redactor.add_secrets(secrets)
+    return redactor

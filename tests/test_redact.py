@@ -1,0 +1,78 @@
+"""Credential redaction (kit/redact.py): URLs, free text, JSON-like values, log records."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from kit.redact import (MASK, Redactor, install_log_redaction, is_secret_key, redact_text,
+                        redact_url, redact_value, secrets_in_url)
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("https://alice:k3yZ@hub.example.com/wd/hub?token=abc123&x=1",
+     "https://***:***@hub.example.com/wd/hub?token=***&x=1"),
+    ("http://bob@127.0.0.1:4723/", "http://***@127.0.0.1:4723/"),
+    ("http://127.0.0.1:4723/wd/hub", "http://127.0.0.1:4723/wd/hub"),
+    ("https://h.example/x?accessKey=zzzz&api_key=q&sig=s&Signature=t&page=2#frag",
+     "https://h.example/x?accessKey=***&api_key=***&sig=***&Signature=***&page=2#frag"),
+    ("https://u:p%40ss@h.example:443", "https://***:***@h.example:443"),
+    ("not a url", "not a url"),
+])
+def test_redact_url(url: str, expected: str) -> None:
+    assert redact_url(url) == expected
+
+
+@pytest.mark.parametrize("name, secret", [
+    ("token", True), ("accessKey", True), ("appium:keystorePassword", True), ("X-Api-Key", True),
+    ("sig", True), ("authorization", True), ("appium:appPackage", False), ("platformName", False),
+    ("appium:autoGrantPermissions", False), ("signal", False),
+])
+def test_is_secret_key(name: str, secret: bool) -> None:
+    assert is_secret_key(name) is secret
+
+
+def test_secrets_in_url_gives_raw_and_decoded_forms() -> None:
+    found = secrets_in_url("https://alice:p%40ssw0rd@hub.example.com/?apikey=tok-123456")
+    assert found == ("alice", "p%40ssw0rd", "p@ssw0rd", "tok-123456")
+
+
+def test_redact_text_catches_urls_auth_headers_and_known_secrets() -> None:
+    text = ("POST https://alice:k3yZ@hub.example.com/wd/hub/session failed; "
+            "Authorization: Basic YWxpY2U6azN5Wg== ; key k3yZ echoed")
+    out = redact_text(text, secrets=("k3yZ",))
+    assert out == ("POST https://***:***@hub.example.com/wd/hub/session failed; "
+                   "Authorization: Basic *** ; key *** echoed")
+
+
+def test_redact_value_masks_secret_keys_and_nested_urls() -> None:
+    caps = {"platformName": "Android", "appium:options": {"accessKey": "s3cr3t-key",
+                                                         "newCommandTimeout": 120},
+            "bstack:options": {"userName": "alice", "local": False},
+            "urls": ["https://alice:pw12@farm.example/wd/hub"]}
+    out = redact_value(caps)
+    assert out == {"platformName": "Android",
+                   "appium:options": {"accessKey": MASK, "newCommandTimeout": 120},
+                   "bstack:options": {"userName": "alice", "local": False},
+                   "urls": ["https://***:***@farm.example/wd/hub"]}
+    assert caps["appium:options"]["accessKey"] == "s3cr3t-key"  # input untouched
+
+
+def test_redactor_remembers_secrets_from_urls_and_caps() -> None:
+    redactor = Redactor(urls=["https://alice:k3yZZ@hub.example.com/wd/hub"])
+    redactor.add_secrets_from({"lt:options": {"accessKey": "LT-0123456789"}})
+    message = "session for alice with k3yZZ and LT-0123456789 refused"
+    assert redactor.text(message) == "session for *** with *** and *** refused"
+    assert "k3yZZ" not in json.dumps(redactor.value({"error": message}))
+
+
+def test_log_records_are_redacted_when_created(caplog: pytest.LogCaptureFixture) -> None:
+    install_log_redaction(urls=["https://carol:zz-secret-9@farm.example/wd/hub"])
+    with caplog.at_level(logging.DEBUG, logger="selenium.test"):
+        logging.getLogger("selenium.test").debug(
+            "POST %s %s", "https://carol:zz-secret-9@farm.example/wd/hub/session",
+            '{"note": "zz-secret-9"}')
+    assert caplog.messages == ['POST https://***:***@farm.example/wd/hub/session '
+                               '{"note": "***"}']
