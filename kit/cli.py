@@ -65,6 +65,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"coldstart: error: {exc.one_line()}", file=sys.stderr)
         return int(exc.exit_code)
+    except OSError as exc:  # permissions, a full disk, a vanished file: the environment
+        if debug:
+            raise
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"coldstart: error: {exc.strerror or exc}{where} (check the path and its "
+              "permissions; --debug shows the traceback)", file=sys.stderr)
+        return int(ExitCode.USAGE)
     except KeyboardInterrupt:
         if debug:
             raise

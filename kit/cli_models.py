@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from . import modelset
-from .errors import DataError
 
 __all__ = ["register"]
 
@@ -45,10 +44,7 @@ def _fetch(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     ms = modelset.load_modelset(args.models)
-    problems = modelset.verify(ms)
-    if problems:
-        head, _, hint = problems[0].rpartition(" (")
-        raise DataError(head, hint.rstrip(")"))
+    modelset.require_verified(ms)
     for model in ms.models:
         print(f"ok  {model.path.name:<24} {model.sha256[:16]}  {model.size} bytes")
     print(f"ok  {ms.clip.name:<24} {ms.clip_sha256[:16]}")

@@ -46,7 +46,6 @@ __all__ = ["ModelSet", "ModelFile", "load_modelset", "fetch", "verify", "read_cl
 MEL_WINDOW = 76  #: mel frames per embedding window (openWakeWord ``window_size``)
 MEL_STEP = 8  #: mel frames between windows (openWakeWord ``step_size``)
 KEYWORD_WINDOW = 16  #: embeddings per keyword-head input
-_FETCH_HINT = "run `coldstart models fetch`"
 
 
 def cache_dir() -> Path:
@@ -151,24 +150,27 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify(modelset: ModelSet) -> list[str]:
+def verify(modelset: ModelSet) -> list[tuple[str, str]]:
     """Check every model and the clip against the manifest.
 
     Returns:
-        One line per problem (empty when all is well), each naming the file and the fix.
+        One ``(problem, what to do)`` pair per problem; empty when all is well.
     """
+    fetch_hint = "run `coldstart models fetch" + (
+        "`" if modelset.root == default_models_dir() else f" --models {modelset.root}`")
     problems = []
     for model in modelset.models:
         if not model.path.exists():
-            problems.append(f"{model.path} is missing ({_FETCH_HINT})")
+            problems.append((f"{model.path} is missing", fetch_hint))
         elif sha256_file(model.path) != model.sha256:
-            problems.append(f"{model.path} does not match its pinned sha256: it was changed or "
-                            f"corrupted ({_FETCH_HINT} --force)")
+            problems.append((f"{model.path} does not match its pinned sha256: it was changed "
+                             "or corrupted", fetch_hint.rstrip("`") + " --force`"))
     if not modelset.clip.exists():
-        problems.append(f"{modelset.clip} is missing (restore it from git)")
+        problems.append((f"{modelset.clip} is missing", "restore it from git"))
     elif sha256_file(modelset.clip) != modelset.clip_sha256:
-        problems.append(f"{modelset.clip} does not match its pinned sha256 (restore it from git, "
-                        "or remake it and update the manifest and expected.json)")
+        problems.append((f"{modelset.clip} does not match its pinned sha256",
+                         "restore it from git, or remake it and update the manifest and "
+                         "expected.json"))
     return problems
 
 
@@ -176,7 +178,7 @@ def require_verified(modelset: ModelSet) -> None:
     """Raise :class:`DataError` with the first problem :func:`verify` finds."""
     problems = verify(modelset)
     if problems:
-        raise DataError(problems[0].split(" (")[0], problems[0].rpartition("(")[2].rstrip(")"))
+        raise DataError(*problems[0])
 
 
 def _download_wheel(source: dict[str, Any], dest: Path) -> Path:

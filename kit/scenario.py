@@ -174,6 +174,8 @@ def _check(ok: bool, key: str, value: object, expected: str) -> None:
 
 def _split_pairs(text: str) -> list[tuple[str, str]]:
     text = text.strip()
+    if "://" in text and not text.startswith("coldstart:"):
+        raise UsageError(f"scenario URL {text!r} is not a coldstart://run?... URL", _HINT)
     if text.startswith("coldstart:"):
         parts = urlsplit(text)
         if parts.scheme != "coldstart" or parts.netloc not in ("run", ""):
@@ -201,7 +203,7 @@ def _split_pairs(text: str) -> list[tuple[str, str]]:
 
 
 def _as_int(key: str, value: str) -> int:
-    if not re.fullmatch(r"[0-9]{1,3}", value):
+    if not re.fullmatch(r"[0-9]{1,6}", value):
         raise UsageError(f"scenario key {key}={value!r} is invalid: expected a whole number",
                          _HINT)
     return int(value)

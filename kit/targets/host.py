@@ -534,8 +534,11 @@ class HostLauncher:
         crash_path = ctx.artifacts_dir / "crash.txt"
         crash_path.write_text(f"signal {signal_no} ({_signal_name(signal_no)})\n{block}\n")
         artifacts.append(f"{ctx.artifacts_rel}/crash.txt")
-        record = crashlib.parse_host(signal_no, block)
-        record = dataclasses.replace(record, raw_artifact=f"{ctx.artifacts_rel}/crash.txt")
-        verdict = crashlib.classify(record)
+        try:
+            record = crashlib.parse_host(signal_no, block)
+            record = dataclasses.replace(record, raw_artifact=f"{ctx.artifacts_rel}/crash.txt")
+            verdict = crashlib.classify(record)
+        except Exception as exc:  # a kit bug must not lose a finished launch's record
+            return {"crash_class": "unparsed", "error": f"crash analysis failed: {exc!r}"}
         return {"crash": record.to_dict(), "crash_class": verdict.crash_class,
                 "signature": verdict.signature}

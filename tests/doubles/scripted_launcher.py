@@ -1,0 +1,49 @@
+"""ScriptedLauncherDouble: a launcher that returns scripted outcomes, for campaign-loop tests.
+
+It imitates what a real launcher returns (kit/targets/host.py): one record per call with
+the given outcome, or an InfraError raised like a lost device. It never runs anything.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from kit.campaign import LaunchContext
+from kit.errors import InfraError
+from kit.records import LaunchRecord, Outcome
+
+
+class ScriptedLauncherDouble:
+    """Returns ``script(index, attempt)`` outcomes; ``"raise"`` raises InfraError.
+
+    ``calls`` lists every ``(index, attempt)`` it was asked for; ``on_launch`` (optional)
+    runs before each launch, e.g. to interrupt the campaign.
+    """
+
+    target = "host"
+
+    def __init__(self, script: Callable[[int, int], str], device: str = "double-1",
+                 on_launch: Callable[[LaunchContext], None] | None = None) -> None:
+        self.script = script
+        self.device = device
+        self.on_launch = on_launch
+        self.calls: list[tuple[int, int]] = []
+        self.aborted = threading.Event()
+
+    def launch(self, ctx: LaunchContext) -> LaunchRecord:
+        self.calls.append((ctx.index, ctx.attempt))
+        if self.on_launch is not None:
+            self.on_launch(ctx)
+        outcome = self.script(ctx.index, ctx.attempt)
+        if outcome == "raise":
+            raise InfraError("device offline", "reconnect it")
+        (ctx.artifacts_dir / "stdout.txt").write_text("scripted\n")
+        return LaunchRecord(launch_id=ctx.launch_id, index=ctx.index, attempt=ctx.attempt,
+                            label=ctx.label, target=self.target, device=self.device,
+                            scenario=ctx.scenario.to_url(), outcome=Outcome(outcome),
+                            last_phase="done" if outcome == "completed" else "start",
+                            artifacts=[f"{ctx.artifacts_rel}/stdout.txt"])
+
+    def abort(self) -> None:
+        self.aborted.set()

@@ -1,0 +1,241 @@
+"""The host target for real: the native workload on Debian's onnxruntime 1.21 with XNNPACK.
+
+Needs `coldstart runtime prepare` (scripts/setup.sh does it); fails with that hint if not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kit.campaign import load_campaign
+from kit.modelset import load_modelset
+from kit.records import Outcome
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.host
+
+
+def coldstart(*args: str, env: dict | None = None, timeout: float = 300
+              ) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kit.cli", *args], cwd=ROOT, text=True,
+                          capture_output=True, env={**os.environ, **(env or {})},
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def runtime_ready() -> None:
+    proc = coldstart("runtime", "info")
+    assert proc.returncode == 0, ("host runtime not prepared: run scripts/setup.sh "
+                                  f"(or `coldstart runtime prepare`): {proc.stderr}")
+
+
+def run_host(out: Path, *args: str, launches: int = 3) -> subprocess.CompletedProcess:
+    proc = coldstart("run", "host", "--launches", str(launches), "--out", str(out), *args)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def alive_with(marker: str) -> list[int]:
+    """PIDs of processes whose command line contains ``marker``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    pids.append(int(entry.name))
+            except OSError:
+                pass
+    return pids
+
+
+@pytest.mark.parametrize("mode", ["concurrent", "serial"])
+def test_clean_launches_complete_with_xnnpack_and_expected_scores(tmp_path: Path, mode: str
+                                                                  ) -> None:
+    proc = run_host(tmp_path / mode, "--scenario", f"mode={mode}", "--label", mode)
+    assert "Schema error" not in proc.stderr + proc.stdout
+    campaign = load_campaign(tmp_path / mode)
+    expected = load_modelset().expected()
+    assert len(campaign.records) == 3
+    for record in campaign.records:
+        assert record.outcome is Outcome.COMPLETED, record
+        assert record.last_phase == "done"
+        assert list(record.phases) == ["start", "models-ready", "sessions-created",
+                                       "inference-done", "sessions-released", "done"]
+        assert record.ort_version == "1.21.0"
+        assert record.eps == ["xnnpack", "cpu"]
+        assert [s.model for s in record.sessions] == ["melspectrogram", "embedding_model",
+                                                      "hey_jarvis_v0.1"]
+        nodes = record.xnnpack_nodes["totals"]
+        assert nodes["XnnpackExecutionProvider"] > 0, record.xnnpack_nodes
+        per_model = {p["model"]: p["nodes"] for p in record.xnnpack_nodes["per_session"]}
+        assert per_model["embedding_model"]["XnnpackExecutionProvider"] > 0
+        assert len(record.scores) == len(expected["scores"])
+        assert record.max_score_diff <= expected["tolerance"]["abs"]
+        stderr = (tmp_path / mode / record.artifacts[1]).read_text()
+        assert "Schema error" in stderr  # Debian's noise is kept in the artifacts
+    if mode == "serial":  # one create after another: they never overlap
+        for record in campaign.records:
+            ordered = sorted(record.sessions, key=lambda s: s.start_ms)
+            assert all(a.end_ms <= b.start_ms for a, b in zip(ordered, ordered[1:]))
+    else:  # released together by the barrier: all in flight at once
+        assert all(r.create_overlap_ms > 0 for r in campaign.records)
+
+
+def test_injected_segv_is_a_crash_at_its_phase(tmp_path: Path) -> None:
+    run_host(tmp_path / "c", "--scenario", "inject=segv@sessions-created", "--label", "segv")
+    records = load_campaign(tmp_path / "c").records
+    assert len(records) == 3
+    for record in records:
+        assert record.outcome is Outcome.CRASHED
+        assert (record.signal, record.signal_name) == (11, "SIGSEGV")
+        assert record.last_phase == "sessions-created"
+        assert record.crash is not None and record.crash["signal"] == 11
+        assert record.crash_class == "other-native-crash"
+        crash_text = (tmp_path / "c" / record.crash["raw_artifact"]).read_text()
+        assert "COLDSTART-CRASH signal=11" in crash_text
+
+
+def test_injected_abort_is_sigabrt_at_inference_done(tmp_path: Path) -> None:
+    run_host(tmp_path / "c", "--scenario", "inject=abort@inference-done", "--launches", "2")
+    for record in load_campaign(tmp_path / "c").records:
+        assert record.outcome is Outcome.CRASHED
+        assert (record.signal, record.signal_name) == (6, "SIGABRT")
+        assert record.last_phase == "inference-done"
+        assert record.crash_class == "abort"
+
+
+def test_hang_is_killed_at_the_timeout_and_leaves_no_process(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    run_host(tmp_path / "c", "--scenario", "inject=hang@start", "--launches", "2",
+             "--timeout", "1.5", "--label", "hang")
+    assert time.monotonic() - t0 < 30
+    records = load_campaign(tmp_path / "c").records
+    assert [r.outcome for r in records] == [Outcome.HUNG, Outcome.HUNG]
+    assert all(r.last_phase == "start" and r.signal is None for r in records)
+    assert all(r.wall_ms >= 1500 for r in records)
+    assert alive_with("id=hang-0000") == []
+
+
+def test_kill_9_then_resume_gives_exactly_n_records(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    cmd = [sys.executable, "-m", "kit.cli", "run", "host", "--launches", "12", "--out",
+           str(out), "--label", "resume"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    launches = out / "launches.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if launches.exists() and launches.read_text().count("\n") >= 3:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done_before = launches.read_text().count("\n")
+    assert 3 <= done_before < 12
+    time.sleep(0.5)
+    assert alive_with("id=resume-0") == []  # the workload died with the driver
+    run_host(out, "--resume", "--label", "resume", launches=12)
+    records = load_campaign(out).records
+    assert sorted(r.index for r in records) == list(range(12))
+    assert len({r.launch_id for r in records}) == 12
+    assert all(r.outcome is Outcome.COMPLETED for r in records)
+
+
+def test_poison_sets_glibc_perturb_in_the_record(tmp_path: Path) -> None:
+    run_host(tmp_path / "c", "--poison", "--launches", "1")
+    campaign = load_campaign(tmp_path / "c")
+    assert campaign.meta["options"]["env"] == {"MALLOC_PERTURB_": "85",
+                                               "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}
+    assert campaign.records[0].outcome is Outcome.COMPLETED
+
+
+def _one_line_error(proc: subprocess.CompletedProcess, fragment: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("coldstart: error: "), proc.stderr
+    assert fragment in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_tampered_model_is_refused(tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    shutil.copytree(ROOT / "models", models)
+    data = bytearray((models / "embedding_model.onnx").read_bytes())
+    data[1000] ^= 0xFF
+    (models / "embedding_model.onnx").write_bytes(bytes(data))
+    proc = coldstart("run", "host", "--models", str(models), "--out", str(tmp_path / "c"))
+    _one_line_error(proc, "embedding_model.onnx does not match its pinned sha256")
+    assert f"coldstart models fetch --models {models} --force" in proc.stderr
+
+
+def test_missing_model_says_fetch(tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    shutil.copytree(ROOT / "models", models)
+    (models / "melspectrogram.onnx").unlink()
+    proc = coldstart("models", "verify", "--models", str(models))
+    _one_line_error(proc, "melspectrogram.onnx is missing")
+    assert f"run `coldstart models fetch --models {models}`" in proc.stderr
+
+
+@pytest.mark.parametrize("scenario, fragment", [
+    ("colour=red", "unknown scenario key 'colour'"),
+    ("sessions=0", "sessions=0"),
+    ("models=melspectrogram", "infer=1 needs the embedding, keyword model(s)"),
+    ("models=nosuch", "unknown model 'nosuch'"),
+])
+def test_bad_scenarios_are_refused(tmp_path: Path, scenario: str, fragment: str) -> None:
+    proc = coldstart("run", "host", "--scenario", scenario, "--out", str(tmp_path / "c"))
+    _one_line_error(proc, fragment)
+
+
+def test_unprepared_runtime_says_what_to_do(tmp_path: Path) -> None:
+    proc = coldstart("run", "host", "--out", str(tmp_path / "c"),
+                     env={"COLDSTART_CACHE": str(tmp_path / "empty-cache")})
+    _one_line_error(proc, "host runtime 'debian' is not prepared")
+    assert "coldstart runtime prepare" in proc.stderr
+
+
+def test_workload_that_fails_to_compile_is_a_usage_error(tmp_path: Path) -> None:
+    ort = tmp_path / "ort"
+    (ort / "include").mkdir(parents=True)
+    (ort / "lib").mkdir()
+    (ort / "include" / "onnxruntime_cxx_api.h").write_text('#error "not a real ORT header"\n')
+    lib = next(Path("/root/.cache/coldstart/debian-trixie/usr/lib/x86_64-linux-gnu").glob(
+        "libonnxruntime.so.1*"), None) or Path(shutil.which("true") or "/bin/true")
+    shutil.copy(lib, ort / "lib" / "libonnxruntime.so")
+    env = {"COLDSTART_CACHE": str(tmp_path / "cache")}
+    proc = coldstart("runtime", "prepare", "--name", "broken", "--ort-root", str(ort),
+                     env=env)
+    _one_line_error(proc, "the workload failed to compile")
+    assert "not a real ORT header" in proc.stderr
+
+
+def test_prepare_without_root_privileges_says_what_to_do(tmp_path: Path) -> None:
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.fail("this test drops root with setpriv: run the suite as root, as CI does")
+    import tempfile
+
+    cache = Path(tempfile.mkdtemp(prefix="coldstart-noroot-"))  # reachable by uid 65534
+    os.chmod(cache, 0o777)
+    cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+           "-m", "kit.cli", "runtime", "prepare", "--name", "noroot"]
+    proc = subprocess.run(cmd, cwd=ROOT, text=True, capture_output=True,
+                          env={**os.environ, "COLDSTART_CACHE": str(cache), "HOME": str(cache)})
+    shutil.rmtree(cache, ignore_errors=True)
+    _one_line_error(proc, "needs root")
+    assert "--ort-root" in proc.stderr
+
+
+def test_json_flag_streams_records(tmp_path: Path) -> None:
+    proc = run_host(tmp_path / "c", "--json", "--launches", "2")
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [line["launch_id"] for line in lines] == ["concurrent-00000", "concurrent-00001"]
