@@ -1,0 +1,83 @@
+"""Benchmark: the kit's wall time per host launch against a plain shell loop.
+
+Both run the same workload binary on the same runtime, the same number of times, with the
+production-shape scenario; the shell loop writes each launch's stdout and stderr to files, as
+the kit does. Rounds alternate (loop, kit, loop, kit, ...) and the medians are compared, so
+slow drift on a shared machine hits both. The kit's time is the whole
+`coldstart run host --launches N` command, Python start-up and the summary table included.
+
+Usage: .venv/bin/python benchmarks/bench_host_overhead.py [--launches 40] [--rounds 3]
+Goal (issue #2): ratio <= 1.10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kit.modelset import load_modelset  # noqa: E402
+from kit.scenario import parse_scenario  # noqa: E402
+from kit.targets.host import HostLauncher, load_runtime  # noqa: E402
+
+
+def shell_loop(launches: int, work: Path) -> float:
+    launcher = HostLauncher(load_runtime(), load_modelset())
+    argv = launcher.argv(parse_scenario("id=loop-ID"))
+    command = shlex.join(argv).replace("id=loop-ID", "id=loop-$i")
+    script = (f'for i in $(seq 1 {launches}); do {command} > "{work}/out.$i" '
+              f'2> "{work}/err.$i"; done')
+    t0 = time.perf_counter()
+    subprocess.run(["bash", "-c", script], check=True)
+    return time.perf_counter() - t0
+
+
+def kit_run(launches: int, work: Path, round_no: int) -> float:
+    out = work / f"kit-{round_no}"
+    cmd = [str(ROOT / ".venv/bin/coldstart"), "run", "host", "--launches", str(launches),
+           "--label", "bench", "--out", str(out)]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   cwd=ROOT)
+    elapsed = time.perf_counter() - t0
+    lines = (out / "launches.jsonl").read_text().splitlines()
+    assert len(lines) == launches, f"expected {launches} records, got {len(lines)}"
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--launches", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    loops, kits = [], []
+    with tempfile.TemporaryDirectory(prefix="coldstart-bench-") as tmp:
+        work = Path(tmp)
+        for round_no in range(args.rounds):
+            loops.append(shell_loop(args.launches, work))
+            kits.append(kit_run(args.launches, work, round_no))
+            print(f"round {round_no + 1}: shell loop {loops[-1] / args.launches * 1000:.1f} "
+                  f"ms/launch, kit {kits[-1] / args.launches * 1000:.1f} ms/launch",
+                  flush=True)
+    loop_ms = statistics.median(loops) / args.launches * 1000
+    kit_ms = statistics.median(kits) / args.launches * 1000
+    ratio = kit_ms / loop_ms
+    print(f"median over {args.rounds} rounds of {args.launches} launches "
+          f"({os.cpu_count()} cores):")
+    print(f"  plain shell loop : {loop_ms:7.1f} ms per launch")
+    print(f"  coldstart run    : {kit_ms:7.1f} ms per launch")
+    print(f"  ratio            : {ratio:7.3f}  (goal <= 1.10: {'met' if ratio <= 1.10 else 'NOT met'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
