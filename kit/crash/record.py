@@ -24,6 +24,9 @@ class Frame:
         offset: offset into ``symbol`` (decimal on Android) or into the module, or ``None``.
         pc: relative pc / image offset as printed (hex string), or ``None``.
         build_id: GNU build-id or image UUID when given, else ``None``.
+        path: the full mapping or image path as printed (``/data/app/.../base.apk``), or
+            ``None``; ``module`` is its last component.
+        file, line: source file and line when the report (or a symbolizer) gave them.
     """
 
     index: int
@@ -32,6 +35,9 @@ class Frame:
     offset: int | None = None
     pc: str | None = None
     build_id: str | None = None
+    path: str | None = None
+    file: str | None = None
+    line: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +60,14 @@ class CrashRecord:
         frames: crashing thread's frames, innermost first.
         notes: what the parser could not read, and why (never an exception).
         raw_artifact: path of the raw text kept as an artifact (relative to the campaign).
+        message: the exception's or error's message (Java, JS, ObjC), or the ANR / kill
+            reason, when any.
+        cause: the tombstone's ``Cause:`` line (``null pointer dereference``,
+            ``[GWP-ASan]: Use After Free ...``) or the Apple ``vmRegionInfo`` verdict.
+        abi: ``arm64``, ``x86_64``... (tombstone ``ABI:``, Apple ``Code Type``/``arch``).
+        timestamp: the report's own time stamp as printed, or ``None``.
+        thread_index: the crashing thread's index in the report (Apple ``Thread N``,
+            ``faultingThread``), when it has one.
     """
 
     platform: str
@@ -73,6 +87,11 @@ class CrashRecord:
     frames: tuple[Frame, ...] = ()
     notes: tuple[str, ...] = ()
     raw_artifact: str | None = None
+    message: str | None = None
+    cause: str | None = None
+    abi: str | None = None
+    timestamp: str | None = None
+    thread_index: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (frames as a list of dicts)."""

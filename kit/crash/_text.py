@@ -1,0 +1,191 @@
+"""Text helpers shared by the crash parsers: decoding, logcat prefixes, signal names.
+
+Logcat prefix styles (``adb logcat -v <format>``; https://developer.android.com/tools/logcat
+and notes/crash-formats.md section 1):
+
+* threadtime (default): ``MM-DD HH:MM:SS.mmm  PID  TID L TAG     : msg`` (``-v year`` adds
+  ``YYYY-``, ``-v uid`` adds a UID column before the PID);
+* brief: ``L/TAG     ( PID): msg``;
+* Android Studio copies: ``YYYY-MM-DD HH:MM:SS.mmm PID-TID TAG pkg L msg`` (current) and
+  ``YYYY-MM-DD HH:MM:SS.mmm PID-TID/pkg L/TAG: msg`` (older);
+* tag: ``L/TAG: msg``;
+* raw: no prefix (a paste with the prefixes dropped).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import signal as _signal
+from collections import Counter
+from typing import Iterable
+
+__all__ = ["decode", "LogLine", "split_logcat", "signal_number", "signal_name",
+           "parse_int", "basename"]
+
+#: Most characters of input any parser looks at (a tombstone with every thread and the
+#: memory map is ~1 MB; anything beyond 8 MB is cut and the cut is noted).
+MAX_INPUT_CHARS = 8 * 1024 * 1024
+
+
+def decode(text: str | bytes) -> tuple[str, list[str]]:
+    """Input as ``str`` with ``\\n`` line ends, plus notes on what had to be repaired.
+
+    Bytes are decoded as UTF-8 with replacement characters (and a note) on bad bytes; a BOM
+    and NUL bytes are dropped; input past :data:`MAX_INPUT_CHARS` is cut (noted). Never raises.
+    """
+    notes: list[str] = []
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        raw = bytes(text)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            text = raw.decode("utf-8", errors="replace")
+            notes.append(f"input is not valid UTF-8 (first bad byte at offset {exc.start}); "
+                         "bad bytes replaced")
+    elif not isinstance(text, str):
+        return "", [f"input is a {type(text).__name__}, not text"]
+    if len(text) > MAX_INPUT_CHARS:
+        notes.append(f"input cut at {MAX_INPUT_CHARS} of {len(text)} characters")
+        text = text[:MAX_INPUT_CHARS]
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+        notes.append("NUL bytes dropped")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text, notes
+
+
+@dataclasses.dataclass(frozen=True)
+class LogLine:
+    """One logcat line with its prefix taken apart (fields are ``None`` when absent)."""
+
+    msg: str
+    tag: str | None = None
+    level: str | None = None
+    pid: int | None = None
+    tid: int | None = None
+    time: str | None = None
+
+
+_LEVEL = r"(?P<level>[VDIWEFAS])"
+# 05-01 12:00:01.234  1234  1250 F libc    : Fatal signal 11 ...   (-v year / -v uid too)
+_THREADTIME = re.compile(
+    r"^(?P<time>(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+)\s+(?:[A-Za-z_][\w.]*\s+|\d+\s+(?=\d+\s+\d+\s))?"
+    r"(?P<pid>\d+)\s+(?P<tid>\d+)\s+" + _LEVEL + r"\s+(?P<tag>.*?)\s*: (?P<msg>.*)$")
+# F/libc    ( 1234): Fatal signal 11 ...
+_BRIEF = re.compile(r"^" + _LEVEL + r"/(?P<tag>[^(\n]*?)\s*\(\s*(?P<pid>\d+)\): (?P<msg>.*)$")
+# 2024-05-01 12:00:01.234  1234-1250  libc   com.example.app   A  Fatal signal 11 ...
+_STUDIO = re.compile(
+    r"^(?P<time>\d{4}-\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+)\s+(?P<pid>\d+)-(?P<tid>\d+)\s+"
+    r"(?P<tag>\S+)\s+(?:\S+\s+)?" + _LEVEL + r"\s{1,3}(?P<msg>.*)$")
+# 2024-05-01 12:00:01.234 1234-1250/com.example.app A/libc: Fatal signal 11 ...
+_STUDIO_OLD = re.compile(
+    r"^(?P<time>\d{4}-\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+)\s+(?P<pid>\d+)-(?P<tid>\d+)/\S*\s+"
+    + _LEVEL + r"/(?P<tag>[^:]+?): (?P<msg>.*)$")
+# F/DEBUG: backtrace:
+_TAG = re.compile(r"^" + _LEVEL + r"/(?P<tag>[\w.\-]+)\s*: (?P<msg>.*)$")
+
+_STYLES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("threadtime", _THREADTIME), ("studio", _STUDIO_OLD), ("studio", _STUDIO),
+    ("brief", _BRIEF), ("tag", _TAG))
+
+
+def _match(pattern: re.Pattern[str], line: str) -> LogLine | None:
+    m = pattern.match(line)
+    if m is None:
+        return None
+    groups = m.groupdict()
+    pid = groups.get("pid")
+    tid = groups.get("tid")
+    return LogLine(msg=groups["msg"], tag=(groups.get("tag") or "").strip() or None,
+                   level=groups.get("level"), pid=int(pid) if pid else None,
+                   tid=int(tid) if tid else None, time=groups.get("time"))
+
+
+def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
+    """Detect the logcat prefix style and strip it from every line.
+
+    Returns ``(style, lines)``: ``style`` is ``threadtime``, ``brief``, ``studio``, ``tag``
+    or ``raw`` (the style that most lines carry; ``raw`` when fewer than one line in five, or
+    none, has a prefix). Lines without the prefix are kept with ``tag=None`` (continuations,
+    ``--------- beginning of crash`` markers, pasted text).
+    """
+    lines = list(lines)
+    votes: Counter[str] = Counter()
+    sample = [ln for ln in lines if ln.strip()][:400]
+    for line in sample:
+        for name, pattern in _STYLES:
+            if pattern.match(line):
+                votes[name] += 1
+                break
+    if not votes:
+        return "raw", [LogLine(msg=ln) for ln in lines]
+    style, count = votes.most_common(1)[0]
+    if count * 5 < len(sample):
+        return "raw", [LogLine(msg=ln) for ln in lines]
+    patterns = [p for name, p in _STYLES if name == style]
+    out: list[LogLine] = []
+    for line in lines:
+        parsed = None
+        for pattern in patterns:
+            parsed = _match(pattern, line)
+            if parsed is not None:
+                break
+        out.append(parsed if parsed is not None else LogLine(msg=line))
+    return style, out
+
+
+_SIGNALS: dict[str, int] = {
+    "SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGTRAP": 5, "SIGABRT": 6,
+    "SIGBUS": 7, "SIGFPE": 8, "SIGKILL": 9, "SIGUSR1": 10, "SIGSEGV": 11, "SIGUSR2": 12,
+    "SIGPIPE": 13, "SIGALRM": 14, "SIGTERM": 15, "SIGSTKFLT": 16, "SIGSYS": 31}
+# Darwin numbers differ for a few signals (SIGBUS 10, SIGSYS 12); Apple reports name them.
+_DARWIN_SIGNALS: dict[str, int] = {**_SIGNALS, "SIGBUS": 10, "SIGSYS": 12, "SIGUSR1": 30,
+                                   "SIGUSR2": 31, "SIGEMT": 7}
+_NAMES: dict[int, str] = {v: k for k, v in _SIGNALS.items()}
+
+
+def signal_number(name: str | None, darwin: bool = False) -> int | None:
+    """Linux (or Darwin) number of a signal name such as ``SIGSEGV``; ``None`` if unknown."""
+    if not name:
+        return None
+    name = name.strip().upper()
+    if not name.startswith("SIG"):
+        name = "SIG" + name
+    return (_DARWIN_SIGNALS if darwin else _SIGNALS).get(name)
+
+
+def signal_name(number: int | None) -> str | None:
+    """Linux name of a signal number (``11`` -> ``SIGSEGV``); ``None`` if unknown."""
+    if number is None:
+        return None
+    name = _NAMES.get(number)
+    if name is None:
+        try:
+            name = _signal.Signals(number).name
+        except ValueError:
+            return None
+    return name
+
+
+def parse_int(text: str | None, base: int = 10) -> int | None:
+    """``int(text, base)``, or ``None`` for ``None``/empty/garbage or absurd sizes."""
+    if text is None:
+        return None
+    text = text.strip()
+    if not text or len(text) > 40:
+        return None
+    try:
+        return int(text, base)
+    except ValueError:
+        return None
+
+
+def basename(path: str) -> str:
+    """Last component of a ``/`` or ``\\`` path (``base.apk!libx.so`` stays whole)."""
+    path = path.rstrip("/\\")
+    cut = max(path.rfind("/"), path.rfind("\\"))
+    return path[cut + 1:] if cut >= 0 else path

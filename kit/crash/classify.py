@@ -1,0 +1,201 @@
+"""Classification: a pipeline of small rules that turns a crash record into a crash class.
+
+Like Socorro's signature generator (siggen), the pipeline is an ordered list of steps, each
+a predicate plus an action, and every step that looks at the record writes one line to the
+trail (``<step>: <what it saw>``), so a report can show why a crash got its class. The first
+step that decides a class ends the pipeline:
+
+1. ``unparsed``: nothing was read (unknown format, or no signal, exception nor frame);
+2. ``known-signatures``: the rules of the :class:`~kit.crash.rules.RuleSet` in order (the
+   shipped #32461 rule first), each with its own sub-trail;
+3. ``managed-death``: JS errors, ANRs, out-of-memory kills, uncaught Java exceptions
+   (``abort``: the runtime ended the process on an error it detected);
+4. ``native-abort``: SIGABRT / EXC_CRASH / an abort message -> ``abort``;
+5. ``native-crash``: any other native signal or exception -> ``other-native-crash`` (also
+   for a native report with no frames);
+6. ``fallback``: ``unparsed``, with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any, Callable
+
+from .record import CrashRecord
+from .rules import RuleSet, load_rules
+from .signature import NormalFrame, make_signature, meaningful_frames
+
+__all__ = ["CrashClass", "Classification", "classify", "default_rules"]
+
+
+class CrashClass(str, enum.Enum):
+    """The closed set of crash classes (compares equal to its string value)."""
+
+    XNNPACK_ALLOCATOR_UAF = "xnnpack-allocator-uaf"
+    OTHER_NATIVE_CRASH = "other-native-crash"
+    ABORT = "abort"
+    JS_ERROR = "js-error"
+    ANR = "anr"
+    OOM = "oom"
+    UNPARSED = "unparsed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclasses.dataclass(frozen=True)
+class Classification:
+    """What :func:`classify` decided.
+
+    Attributes:
+        crash_class: one of :class:`CrashClass`.
+        signature: normalised top frames (see :mod:`kit.crash.signature`), or
+            ``EMPTY: <reason>``.
+        rule_id: id of the known-signature rule that matched, or ``None``.
+        trail: one line per pipeline step, in order (``<step>: <what it saw>``).
+    """
+
+    crash_class: CrashClass
+    signature: str
+    rule_id: str | None
+    trail: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (``crash_class`` as its string)."""
+        return {"crash_class": self.crash_class.value, "signature": self.signature,
+                "rule_id": self.rule_id, "trail": list(self.trail)}
+
+
+@dataclasses.dataclass
+class _Context:
+    record: CrashRecord
+    rules: RuleSet
+    frames: list[NormalFrame]
+    trail: list[str]
+    rule_id: str | None = None
+
+
+_NATIVE_ABORTS = {"SIGABRT", "EXC_CRASH"}
+_Step = tuple[str, Callable[[_Context], "CrashClass | None"]]
+
+
+def _unparsed(ctx: _Context) -> CrashClass | None:
+    r = ctx.record
+    if r.format == "unknown" and not (r.frames or r.signal_name or r.exception):
+        why = r.notes[-1] if r.notes else "no known format"
+        ctx.trail.append(f"unparsed: format unknown ({why})")
+        return CrashClass.UNPARSED
+    if not (r.frames or r.signal_name or r.exception or r.message or r.abort_message):
+        ctx.trail.append("unparsed: no signal, exception, message or frame was read")
+        return CrashClass.UNPARSED
+    ctx.trail.append(f"unparsed: no ({r.format}, kind {r.kind}, {len(r.frames)} frames)")
+    return None
+
+
+def _known_signatures(ctx: _Context) -> CrashClass | None:
+    for rule in ctx.rules.rules:
+        result = rule.evaluate(ctx.record, ctx.frames)
+        for line in result.trail:
+            ctx.trail.append(f"rule {rule.id}: {line}")
+        if result.matched:
+            ctx.rule_id = rule.id
+            ctx.trail.append(f"rule {rule.id}: matched -> {rule.crash_class}")
+            return CrashClass(rule.crash_class)
+    if not ctx.rules.rules:
+        ctx.trail.append("known-signatures: no rules loaded")
+    return None
+
+
+def _managed_death(ctx: _Context) -> CrashClass | None:
+    kind = ctx.record.kind
+    decided = {"js": CrashClass.JS_ERROR, "anr": CrashClass.ANR, "oom": CrashClass.OOM,
+               "java": CrashClass.ABORT}.get(kind)
+    if decided is not None:
+        what = {"java": f"uncaught {ctx.record.exception or 'Java exception'} ended the "
+                        "process"}.get(kind, f"kind {kind}")
+        ctx.trail.append(f"managed-death: {what} -> {decided.value}")
+    return decided
+
+
+def _native_abort(ctx: _Context) -> CrashClass | None:
+    r = ctx.record
+    if r.kind != "native":
+        return None
+    sig = {r.signal_name, r.exception} & _NATIVE_ABORTS
+    if sig or (r.abort_message and r.signal_name is None and r.exception is None):
+        why = f"signal {'/'.join(sorted(sig))}" if sig else "abort message without a signal"
+        ctx.trail.append(f"native-abort: {why} -> abort")
+        return CrashClass.ABORT
+    return None
+
+
+def _native_crash(ctx: _Context) -> CrashClass | None:
+    r = ctx.record
+    if r.kind != "native":
+        return None
+    what = r.exception or r.signal_name or "a native crash"
+    if not r.frames:
+        what += " with no frames"
+    ctx.trail.append(f"native-crash: {what} -> other-native-crash")
+    return CrashClass.OTHER_NATIVE_CRASH
+
+
+def _fallback(ctx: _Context) -> CrashClass:
+    why = ctx.record.notes[-1] if ctx.record.notes else f"kind {ctx.record.kind}"
+    ctx.trail.append(f"fallback: not a crash the kit can class ({why}) -> unparsed")
+    return CrashClass.UNPARSED
+
+
+_PIPELINE: tuple[_Step, ...] = (
+    ("unparsed", _unparsed), ("known-signatures", _known_signatures),
+    ("managed-death", _managed_death), ("native-abort", _native_abort),
+    ("native-crash", _native_crash))
+
+_DEFAULT_RULES: RuleSet | None = None
+
+
+def default_rules() -> RuleSet:
+    """The shipped rules, loaded once per process."""
+    global _DEFAULT_RULES
+    if _DEFAULT_RULES is None:
+        _DEFAULT_RULES = load_rules()
+    return _DEFAULT_RULES
+
+
+def classify(record: CrashRecord, rules: RuleSet | None = None) -> Classification:
+    """Class, signature and trail for one crash record.
+
+    Args:
+        record: any parser's output.
+        rules: rules to use; ``None`` means the shipped ones (:func:`default_rules`).
+
+    Returns:
+        A :class:`Classification`. Never raises for a record (a step that fails is noted
+        in the trail and skipped, as siggen does).
+
+    Raises:
+        DataError: only when ``rules`` is ``None`` and the shipped rule files are broken.
+    """
+    rules = rules if rules is not None else default_rules()
+    frames, trail = meaningful_frames(record, rules)
+    signature, how = make_signature(record, frames)
+    trail.append(f"signature: {how}")
+    ctx = _Context(record=record, rules=rules, frames=frames, trail=trail)
+    decided: CrashClass | None = None
+    for name, step in _PIPELINE:
+        try:
+            decided = step(ctx)
+        except Exception as exc:  # noqa: BLE001 - a broken step must not lose the record
+            ctx.trail.append(f"{name}: step failed ({type(exc).__name__}: {exc}); skipped")
+            continue
+        if decided is not None:
+            break
+    if decided is None:
+        decided = _fallback(ctx)
+    if decided is CrashClass.UNPARSED and not record.frames:
+        reason = ctx.trail[-1].split(": ", 1)[-1]
+        signature = f"EMPTY: {reason.rsplit(' -> ', 1)[0]}" if signature.startswith(
+            "EMPTY") else signature
+    return Classification(crash_class=decided, signature=signature, rule_id=ctx.rule_id,
+                          trail=tuple(ctx.trail))

@@ -1,0 +1,244 @@
+"""Host workload deaths: the exit signal plus whatever backtrace the workload printed.
+
+Backtrace line shapes read (glibc ``backtrace_symbols`` as documented in backtrace(3), and
+gdb's ``bt``):
+
+* ``./workload(+0x1234) [0x55d0c0a01234]`` (no symbol: the offset is module-relative);
+* ``/usr/lib/x86_64-linux-gnu/libonnxruntime.so.1.21(_ZN11onnxruntime...+0x40) [0x7f...]``
+  (mangled symbol, hex offset into it), or the same with the symbol demangled by the
+  workload (``lib.so(onnxruntime::xnnpack::(anonymous namespace)::xnn_aligned_allocate(void*,
+  unsigned long, unsigned long)+0x40) [0x7f...]``), or a bare demangled ``symbol+0x40``;
+* ``[0x7f...]`` alone; any of these after a ``#N``/``N:`` index;
+* gdb: ``#0  0x00007f... in sym (args) from /lib/libx.so`` / ``... at file.cc:37``;
+  ``#1  <signal handler called>``.
+
+Frames printed from inside a signal handler start with the handler itself and the libc
+signal trampoline (``__restore_rt``, unsymbolized in ``backtrace_symbols`` output as
+``libc.so.6(+0x...)``); those are dropped, with a note. Names are demangled with
+:mod:`kit.crash._demangle`. glibc malloc and libstdc++ termination messages become the
+abort message.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Sequence
+
+from ._demangle import demangle_all
+from ._draft import Draft
+from ._text import basename, decode, parse_int, signal_name, signal_number
+from .record import CrashRecord, Frame
+
+__all__ = ["parse_host", "read_host_output", "looks_like_host_backtrace"]
+
+_INDEX = re.compile(r"^\s*(?:#\s?\d{1,4}[:.]?|\d{1,4}[:.])\s+")
+_ADDR_TAIL = re.compile(r"\s*\[(?P<addr>0x[0-9a-fA-F]+)\]\s*$")
+_SYM_HEX = re.compile(r"^(?P<sym>.*?)\+(?P<off>0x[0-9a-fA-F]+)$")
+_GDB = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+(?:(?P<addr>0x[0-9a-fA-F]+) in )?(?P<body>.+?)"
+                  r"(?: from (?P<lib>\S+))?(?: at (?P<file>\S+?):(?P<line>\d+))?\s*$")
+_TRAMPOLINE = re.compile(r"^(?:__restore_rt|__kernel_rt_sigreturn|_sigtramp|"
+                         r"<signal handler called>)")
+_LIBC = re.compile(r"^libc(?:\.so(?:\.\d+)?|-[\d.]+\.so)$")
+_ABORT_TEXT = re.compile(
+    r"^(?:terminate called after throwing an instance of .*|terminate called without an "
+    r"active exception|\s*what\(\):\s+.*|libc\+\+abi: terminating.*|Fatal glibc error: .*|"
+    r"(?:free|malloc|realloc|munmap_chunk|corrupted|double free)[^:]*(?:\(\))?: .*|"
+    r"double free or corruption.*|corrupted size vs\. prev_size.*|\*\*\* stack smashing .*|"
+    r"\*\*\* buffer overflow detected .*|.*Assertion `.*' failed\.)$")
+_SIGNAL_WORDS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
+                 "Illegal instruction": "SIGILL", "Floating point exception": "SIGFPE",
+                 "Trace/breakpoint trap": "SIGTRAP", "Killed": "SIGKILL"}
+_SIGNAL_MENTION = re.compile(r"\b(?:signal (?P<num>\d{1,2})\b|(?P<name>SIG(?:SEGV|ABRT|BUS|ILL|"
+                             r"FPE|TRAP|KILL|SYS)))")
+
+
+def _split_object(text: str) -> tuple[str | None, str | None]:
+    """``obj(inner)`` -> ``(obj, inner)``; ``(None, text)`` if there is no such shape."""
+    if not text.endswith(")"):
+        return None, text
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] == ")":
+            depth += 1
+        elif text[i] == "(":
+            depth -= 1
+            if depth == 0:
+                obj = text[:i].strip()
+                inner = text[i + 1:-1]
+                if (obj and "+" in inner) or inner == "":
+                    return obj or None, inner
+                return None, text
+    return None, text
+
+
+def _frame_from_line(index: int, line: str) -> Frame | None:
+    """One backtrace line as a frame, or ``None`` if it is not one."""
+    gdb = _GDB.match(line) if not _ADDR_TAIL.search(line) else None
+    if gdb is not None and (gdb.group("addr") or gdb.group("file") or gdb.group("lib")
+                            or " (" in gdb.group("body") or "<signal handler" in line):
+        body = gdb.group("body").strip()
+        symbol = body.split(" (", 1)[0].strip() if not body.startswith("<") else body
+        lib = gdb.group("lib")
+        return Frame(index=parse_int(gdb.group("idx")) or 0,
+                     module=basename(lib) if lib else None, path=lib,
+                     symbol=None if symbol == "??" else symbol, file=gdb.group("file"),
+                     line=parse_int(gdb.group("line")))
+    text = _INDEX.sub("", line.strip(), count=1)
+    addr = _ADDR_TAIL.search(text)
+    if addr is None and "+0x" not in text:
+        return None
+    if addr is not None:
+        text = text[:addr.start()].rstrip()
+    if not text:
+        return Frame(index=index)
+    obj, inner = _split_object(text)
+    symbol = offset = pc = None
+    inner = inner or ""
+    sm = _SYM_HEX.match(inner)
+    if sm is not None:
+        symbol = sm.group("sym") or None
+        off = parse_int(sm.group("off"), 16)
+        if symbol is None:
+            pc = hex(off) if off is not None else None
+        else:
+            offset = off
+    elif inner:
+        symbol = inner
+    if obj is None and symbol is None and pc is None:
+        return None
+    if obj is None and addr is None and sm is None:
+        return None
+    return Frame(index=index, module=basename(obj) if obj else None, path=obj, symbol=symbol,
+                 offset=offset, pc=pc)
+
+
+def looks_like_host_backtrace(lines: Sequence[str]) -> bool:
+    """True when at least two lines read as backtrace_symbols or gdb frames."""
+    hits = 0
+    for line in lines[:2000]:
+        if " pc " in line:
+            continue
+        if ("[0x" in line or "+0x" in line or line.lstrip().startswith("#")) and \
+                _frame_from_line(0, line) is not None:
+            hits += 1
+            if hits >= 2:
+                return True
+    return False
+
+
+def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
+    """Read a workload's stderr: its backtrace, abort text and any signal it names."""
+    frames: list[Frame] = []
+    abort_lines: list[str] = []
+    in_run = done = False
+    for line in lines:
+        stripped = line.strip()
+        if not stripped:
+            if in_run:
+                done = True
+            continue
+        if not done:
+            frame = _frame_from_line(len(frames), stripped) if (
+                "[0x" in stripped or "+0x" in stripped or stripped.startswith("#")) else None
+            if frame is not None:
+                in_run = True
+                frames.append(frame)
+                continue
+            if in_run and len(frames) >= 1:
+                done = True
+        if _ABORT_TEXT.match(stripped) and len(abort_lines) < 8:
+            abort_lines.append(stripped)
+            continue
+        if draft.get("signal_name") is None:
+            for words, name in _SIGNAL_WORDS.items():
+                if stripped.startswith(words) or stripped.endswith(words) or \
+                        f"({words})" in stripped:
+                    draft.set("signal_name", name)
+                    break
+            else:
+                m = _SIGNAL_MENTION.search(stripped)
+                if m is not None and ("signal" in stripped.lower() or "caught" in stripped):
+                    name = m.group("name") or signal_name(parse_int(m.group("num")))
+                    draft.set("signal_name", name)
+    if abort_lines:
+        draft.set("abort_message", "\n".join(abort_lines))
+    mapping, note = demangle_all(f.symbol for f in frames if f.symbol)
+    if note:
+        draft.note(note)
+    frames = [Frame(index=f.index, module=f.module, symbol=mapping.get(f.symbol, f.symbol)
+                    if f.symbol else None, offset=f.offset, pc=f.pc, path=f.path,
+                    file=f.file, line=f.line) for f in frames]
+    frames = _drop_handler_frames(draft, frames)
+    for i, frame in enumerate(frames):
+        draft.add_frame(Frame(index=i, module=frame.module, symbol=frame.symbol,
+                              offset=frame.offset, pc=frame.pc, path=frame.path,
+                              file=frame.file, line=frame.line))
+
+
+def _drop_handler_frames(draft: Draft, frames: list[Frame]) -> list[Frame]:
+    for i, frame in enumerate(frames[:12]):
+        if frame.symbol and _TRAMPOLINE.match(frame.symbol):
+            draft.note(f"dropped {i + 1} frames of the signal handler (up to {frame.symbol})")
+            return frames[i + 1:]
+    # backtrace_symbols inside a handler: handler frames in the executable, then libc's
+    # unsymbolized __restore_rt
+    for i, frame in enumerate(frames[:6]):
+        if i > 0 and frame.symbol is None and frame.module and _LIBC.match(frame.module):
+            before = frames[:i]
+            if all(f.module == before[0].module and not (f.module or "").startswith("lib")
+                   for f in before):
+                draft.note(f"dropped {i + 1} frames of the signal handler (up to the libc "
+                           "signal trampoline)")
+                return frames[i + 1:]
+            break
+    return frames
+
+
+def parse_host(signal: int | None, output: str | bytes) -> CrashRecord:
+    """A host workload's death as a crash record.
+
+    Args:
+        signal: the number of the signal that ended the process (from the exit status:
+            ``-returncode`` in :mod:`subprocess`), or ``None`` when it exited normally.
+        output: what the workload printed (stderr, or stderr + stdout), text or bytes.
+
+    Returns:
+        A :class:`CrashRecord` with ``platform`` ``linux`` (``macos`` on a Mac host),
+        ``source`` ``host-signal``, ``format`` ``host-backtrace``, ``host-gdb`` or
+        ``host-signal`` (no backtrace). Never raises on bad output.
+    """
+    try:
+        return _parse_host(signal, output)
+    except Exception as exc:  # noqa: BLE001 - parsers never raise; the note says what broke
+        return CrashRecord(platform="linux", source="host-signal", format="unknown",
+                           signal=signal if isinstance(signal, int) else None,
+                           notes=(f"internal parser error: {type(exc).__name__}: {exc}",))
+
+
+def _parse_host(signal: int | None, output: str | bytes) -> CrashRecord:
+    text, notes = decode(output)
+    draft = Draft(platform="macos" if sys.platform == "darwin" else "linux",
+                  source="host-signal", format="host-signal", notes=notes)
+    if isinstance(signal, int) and not isinstance(signal, bool) and 0 < signal < 128:
+        draft.set("signal", signal)
+        draft.set("signal_name", signal_name(signal))
+    elif signal is not None:
+        draft.note(f"ignored exit signal {signal!r}: not a signal number")
+    read_host_output(draft, text.split("\n"))
+    if draft.get("signal") is None and draft.get("signal_name"):
+        draft.set("signal", signal_number(draft.get("signal_name")))
+    if draft.frames:
+        draft.format = "host-gdb" if any(" in " in ln and ln.lstrip().startswith("#")
+                                         for ln in text.split("\n")[:4000]) else "host-backtrace"
+    name = draft.get("signal_name")
+    if name in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS"):
+        draft.kind = "native"
+    elif name == "SIGKILL":
+        draft.note("SIGKILL: killed from outside (timeout, OOM killer, user), not a crash "
+                   "the process detected")
+    elif draft.get("signal") is None and not draft.frames:
+        draft.note("no signal and no backtrace: the workload did not crash by a signal")
+    elif draft.frames:
+        draft.kind = "native"
+    return draft.build()

@@ -1,0 +1,266 @@
+"""Android native crash text: tombstones in all the shapes they reach us in.
+
+Shapes handled (notes/crash-formats.md sections 1-3; AOSP ``debuggerd`` output as documented
+at https://source.android.com/docs/core/tests/debug/native-crash):
+
+* a full tombstone file (``/data/tombstones/tombstone_NN``, a ``SYSTEM_TOMBSTONE`` DropBox
+  entry, a bug report's copy): header, signal, registers, the crashing thread's
+  ``backtrace:``, then other threads and the memory map (ignored);
+* the summary that ``DEBUG`` logs to logcat (any prefix style, see :mod:`kit.crash._text`),
+  with the ``libc`` ``Fatal signal`` line before it (``logcat -b crash``);
+* crash-reporter copies (Play Console vitals, Crashlytics): star line, ``pid: 0``,
+  ``backtrace:`` and ``pc 0x...`` frames, maybe a ``signal`` line pasted above the star line.
+
+Frame line: ``#NN pc <rel_pc>  <mapping> [(offset 0x..)] [(<symbol>+<dec offset>)]
+[(BuildId: <hex>)]``; ``<mapping>`` can be ``<apk>!<lib>.so`` for libraries loaded straight
+from an APK, ``[anon:...]`` or ``<anonymous:...>``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from ._draft import Draft
+from ._text import basename, parse_int, signal_name, signal_number
+from .record import Frame
+
+__all__ = ["parse_frame_line", "read_tombstone", "read_fatal_signal", "looks_like_tombstone",
+           "FATAL_SIGNAL"]
+
+_STAR = re.compile(r"^\s*(?:\*\*\*\s*){4,}\s*$")
+# pid: 1234, tid: 1250, name: mqt_native_modu  >>> com.example.app <<<
+_PID = re.compile(r"pid: (?P<pid>\d+), tid: (?P<tid>\d+)(?:, name: (?P<name>.*?))?\s*"
+                  r">>> (?P<proc>.*?)(?: <<<|$)")
+# signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0000000000000008
+_SIGNAL = re.compile(r"^\s*signal (?P<num>\d+) \((?P<name>\w+)\)"
+                     r"(?:, code (?P<code>-?\d+)(?: \((?P<code_name>[^)]*)\)?)?)?"
+                     r"(?:, fault addr (?P<addr>[-\w]+))?")
+# F libc: Fatal signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0 in tid 1250
+#   (mqt_native_modu), pid 1234 (com.example.app)
+FATAL_SIGNAL = re.compile(
+    r"Fatal signal (?P<num>\d+) \((?P<name>\w+)\)"
+    r"(?:, code (?P<code>-?\d+)(?: \((?P<code_name>[^)]*)\))?)?"
+    r"(?:, fault addr (?P<addr>[-\w]+))?"
+    r"(?: in tid (?P<tid>\d+) \((?P<tname>.*?)\))?(?:, pid (?P<pid>\d+)(?: \((?P<proc>.*?)\)?$)?)?")
+_FRAME = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+pc\s+(?:0x)?(?P<pc>[0-9a-fA-F]{1,16})\b\s*(?P<rest>.*)$")
+_BUILD_ID = re.compile(r"\s*\(BuildId: (?P<id>[0-9a-fA-F]*)\)?\s*$")
+_APK_OFFSET = re.compile(r"\s*\(offset (?P<off>0x[0-9a-fA-F]+)\)\s*$")
+_SYMBOL_OFFSET = re.compile(r"^(?P<sym>.*?)\+(?P<off>\d+)$")
+_TOTAL = re.compile(r"^\s*(?P<n>\d+) total frames\s*$")
+_KEY = re.compile(r"^\s*(?P<key>Build fingerprint|ABI|Timestamp|Cmdline|Cause|Abort message|"
+                  r"Process uptime|Revision|uid|Kernel Release): ?(?P<value>.*)$")
+
+
+def _matching_open(text: str) -> int:
+    """Index of the ``(`` that matches the ``)`` ending ``text``, or -1."""
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        ch = text[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
+    """One ``#NN pc ...`` line as a :class:`Frame`, plus a note when it was cut.
+
+    Returns ``(None, None)`` when the line is not a frame line at all. A frame cut mid-line
+    keeps what was read (``rel_pc`` at least) and says so in the note.
+    """
+    m = _FRAME.match(line)
+    if m is None:
+        return None, None
+    index = int(m.group("idx"))
+    pc = m.group("pc").lower()
+    rest = m.group("rest").rstrip()
+    note = None
+    build_id = None
+    bm = _BUILD_ID.search(rest)
+    if bm is not None:
+        build_id = bm.group("id").lower() or None
+        if not bm.group(0).rstrip().endswith(")"):
+            note = f"frame #{index:02d} cut inside its BuildId"
+        rest = rest[:bm.start()].rstrip()
+    symbol = None
+    offset = None
+    if rest.endswith(")"):
+        start = _matching_open(rest)
+        if start > 0:
+            inner = rest[start + 1:-1]
+            if not inner.startswith("offset 0x") and inner != "deleted":
+                sm = _SYMBOL_OFFSET.match(inner)
+                symbol, offset = (sm.group("sym"), parse_int(sm.group("off"))) if sm else (inner, None)
+                rest = rest[:start].rstrip()
+    elif " (" in rest:
+        # "(symbol+off" with no closing paren: the line was cut inside the symbol
+        cut = rest.index(" (")
+        tail = rest[cut + 2:]
+        if not tail.startswith("offset 0x"):
+            symbol = tail.rsplit("+", 1)[0] or None
+            rest = rest[:cut]
+            note = f"frame #{index:02d} cut inside its symbol"
+    am = _APK_OFFSET.search(rest)
+    if am is not None:
+        rest = rest[:am.start()].rstrip()
+    path = rest.strip() or None
+    if path is not None and path.endswith(" (deleted)"):
+        path = path[:-len(" (deleted)")]
+    module = basename(path) if path else None
+    return Frame(index=index, module=module, symbol=symbol or None, offset=offset,
+                 pc="0x" + pc, build_id=build_id, path=path), note
+
+
+def _hex_address(text: str | None) -> str | None:
+    """``0x...`` lower-case, or ``None`` for ``--------``/garbage."""
+    if not text or set(text) <= {"-"}:
+        return None
+    text = text.lower()
+    if not text.startswith("0x"):
+        text = "0x" + text
+    return text if parse_int(text, 16) is not None else None
+
+
+def read_fatal_signal(draft: Draft, msg: str) -> bool:
+    """Fill signal, code, fault address, tid and pid from a ``Fatal signal`` line."""
+    m = FATAL_SIGNAL.search(msg)
+    if m is None:
+        return False
+    draft.set("signal", parse_int(m.group("num")))
+    draft.set("signal_name", m.group("name"))
+    draft.set("code", m.group("code_name") or m.group("code"))
+    draft.set("fault_address", _hex_address(m.group("addr")))
+    draft.set("tid", parse_int(m.group("tid")))
+    draft.set("thread_name", m.group("tname"))
+    draft.set("pid", parse_int(m.group("pid")))
+    proc = m.group("proc")
+    if proc:
+        # the libc line cuts the process name to 15 characters; a tombstone line wins later
+        draft.values.setdefault("_short_process", proc)
+    return True
+
+
+def looks_like_tombstone(lines: Sequence[str]) -> bool:
+    """True if the lines hold a tombstone's star line, pid line or ``#NN pc`` frames."""
+    frames = 0
+    for line in lines:
+        if _STAR.match(line) or ("pid: " in line and ">>> " in line):
+            return True
+        if _FRAME.match(line):
+            frames += 1
+            if frames >= 2:
+                return True
+    return False
+
+
+def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
+    """Read tombstone lines (prefixes already stripped) into ``draft``.
+
+    Only the crashing thread's first ``backtrace:`` run of frames is kept; GWP-ASan/MTE
+    allocation and free stacks, other threads and the memory map are skipped. Never raises.
+    """
+    saw_star = saw_pid = saw_backtrace = saw_signal = False
+    in_frames = done_frames = False
+    total_frames = None
+    abort_lines: list[str] | None = None
+    for line in lines:
+        if abort_lines is not None:
+            abort_lines.append(line)
+            if line.rstrip().endswith("'") or len(abort_lines) > 40:
+                _finish_abort(draft, abort_lines)
+                abort_lines = None
+            continue
+        if not done_frames:
+            frame, note = parse_frame_line(line) if "pc" in line else (None, None)
+            if frame is not None:
+                in_frames = True
+                draft.add_frame(frame)
+                if note:
+                    draft.note(note)
+                continue
+            if in_frames:
+                stripped = line.strip()
+                if stripped.startswith("NOTE:") or (not stripped and not draft.frames):
+                    continue
+                in_frames = False
+                done_frames = True
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if _STAR.match(stripped):
+            saw_star = True
+            continue
+        if stripped == "backtrace:":
+            saw_backtrace = True
+            continue
+        if "Fatal signal" in stripped:
+            read_fatal_signal(draft, stripped)
+            continue
+        tm = _TOTAL.match(stripped)
+        if tm is not None:
+            total_frames = parse_int(tm.group("n"))
+            continue
+        pm = _PID.search(stripped)
+        if pm is not None and not saw_pid:
+            saw_pid = True
+            pid = parse_int(pm.group("pid"))
+            if pid == 0:
+                draft.note("pid 0: a crash-reporter copy, the real pid is unknown")
+            else:
+                draft.set("pid", pid, override=True)
+            draft.set("tid", parse_int(pm.group("tid")) or None, override=True)
+            draft.set("thread_name", (pm.group("name") or "").strip() or None, override=True)
+            draft.set("process", pm.group("proc").strip() or None)
+            if not stripped.rstrip().endswith("<<<"):
+                draft.note("the pid line is cut after the process name")
+            continue
+        sm = _SIGNAL.match(stripped) if not saw_signal else None
+        if sm is not None:
+            saw_signal = True
+            draft.set("signal", parse_int(sm.group("num")), override=True)
+            draft.set("signal_name", sm.group("name"), override=True)
+            draft.set("code", sm.group("code_name") or sm.group("code"), override=True)
+            draft.set("fault_address", _hex_address(sm.group("addr")), override=True)
+            continue
+        km = _KEY.match(stripped)
+        if km is not None:
+            key, value = km.group("key"), km.group("value").strip()
+            if key == "Cmdline":
+                draft.set("process", value.split(" ")[0] or None, override=True)
+            elif key == "ABI":
+                draft.set("abi", value.strip("'"))
+            elif key == "Timestamp":
+                draft.set("timestamp", value)
+            elif key == "Cause":
+                draft.set("cause", value)
+            elif key == "Abort message":
+                if value.startswith("'") and (len(value) < 2 or not value.endswith("'")):
+                    abort_lines = [value]
+                else:
+                    draft.set("abort_message", value.strip("'"))
+    if abort_lines is not None:
+        _finish_abort(draft, abort_lines)
+        draft.note("the abort message is cut (no closing quote)")
+    short = draft.values.pop("_short_process", None)
+    draft.set("process", short)
+    if saw_backtrace and not draft.frames:
+        draft.note("'backtrace:' is followed by no frames (report cut?)")
+    if total_frames is not None and 0 < len(draft.frames) < total_frames:
+        draft.note(f"{len(draft.frames)} of {total_frames} frames present (report cut?)")
+    if not saw_star and not saw_pid and draft.frames:
+        draft.note("no tombstone header (star line / pid line): frames only")
+    if draft.get("signal") is None:
+        draft.note("no signal line")
+    if draft.get("signal") is not None and draft.get("signal_name") is None:
+        draft.set("signal_name", signal_name(draft.get("signal")))
+    if draft.get("signal_name") is not None and draft.get("signal") is None:
+        draft.set("signal", signal_number(draft.get("signal_name")))
+
+
+def _finish_abort(draft: Draft, parts: list[str]) -> None:
+    text = "\n".join(p.strip() for p in parts).strip().strip("'")
+    draft.set("abort_message", text)
