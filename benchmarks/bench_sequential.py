@@ -1,0 +1,127 @@
+"""Benchmark: launches the sequential rule (``--until-verdict``) needs vs a fixed-size design.
+
+For each setting (baseline rate, ceiling) it:
+
+1. sizes the fixed-size design with :func:`kit.stats.plan_launches` at the same error rates
+   as the rule: false ``fixed`` <= alpha for any candidate rate >= the ceiling, and power
+   1 - beta when the candidate's rate is the rule's design rate;
+2. simulates interleaved campaign pairs (Bernoulli launches) through
+   :func:`kit.sequential.interleave` with :class:`kit.sequential.InterleavedRule`, capped
+   at 3x the fixed design's launches per build, and judges each with
+   :func:`kit.verdict.decide` as ``compare`` would;
+3. prints, per true candidate rate, the mean launches (both builds), the ratio to the fixed
+   design, how often the verdict was ``fixed``, and the exact candidate-side figures of the
+   rule (:meth:`kit.sequential.SprtDesign.operating`).
+
+Run: ``.venv/bin/python benchmarks/bench_sequential.py [--runs 2000] [--seed 1]``
+(about a minute on 2 cores). The goal (issue #4) is a mean of at most 50% of the fixed design.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+
+import numpy as np
+
+from kit.sequential import InterleavedRule, SprtDesign, interleave
+from kit.stats import plan_launches
+from kit.verdict import Verdict, VerdictSettings, decide
+
+
+@dataclasses.dataclass
+class SimSide:
+    """A build simulated as Bernoulli launches at ``rate`` (the :class:`Side` protocol)."""
+
+    rate: float
+    launches: int
+    rng: np.random.Generator
+    n: int = 0
+    events: int = 0
+
+    @property
+    def slots(self) -> int:
+        return self.n
+
+    def counts(self, signature: str) -> tuple[int, int]:
+        return self.events, self.n
+
+    def step(self) -> None:
+        self.n += 1
+        self.events += int(self.rng.random() < self.rate)
+
+
+def simulate(rule: InterleavedRule, p_b: float, p_c: float, cap_b: int, cap_c: int,
+             runs: int, rng: np.random.Generator) -> dict[str, float]:
+    launches = []
+    fixed = 0
+    stopped_early = 0
+    for _ in range(runs):
+        base = SimSide(p_b, cap_b, rng)
+        cand = SimSide(p_c, cap_c, rng)
+        why = interleave(base, cand, rule)
+        launches.append(base.n + cand.n)
+        stopped_early += not why.startswith("both builds reached")
+        verdict = decide(base.events, base.n, cand.events, cand.n, rule.settings,
+                         use_boschloo=False, with_needed=False).verdict
+        fixed += verdict is Verdict.FIXED
+    return {"mean": float(np.mean(launches)), "p_fixed": fixed / runs,
+            "stopped": stopped_early / runs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--beta", type=float, default=0.2)
+    args = parser.parse_args(argv)
+    rng = np.random.default_rng(args.seed)
+    settings_list = [(0.5, 0.05), (0.1, 0.02), (0.05, 0.01)]
+    started = time.monotonic()
+    headline = []
+    for p_b, ceiling in settings_list:
+        settings = VerdictSettings(alpha=args.alpha, ceiling=ceiling, power=1 - args.beta)
+        design = SprtDesign(ceiling, ceiling / 4, args.alpha, args.beta)
+        rule = InterleavedRule(design, settings)
+        plan = plan_launches(p_b, ceiling=ceiling, alpha=args.alpha, power=1 - args.beta,
+                             candidate_rate=design.design_rate)
+        fixed_total = plan.total_launches
+        cap_b, cap_c = 3 * plan.baseline_launches, 3 * plan.candidate_launches
+        print(f"\nbaseline rate {p_b:g}, ceiling {ceiling:g}, alpha {args.alpha:g}, "
+              f"beta {args.beta:g}, design rate {design.design_rate:g}")
+        print(f"  fixed-size design: {plan.baseline_launches} baseline + "
+              f"{plan.candidate_launches} candidate = {fixed_total} launches "
+              f"(power {plan.achieved_power:.3f} at {design.design_rate:g})")
+        print(f"  sequential cap: {cap_b} + {cap_c}; {design.describe()}")
+        print(f"  {'candidate rate':>16} {'mean launches':>14} {'vs fixed':>9} "
+              f"{'P(fixed)':>9} {'stopped':>8} {'exact E[N_c]':>13} {'P(LR>=1/a)':>11}")
+        ratios = {}
+        for label, p_c in (("0 (fixed)", 0.0), (f"{design.design_rate:g} (H1)",
+                                                design.design_rate),
+                           (f"{ceiling:g} (ceiling)", ceiling),
+                           (f"{p_b:g} (unchanged)", p_b)):
+            sim = simulate(rule, p_b, p_c, cap_b, cap_c, args.runs, rng)
+            exact = design.operating(p_c, cap_c)
+            ratio = sim["mean"] / fixed_total
+            ratios[label.split()[1] if " " in label else label] = ratio
+            print(f"  {label:>16} {sim['mean']:14.1f} {ratio:9.0%} {sim['p_fixed']:9.3f} "
+                  f"{sim['stopped']:8.0%} {exact.expected_launches:13.1f} "
+                  f"{exact.p_below:11.4f}")
+        mean_h = (ratios["(H1)"] + ratios["(ceiling)"]) / 2
+        mean_real = (ratios["(fixed)"] + ratios["(unchanged)"]) / 2
+        headline.append((p_b, ceiling, mean_h, mean_real))
+        print(f"  mean ratio at the two design hypotheses (H1, ceiling): {mean_h:.0%}; "
+              f"at the two outcomes of a fix (rate 0, unchanged): {mean_real:.0%}")
+    print("\nsummary (goal: at most 50% of the fixed design's launches)")
+    for p_b, ceiling, mean_h, mean_real in headline:
+        print(f"  baseline {p_b:g}, ceiling {ceiling:g}: {mean_h:.0%} at H1/ceiling, "
+              f"{mean_real:.0%} at fixed/unchanged")
+    print(f"took {time.monotonic() - started:.0f} s for {args.runs} runs per cell")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

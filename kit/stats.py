@@ -1,0 +1,454 @@
+"""Crash-rate statistics: Clopper-Pearson intervals, exact tests and launch planning.
+
+Every test and interval comes from :mod:`scipy.stats`:
+
+* rates and bounds: ``binomtest(k, n).proportion_ci(method="exact")`` (Clopper-Pearson 1934);
+  a one-sided upper bound uses ``binomtest(k, n, alternative="less")``, which is what "the
+  candidate's rate is below 1% at 95%" means (0/100 gives 2.95%, the "rule of three");
+* baseline vs candidate: one-sided ``fisher_exact`` and ``boschloo_exact`` on the 2x2 table
+  ``[[baseline events, baseline others], [candidate events, candidate others]]``.
+  Boschloo's test uses Fisher's p-value as its statistic and maximises over the nuisance
+  rate, so it is uniformly more powerful than Fisher's (Boschloo 1970, Statistica
+  Neerlandica 24:1-9) and its p-value is never larger; the verdict uses it whenever the
+  table is small enough to compute it (see :data:`BOSCHLOO_MAX_TABLES`), Fisher's otherwise;
+* several devices: the exact conditional test of a common odds ratio of 1 over per-device
+  2x2 tables (the exact form of the Cochran-Mantel-Haenszel test, Mehta, Patel & Gray 1985,
+  JASA 80:969-973; R's ``mantelhaen.test(exact=TRUE)``): given each device's margins, the
+  baseline's event count on that device is hypergeometric (``scipy.stats.hypergeom``), the
+  statistic is their sum, and its null distribution is the convolution of those pmfs.
+  A device that ran only one build adds no information, so no device can carry the verdict
+  by its own crash rate;
+* several classes at once: Holm's step-down adjustment (Holm 1979).
+
+Planning (:func:`plan_launches`) computes exact power for the fixed-size design using
+Fisher's test (conservative: Boschloo can only need fewer launches).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Sequence
+
+import numpy as np
+from scipy import stats
+
+from .errors import UsageError
+
+__all__ = ["Rate", "RateTest", "StratumTable", "Plan", "rate", "upper_bound", "lower_bound",
+           "launches_to_bound", "launches_to_see", "lower_rate_test", "stratified_exact_p",
+           "holm", "plan_launches", "fisher_p_vector", "BOSCHLOO_MAX_TABLES"]
+
+#: Boschloo's test enumerates every table with the same row sums, (n_b + 1) * (n_c + 1) of
+#: them, for each of 32 nuisance values; above this many tables (about 0.3 s here) only
+#: Fisher's test is run.
+BOSCHLOO_MAX_TABLES = 250_000
+
+
+def _check_counts(count: int, n: int) -> None:
+    if n < 0 or count < 0 or count > n:
+        raise UsageError(f"invalid count {count}/{n}", "counts must satisfy 0 <= k <= n")
+
+
+@dataclasses.dataclass(frozen=True)
+class Rate:
+    """``count`` events in ``n`` launches with a two-sided Clopper-Pearson interval.
+
+    Attributes:
+        count, n: events and launches (``n`` may be 0: then ``value`` is ``None`` and the
+            interval is [0, 1]).
+        low, high: the exact (Clopper-Pearson) interval at ``confidence``, as fractions.
+        confidence: e.g. 0.95.
+    """
+
+    count: int
+    n: int
+    low: float
+    high: float
+    confidence: float = 0.95
+
+    @property
+    def value(self) -> float | None:
+        """``count / n``, or ``None`` when ``n`` is 0."""
+        return self.count / self.n if self.n else None
+
+    def text(self) -> str:
+        """``12/20 (60.0%, 95% CI 36.1-80.9%)``."""
+        if not self.n:
+            return f"{self.count}/0 (no launches)"
+        return (f"{self.count}/{self.n} ({self.count / self.n:.1%}, "
+                f"{self.confidence:.0%} CI {self.low:.1%}-{self.high:.1%})")
+
+    def to_dict(self) -> dict[str, object]:
+        return {"count": self.count, "n": self.n, "rate": self.value, "low": self.low,
+                "high": self.high, "confidence": self.confidence}
+
+
+def rate(count: int, n: int, confidence: float = 0.95) -> Rate:
+    """Two-sided Clopper-Pearson interval of ``count/n`` (``scipy.stats.binomtest``).
+
+    Raises:
+        UsageError: ``count`` or ``n`` is negative, or ``count > n``.
+    """
+    _check_counts(count, n)
+    if n == 0:
+        return Rate(count, n, 0.0, 1.0, confidence)
+    ci = stats.binomtest(count, n).proportion_ci(confidence_level=confidence, method="exact")
+    return Rate(count, n, float(ci.low), float(ci.high), confidence)
+
+
+def upper_bound(count: int, n: int, confidence: float = 0.95) -> float:
+    """One-sided Clopper-Pearson upper bound of the rate (1.0 when ``n`` is 0).
+
+    "The rate is below ``upper_bound`` at ``confidence``": 0/100 gives 0.0295 at 95%.
+    """
+    _check_counts(count, n)
+    if n == 0:
+        return 1.0
+    ci = stats.binomtest(count, n, alternative="less").proportion_ci(
+        confidence_level=confidence, method="exact")
+    return float(ci.high)
+
+
+def lower_bound(count: int, n: int, confidence: float = 0.95) -> float:
+    """One-sided Clopper-Pearson lower bound of the rate (0.0 when ``n`` is 0)."""
+    _check_counts(count, n)
+    if n == 0:
+        return 0.0
+    ci = stats.binomtest(count, n, alternative="greater").proportion_ci(
+        confidence_level=confidence, method="exact")
+    return float(ci.low)
+
+
+def launches_to_bound(ceiling: float, confidence: float = 0.95, count: int = 0,
+                      limit: int = 10_000_000) -> int:
+    """Fewest launches ``n`` with ``upper_bound(count, n, confidence) < ceiling``.
+
+    With ``count=0`` the bound is ``1 - (1 - confidence) ** (1 / n)``, so ``n`` is the first
+    integer above ``ln(1 - confidence) / ln(1 - ceiling)``: 299 for 1% at 95%, 59 for 5%.
+
+    Raises:
+        UsageError: ``ceiling`` is not in (0, 1), or more than ``limit`` launches are needed.
+    """
+    if not 0.0 < ceiling < 1.0:
+        raise UsageError(f"ceiling {ceiling} is not a rate", "give a fraction such as 0.01")
+    alpha = 1.0 - confidence
+    # P(X <= count | n, ceiling) < alpha  <=>  upper bound < ceiling (Clopper-Pearson duality)
+    lo = max(count + 1, int(math.log(alpha) / math.log1p(-ceiling)))
+    if stats.binom.cdf(count, lo, ceiling) < alpha:
+        return _first_true(lambda n: stats.binom.cdf(count, n, ceiling) < alpha, count + 1, lo)
+    hi = lo
+    while stats.binom.cdf(count, hi, ceiling) >= alpha:
+        hi *= 2
+        if hi > limit:
+            raise UsageError(f"bounding the rate below {ceiling} with {count} events needs "
+                             f"more than {limit} launches", "raise the ceiling")
+    return _first_true(lambda n: stats.binom.cdf(count, n, ceiling) < alpha, lo, hi)
+
+
+def _first_true(pred: "object", lo: int, hi: int) -> int:
+    """Smallest n in [lo, hi] with pred(n) true, for a predicate monotone in n (pred(hi))."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pred(mid):  # type: ignore[operator]
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def launches_to_see(event_rate: float, probability: float = 0.95) -> int:
+    """Fewest launches that see at least one event with ``probability``, at ``event_rate``:
+    the first ``n`` with ``1 - (1 - p) ** n >= probability`` (4 at 0.6, 59 at 0.05, 299 at
+    0.01 for 95%).
+
+    Raises:
+        UsageError: ``event_rate`` is not in (0, 1].
+    """
+    if not 0.0 < event_rate <= 1.0:
+        raise UsageError(f"rate {event_rate} is not in (0, 1]", "give a fraction such as 0.05")
+    if event_rate == 1.0:
+        return 1
+    n = math.ceil(math.log1p(-probability) / math.log1p(-event_rate))
+    while n > 1 and 1 - (1 - event_rate) ** (n - 1) >= probability:  # float safety
+        n -= 1
+    while 1 - (1 - event_rate) ** n < probability:
+        n += 1
+    return n
+
+
+@dataclasses.dataclass(frozen=True)
+class RateTest:
+    """One-sided exact test that the first rate exceeds the second.
+
+    Attributes:
+        p: the p-value the verdict uses (``boschloo_p`` when computed, else ``fisher_p``).
+        method: ``boschloo`` or ``fisher`` (which one ``p`` is).
+        fisher_p: one-sided Fisher exact p (``scipy.stats.fisher_exact``).
+        boschloo_p: one-sided Boschloo exact p (``scipy.stats.boschloo_exact``), or ``None``
+            when the table is too large (:data:`BOSCHLOO_MAX_TABLES`) or a row is empty.
+    """
+
+    p: float
+    method: str
+    fisher_p: float
+    boschloo_p: float | None
+
+    def to_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+def lower_rate_test(x_b: int, n_b: int, x_c: int, n_c: int, *, use_boschloo: bool = True
+               ) -> RateTest:
+    """Test "the candidate's rate ``x_c/n_c`` is lower than the baseline's ``x_b/n_b``".
+
+    One-sided (alternative: baseline rate > candidate rate) on the table
+    ``[[x_b, n_b - x_b], [x_c, n_c - x_c]]``. 12/20 vs 0/100 gives Fisher p = 1.19e-11;
+    1/150 vs 0/150 gives 0.5. Swap the arguments to test that a rate rose.
+
+    Raises:
+        UsageError: invalid counts.
+    """
+    _check_counts(x_b, n_b)
+    _check_counts(x_c, n_c)
+    if n_b == 0 or n_c == 0:
+        return RateTest(1.0, "fisher", 1.0, None)
+    table = [[x_b, n_b - x_b], [x_c, n_c - x_c]]
+    fisher = float(stats.fisher_exact(table, alternative="greater").pvalue)
+    boschloo = None
+    if use_boschloo and (n_b + 1) * (n_c + 1) <= BOSCHLOO_MAX_TABLES:
+        if x_b + x_c in (0, n_b + n_c):
+            boschloo = 1.0  # no information in the table (scipy returns nan here)
+        else:
+            boschloo = float(stats.boschloo_exact(table, alternative="greater").pvalue)
+    if boschloo is not None and math.isfinite(boschloo):
+        # Boschloo's p never exceeds Fisher's in theory; min() guards the optimiser's grid.
+        return RateTest(min(boschloo, fisher), "boschloo", fisher, boschloo)
+    return RateTest(fisher, "fisher", fisher, None)
+
+
+@dataclasses.dataclass(frozen=True)
+class StratumTable:
+    """One stratum (device) of a stratified comparison: events and launches per build."""
+
+    name: str
+    x_b: int
+    n_b: int
+    x_c: int
+    n_c: int
+
+    @property
+    def informative(self) -> bool:
+        """Both builds ran here and the events do not fill a margin (the table can vary)."""
+        k = self.x_b + self.x_c
+        return self.n_b > 0 and self.n_c > 0 and 0 < k < self.n_b + self.n_c
+
+
+def stratified_exact_p(strata: Sequence[StratumTable]) -> float:
+    """One-sided exact conditional p that the baseline's rate exceeds the candidate's,
+    stratified (e.g. by device), under a common odds ratio of 1.
+
+    For each stratum the baseline's events given the margins follow
+    ``hypergeom(M=n_b+n_c, n=x_b+x_c, N=n_b)``; the statistic is the sum over strata and its
+    null distribution the convolution of those pmfs; p = P(sum >= observed). With one
+    stratum this is Fisher's one-sided p. Strata that are not informative add a constant and
+    are skipped. Returns 1.0 when no stratum is informative.
+    """
+    dist = np.array([1.0])
+    observed = 0
+    low = 0
+    for s in strata:
+        if not s.informative:
+            continue
+        k = s.x_b + s.x_c
+        support = np.arange(max(0, k - s.n_c), min(k, s.n_b) + 1)
+        pmf = stats.hypergeom.pmf(support, s.n_b + s.n_c, k, s.n_b)
+        dist = np.convolve(dist, pmf)
+        low += int(support[0])
+        observed += s.x_b
+    if dist.size == 1:
+        return 1.0
+    return float(min(1.0, dist[observed - low:].sum()))
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (Holm 1979), in the input order."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def fisher_p_vector(x_b: np.ndarray, n_b: int, x_c: np.ndarray, n_c: int) -> np.ndarray:
+    """One-sided Fisher p (baseline > candidate) for arrays of counts, broadcast together.
+
+    Fisher's one-sided p is ``P(X >= x_b)`` for ``X ~ hypergeom(n_b + n_c, x_b + x_c, n_b)``
+    (the conditional distribution given both margins), i.e.
+    ``hypergeom.sf(x_b - 1, n_b + n_c, x_b + x_c, n_b)``; a test checks it against
+    ``scipy.stats.fisher_exact``. Used for power, where thousands of tables are needed.
+    """
+    x_b, x_c = np.broadcast_arrays(np.asarray(x_b), np.asarray(x_c))
+    return stats.hypergeom.sf(x_b - 1, n_b + n_c, x_b + x_c, n_b)
+
+
+def _support(n: int, p: float, eps: float = 1e-12) -> np.ndarray:
+    if p <= 0.0:
+        return np.array([0])
+    if p >= 1.0:
+        return np.array([n])
+    lo = int(stats.binom.ppf(eps, n, p))
+    hi = int(stats.binom.isf(eps, n, p))
+    return np.arange(max(0, lo - 1), min(n, hi + 1) + 1)
+
+
+def _k_max(n: int, ceiling: float, alpha: float) -> int:
+    """Largest event count k with ``upper_bound(k, n, 1 - alpha) < ceiling`` (-1: none)."""
+    # upper bound < ceiling  <=>  binom.cdf(k, n, ceiling) < alpha (Clopper-Pearson duality)
+    k = int(stats.binom.ppf(alpha, n, ceiling))
+    while k >= 0 and stats.binom.cdf(k, n, ceiling) >= alpha:
+        k -= 1
+    while k + 1 <= n and stats.binom.cdf(k + 1, n, ceiling) < alpha:
+        k += 1
+    return k
+
+
+def design_power(p_b: float, n_b: int, p_c: float, n_c: int, *, alpha: float,
+                 ceiling: float) -> float:
+    """Exact probability that a fixed-size design gives ``fixed`` (with Fisher's test).
+
+    ``fixed`` = the baseline sees the target at least once, Fisher's one-sided p <= alpha,
+    and the candidate's one-sided upper bound at ``1 - alpha`` is below ``ceiling``. The sum
+    runs over the binomial support of both builds (tails below 1e-12 are dropped).
+    """
+    k_max = _k_max(n_c, ceiling, alpha)
+    if k_max < 0:
+        return 0.0
+    xc = _support(n_c, p_c)
+    xc = xc[xc <= k_max]
+    if xc.size == 0:
+        return 0.0
+    xb = _support(n_b, p_b)
+    xb = xb[xb >= 1]
+    if xb.size == 0:
+        return 0.0
+    pv = fisher_p_vector(xb[:, None], n_b, xc[None, :], n_c)
+    w = stats.binom.pmf(xb, n_b, p_b)[:, None] * stats.binom.pmf(xc, n_c, p_c)[None, :]
+    return float((w * (pv <= alpha)).sum())
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """A fixed-size design: launches per build that give ``fixed`` with ``power``.
+
+    Attributes:
+        baseline_rate, candidate_rate: the assumed true target rates.
+        ceiling, alpha, power: the verdict's settings and the wanted power.
+        baseline_launches, candidate_launches: the design (counted launches per build).
+        achieved_power: exact power of that design (Fisher's test; Boschloo's is higher).
+        positive_control_probability: chance that the baseline sees the target at least once.
+        clean_bound_launches: clean candidate launches that alone bound the rate below the
+            ceiling (:func:`launches_to_bound`).
+    """
+
+    baseline_rate: float
+    candidate_rate: float
+    ceiling: float
+    alpha: float
+    power: float
+    baseline_launches: int
+    candidate_launches: int
+    achieved_power: float
+    positive_control_probability: float
+    clean_bound_launches: int
+
+    @property
+    def total_launches(self) -> int:
+        return self.baseline_launches + self.candidate_launches
+
+    def to_dict(self) -> dict[str, object]:
+        return {**dataclasses.asdict(self), "total_launches": self.total_launches}
+
+
+def _min_baseline(p_b: float, p_c: float, n_c: int, *, alpha: float, ceiling: float,
+                  power: float, limit: int) -> int | None:
+    def ok(n_b: int) -> bool:
+        return design_power(p_b, n_b, p_c, n_c, alpha=alpha, ceiling=ceiling) >= power
+
+    hi = 1
+    while not ok(hi):
+        hi *= 2
+        if hi > limit:
+            return None
+    lo = hi // 2 + 1 if hi > 1 else 1
+    n = _first_true(ok, lo, hi)
+    # power is a saw-tooth in n: step back while a smaller design still reaches it
+    while n > 1 and ok(n - 1):
+        n -= 1
+    return n
+
+
+def plan_launches(baseline_rate: float, *, ceiling: float = 0.05, alpha: float = 0.05,
+                  power: float = 0.8, candidate_rate: float = 0.0, limit: int = 200_000
+                  ) -> Plan:
+    """Launches per build for a fixed-size campaign pair to end ``fixed`` with ``power``.
+
+    The candidate needs enough launches to bound its rate below ``ceiling`` (at
+    ``1 - alpha``) with probability >= ``power``; the baseline then needs enough to make the
+    one-sided Fisher test significant. Candidate sizes from that minimum up in steps of 25%
+    are tried (a larger candidate can need a much smaller baseline, and a rare baseline
+    event needs a large candidate to be significant) and the smallest total is kept.
+
+    Raises:
+        UsageError: a rate out of range, ``candidate_rate >= ceiling`` or
+            ``candidate_rate >= baseline_rate`` (the verdict could never be ``fixed``), or
+            more than ``limit`` launches needed.
+    """
+    for name, value in (("baseline rate", baseline_rate), ("ceiling", ceiling),
+                        ("alpha", alpha), ("power", power)):
+        if not 0.0 < value < 1.0:
+            raise UsageError(f"{name} {value} is not in (0, 1)", "give a fraction, e.g. 0.05")
+    if not 0.0 <= candidate_rate < ceiling:
+        raise UsageError(f"candidate rate {candidate_rate} is not below the ceiling {ceiling}",
+                         "the verdict can only be fixed when the candidate's true rate is "
+                         "below the ceiling")
+    if candidate_rate >= baseline_rate:
+        raise UsageError(f"candidate rate {candidate_rate} is not below the baseline rate "
+                         f"{baseline_rate}", "nothing to detect")
+    clean = launches_to_bound(ceiling, 1 - alpha)
+
+    def cand_power(n_c: int) -> float:
+        k = _k_max(n_c, ceiling, alpha)
+        return float(stats.binom.cdf(k, n_c, candidate_rate)) if k >= 0 else 0.0
+
+    n_c0 = clean
+    while cand_power(n_c0) < power:
+        n_c0 = n_c0 + max(1, n_c0 // 8)
+        if n_c0 > limit:
+            raise UsageError(f"a candidate at {candidate_rate} needs more than {limit} "
+                             f"launches to be bounded below {ceiling}", "raise the ceiling")
+    # refine the first candidate size reaching the power from below
+    n_c0 = _first_true(lambda n: cand_power(n) >= power, max(clean, n_c0 - n_c0 // 8), n_c0)
+    best: tuple[int, int] | None = None
+    factor = 1.0
+    while True:
+        n_c = int(n_c0 * factor)
+        if n_c > limit or (best is not None and n_c >= sum(best)):
+            break
+        cap = limit if best is None else sum(best) - n_c
+        n_b = _min_baseline(baseline_rate, candidate_rate, n_c, alpha=alpha, ceiling=ceiling,
+                            power=power, limit=cap)
+        if n_b is not None and (best is None or n_b + n_c < sum(best)):
+            best = (n_b, n_c)
+        factor *= 1.25
+    if best is None:
+        raise UsageError(f"no design under {limit} launches per build reaches power {power}",
+                         "raise the ceiling or lower the power")
+    n_b, n_c = best
+    return Plan(baseline_rate, candidate_rate, ceiling, alpha, power, n_b, n_c,
+                design_power(baseline_rate, n_b, candidate_rate, n_c, alpha=alpha,
+                             ceiling=ceiling),
+                1.0 - (1.0 - baseline_rate) ** n_b, clean)

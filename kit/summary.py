@@ -1,0 +1,392 @@
+"""End-of-run summary of one campaign: counts, rates with Clopper-Pearson intervals,
+create-overlap figures and the infra errors (listed, never in a denominator).
+
+The run commands call :func:`summarize` then :func:`render_summary` when a campaign ends;
+:mod:`kit.report` writes the same figures to JSON, JUnit, HTML and Markdown.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import statistics
+from typing import Any, Iterable, Sequence
+
+from .campaign import Campaign
+from .errors import ColdstartError
+from .records import LaunchRecord, Outcome
+from .scenario import parse_scenario
+from .stats import Rate, rate
+
+__all__ = ["CountRow", "DeviceRow", "OverlapSummary", "RaceSummary", "InfraErrorRow",
+           "SignatureRow", "CampaignSummary", "summarize", "render_summary",
+           "example_frames", "NO_PHASE"]
+
+#: ``last_phase`` shown for launches that did not even report ``start``.
+NO_PHASE = "none"
+
+
+@dataclasses.dataclass(frozen=True)
+class CountRow:
+    """One key (an outcome, crash class, phase, target) and its rate among counted launches."""
+
+    key: str
+    rate: Rate
+
+    @property
+    def count(self) -> int:
+        return self.rate.count
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, **self.rate.to_dict()}
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceRow:
+    """One device: counted launches, crashes among them, and infra errors (kept apart)."""
+
+    device: str
+    target: str
+    crashed: Rate
+    infra_errors: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "target": self.target, "crashed": self.crashed.to_dict(),
+                "infra_errors": self.infra_errors}
+
+
+@dataclasses.dataclass(frozen=True)
+class OverlapSummary:
+    """Did the creates of a launch really run at the same time?
+
+    From each launch's ``sessions`` (``start_ms``/``end_ms`` per create, protocol phase
+    ``sessions-created``). A launch *overlapped* when every create was in flight at once
+    (``min(end) > max(start)``, :func:`kit.records.overlap_ms` > 0).
+
+    Attributes:
+        timed: counted launches with at least two create timings.
+        overlapped: how many of those overlapped, with its interval.
+        median_overlap_ms: median of ``min(end) - max(start)`` (negative: no overlap).
+        median_start_spread_ms: median of ``max(start) - min(start)``, the arrival skew.
+        max_start_spread_ms: the largest arrival skew seen.
+    """
+
+    timed: int
+    overlapped: Rate
+    median_overlap_ms: float | None
+    median_start_spread_ms: float | None
+    max_start_spread_ms: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"timed": self.timed, "overlapped": self.overlapped.to_dict(),
+                "median_overlap_ms": self.median_overlap_ms,
+                "median_start_spread_ms": self.median_start_spread_ms,
+                "max_start_spread_ms": self.max_start_spread_ms}
+
+
+@dataclasses.dataclass(frozen=True)
+class RaceSummary:
+    """Host race witness (issue #8): launches whose witness was available, and how many of
+    those saw two allocator contexts (the race happened, crash or not)."""
+
+    witnessed: Rate
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"witnessed": self.witnessed.to_dict()}
+
+
+@dataclasses.dataclass(frozen=True)
+class InfraErrorRow:
+    """One infra error: listed in every summary, never counted in a rate."""
+
+    launch_id: str
+    index: int
+    attempt: int
+    device: str
+    error: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class SignatureRow:
+    """One crash signature: its class, how many launches hit it, and one example stack."""
+
+    signature: str
+    crash_class: str
+    count: int
+    example_launch_id: str
+    example_frames: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "example_frames": list(self.example_frames)}
+
+
+@dataclasses.dataclass(frozen=True)
+class CampaignSummary:
+    """What one campaign found. Rates are over counted launches (infra errors excluded).
+
+    Attributes:
+        label, target, scenario, scenario_description: from ``campaign.json`` (or the
+            records, when summarised from records alone).
+        path: the campaign directory, or ``None``.
+        planned_launches: ``launches`` from ``campaign.json`` (``None`` if unknown).
+        records, counted: lines in ``launches.jsonl`` and those that enter rates.
+        crashed: launches whose outcome is ``crashed``.
+        outcomes, crash_classes, last_phases, targets: one :class:`CountRow` per key, most
+            frequent first (crash classes: crashed launches without a class are
+            ``unclassified``).
+        devices: per device, crashes and infra errors.
+        overlap: create-overlap figures.
+        race: race-witness figures, or ``None`` when no record carries a witness.
+        signatures: distinct crash signatures with one example each.
+        infra_errors: every infra-error record.
+        notes: problems met while reading the campaign.
+        confidence: of every interval (0.95).
+    """
+
+    label: str
+    target: str
+    scenario: str
+    scenario_description: str
+    path: str | None
+    planned_launches: int | None
+    records: int
+    counted: int
+    crashed: Rate
+    outcomes: tuple[CountRow, ...]
+    crash_classes: tuple[CountRow, ...]
+    last_phases: tuple[CountRow, ...]
+    targets: tuple[CountRow, ...]
+    devices: tuple[DeviceRow, ...]
+    overlap: OverlapSummary
+    race: RaceSummary | None
+    signatures: tuple[SignatureRow, ...]
+    infra_errors: tuple[InfraErrorRow, ...]
+    notes: tuple[str, ...]
+    confidence: float = 0.95
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (the ``campaigns[]`` entries of ``summary.json``)."""
+        out: dict[str, Any] = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, tuple):
+                value = [v.to_dict() if hasattr(v, "to_dict") else v for v in value]
+            elif hasattr(value, "to_dict"):
+                value = value.to_dict()
+            out[field.name] = value
+        return out
+
+
+def example_frames(record: LaunchRecord, limit: int = 8) -> tuple[str, ...]:
+    """The crashing thread's top ``limit`` frames of ``record.crash`` as text lines
+    (``#00 symbol+offset (module)``); empty when the record has no frames."""
+    frames = (record.crash or {}).get("frames") or []
+    lines = []
+    for frame in frames[:limit]:
+        if not isinstance(frame, dict):
+            continue
+        index = frame.get("index", len(lines))
+        symbol = frame.get("symbol") or frame.get("pc") or "??"
+        offset = frame.get("offset")
+        text = f"#{index:02d} {symbol}" if isinstance(index, int) else f"# {symbol}"
+        if offset is not None and frame.get("symbol"):
+            text += f"+{offset}"
+        if frame.get("module"):
+            text += f" ({frame['module']})"
+        lines.append(text)
+    return tuple(lines)
+
+
+def _rows(counter: collections.Counter[str], n: int, confidence: float) -> tuple[CountRow, ...]:
+    return tuple(CountRow(key, rate(count, n, confidence))
+                 for key, count in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _overlap(records: Sequence[LaunchRecord], confidence: float) -> OverlapSummary:
+    overlaps: list[float] = []
+    spreads: list[float] = []
+    for record in records:
+        value = record.create_overlap_ms
+        if value is None:
+            continue
+        overlaps.append(value)
+        starts = [s.start_ms for s in record.sessions]
+        spreads.append(max(starts) - min(starts))
+    hit = sum(1 for v in overlaps if v > 0)
+    return OverlapSummary(len(overlaps), rate(hit, len(overlaps), confidence),
+                          statistics.median(overlaps) if overlaps else None,
+                          statistics.median(spreads) if spreads else None,
+                          max(spreads) if spreads else None)
+
+
+def _race(records: Sequence[LaunchRecord], confidence: float) -> RaceSummary | None:
+    available = [r for r in records if isinstance(r.race, dict)
+                 and r.race.get("available", True) is not False]
+    if not any(isinstance(r.race, dict) for r in records):
+        return None
+    hit = sum(1 for r in available if r.race.get("witnessed") is True)  # type: ignore[union-attr]
+    return RaceSummary(rate(hit, len(available), confidence))
+
+
+def _signatures(records: Sequence[LaunchRecord]) -> tuple[SignatureRow, ...]:
+    groups: dict[tuple[str, str], list[LaunchRecord]] = {}
+    for record in records:
+        if record.outcome is not Outcome.CRASHED and not record.crash_class:
+            continue
+        key = (record.signature or "(no signature)", record.crash_class or "unclassified")
+        groups.setdefault(key, []).append(record)
+    rows = []
+    for (signature, crash_class), members in groups.items():
+        example = next((m for m in members if example_frames(m)), members[0])
+        rows.append(SignatureRow(signature, crash_class, len(members), example.launch_id,
+                                 example_frames(example)))
+    return tuple(sorted(rows, key=lambda r: (-r.count, r.signature)))
+
+
+def _scenario_key(url: str) -> str:
+    try:
+        return parse_scenario(url).key()
+    except ColdstartError:
+        return url
+
+
+def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],
+              confidence: float = 0.95) -> CampaignSummary:
+    """Summarise a campaign (or a list of records, e.g. one in progress).
+
+    Args:
+        campaign_or_records: a :class:`~kit.campaign.Campaign` from
+            :func:`~kit.campaign.load_campaign`, or launch records (infra errors included;
+            they are listed and left out of every denominator).
+        confidence: of every Clopper-Pearson interval.
+
+    Returns:
+        A :class:`CampaignSummary`.
+    """
+    if isinstance(campaign_or_records, Campaign):
+        campaign = campaign_or_records
+        records = list(campaign.records)
+        meta = campaign.meta
+        path: str | None = str(campaign.path)
+        notes = tuple(campaign.notes)
+    else:
+        records = list(campaign_or_records)
+        first = records[0] if records else None
+        meta = {"label": first.label, "target": first.target,
+                "scenario": _scenario_key(first.scenario)} if first else {}
+        path, notes = None, ()
+    counted = [r for r in records if r.counted]
+    n = len(counted)
+    crashed = [r for r in counted if r.outcome is Outcome.CRASHED]
+    classes = collections.Counter(r.crash_class or "unclassified" for r in counted
+                                  if r.crash_class or r.outcome is Outcome.CRASHED)
+    devices = []
+    for device in sorted({r.device for r in records}):
+        mine = [r for r in records if r.device == device]
+        mine_counted = [r for r in mine if r.counted]
+        devices.append(DeviceRow(device, mine[0].target,
+                                 rate(sum(1 for r in mine_counted
+                                          if r.outcome is Outcome.CRASHED),
+                                      len(mine_counted), confidence),
+                                 len(mine) - len(mine_counted)))
+    planned = meta.get("launches")
+    return CampaignSummary(
+        label=str(meta.get("label", "")), target=str(meta.get("target", "")),
+        scenario=str(meta.get("scenario", "")),
+        scenario_description=str(meta.get("scenario_description", "")),
+        path=path, planned_launches=planned if isinstance(planned, int) else None,
+        records=len(records), counted=n, crashed=rate(len(crashed), n, confidence),
+        outcomes=_rows(collections.Counter(r.outcome.value for r in counted), n, confidence),
+        crash_classes=_rows(classes, n, confidence),
+        last_phases=_rows(collections.Counter(r.last_phase or NO_PHASE for r in counted), n,
+                          confidence),
+        targets=_rows(collections.Counter(r.target for r in counted), n, confidence),
+        devices=tuple(devices), overlap=_overlap(counted, confidence),
+        race=_race(counted, confidence), signatures=_signatures(counted),
+        infra_errors=tuple(InfraErrorRow(r.launch_id, r.index, r.attempt, r.device,
+                                         r.error or "") for r in records if not r.counted),
+        notes=notes, confidence=confidence)
+
+
+def _rate_cell(r: Rate) -> str:
+    if not r.n:
+        return "-"
+    return f"{r.count / r.n:.1%} [{r.low:.1%}, {r.high:.1%}]"
+
+
+def render_summary(summary: CampaignSummary, console: "Any") -> None:
+    """Print ``summary`` as rich tables on ``console`` (a :class:`rich.console.Console`).
+
+    Untrusted text (error messages, signatures) is printed with markup disabled.
+    """
+    from rich.table import Table
+    from rich.text import Text
+
+    pct = f"{summary.confidence:.0%} CI"
+    head = Text()
+    head.append(f"Campaign {summary.label}", style="bold")
+    head.append(f"  target {summary.target}  {summary.scenario_description or summary.scenario}")
+    if summary.path:
+        head.append(f"\n{summary.path}", style="dim")
+    console.print(head)
+    console.print(Text(
+        f"{summary.counted} counted launches, {len(summary.infra_errors)} infra errors "
+        f"(not counted); crashed {summary.crashed.count}/{summary.counted} "
+        f"{_rate_cell(summary.crashed)}"))
+
+    def table(title: str, rows: Sequence[CountRow], what: str) -> None:
+        t = Table(title=title, title_justify="left")
+        t.add_column(what)
+        t.add_column("launches", justify="right")
+        t.add_column(f"rate [{pct}]", justify="right")
+        for row in rows:
+            t.add_row(Text(row.key), f"{row.count}/{row.rate.n}", _rate_cell(row.rate))
+        console.print(t)
+
+    table("By outcome", summary.outcomes, "outcome")
+    if summary.crash_classes:
+        table("By crash class", summary.crash_classes, "crash class")
+    table("By last phase reached", summary.last_phases, "last phase")
+    if len(summary.targets) > 1:
+        table("By target", summary.targets, "target")
+    dev = Table(title="By device", title_justify="left")
+    for col in ("device", "target", "crashed", f"rate [{pct}]", "infra errors"):
+        dev.add_column(col, justify="left" if col in ("device", "target") else "right")
+    for d in summary.devices:
+        dev.add_row(Text(d.device), Text(d.target), f"{d.crashed.count}/{d.crashed.n}",
+                    _rate_cell(d.crashed), str(d.infra_errors))
+    console.print(dev)
+    o = summary.overlap
+    if o.timed:
+        console.print(Text(
+            f"Create overlap: {o.overlapped.count}/{o.timed} launches had every create in "
+            f"flight at once {_rate_cell(o.overlapped)}; median overlap "
+            f"{o.median_overlap_ms:.2f} ms, median arrival skew "
+            f"{o.median_start_spread_ms:.2f} ms (max {o.max_start_spread_ms:.2f} ms)"))
+    else:
+        console.print(Text("Create overlap: no launch reported two or more create timings"))
+    if summary.race is not None:
+        w = summary.race.witnessed
+        console.print(Text(f"Race witness: {w.count}/{w.n} launches with a witness saw two "
+                           f"allocator contexts {_rate_cell(w)}"))
+    if summary.signatures:
+        sig = Table(title="Crash signatures", title_justify="left")
+        for col in ("signature", "class", "launches", "example"):
+            sig.add_column(col)
+        for s in summary.signatures:
+            sig.add_row(Text(s.signature), Text(s.crash_class), str(s.count),
+                        Text(s.example_launch_id))
+        console.print(sig)
+    if summary.infra_errors:
+        inf = Table(title="Infra errors (retried; never counted)", title_justify="left")
+        for col in ("launch", "device", "error"):
+            inf.add_column(col)
+        for e in summary.infra_errors:
+            inf.add_row(Text(e.launch_id), Text(e.device), Text(e.error))
+        console.print(inf)
+    for note in summary.notes:
+        console.print(Text(f"note: {note}", style="yellow"))
+
