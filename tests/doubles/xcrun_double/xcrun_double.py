@@ -1,0 +1,482 @@
+"""xcrun_double: replays ``xcrun simctl`` / ``xcrun devicectl`` output formats for the kit's tests.
+
+Run through the ``xcrun`` shell script beside this file (tests put the folder on ``PATH``).
+State lives in ``$XCRUN_DOUBLE_HOME`` (``state.json``, guarded by a file lock), written by
+:class:`tests.doubles.xcrun_double.XcrunDouble`. What it imitates (formats from Apple's help
+texts and public scripts, notes/drivers.md section 5, notes/crash-formats.md sections 4-6):
+
+* ``simctl list -j devices``, ``bootstatus <udid> -b``, ``install``, ``terminate`` (exit 3
+  with "found nothing to terminate" when not running), ``launch`` (prints ``<bundle>: <pid>``;
+  ``SIMCTL_CHILD_*`` variables reach the app), ``openurl`` (starts the app with the URL and
+  the variables set with ``launchctl setenv``), ``spawn <udid> launchctl list|setenv|unsetenv``
+  (``PID<TAB>Status<TAB>Label`` with ``UIKitApplication:<bundle>[xxxx][rb-legacy]``), ``spawn
+  <udid> log stream --style ndjson`` (a non-JSON header line, then one JSON record per
+  os_log event with ``eventMessage``, ``subsystem``, ``category``, ``processID``...);
+  commands on a shut-down simulator fail with CoreSimulator's "Unable to lookup in current
+  state: Shutdown" (domain=com.apple.CoreSimulator.SimError, code=405), exit 149.
+* ``devicectl list devices``, ``device install app``, ``device process launch --console``
+  (relays the app's stderr until it exits), ``device info processes``, ``device process
+  terminate``, ``device info files --domain-type systemCrashLogs``, ``device copy from``,
+  each writing ``{"info": ..., "result": ...}`` (or ``{"error": ...}``) to ``--json-output``.
+
+The app itself is a real process (``xcrun_double.py __app__``) that follows the next entry of
+the state's ``script``: ``completed``, ``wrong-output``, ``crash@PHASE``, ``js-fatal@PHASE``,
+``error@PHASE``, ``hang@PHASE``, ``vanish@PHASE`` (dies with no report) or ``shutdown`` (the
+simulator shuts down before the launch). A crash is a real ``SIGSEGV``/``SIGABRT`` of that
+process; a separate "ReportCrash" process writes the ``.ips`` after ``report_delay_s``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+HOME = Path(os.environ.get("XCRUN_DOUBLE_HOME", "/nonexistent"))
+PHASES = ("start", "models-ready", "sessions-created", "inference-done", "sessions-released",
+          "done")
+#: Which crash a phase's death looks like: the defect surfaces in creation (after
+#: models-ready), inference (after sessions-created) and release (after inference-done).
+CRASH_KIND = {"start": "abort", "models-ready": "uaf-create", "sessions-created": "uaf-infer",
+              "inference-done": "uaf-release", "sessions-released": "abort"}
+SHUTDOWN_ERROR = ("An error was encountered processing the command "
+                  "(domain=com.apple.CoreSimulator.SimError, code=405):\n"
+                  "Unable to lookup in current state: Shutdown\n")
+
+
+# --------------------------------------------------------------------------- state
+@contextlib.contextmanager
+def locked_state(write: bool = True):
+    HOME.mkdir(parents=True, exist_ok=True)
+    with open(HOME / "state.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        path = HOME / "state.json"
+        state = json.loads(path.read_text())
+        yield state
+        if write:
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(state, indent=1))
+            os.replace(tmp, path)
+
+
+def log_call(argv: list[str]) -> None:
+    env = {k: v for k, v in os.environ.items() if k.startswith("SIMCTL_CHILD_")}
+    with open(HOME / "calls.jsonl", "a") as fh:
+        fh.write(json.dumps({"argv": argv, "env": env}) + "\n")
+
+
+def alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def fail(message: str, code: int = 1) -> None:
+    sys.stderr.write(message)
+    sys.exit(code)
+
+
+def sim_device(state: dict, udid: str) -> dict:
+    for runtime_devices in state["devices"].values():
+        for device in runtime_devices:
+            if device["udid"] == udid:
+                return device
+    fail("Invalid device: %s\n" % udid, 148)
+    raise AssertionError
+
+
+def require_booted(state: dict, udid: str) -> dict:
+    device = sim_device(state, udid)
+    if device["state"] != "Booted":
+        fail(SHUTDOWN_ERROR, 149)
+    return device
+
+
+def next_outcome(state: dict) -> str:
+    script = state.setdefault("script", [])
+    index = state.get("launches", 0)
+    state["launches"] = index + 1
+    return script[index] if index < len(script) else "completed"
+
+
+# --------------------------------------------------------------------------- app
+def start_app(udid: str, bundle: str, url: str | None, env: dict[str, str], outcome: str,
+              console: bool = False) -> subprocess.Popen:
+    argv = [sys.executable, __file__, "__app__", udid, bundle, url or "", outcome,
+            "console" if console else "log"]
+    return subprocess.Popen(argv, env={**os.environ, "XCRUN_DOUBLE_APP_ENV": json.dumps(env)},
+                            start_new_session=not console, stdin=subprocess.DEVNULL,
+                            stdout=None if console else subprocess.DEVNULL,
+                            stderr=None if console else subprocess.DEVNULL)
+
+
+def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
+    from kit.protocol import format_event
+
+    with locked_state(write=False) as state:
+        delay_s = state.get("phase_delay_s", 0.05)
+        report_delay_s = state.get("report_delay_s", 0.4)
+        simulator = mode == "log"
+    query = dict(parse_qsl(urlsplit(url).query)) if url else {}
+    launch_id = query.get("id", "no-id")
+    kind, _, at = outcome.partition("@")
+    t0 = time.monotonic()
+    log_path = HOME / f"sim-{udid}" / "log.ndjson"
+    pid = os.getpid()
+
+    def say(phase: str, **fields: object) -> None:
+        line = format_event(launch_id, phase, (time.monotonic() - t0) * 1000.0, **fields)
+        if mode == "console":
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S.000000+0000", time.gmtime())
+            sys.stderr.write(f"{stamp} ColdstartApp[{pid}:91001] [javascript] {line}\n")
+            sys.stderr.flush()
+            return
+        record = {"traceID": 0, "eventMessage": line, "eventType": "logEvent",
+                  "formatString": "%{public}s", "subsystem": "com.facebook.react.log",
+                  "category": "javascript", "threadID": 91001, "processID": pid,
+                  "processImagePath": f"/CoreSimulator/Devices/{udid}/ColdstartApp.app/"
+                                      "ColdstartApp",
+                  "timestamp": time.strftime("%Y-%m-%d %H:%M:%S.000000+0000", time.gmtime()),
+                  "messageType": "Default"}
+        with open(log_path, "a") as fh:
+            fh.write(json.dumps(record) + "\n")
+
+    fields = {
+        "start": {"scenario": url, "platform": "ios",
+                  "poison": json.loads(os.environ.get("XCRUN_DOUBLE_APP_ENV", "{}"))},
+        "models-ready": {"models": ["melspectrogram", "embedding_model", "hey_jarvis_v0.1"],
+                         "load": "path"},
+        "sessions-created": {"sessions": [{"i": i, "model": m, "start_ms": 40.0 + i,
+                                           "end_ms": 90.0 + i} for i, m in enumerate(
+                                               ("melspectrogram", "embedding_model",
+                                                "hey_jarvis_v0.1"))],
+                             "eps": ["xnnpack", "cpu"], "ort_version": "1.24.3"},
+        "inference-done": {"scores": [0.998019], "score": 0.998019,
+                           "ok": kind != "wrong-output", "max_diff": 0.0 if kind !=
+                           "wrong-output" else 0.4},
+    }
+    for phase in PHASES:
+        time.sleep(delay_s)
+        if kind == "js-fatal" and phase == at:
+            break  # the JS error is thrown before this phase is reported
+        say(phase, **fields.get(phase, {}))
+        if phase != at:
+            continue
+        if kind == "error":
+            say("error", message="InferenceSession.create rejected: no such file",
+                after=phase)
+            break
+        if kind in ("crash", "vanish"):
+            break
+        if kind == "hang":
+            break
+    if kind in ("completed", "wrong-output", "error", "hang"):
+        while True:  # an iOS app keeps running until it is terminated
+            time.sleep(1)
+    report = {"crash": CRASH_KIND.get(at, "abort"), "js-fatal": "js-fatal"}.get(kind)
+    if report is not None:
+        writer = [sys.executable, __file__, "__reportcrash__", udid, bundle, str(pid), report,
+                  str(report_delay_s), "sim" if simulator else "device"]
+        subprocess.Popen(writer, start_new_session=True, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a real death, but no core file
+    if kind == "vanish":
+        os.kill(pid, signal.SIGKILL)
+    os.kill(pid, signal.SIGSEGV if report and report.startswith("uaf") else signal.SIGABRT)
+
+
+def reportcrash_main(udid: str, bundle: str, pid: str, kind: str, delay_s: str,
+                     where: str) -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from ips_double import make_ips
+
+    time.sleep(float(delay_s))
+    with locked_state(write=False) as state:
+        directory = Path(state["reports_dir"]) if where == "sim" else \
+            HOME / f"device-{udid}" / "crashes"
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%d-%H%M%S", time.localtime())
+    final = directory / f"ColdstartApp-{stamp}-{pid}.ips"
+    text = make_ips(kind, udid=udid, pid=int(pid), bundle_id=bundle,
+                    simulator=where == "sim")
+    head, body = text.split("\n", 1)
+    with open(final, "w") as fh:  # ReportCrash writes the header first, then the body
+        fh.write(head + "\n")
+        fh.flush()
+        time.sleep(0.05)
+        fh.write(body)
+
+
+# --------------------------------------------------------------------------- simctl
+def simctl(args: list[str]) -> None:
+    command, rest = args[0], args[1:]
+    if command == "list":
+        with locked_state(write=False) as state:
+            print(json.dumps({"devices": state["devices"]}, indent=2))
+        return
+    if command == "bootstatus":
+        with locked_state() as state:
+            device = sim_device(state, rest[0])
+            print(f"Monitoring boot status for {device['name']} ({device['udid']}).")
+            if device["state"] == "Booted":
+                print("Device already booted, nothing to do.")
+            else:
+                device["state"] = "Booted"
+                print("Device booted in 0.1 seconds")
+        return
+    if command == "install":
+        udid, app = rest[0], rest[1]
+        import plistlib
+
+        with locked_state() as state:
+            require_booted(state, udid)
+            info = plistlib.loads((Path(app) / "Info.plist").read_bytes())
+            state.setdefault("installed", {}).setdefault(udid, {})[
+                info["CFBundleIdentifier"]] = app
+        return
+    if command == "terminate":
+        udid, bundle = rest
+        with locked_state() as state:
+            require_booted(state, udid)
+            pid = state.setdefault("running", {}).get(f"{udid}/{bundle}")
+            if not alive(pid):
+                fail("An error was encountered processing the command "
+                     "(domain=com.apple.CoreSimulator.SimError, code=3):\n"
+                     f"found nothing to terminate\n", 3)
+            os.kill(pid, signal.SIGKILL)
+            state["running"].pop(f"{udid}/{bundle}")
+        return
+    if command in ("launch", "openurl"):
+        with locked_state() as state:
+            udid = rest[0]
+            require_booted(state, udid)
+            outcome = next_outcome(state)
+            if outcome == "shutdown":
+                sim_device(state, udid)["state"] = "Shutdown"
+                state_to_fail = True
+            else:
+                state_to_fail = False
+        if state_to_fail:
+            fail(SHUTDOWN_ERROR, 149)
+        with locked_state() as state:
+            if command == "launch":
+                bundle, app_args = rest[1], rest[2:]
+                url = app_args[app_args.index("-coldstartScenario") + 1] \
+                    if "-coldstartScenario" in app_args else None
+                env = {k[len("SIMCTL_CHILD_"):]: v for k, v in os.environ.items()
+                       if k.startswith("SIMCTL_CHILD_")}
+            else:
+                url = rest[1]
+                bundle = state.get("url_handlers", {}).get(urlsplit(url).scheme)
+                if bundle is None:
+                    fail("An error was encountered processing the command "
+                         "(domain=NSOSStatusErrorDomain, code=-10814):\n"
+                         "Simulator device failed to open " + url + ".\n", 1)
+                env = dict(state.get("launchctl_env", {}).get(udid, {}))
+            if bundle not in state.get("installed", {}).get(udid, {}):
+                fail("An error was encountered processing the command "
+                     "(domain=FBSOpenApplicationServiceErrorDomain, code=4):\n"
+                     f"The request to open \"{bundle}\" failed.\n", 4)
+            key = f"{udid}/{bundle}"
+            old = state.setdefault("running", {}).get(key)
+            if alive(old) and "--terminate-running-process" in rest:
+                os.kill(old, signal.SIGKILL)
+            proc = start_app(udid, bundle, url, env, outcome)
+            state["running"][key] = proc.pid
+        if command == "launch":
+            print(f"{bundle}: {proc.pid}")
+        return
+    if command == "spawn":
+        udid, tool, tool_args = rest[0], rest[1], rest[2:]
+        with locked_state(write=False) as state:
+            require_booted(state, udid)
+        if tool == "launchctl":
+            launchctl(udid, tool_args)
+        elif tool == "log" and tool_args[:1] == ["stream"]:
+            log_stream(udid, tool_args[1:])
+        else:
+            fail(f"spawn: {tool}: not supported by the double\n", 2)
+        return
+    fail(f"simctl: unknown subcommand {command}\n", 64)
+
+
+def launchctl(udid: str, args: list[str]) -> None:
+    if args[0] == "list":
+        with locked_state(write=False) as state:
+            rows = ["PID\tStatus\tLabel", "-\t0\tcom.apple.mobile.keybagd",
+                    "118\t0\tcom.apple.backboardd"]
+            for key, pid in state.get("running", {}).items():
+                sim, bundle = key.split("/", 1)
+                if sim == udid and alive(pid):
+                    rows.append(f"{pid}\t0\tUIKitApplication:{bundle}[{pid % 65536:04x}]"
+                                "[rb-legacy]")
+        print("\n".join(rows))
+    elif args[0] in ("setenv", "unsetenv"):
+        with locked_state() as state:
+            env = state.setdefault("launchctl_env", {}).setdefault(udid, {})
+            if args[0] == "setenv":
+                env[args[1]] = args[2]
+            else:
+                env.pop(args[1], None)
+
+
+def log_stream(udid: str, args: list[str]) -> None:
+    predicate = args[args.index("--predicate") + 1] if "--predicate" in args else ""
+    path = HOME / f"sim-{udid}" / "log.ndjson"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch()
+    print(f'Filtering the log data using "{predicate}"', flush=True)
+    with open(path) as fh:
+        fh.seek(0, os.SEEK_END)
+        while True:
+            line = fh.readline()
+            if not line:
+                time.sleep(0.02)
+                continue
+            record = json.loads(line)
+            if f'"{record.get("subsystem")}"' in predicate:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+
+
+# --------------------------------------------------------------------------- devicectl
+def option(args: list[str], name: str) -> str | None:
+    return args[args.index(name) + 1] if name in args else None
+
+
+def write_json(args: list[str], result: dict | None = None, error: str | None = None) -> None:
+    out = option(args, "--json-output")
+    data = {"info": {"arguments": args, "outcome": "failed" if error else "success"}}
+    if error:
+        data["error"] = {"code": 1000, "domain": "com.apple.dt.CoreDeviceError",
+                         "userInfo": {"NSLocalizedDescription": {"string": error}}}
+    else:
+        data["result"] = result or {}
+    if out:
+        Path(out).write_text(json.dumps(data, indent=2))
+    if error:
+        sys.stderr.write(f"ERROR: {error}\n")
+        sys.exit(1)
+
+
+def device_for(state: dict, args: list[str]) -> dict:
+    wanted = option(args, "--device")
+    for device in state.get("physical", []):
+        if wanted in (device["identifier"], device["udid"]):
+            return device
+    write_json(args, error="The specified device was not found.")
+    raise AssertionError
+
+
+def devicectl(args: list[str]) -> None:
+    if args[:2] == ["list", "devices"]:
+        with locked_state(write=False) as state:
+            devices = [{"identifier": d["identifier"],
+                        "deviceProperties": {"name": d["name"], "osVersionNumber": "18.2"},
+                        "hardwareProperties": {"udid": d["udid"], "platform": "iOS",
+                                               "marketingName": "iPhone 15"},
+                        "connectionProperties": {"pairingState": "paired",
+                                                 "tunnelState": "connected"}}
+                       for d in state.get("physical", [])]
+        write_json(args, {"devices": devices})
+        return
+    if args[:3] == ["device", "install", "app"]:
+        with locked_state() as state:
+            device = device_for(state, args)
+            device.setdefault("installed", []).append(args[5])
+        write_json(args, {"installedApplications": [{"bundleID": "org.coldstart.app"}]})
+        return
+    if args[:3] == ["device", "process", "launch"]:
+        with locked_state() as state:
+            device = device_for(state, args)
+            outcome = next_outcome(state)
+            udid = device["udid"]
+            old = state.setdefault("running", {}).get(f"device-{udid}")
+            if alive(old) and "--terminate-existing" in args:
+                os.kill(old, signal.SIGKILL)
+        env = json.loads(option(args, "--environment-variables") or "{}")
+        url = option(args, "--payload-url")
+        bundle = args[-1]
+        proc = start_app(udid, bundle, url, env, outcome, console="--console" in args)
+        with locked_state() as state:
+            state["running"][f"device-{udid}"] = proc.pid
+        code = proc.wait()
+        if code < 0:
+            sys.stderr.write(f"App terminated due to signal {-code}.\n")
+        return
+    if args[:3] == ["device", "info", "processes"]:
+        with locked_state(write=False) as state:
+            device = device_for(state, args)
+            pid = state.get("running", {}).get(f"device-{device['udid']}")
+        procs = [{"processIdentifier": 1, "executable": "file:///sbin/launchd"}]
+        if alive(pid):
+            procs.append({"processIdentifier": pid, "executable":
+                          "file:///private/var/containers/Bundle/Application/X/"
+                          "ColdstartApp.app/ColdstartApp"})
+        write_json(args, {"runningProcesses": procs})
+        return
+    if args[:3] == ["device", "process", "terminate"]:
+        pid = int(option(args, "--pid") or 0)
+        if not alive(pid):
+            write_json(args, error=f"No process with PID {pid} was found.")
+        os.kill(pid, signal.SIGKILL)
+        write_json(args, {})
+        return
+    if args[:3] == ["device", "info", "files"]:
+        with locked_state(write=False) as state:
+            device = device_for(state, args)
+        folder = HOME / f"device-{device['udid']}" / "crashes"
+        files = sorted(folder.iterdir()) if folder.exists() else []
+        write_json(args, {"files": [{"relativePath": p.name, "fileSize": p.stat().st_size}
+                                    for p in files]})
+        return
+    if args[:3] == ["device", "copy", "from"]:
+        with locked_state(write=False) as state:
+            device = device_for(state, args)
+        source = HOME / f"device-{device['udid']}" / "crashes" / (option(args, "--source")
+                                                                    or "")
+        if not source.is_file():
+            write_json(args, error=f"The file {source.name} could not be found.")
+        shutil.copyfile(source, option(args, "--destination") or "")
+        write_json(args, {})
+        return
+    write_json(args, error=f"unknown devicectl command {' '.join(args[:3])}")
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["__app__"]:
+        app_main(*argv[1:6])
+        return
+    if argv[:1] == ["__reportcrash__"]:
+        reportcrash_main(*argv[1:7])
+        return
+    log_call(argv)
+    if not argv:
+        fail("Usage: xcrun [options] <tool name> ... arguments ...\n", 1)
+    tool, rest = argv[0], argv[1:]
+    if tool == "simctl":
+        simctl(rest)
+    elif tool == "devicectl":
+        devicectl(rest)
+    else:
+        fail(f'xcrun: error: unable to find utility "{tool}", not a developer tool or in '
+             "PATH\n", 72)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    main(sys.argv[1:])
