@@ -26,6 +26,8 @@ __all__ = ["main", "build_parser", "COMMAND_MODULES"]
 COMMAND_MODULES: tuple[str, ...] = (
     "kit.cli_models",
     "kit.targets.host_cli",
+    "kit.targets.ios_cli",
+    "kit.targets.appium_cli",
 )
 
 
