@@ -39,6 +39,16 @@ __all__ = ["parse_ips", "read_crash_text", "read_lldb", "close_truncated_json",
 _PLATFORMS = {1: "macos", 2: "ios", 6: "macos", 7: "ios", 11: "ios"}  # Mach-O platform ids
 _SIMULATOR_PLATFORMS = {7}
 _ADDRESS_AT = re.compile(r"\bat (0x[0-9a-fA-F]+)")
+# Apple "Code Type" / cpuType spellings -> the ABI names tombstones use
+_ABIS = {"ARM-64": "arm64", "ARM64": "arm64", "ARM64E": "arm64e", "X86-64": "x86_64",
+         "ARM": "arm", "X86": "x86", "ARM64_32": "arm64_32"}
+
+
+def _abi(text: str | None) -> str | None:
+    if not text:
+        return None
+    word = text.split(" (")[0].strip()
+    return _ABIS.get(word.upper(), word)
 
 
 def close_truncated_json(text: str) -> str | None:
@@ -179,7 +189,7 @@ def parse_ips(draft: Draft, text: str) -> None:
               or _str(header.get("name")))
     draft.set("pid", _int(body.get("pid")))
     draft.set("timestamp", _str(body.get("captureTime")) or _str(header.get("timestamp")))
-    draft.set("abi", _str(body.get("cpuType")))
+    draft.set("abi", _abi(_str(body.get("cpuType"))))
     exception = _dict(body.get("exception"))
     draft.set("exception", _str(exception.get("type")))
     sig = _str(exception.get("signal"))
@@ -385,7 +395,7 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
         elif key == "Date/Time":
             draft.set("timestamp", value)
         elif key == "Code Type":
-            draft.set("abi", value.split(" (")[0])
+            draft.set("abi", _abi(value))
         elif key == "OS Version" and value.startswith(("macOS", "Mac OS")):
             draft.platform = "macos"
         elif key == "VM Region Info":

@@ -11,8 +11,8 @@ How (the ClusterFuzz and Socorro way, see STYLE.md):
    Addresses and offsets never enter a signature.
 2. **Skip** frames that carry no meaning: the ``skip`` patterns of the rule files (signal
    trampolines, abort and allocator plumbing, unknown mappings), like Socorro's irrelevant
-   list and ClusterFuzz's ignore lists; consecutive frames of one unsymbolized module count
-   once.
+   list and ClusterFuzz's ignore lists; consecutive frames with the same name (one
+   unsymbolized module, or a reporter's junk symbol) count once.
 3. **Take the top** :data:`SIGNATURE_FRAMES` (3, ClusterFuzz's ``MAX_CRASH_STATE_FRAMES``)
    meaningful frames, joined with `` | `` (Socorro's delimiter), cut at 255 characters
    (Socorro's limit). If every frame was skipped, the first frame stands alone (Socorro).
@@ -63,6 +63,8 @@ def _tool() -> object:
 
 
 _PLAIN = re.compile(r"^[\w:.$~]+$")
+# siggen keeps the arguments of a call operator (``X::operator()(int)``); drop them too
+_CALL_OPERATOR_ARGS = re.compile(r"^(.*::operator\(\))\(.*\)(?: const)?$")
 # spellings of the anonymous namespace: gdb/GCC, MSVC/Socorro, clang's mangled name
 _ANON = re.compile(r"\{anonymous\}|`anonymous namespace'|\(anonymous_namespace\)|"
                    r"\b_GLOBAL__N_\d+\b|\(anon\)")
@@ -90,7 +92,8 @@ def normalize_symbol(symbol: str, rust: bool = False) -> str:
             function=symbol, file="lib.rs" if rust else None, line=None)
     except Exception:  # noqa: BLE001 - a symbol siggen cannot read is kept as printed
         return symbol
-    return out.strip() or symbol
+    out = _CALL_OPERATOR_ARGS.sub(r"\1", out.strip())
+    return out or symbol
 
 
 def normalize_frame(frame: Frame, managed: bool = False) -> str:
@@ -122,8 +125,8 @@ def meaningful_frames(record: CrashRecord, rules: "RuleSet") -> tuple[list[Norma
         if rules.is_skipped(name):
             skipped.append(f"#{frame.index} {name}")
             continue
-        if not frame.symbol and out and out[-1].name == name and not out[-1].frame.symbol:
-            skipped.append(f"#{frame.index} {name} (same module again)")
+        if out and out[-1].name == name:
+            skipped.append(f"#{frame.index} {name} (same as the frame above)")
             continue
         out.append(NormalFrame(position=position, name=name, frame=frame))
     if skipped:
@@ -132,14 +135,13 @@ def meaningful_frames(record: CrashRecord, rules: "RuleSet") -> tuple[list[Norma
     return out, trail
 
 
-_HEX = re.compile(r"0x[0-9a-fA-F]+")
-_NUM = re.compile(r"\d+")
+_VARIABLE = re.compile(r"0x[0-9a-fA-F]+|\d+")
 
 
 def mask_message(text: str, limit: int = 120) -> str:
     """First line of a message with addresses and numbers masked (``0x?``, ``N``)."""
     line = text.strip().split("\n")[0]
-    line = _NUM.sub("N", _HEX.sub("0x?", line))
+    line = _VARIABLE.sub(lambda m: "0x?" if m.group(0).startswith("0x") else "N", line)
     return line[:limit].rstrip()
 
 

@@ -48,6 +48,8 @@ _BUILD_ID = re.compile(r"\s*\(BuildId: (?P<id>[0-9a-fA-F]*)\)?\s*$")
 _APK_OFFSET = re.compile(r"\s*\(offset (?P<off>0x[0-9a-fA-F]+)\)\s*$")
 _SYMBOL_OFFSET = re.compile(r"^(?P<sym>.*?)\+(?P<off>\d+)$")
 _TOTAL = re.compile(r"^\s*(?P<n>\d+) total frames\s*$")
+_ABORT_END = re.compile(r"^\s*(?:backtrace:|#\d+ pc |\d+ total frames|signal \d+ |"
+                        r"(?:x0|r0|rax|eax) |\*\*\* \*\*\*|pid: \d+)")
 _KEY = re.compile(r"^\s*(?P<key>Build fingerprint|ABI|Timestamp|Cmdline|Cause|Abort message|"
                   r"Process uptime|Revision|uid|Kernel Release): ?(?P<value>.*)$")
 
@@ -98,9 +100,9 @@ def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
                 rest = rest[:start].rstrip()
     elif " (" in rest:
         # "(symbol+off" with no closing paren: the line was cut inside the symbol
-        cut = rest.index(" (")
+        cut = rest.rindex(" (")
         tail = rest[cut + 2:]
-        if not tail.startswith("offset 0x"):
+        if not tail.startswith(("offset 0x", "BuildId")) and ")" not in tail:
             symbol = tail.rsplit("+", 1)[0] or None
             rest = rest[:cut]
             note = f"frame #{index:02d} cut inside its symbol"
@@ -169,11 +171,17 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
     abort_lines: list[str] | None = None
     for line in lines:
         if abort_lines is not None:
-            abort_lines.append(line)
-            if line.rstrip().endswith("'") or len(abort_lines) > 40:
+            if _ABORT_END.match(line) or len(abort_lines) >= 40:
+                # a tombstone line where the message should go on: its quote was lost
                 _finish_abort(draft, abort_lines)
+                draft.note("the abort message has no closing quote (report cut or garbled)")
                 abort_lines = None
-            continue
+            else:
+                abort_lines.append(line)
+                if line.rstrip().endswith("'"):
+                    _finish_abort(draft, abort_lines)
+                    abort_lines = None
+                continue
         if not done_frames:
             frame, note = parse_frame_line(line) if "pc" in line else (None, None)
             if frame is not None:
@@ -244,7 +252,7 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
                     draft.set("abort_message", value.strip("'"))
     if abort_lines is not None:
         _finish_abort(draft, abort_lines)
-        draft.note("the abort message is cut (no closing quote)")
+        draft.note("the abort message has no closing quote (report cut or garbled)")
     short = draft.values.pop("_short_process", None)
     draft.set("process", short)
     if saw_backtrace and not draft.frames:
