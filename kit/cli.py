@@ -25,6 +25,7 @@ __all__ = ["main", "build_parser", "COMMAND_MODULES"]
 #: Modules that register commands, in the order they appear in ``--help``.
 COMMAND_MODULES: tuple[str, ...] = (
     "kit.cli_models",
+    "kit.cli_crash",
     "kit.targets.host_cli",
     "kit.targets.ios_cli",
     "kit.targets.appium_cli",

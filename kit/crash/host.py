@@ -32,6 +32,7 @@ from .record import CrashRecord, Frame
 
 __all__ = ["parse_host", "read_host_output", "looks_like_host_backtrace"]
 
+_TOMBSTONE_FRAME = re.compile(r"^\s*#\d+\s+pc\s")
 _INDEX = re.compile(r"^\s*(?:#\s?\d{1,4}[:.]?|\d{1,4}[:.])\s+")
 _ADDR_TAIL = re.compile(r"\s*\[(?P<addr>0x[0-9a-fA-F]+)\]\s*$")
 _SYM_HEX = re.compile(r"^(?P<sym>.*?)\+(?P<off>0x[0-9a-fA-F]+)$")
@@ -74,6 +75,8 @@ def _split_object(text: str) -> tuple[str | None, str | None]:
 
 def _frame_from_line(index: int, line: str) -> Frame | None:
     """One backtrace line as a frame, or ``None`` if it is not one."""
+    if _TOMBSTONE_FRAME.match(line):
+        return None
     gdb = _GDB.match(line) if not _ADDR_TAIL.search(line) else None
     if gdb is not None and (gdb.group("addr") or gdb.group("file") or gdb.group("lib")
                             or " (" in gdb.group("body") or "<signal handler" in line):

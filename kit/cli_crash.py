@@ -1,0 +1,168 @@
+"""``coldstart crash classify|symbolize|rules``: crash files from users, read and classed.
+
+A thin layer over :mod:`kit.crash`: each command reads files, calls the library and renders
+the result (a rich table, or JSON with ``--json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .crash import (HINTS, CrashRecord, RuleSet, classify, load_rules, parse_host, parse_text,
+                    symbolize_android, symbolize_apple)
+from .crash.signature import normalize_frame
+from .errors import UsageError
+
+__all__ = ["register"]
+
+_TOP_FRAMES = 3
+
+
+def register(commands: argparse._SubParsersAction, run_targets: argparse._SubParsersAction
+             ) -> None:
+    """Add ``crash`` and its subcommands."""
+    crash = commands.add_parser("crash", help="parse, symbolize and classify crash reports")
+    sub = crash.add_subparsers(dest="crash_command", metavar="ACTION")
+    sub.required = True
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--rules", metavar="PATH", default=None,
+                        help="extra rule file or directory (added to the shipped rules; a "
+                             "rule with a shipped rule's id replaces it)")
+    common.add_argument("--hint", choices=HINTS, default=None,
+                        help="format family, to skip detection")
+    common.add_argument("--signal", type=int, default=None, metavar="N",
+                        help="read the files as host workload output that died by signal N")
+    common.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    classify_p = sub.add_parser("classify", parents=[common],
+                                help="detect each file's format, read it and class the crash")
+    classify_p.add_argument("files", nargs="+", metavar="FILE")
+    classify_p.set_defaults(func=_classify)
+    symbolize_p = sub.add_parser("symbolize", parents=[common],
+                                 help="symbolize a report's frames (llvm-symbolizer with "
+                                      "--symbols, atos with --dsym on macOS), then class it")
+    symbolize_p.add_argument("file", metavar="FILE")
+    symbolize_p.add_argument("--symbols", metavar="DIR", default=None,
+                             help="folder with the unstripped .so files (matched by build-id)")
+    symbolize_p.add_argument("--dsym", metavar="PATH", default=None,
+                             help="App.dSYM (or its DWARF file) for Apple reports; macOS only")
+    symbolize_p.add_argument("--arch", default="arm64", help="architecture for atos")
+    symbolize_p.set_defaults(func=_symbolize)
+    rules_p = sub.add_parser("rules", help="check and list the known-signature rules")
+    rules_p.add_argument("--rules", metavar="PATH", default=None,
+                         help="extra rule file or directory to check with the shipped ones")
+    rules_p.add_argument("--json", action="store_true", help="print JSON")
+    rules_p.set_defaults(func=_rules)
+
+
+def _read(path_text: str, args: argparse.Namespace) -> CrashRecord:
+    path = Path(path_text)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}",
+                         "pass crash report files that exist") from None
+    if args.signal is not None:
+        return parse_host(args.signal, data)
+    return parse_text(data, hint=args.hint)
+
+
+def _signal_text(record: CrashRecord) -> str:
+    parts = [p for p in (record.exception, record.signal_name) if p]
+    if record.code:
+        parts.append(record.code)
+    return " ".join(dict.fromkeys(parts)) or "-"
+
+
+def _frames_text(record: CrashRecord) -> str:
+    out = []
+    for frame in record.frames[:_TOP_FRAMES]:
+        name = normalize_frame(frame, managed=record.kind in ("java", "js")) or "?"
+        out.append(name if len(name) <= 70 else name[:67] + "...")
+    return "\n".join(out) or "-"
+
+
+def _render(rows: list[tuple[str, CrashRecord, Any]], as_json: bool) -> None:
+    if as_json:
+        payload = [{"file": name, "record": rec.to_dict(), "classification": cls.to_dict()}
+                   for name, rec, cls in rows]
+        print(json.dumps(payload, indent=2))
+        return
+    from rich.table import Table
+    table = Table(show_lines=True)
+    for column in ("file", "format", "signal", "top frames", "class", "signature"):
+        table.add_column(column, overflow="fold")
+    for name, rec, cls in rows:
+        table.add_row(name, rec.format, _signal_text(rec), _frames_text(rec),
+                      cls.crash_class.value, cls.signature)
+    _console().print(table)
+
+
+def _console() -> Any:
+    from rich.console import Console
+    # a pipe or a file gets wide lines instead of rich's 80-column default
+    return Console(width=None if sys.stdout.isatty() else 220)
+
+
+def _load(args: argparse.Namespace) -> RuleSet:
+    return load_rules(args.rules)
+
+
+def _classify(args: argparse.Namespace) -> int:
+    rules = _load(args)
+    rows = []
+    for name in args.files:
+        record = _read(name, args)
+        rows.append((name, record, classify(record, rules)))
+    _render(rows, args.json)
+    return 0
+
+
+def _symbolize(args: argparse.Namespace) -> int:
+    if not args.symbols and not args.dsym:
+        raise UsageError("symbolize needs --symbols DIR (Android/ELF) or --dsym PATH (Apple)",
+                         "see `coldstart crash symbolize --help`")
+    rules = _load(args)
+    record = _read(args.file, args)
+    if args.dsym:
+        result = symbolize_apple(record, args.dsym, arch=args.arch)
+    else:
+        result = symbolize_android(record, args.symbols)
+    cls = classify(result.record, rules)
+    if args.json:
+        _render([(args.file, result.record, cls)], as_json=True)
+        return 0
+    from rich.table import Table
+    table = Table(title=f"{args.file}: {cls.crash_class.value}  {cls.signature}")
+    for column in ("#", "module", "pc", "symbol", "source"):
+        table.add_column(column, overflow="fold")
+    for frame in result.record.frames:
+        source = f"{frame.file}:{frame.line}" if frame.file and frame.line else (frame.file or "")
+        table.add_row(str(frame.index), frame.module or "", frame.pc or "", frame.symbol or "",
+                      source)
+    console = _console()
+    console.print(table)
+    for note in result.record.notes:
+        console.print(f"note: {note}", markup=False)
+    return 0
+
+
+def _rules(args: argparse.Namespace) -> int:
+    rules = load_rules(args.rules)
+    if args.json:
+        print(json.dumps({"sources": list(rules.sources), "skip": len(rules.skip),
+                          "rules": [{"id": r.id, "crash_class": r.crash_class,
+                                     "title": r.title, "issue": r.issue, "origin": r.origin}
+                                    for r in rules.rules]}, indent=2))
+        return 0
+    from rich.table import Table
+    table = Table(title=f"{len(rules.rules)} rules, {len(rules.skip)} skip patterns")
+    for column in ("id", "class", "title", "from"):
+        table.add_column(column, overflow="fold")
+    for rule in rules.rules:
+        table.add_row(rule.id, rule.crash_class, rule.title, rule.origin)
+    _console().print(table)
+    return 0
