@@ -4,12 +4,14 @@
  * the iOS unified log) and on screen.
  */
 import React from 'react';
-import { Linking } from 'react-native';
+import { Linking, NativeModules } from 'react-native';
 import { sinceStartMs } from './src/clock';
 import { devicePlatform } from './src/devicePlatform';
 import { LaunchScreen } from './src/LaunchScreen';
 
-const getInitialUrl = () => Linking.getInitialURL();
+/** The deep link (Android intent data, iOS openURL), else an iOS launch argument. */
+const getInitialUrl = async (): Promise<string | null> =>
+  (await Linking.getInitialURL()) ?? NativeModules.ColdstartNative?.launchUrl ?? null;
 const log = (line: string) => console.log(line);
 
 export default function App() {

@@ -28,6 +28,11 @@ export interface ColdstartNativeModule {
   /** Crash natively on purpose: `segv` (SIGSEGV) or `abort` (SIGABRT). Does not return. */
   crash(kind: string): boolean;
   readonly launchEnv: LaunchEnv;
+  /**
+   * iOS: a `coldstart://` URL given as a process argument (`simctl launch UDID BUNDLE URL`),
+   * for launchers that must set the environment and so cannot use `simctl openurl`.
+   */
+  readonly launchUrl?: string | null;
 }
 
 /** The module, or a clear error when the native side is missing from this build. */
