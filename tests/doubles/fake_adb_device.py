@@ -1,0 +1,804 @@
+"""FakeAndroidDevice: the scripted Android device behind :class:`FakeAdbd`.
+
+It answers the shell commands a cold-launch loop sends (notes/drivers.md section 2) the way
+Android 14 does, from its own state: installed packages (``pm install -r -t`` of a pushed
+APK whose sha256 the test registered), ``getprop``, ``pidof``, ``am force-stop``,
+``am start -W`` (blocks until the first frame, exits 0 even on errors), ``cmd package
+resolve-activity``, ``logcat`` (main/system/crash ring buffers, ``-c``, ``-d``, ``-b``,
+filter specs, and following), ``dumpsys activity exit-info`` (a 16-entry ring per package,
+newest first), ``dumpsys dropbox --print`` and ``setprop``/``id``/``date``/``cat``.
+
+Each cold launch runs an :class:`AppBehaviour` picked by launch id from a shared
+:class:`LaunchScript`: the app's ``COLDSTART`` lines appear on the ``ReactNativeJS`` tag on a
+timeline, and a death leaves what Android leaves (``F libc`` line and tombstone summary in
+the crash buffer, ``ActivityManager ... has died``, an exit-info entry, DropBox entries a
+little later). A late line from the previous launch id is logged after every clear, as logd
+does when a dying process's last lines are still in flight.
+
+Everything a kit could special-case is absent: the device is driven only through adbd.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime as _dt
+import hashlib
+import heapq
+import itertools
+import json
+import shlex
+import threading
+import time
+from typing import Callable
+
+from tests.doubles import fake_adb_reports as reports
+from tests.doubles.fake_adbd import Stream
+
+__all__ = ["AppBehaviour", "LaunchScript", "FakeApp", "FakeAndroidDevice", "EXIT_INFO_RING"]
+
+EXIT_INFO_RING = 16
+_PHASES = ("start", "models-ready", "sessions-created", "inference-done", "sessions-released",
+           "done")
+_CRASH_SITE_AFTER = {"creation": "models-ready", "inference": "sessions-created",
+                     "release": "inference-done"}
+_REASONS = {1: "EXIT_SELF", 2: "SIGNALED", 3: "LOW_MEMORY", 4: "APP CRASH(EXCEPTION)",
+            5: "APP CRASH(NATIVE)", 6: "ANR", 10: "USER REQUESTED"}
+
+
+@dataclasses.dataclass(frozen=True)
+class AppBehaviour:
+    """What one cold launch of the app does.
+
+    Attributes:
+        kind: ``completed``, ``native-crash`` (a #32461 crash at ``site``), ``other-crash``
+            (an abort in app code after ``after``), ``js-error`` (the app reports an
+            ``error`` phase and stays up), ``js-fatal`` (uncaught JS error: a Java
+            ``FATAL EXCEPTION``), ``hang`` (stops reporting after ``after``), ``drop``
+            (the device's adbd drops every connection after ``after`` for ``offline_s``;
+            the app completes meanwhile; with ``reboot`` the device reboots instead).
+        site: ``creation``, ``inference`` or ``release`` for ``native-crash``.
+        after: last phase reported before the behaviour's event.
+        first_frame_ms: ``am start -W`` TotalTime.
+        phase_gap_ms: time between two phases.
+        wrong_output: ``inference-done`` reports ``ok: false``.
+    """
+
+    kind: str = "completed"
+    site: str | None = None
+    after: str | None = None
+    first_frame_ms: int = 120
+    phase_gap_ms: int = 40
+    offline_s: float = 0.0
+    reboot: bool = False
+    wrong_output: bool = False
+
+    def last_phase(self) -> str:
+        """The last phase this launch reports."""
+        if self.kind == "native-crash":
+            return _CRASH_SITE_AFTER[self.site or "creation"]
+        if self.kind in ("hang", "other-crash", "js-fatal") and self.after:
+            return self.after
+        return "done"
+
+    @classmethod
+    def completed(cls, **kw: object) -> "AppBehaviour":
+        return cls(kind="completed", **kw)  # type: ignore[arg-type]
+
+    @classmethod
+    def native_crash(cls, site: str = "creation", **kw: object) -> "AppBehaviour":
+        return cls(kind="native-crash", site=site, **kw)  # type: ignore[arg-type]
+
+    @classmethod
+    def hang(cls, after: str = "models-ready", **kw: object) -> "AppBehaviour":
+        return cls(kind="hang", after=after, **kw)  # type: ignore[arg-type]
+
+    @classmethod
+    def drop(cls, after: str = "models-ready", offline_s: float = 1.0, reboot: bool = False,
+             **kw: object) -> "AppBehaviour":
+        return cls(kind="drop", after=after, offline_s=offline_s, reboot=reboot,
+                   **kw)  # type: ignore[arg-type]
+
+
+class LaunchScript:
+    """Behaviours by launch id, shared by every device of a test (a campaign hands indices
+    to whichever device is free). Unknown ids complete.
+
+    Attributes:
+        launched: ``(launch_id, device serial)`` for every cold start, in order.
+    """
+
+    def __init__(self, behaviours: dict[str, AppBehaviour] | None = None,
+                 default: AppBehaviour | None = None) -> None:
+        self.behaviours = dict(behaviours or {})
+        self.default = default or AppBehaviour.completed()
+        self.launched: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+
+    def take(self, launch_id: str, device: str) -> AppBehaviour:
+        with self._lock:
+            self.launched.append((launch_id, device))
+            return self.behaviours.get(launch_id, self.default)
+
+
+@dataclasses.dataclass(frozen=True)
+class FakeApp:
+    """An app the device can install: ``pm install`` of a file with ``apk_sha256`` installs
+    ``package`` with launcher activity ``activity`` (relative to the package) and an intent
+    filter for ``scheme://`` VIEW links."""
+
+    package: str
+    apk_sha256: str
+    activity: str = ".MainActivity"
+    uid: int = 10187
+    scheme: str = "coldstart"
+    ort_version: str = "1.24.1"
+    models: tuple[str, ...] = ("melspectrogram", "embedding_model", "hey_jarvis_v0.1")
+
+
+@dataclasses.dataclass
+class _Entry:
+    seq: int
+    buffer: str
+    when: _dt.datetime
+    pid: int
+    tid: int
+    level: str
+    tag: str
+    msg: str
+
+    def line(self) -> str:
+        return reports.threadtime(self.when, self.pid, self.tid, self.level, self.tag, self.msg)
+
+
+_LEVELS = "VDIWEFS"
+
+
+def _filter_ok(specs: list[tuple[str, str]], entry: _Entry) -> bool:
+    """Logcat filter specs: the first spec naming the tag decides, else ``*``, else V."""
+    default = "V"
+    for tag, level in specs:
+        if tag == entry.tag:
+            return _LEVELS.index(entry.level) >= _LEVELS.index(level)
+        if tag == "*":
+            default = level
+    return _LEVELS.index(entry.level) >= _LEVELS.index(default)
+
+
+class FakeAndroidDevice:
+    """A scripted device (see the module doc).
+
+    Args:
+        serial_hint: a name for logs and :attr:`LaunchScript.launched`.
+        apps: apps ``pm install`` knows by sha256.
+        script: the launch script (shared between devices).
+        model, abi, sdk: ``ro.product.model``, ``ro.product.cpu.abi`` (``arm64-v8a`` or
+            ``x86_64``), ``ro.build.version.sdk``.
+        slowness: multiplies every app and ``am start`` time (a slow device).
+        clock_offset_s: the device's wall clock minus the host's (devices disagree).
+        report_delay_s: how long after a death the DropBox entries appear.
+        root: ``id -u`` prints 0 (``adb root`` on an emulator or userdebug image).
+        on_drop: called by a ``drop`` behaviour with ``(offline_s, reboot)``; the test wires
+            it to :meth:`FakeAdbd.drop`.
+    """
+
+    def __init__(self, serial_hint: str, apps: tuple[FakeApp, ...], script: LaunchScript,
+                 model: str = "Pixel 8", abi: str = "arm64-v8a", sdk: int = 34,
+                 slowness: float = 1.0, clock_offset_s: float = -7 * 3600 + 123.4,
+                 report_delay_s: float = 0.3, root: bool = False,
+                 on_drop: Callable[[float, bool], None] | None = None) -> None:
+        self.name = serial_hint
+        self.apps = {a.apk_sha256: a for a in apps}
+        self.script = script
+        self.slowness = slowness
+        self.clock_offset_s = clock_offset_s
+        self.report_delay_s = report_delay_s
+        self.root = root
+        self.on_drop = on_drop
+        self.abi = abi
+        self.tomb_abi = "arm64" if abi.startswith("arm64") else "x86_64"
+        self.props: dict[str, str] = {
+            "ro.product.model": model, "ro.product.manufacturer": "Google",
+            "ro.product.cpu.abi": abi,
+            "ro.product.cpu.abilist": abi + (",armeabi-v7a,armeabi" if abi.startswith("arm")
+                                             else ",x86"),
+            "ro.build.version.sdk": str(sdk), "ro.build.version.release": str(sdk - 20),
+            "ro.build.fingerprint": f"google/shiba/shiba:{sdk - 20}/AP1A.240505.005/11677807:"
+                                    "user/release-keys",
+            "ro.build.type": "userdebug" if root else "user",
+            "ro.debuggable": "1" if root else "0", "sys.boot_completed": "1",
+            "ro.serialno": f"FAKE{abs(hash(serial_hint)) % 10**8:08d}",
+        }
+        self.files: dict[str, bytes] = {}
+        self.installed: dict[str, FakeApp] = {}
+        self.boot_id = self._new_boot_id()
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._entries: list[_Entry] = []
+        self._seq = itertools.count(1)
+        self._pids = itertools.count(4000)
+        self._tids = itertools.count(100)
+        self._running: dict[str, int] = {}  # package -> pid
+        self._launch_of_pid: dict[int, str] = {}
+        self._last_launch: dict[str, tuple[str, int]] = {}  # package -> (launch id, pid)
+        self._exit_info: dict[str, collections.deque[str]] = {}
+        self._exit_raw: dict[str, collections.deque[tuple]] = {}
+        self._dropbox: list[tuple[_dt.datetime, str, str]] = []
+        self._tombstone_no = itertools.count(0)
+        self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        self._timer_seq = itertools.count()
+        self._timer_cv = threading.Condition()
+        self._stop = threading.Event()
+        self.commands: list[str] = []
+        threading.Thread(target=self._timer_loop, daemon=True, name=f"{serial_hint}-timeline"
+                         ).start()
+
+    # -- plumbing ---------------------------------------------------------------------
+    @staticmethod
+    def _new_boot_id() -> str:
+        import uuid
+
+        return str(uuid.uuid4())
+
+    def now(self) -> _dt.datetime:
+        """The device's wall clock (local time, naive, as Android prints it)."""
+        return _dt.datetime.now() + _dt.timedelta(seconds=self.clock_offset_s)
+
+    def banner(self) -> bytes:
+        p = self.props
+        return ("device::ro.product.name=shiba;ro.product.model=" + p["ro.product.model"] +
+                ";ro.product.device=shiba;features=shell_v2,cmd,stat_v2,ls_v2,"
+                "fixed_push_mkdir,apex,abb,fixed_push_symlink_timestamp,abb_exec,"
+                "remount_shell,track_app\x00").encode()
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._timer_cv:
+            self._timer_cv.notify_all()
+        with self._lock:
+            self._changed.notify_all()
+
+    def _at(self, delay_s: float, action: Callable[[], None]) -> None:
+        with self._timer_cv:
+            heapq.heappush(self._timers, (time.monotonic() + delay_s, next(self._timer_seq),
+                                          action))
+            self._timer_cv.notify_all()
+
+    def _timer_loop(self) -> None:
+        while not self._stop.is_set():
+            with self._timer_cv:
+                if not self._timers:
+                    self._timer_cv.wait(0.1)
+                    continue
+                due, _, action = self._timers[0]
+                wait = due - time.monotonic()
+                if wait > 0:
+                    self._timer_cv.wait(min(wait, 0.1))
+                    continue
+                heapq.heappop(self._timers)
+            action()
+
+    def log(self, buffer: str, pid: int, tid: int, level: str, tag: str, msg: str) -> None:
+        """Append one line to a ring buffer (and wake followers)."""
+        with self._lock:
+            self._entries.append(_Entry(next(self._seq), buffer, self.now(), pid, tid, level,
+                                        tag, msg))
+            self._changed.notify_all()
+
+    # -- ShellHandler -----------------------------------------------------------------
+    def push_file(self, path: str, mode: int, data: bytes) -> str | None:
+        if not path.startswith(("/data/local/tmp/", "/sdcard/")):
+            return f"couldn't create file: Permission denied ({path})"
+        with self._lock:
+            self.files[path] = data
+        return None
+
+    def stat_file(self, path: str) -> tuple[int, int, int]:
+        if path.rstrip("/") in ("/data/local/tmp", "/sdcard"):
+            return 0o040771, 4096, 0
+        with self._lock:
+            data = self.files.get(path)
+        return (0o100644, len(data), 0) if data is not None else (0, 0, 0)
+
+    def run_shell(self, command: str, stream: Stream) -> int:
+        self.commands.append(command)
+        try:
+            lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|")
+            lexer.whitespace_split = True
+            tokens = list(lexer)
+        except ValueError as exc:
+            stream.write(f"/system/bin/sh: syntax error: {exc}\n", fd=2)
+            return 2
+        status = 0
+        argv: list[str] = []
+        skip = False
+        for token in tokens + [";"]:
+            if token in (";", "&&", "||"):
+                if argv and not skip:
+                    status = self._run_one(argv, status, stream)
+                argv = []
+                skip = (token == "&&" and status != 0) or (token == "||" and status == 0)
+                continue
+            if token in ("|", "&", ">", "<"):
+                stream.write("/system/bin/sh: pipes are not scripted in this double\n", fd=2)
+                return 2
+            argv.append(token)
+        return status
+
+    def _run_one(self, argv: list[str], last: int, out: Stream) -> int:
+        argv = [a.replace("$?", str(last)) for a in argv]
+        name, args = argv[0], argv[1:]
+        handler = getattr(self, "_cmd_" + name.replace("-", "_"), None)
+        if handler is None:
+            out.write(f"/system/bin/sh: {name}: inaccessible or not found\n", fd=2)
+            return 127
+        return int(handler(args, out))
+
+    # -- simple commands --------------------------------------------------------------
+    def _cmd_echo(self, args: list[str], out: Stream) -> int:
+        out.write(" ".join(args) + "\n")
+        return 0
+
+    def _cmd_true(self, args: list[str], out: Stream) -> int:
+        return 0
+
+    def _cmd_id(self, args: list[str], out: Stream) -> int:
+        uid = 0 if self.root else 2000
+        if args == ["-u"]:
+            out.write(f"{uid}\n")
+        else:
+            name = "root" if self.root else "shell"
+            out.write(f"uid={uid}({name}) gid={uid}({name}) groups={uid}({name}) "
+                      "context=u:r:shell:s0\n")
+        return 0
+
+    def _cmd_date(self, args: list[str], out: Stream) -> int:
+        fmt = args[0][1:] if args and args[0].startswith("+") else "%a %b %d %H:%M:%S %Z %Y"
+        out.write(self.now().strftime(fmt) + "\n")
+        return 0
+
+    def _cmd_cat(self, args: list[str], out: Stream) -> int:
+        for path in args:
+            if path == "/proc/sys/kernel/random/boot_id":
+                out.write(self.boot_id + "\n")
+            elif path in self.files:
+                out.write(self.files[path])
+            else:
+                out.write(f"cat: {path}: No such file or directory\n", fd=2)
+                return 1
+        return 0
+
+    def _cmd_rm(self, args: list[str], out: Stream) -> int:
+        with self._lock:
+            for path in (a for a in args if not a.startswith("-")):
+                self.files.pop(path, None)
+        return 0
+
+    def _cmd_getprop(self, args: list[str], out: Stream) -> int:
+        with self._lock:
+            if args:
+                out.write(self.props.get(args[0], "") + "\n")
+            else:
+                out.write("".join(f"[{k}]: [{v}]\n" for k, v in sorted(self.props.items())))
+        return 0
+
+    def _cmd_setprop(self, args: list[str], out: Stream) -> int:
+        if len(args) != 2:
+            out.write("usage: setprop NAME VALUE\n", fd=2)
+            return 1
+        if args[0].startswith("wrap.") and not self.root:
+            out.write(f"Failed to set property '{args[0]}' to '{args[1]}'.\n"
+                      "See dmesg for error reason.\n", fd=2)
+            return 1
+        with self._lock:
+            self.props[args[0]] = args[1]
+        return 0
+
+    def _cmd_pidof(self, args: list[str], out: Stream) -> int:
+        with self._lock:
+            pids = [str(self._running[a]) for a in args if a in self._running]
+        if not pids:
+            return 1
+        out.write(" ".join(pids) + "\n")
+        return 0
+
+    # -- packages ---------------------------------------------------------------------
+    def _cmd_pm(self, args: list[str], out: Stream) -> int:
+        if args[:2] == ["list", "packages"]:
+            flt = next((a for a in args[2:] if not a.startswith("-")), "")
+            with self._lock:
+                names = sorted(set(self.installed) | {"com.android.settings",
+                                                      "com.google.android.gms"})
+            out.write("".join(f"package:{n}\n" for n in names if flt in n))
+            return 0
+        if args[:1] == ["path"] and len(args) == 2:
+            app = self.installed.get(args[1])
+            if app is None:
+                return 1
+            out.write(f"package:/data/app/~~Qm9vdA2L3WqJ5Zt1cX0Aw==/{app.package}-8sd2HfGm1b"
+                      "VkTQ4Lx0p3yA==/base.apk\n")
+            return 0
+        if args[:1] == ["install"]:
+            path = next((a for a in args[1:] if not a.startswith("-")), None)
+            if path is None or path not in self.files:
+                out.write(f"Failure [INSTALL_FAILED_INVALID_URI: Don't know how to install "
+                          f"{path}]\n")  # pm prints failures on stdout and exits 1
+                return 1
+            app = self.apps.get(hashlib.sha256(self.files[path]).hexdigest())
+            if app is None:
+                out.write("Failure [INSTALL_PARSE_FAILED_NOT_APK: Failed to parse "
+                          f"{path}: Failed to load asset path {path}]\n")
+                return 1
+            time.sleep(0.05 * self.slowness)
+            with self._lock:
+                self._kill(app.package, reason=16, subreason=25, subtext="PACKAGE UPDATE",
+                           description="replace package")
+                self.installed[app.package] = app
+            out.write("Performing Streamed Install\nSuccess\n")
+            return 0
+        out.write("Unknown command\n", fd=2)
+        return 255
+
+    def _cmd_cmd(self, args: list[str], out: Stream) -> int:
+        if args[:2] != ["package", "resolve-activity"]:
+            out.write(f"Can't find service: {args[0] if args else ''}\n", fd=2)
+            return 20
+        rest = [a for a in args[2:] if a != "--brief"]
+        data = None
+        package = None
+        i = 0
+        while i < len(rest):
+            if rest[i] in ("-a", "-c", "--user"):
+                i += 2
+                continue
+            if rest[i] == "-d":
+                data = rest[i + 1]
+                i += 2
+                continue
+            package = rest[i]
+            i += 1
+        app = self.installed.get(package or "")
+        if app is None or (data is not None and not data.startswith(app.scheme + ":")):
+            out.write("No activity found\n")
+            return 0
+        out.write("priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 "
+                  f"isDefault=true\n{app.package}/{app.activity}\n")
+        return 0
+
+    # -- activity manager -------------------------------------------------------------
+    def _kill(self, package: str, reason: int, subreason: int, subtext: str,
+              description: str | None, status: int = 0) -> int | None:
+        """Kill ``package``'s process (lock held) and add its exit-info entry."""
+        pid = self._running.pop(package, None)
+        if pid is None:
+            return None
+        app = self.installed[package]
+        self._add_exit(app, pid, reason, subreason, subtext, status, description)
+        return pid
+
+    def _add_exit(self, app: FakeApp, pid: int, reason: int, subreason: int, subtext: str,
+                  status: int, description: str | None) -> None:
+        ring = self._exit_raw.setdefault(app.package, collections.deque(maxlen=EXIT_INFO_RING))
+        ring.appendleft((self.now(), pid, app.uid, app.package, reason,
+                         _REASONS.get(reason, "UNKNOWN"), subreason, subtext, status,
+                         100 if reason != 10 else 400, description))
+
+    def _cmd_am(self, args: list[str], out: Stream) -> int:
+        if args[:1] == ["force-stop"] and len(args) == 2:
+            package = args[1]
+            with self._lock:
+                app = self.installed.get(package)
+                if app is not None:
+                    self.log("system", 1400, 1460, "I", "ActivityManager",
+                             f"Force stopping {package} appid={app.uid} user=0: from pid "
+                             "31337")
+                    pid = self._kill(package, 10, 21, "FORCE STOP",
+                                     f"stop {package} due to from pid 31337")
+                    if pid is not None:
+                        self.log("system", 1400, 1460, "I", "ActivityManager",
+                                 f"Killing {pid}:{package}/u0a{app.uid - 10000} (adj 0): "
+                                 f"stop {package} due to from pid 31337")
+            return 0
+        if args[:1] == ["start"]:
+            return self._am_start(args[1:], out)
+        out.write(f"Error: unknown command '{args[0] if args else ''}'\n", fd=2)
+        return 255
+
+    def _am_start(self, args: list[str], out: Stream) -> int:
+        wait = "-W" in args
+        data = component = package = None
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg in ("-a", "-c", "-t", "-f"):
+                i += 2
+                continue
+            if arg == "-d":
+                data = args[i + 1]
+            elif arg == "-n":
+                component = args[i + 1]
+            if arg in ("-d", "-n"):
+                i += 2
+                continue
+            if not arg.startswith("-"):
+                package = arg
+            i += 1
+        pkg = (component or "").split("/")[0] or package or ""
+        app = self.installed.get(pkg)
+        shown = component or pkg
+        if app is None:
+            out.write(reports.am_start_error(shown, data, "Activity not started, unable to "
+                                             "resolve Intent { act=android.intent.action.VIEW "
+                                             f"flg=0x10000000 cmp={shown} }}"))
+            return 0
+        if component is not None and component.split("/", 1)[1] not in (
+                app.activity, app.package + app.activity):
+            out.write(reports.am_start_error(shown, data, f"Activity class {{{component}}} "
+                                             "does not exist."))
+            return 0
+        full = f"{app.package}/{app.activity}"
+        launch_id = None
+        if data:
+            from urllib.parse import parse_qs, urlsplit
+
+            launch_id = (parse_qs(urlsplit(data).query).get("id") or [None])[0]
+        with self._lock:
+            if app.package in self._running:
+                out.write(f"Starting: Intent {{ act=android.intent.action.VIEW cmp={full} }}\n"
+                          "Warning: Activity not started, intent has been delivered to "
+                          "currently running top-most instance.\nStatus: ok\n"
+                          f"LaunchState: HOT\nActivity: {full}\nWaitTime: 9\nComplete\n")
+                return 0
+            behaviour = self.script.take(launch_id or "", self.name)
+            pid = next(self._pids)
+            self._running[app.package] = pid
+            self._launch_of_pid[pid] = launch_id or ""
+            previous = self._last_launch.get(app.package)
+            self._last_launch[app.package] = (launch_id or "", pid)
+            if previous is not None and previous[0]:
+                # a late line of the previous process, delivered after the clear
+                self.log("main", previous[1], previous[1], "I", "ReactNativeJS",
+                         json.dumps({"v": 1, "id": previous[0], "phase": "done",
+                                     "t_ms": 999.0}, separators=(",", ":"))
+                         .join(("COLDSTART ", "")))
+            self.log("system", 1400, 1437, "I", "ActivityManager",
+                     f"Start proc {pid}:{app.package}/u0a{app.uid - 10000} for "
+                     f"next-top-activity {{{full}}}")
+        self._run_app(app, pid, launch_id or "", behaviour)
+        first_frame_s = behaviour.first_frame_ms * self.slowness / 1000.0
+        if wait:
+            time.sleep(first_frame_s)
+        total = int(behaviour.first_frame_ms * self.slowness)
+        out.write(reports.am_start_ok(full, data, "COLD", total, total + 3) if wait else
+                  f"Starting: Intent {{ act=android.intent.action.VIEW cmp={full} }}\n")
+        return 0
+
+    # -- the app's timeline -----------------------------------------------------------
+    def _run_app(self, app: FakeApp, pid: int, launch_id: str, b: AppBehaviour) -> None:
+        gap_s = b.phase_gap_ms * self.slowness / 1000.0
+        js_tid = pid + 27
+        last = b.last_phase()
+        phases = _PHASES[:_PHASES.index(last) + 1]
+        if b.kind in ("js-error",):
+            phases = _PHASES[:_PHASES.index(b.after or "models-ready") + 1]
+
+        def alive() -> bool:
+            with self._lock:
+                return self._running.get(app.package) == pid
+
+        def emit(phase: str, t_ms: float) -> None:
+            if not alive():
+                return
+            fields: dict[str, object] = {"v": 1, "id": launch_id, "phase": phase,
+                                         "t_ms": round(t_ms, 1)}
+            if phase == "sessions-created":
+                fields.update(sessions=[{"i": i, "model": m, "start_ms": 80.0 + i * 0.4,
+                                         "end_ms": 180.0 + i * 3.1}
+                                        for i, m in enumerate(app.models)],
+                              eps=["xnnpack", "cpu"], ort_version=app.ort_version)
+            if phase == "inference-done":
+                fields.update(scores=[0.912], score=0.912, ok=not b.wrong_output)
+            self.log("main", pid, js_tid, "I", "ReactNativeJS",
+                     "COLDSTART " + json.dumps(fields, separators=(",", ":")))
+
+        self._at(0.0, lambda: self.log("main", pid, pid, "I", "ReactNativeJS",
+                                       'Running "ColdstartApp" with {"rootTag":11}'))
+        for n, phase in enumerate(phases, 1):
+            self._at(gap_s * n, lambda phase=phase, n=n: emit(phase, n * b.phase_gap_ms))
+        end_s = gap_s * (len(phases) + 1)
+        if b.kind == "js-error":
+            self._at(end_s, lambda: alive() and self.log(
+                "main", pid, js_tid, "I", "ReactNativeJS", "COLDSTART " + json.dumps(
+                    {"v": 1, "id": launch_id, "phase": "error", "t_ms": end_s * 1000,
+                     "message": "InferenceSession.create rejected: Load model from "
+                                "/data/user/0/org.coldstart.app/files/models/"
+                                "embedding_model.onnx failed: Protobuf parsing failed."},
+                    separators=(",", ":"))))
+        elif b.kind in ("native-crash", "other-crash"):
+            self._at(end_s, lambda: self._native_crash(app, pid, b))
+        elif b.kind == "js-fatal":
+            self._at(end_s, lambda: self._java_crash(app, pid))
+        elif b.kind == "drop":
+            drop_at = gap_s * (_PHASES.index(b.after or "models-ready") + 1) + gap_s / 2
+            self._at(drop_at, lambda: self._drop(b))
+
+    def _native_crash(self, app: FakeApp, pid: int, b: AppBehaviour) -> None:
+        with self._lock:
+            if self._running.get(app.package) != pid:
+                return
+        tid = pid + 61
+        thread = "mqt_native_modu"
+        when = self.now()
+        if b.kind == "native-crash":
+            stack = reports.ort_stack(b.site or "creation", self.tomb_abi)
+            sig, sig_name, code, code_name, addr = 11, "SIGSEGV", 1, "SEGV_MAPERR", \
+                "0x0000000000000018"
+            cause, abort = "null pointer dereference", None
+        else:
+            stack = reports.other_native_stack(self.tomb_abi)
+            sig, sig_name, code, code_name, addr = 6, "SIGABRT", -1, "SI_QUEUE", "--------"
+            cause, abort = None, ("terminating due to uncaught exception of type "
+                                  "std::out_of_range: vector")
+        tomb = reports.Tombstone(pid=pid, tid=tid, thread=thread, process=app.package,
+                                 uid=app.uid, abi=self.tomb_abi,
+                                 fingerprint=self.props["ro.build.fingerprint"], when=when,
+                                 signal=sig, signal_name=sig_name, code=code,
+                                 code_name=code_name, fault_addr=addr,
+                                 backtrace=tuple(stack), cause=cause, abort_message=abort)
+        number = next(self._tombstone_no) % 32
+        fault = addr if addr != "--------" else "0x0"
+        self.log("crash", pid, tid, "F", "libc",
+                 f"Fatal signal {sig} ({sig_name}), code {code} ({code_name}), fault addr "
+                 f"{fault} in tid {tid} ({thread}), pid {pid} ({app.package[:15]})")
+        dump_pid = pid + 400
+        self.log("main", dump_pid, dump_pid, "I", "crash_dump64",
+                 "obtaining output fd from tombstoned, type: kDebuggerdTombstoneProto")
+        self.log("main", 588, 588, "I", "tombstoned", f"received crash request for pid {pid}")
+        self.log("main", dump_pid, dump_pid, "I", "crash_dump64",
+                 f"performing dump of process {pid} (target tid = {tid})")
+        for line in tomb.lines():
+            self.log("crash", dump_pid, dump_pid, "F", "DEBUG", line)
+        self.log("main", 588, 588, "E", "tombstoned",
+                 f"Tombstone written to: tombstone_{number:02d}")
+        with self._lock:
+            self._running.pop(app.package, None)
+            self._add_exit(app, pid, 5, 0, "UNKNOWN", sig, "crash")
+            self.log("system", 1400, 1461, "I", "ActivityManager",
+                     f"Process {app.package} (pid {pid}) has died: fg  TOP ")
+        header = (f"Process: {app.package}\nPID: {pid}\nUID: {app.uid}\nFlags: 0x38c8be44\n"
+                  f"Package: {app.package} v1 (1.0)\nForeground: Yes\nProcess-Runtime: 2214\n"
+                  f"Build: {self.props['ro.build.fingerprint']}\nDropped-Count: 0\n\n")
+
+        def reports_written() -> None:
+            with self._lock:
+                stamp = self.now()
+                self._dropbox.append((stamp, "data_app_native_crash",
+                                      header + "\n".join(tomb.lines()) + "\n"))
+                self._dropbox.append((stamp, "SYSTEM_TOMBSTONE",
+                                      "\n".join(tomb.lines(full=True)) + "\n"))
+            self.log("main", 1400, 2107, "I", "DropBoxManagerService",
+                     "add tag=data_app_native_crash isTagEnabled=true flags=0x2")
+            self.log("main", 1400, 1492, "I", "BootReceiver",
+                     f"Copying /data/tombstones/tombstone_{number:02d} to DropBox "
+                     "(SYSTEM_TOMBSTONE)")
+
+        self._at(self.report_delay_s * self.slowness, reports_written)
+
+    def _java_crash(self, app: FakeApp, pid: int) -> None:
+        with self._lock:
+            if self._running.get(app.package) != pid:
+                return
+        block = reports.javascript_exception(pid, app.package,
+                                             "Cannot read property 'dims' of undefined")
+        for line in block:
+            self.log("crash", pid, pid + 27, "E", "AndroidRuntime", line)
+        with self._lock:
+            self._running.pop(app.package, None)
+            self._add_exit(app, pid, 4, 0, "UNKNOWN", 0, "crash")
+            self.log("system", 1400, 1461, "I", "ActivityManager",
+                     f"Process {app.package} (pid {pid}) has died: fg  TOP ")
+        text = (f"Process: {app.package}\nPID: {pid}\nUID: {app.uid}\nFlags: 0x38c8be44\n"
+                f"Package: {app.package} v1 (1.0)\nForeground: Yes\n\n" + "\n".join(block[2:]))
+        self._at(self.report_delay_s * self.slowness, lambda: self._add_dropbox(
+            "data_app_crash", text))
+
+    def _add_dropbox(self, tag: str, text: str) -> None:
+        with self._lock:
+            self._dropbox.append((self.now(), tag, text))
+
+    def _drop(self, b: AppBehaviour) -> None:
+        if b.reboot:
+            with self._lock:
+                self._running.clear()
+                self._entries.clear()
+                self.boot_id = self._new_boot_id()
+                self._changed.notify_all()
+        if self.on_drop is not None:
+            self.on_drop(b.offline_s, b.reboot)
+
+    # -- logcat -----------------------------------------------------------------------
+    def _cmd_logcat(self, args: list[str], out: Stream) -> int:
+        buffers: list[str] = []
+        specs: list[tuple[str, str]] = []
+        clear = dump = False
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "-c":
+                clear = True
+            elif arg == "-d":
+                dump = True
+            elif arg == "-b":
+                buffers += args[i + 1].split(",")
+                i += 1
+            elif arg == "-v":
+                if args[i + 1] != "threadtime":
+                    out.write(f"logcat: this double prints threadtime only\n", fd=2)
+                    return 1
+                i += 1
+            elif arg.startswith("-"):
+                out.write(f"logcat: unknown option -- '{arg}'\n", fd=2)
+                return 1
+            else:
+                tag, _, level = arg.rpartition(":")
+                specs.append((tag or arg, level if tag else "V"))
+            i += 1
+        if not buffers:
+            buffers = ["main", "system", "crash"]
+        if "all" in buffers:
+            buffers = ["main", "system", "crash", "events", "radio"]
+        if clear:
+            with self._lock:
+                self._entries = [e for e in self._entries if e.buffer not in buffers]
+            return 0
+        seen = 0
+        started: set[str] = set()
+        boot = self.boot_id
+        while True:
+            with self._lock:
+                fresh = [e for e in self._entries if e.seq > seen]
+                if fresh:
+                    seen = fresh[-1].seq
+            lines = []
+            for entry in fresh:
+                if entry.buffer not in buffers or not _filter_ok(specs, entry):
+                    continue
+                if entry.buffer not in started and len(buffers) > 1:
+                    started.add(entry.buffer)
+                    lines.append(f"--------- beginning of {entry.buffer}")
+                lines.append(entry.line())
+            if lines and not out.write("\n".join(lines) + "\n"):
+                return 0
+            if dump:
+                return 0
+            with self._lock:
+                if self.boot_id != boot or self._stop.is_set():
+                    return 0
+                if not any(e.seq > seen for e in self._entries):
+                    self._changed.wait(0.1)
+            if out.closed.is_set() or out.conn.dead.is_set():
+                return 0
+
+    # -- dumpsys ----------------------------------------------------------------------
+    def _cmd_dumpsys(self, args: list[str], out: Stream) -> int:
+        if args[:2] == ["activity", "exit-info"]:
+            package = args[2] if len(args) > 2 else None
+            with self._lock:
+                chunks = []
+                for pkg, ring in self._exit_raw.items():
+                    if package is not None and pkg != package:
+                        continue
+                    uid = self.installed[pkg].uid if pkg in self.installed else 0
+                    entries = [reports.exit_info_entry(n, *raw) for n, raw in enumerate(ring)]
+                    chunks.append(reports.exit_info_dump(pkg, uid, entries))
+            out.write("".join(chunks) or reports.exit_info_dump(package or "", 0, []))
+            return 0
+        if args[:1] == ["dropbox"]:
+            tags = [a for a in args[1:] if not a.startswith("-")]
+            with self._lock:
+                entries = [e for e in self._dropbox if not tags or e[1] in tags]
+                total = len(self._dropbox)
+            out.write(reports.dropbox_dump(" ".join(tags), entries, total))
+            return 0
+        out.write(f"Can't find service: {args[0] if args else ''}\n")
+        return 0
