@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kit.cli_models",
     "kit.cli_crash",
     "kit.targets.host_cli",
+    "kit.targets.android_cli",
     "kit.targets.ios_cli",
     "kit.targets.appium_cli",
 )
