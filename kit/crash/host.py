@@ -173,6 +173,11 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
                     if f.symbol else None, offset=f.offset, pc=f.pc, path=f.path,
                     file=f.file, line=f.line) for f in frames]
     frames = _drop_handler_frames(draft, frames)
+    if frames:
+        gdb = any(ln.lstrip().startswith("#") and " in " in ln for ln in lines[:4000])
+        draft.format = "host-gdb" if gdb else "host-backtrace"
+    else:
+        draft.format = "host-signal"
     for i, frame in enumerate(frames):
         draft.add_frame(Frame(index=i, module=frame.module, symbol=frame.symbol,
                               offset=frame.offset, pc=frame.pc, path=frame.path,
@@ -231,9 +236,6 @@ def _parse_host(signal: int | None, output: str | bytes) -> CrashRecord:
     read_host_output(draft, text.split("\n"))
     if draft.get("signal") is None and draft.get("signal_name"):
         draft.set("signal", signal_number(draft.get("signal_name")))
-    if draft.frames:
-        draft.format = "host-gdb" if any(" in " in ln and ln.lstrip().startswith("#")
-                                         for ln in text.split("\n")[:4000]) else "host-backtrace"
     name = draft.get("signal_name")
     if name in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS"):
         draft.kind = "native"

@@ -115,7 +115,6 @@ def _read_host(draft: Draft, text: str) -> None:
     if draft.frames or draft.get("signal_name"):
         draft.kind = "native"
     if not draft.frames:
-        draft.format = "host-signal"
         draft.note("no backtrace lines")
 
 

@@ -188,7 +188,10 @@ class _Loader:
 
     def error(self, problem: str, rule_id: str | None = None, needle: str | None = None
               ) -> DataError:
-        line = _line_of(self.text, needle) if needle else None
+        line = None
+        if needle:
+            line = (_line_of(self.text, f"'{needle}'") or _line_of(self.text, f'"{needle}"')
+                    or _line_of(self.text, needle))
         if line is None and rule_id:
             line = _line_of(self.text, f'"{rule_id}"') or _line_of(self.text, f"'{rule_id}'")
         where = f"{self.path}:{line}" if line else str(self.path)

@@ -1,0 +1,63 @@
+"""Every crash fixture against its row in tests/data/crashes/expected.json.
+
+Each row names every CrashRecord field the parser must set (all others must stay ``None``),
+the first three frames with every field, the notes, the crash class, the rule and the
+signature. The fixtures were written for this kit (no public report is copied).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kit.crash import CrashRecord, classify, parse_host, parse_text
+
+DATA = Path(__file__).parent / "data" / "crashes"
+CASES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())["cases"]
+SCALARS = [f.name for f in dataclasses.fields(CrashRecord)
+           if f.name not in ("frames", "notes", "raw_artifact")]
+
+
+def _parse(case: dict[str, Any]) -> CrashRecord:
+    data = (DATA / case["file"]).read_bytes()
+    if "host_signal" in case:
+        return parse_host(case["host_signal"], data)
+    return parse_text(data)
+
+
+def test_every_fixture_has_a_row() -> None:
+    files = {str(p.relative_to(DATA)) for p in DATA.rglob("*")
+             if p.is_file() and p.name != "expected.json"}
+    assert files == {c["file"] for c in CASES}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_fixture_fields(case: dict[str, Any]) -> None:
+    record = _parse(case)
+    got = {name: getattr(record, name) for name in SCALARS}
+    want = {name: case["record"].get(name) for name in SCALARS}
+    assert got == want
+    assert list(record.notes) == case["notes"]
+    assert len(record.frames) == case["frame_count"]
+    top = [{k: v for k, v in dataclasses.asdict(f).items() if v is not None}
+           for f in record.frames[:3]]
+    assert top == case["top_frames"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_fixture_classification(case: dict[str, Any]) -> None:
+    result = classify(_parse(case))
+    assert (result.crash_class.value, result.rule_id, result.signature) == (
+        case["crash_class"], case["rule_id"], case["signature"])
+    assert result.trail, "every classification explains itself"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_record_round_trips_through_json(case: dict[str, Any]) -> None:
+    record = _parse(case)
+    again = CrashRecord.from_dict(json.loads(json.dumps(record.to_dict())))
+    assert again == record

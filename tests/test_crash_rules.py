@@ -1,0 +1,230 @@
+"""Known-signature rules, signatures and the classification pipeline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kit.crash import (CrashClass, CrashRecord, Frame, classify, load_rules, parse_host,
+                       parse_text)
+from kit.crash.signature import normalize_symbol
+from kit.errors import DataError
+
+DATA = Path(__file__).parent / "data" / "crashes"
+RULE = "onnxruntime-32461-xnnpack-allocator-uaf"
+
+# the three crash sites of BACKGROUND.md, on every platform the fixtures cover
+TARGETS = {
+    "creation": ["android/tombstone-full-xnnpack-create.txt",
+                 "android/logcat-studio-xnnpack-softmax.txt", "ios/xnnpack-create.ips",
+                 "host/backtrace-mangled-create.txt"],
+    "inference": ["android/logcat-threadtime-xnnpack-reshape.txt",
+                  "ios/lldb-xnnpack-reshape.txt", "host/gdb-reshape.txt"],
+    "release": ["android/logcat-brief-xnnpack-release.txt",
+                "android/dropbox-system-tombstone-gwpasan.txt", "ios/xnnpack-release.crash",
+                "host/backtrace-demangled-release.txt"],
+}
+NEAR_MISSES = {
+    "android/logcat-abort-cxx-exception.txt": "abort",  # ORT_ENFORCE throw in the callback
+    "android/logcat-abort-resize-capability.txt": "abort",  # EP capability check throws
+    "host/abort-terminate.txt": "abort",
+    "android/tombstone-executorch-xnnpack.txt": "other-native-crash",  # XNNPACK's own alloc
+    "android/dropbox-native-crash-mlas.txt": "other-native-crash",  # ORT contrib op
+    "android/play-console-copy.txt": "other-native-crash",  # reporter junk symbols
+    "macos/mlas-unsymbolicated.crash": "other-native-crash",  # unsymbolized ORT frames
+    "android/tombstone-no-frames.txt": "other-native-crash",
+    "ios/unsymbolicated.ips": "other-native-crash",
+}
+
+
+def _load(name: str) -> CrashRecord:
+    data = (DATA / name).read_bytes()
+    if name.startswith("host/"):
+        return parse_host(6 if "abort" in name else 11, data)
+    return parse_text(data)
+
+
+@pytest.mark.parametrize("name", [n for names in TARGETS.values() for n in names])
+def test_rule_fires_on_every_crash_site(name: str) -> None:
+    result = classify(_load(name))
+    assert result.crash_class is CrashClass.XNNPACK_ALLOCATOR_UAF
+    assert result.rule_id == RULE
+    assert any(line.endswith("-> xnnpack-allocator-uaf") for line in result.trail)
+
+
+@pytest.mark.parametrize("name,expected", sorted(NEAR_MISSES.items()))
+def test_rule_does_not_fire_on_near_misses(name: str, expected: str) -> None:
+    result = classify(_load(name))
+    assert result.crash_class.value == expected
+    assert result.rule_id is None
+    assert any(line.startswith(f"rule {RULE}: no:") for line in result.trail)
+
+
+def test_near_miss_trail_says_why() -> None:
+    trail = classify(_load("android/logcat-abort-cxx-exception.txt")).trail
+    assert f"rule {RULE}: no: abort message matches reject pattern " \
+           "'terminating due to uncaught exception'" in trail
+    trail = classify(_load("android/tombstone-executorch-xnnpack.txt")).trail
+    assert any("matches reject pattern '^executorch::'" in line for line in trail)
+
+
+def _native(symbols: list[str], signal: str = "SIGSEGV", abort: str | None = None
+            ) -> CrashRecord:
+    return CrashRecord(platform="android", source="tombstone", format="tombstone",
+                       kind="native", signal_name=signal, abort_message=abort,
+                       frames=tuple(Frame(index=i, symbol=s) for i, s in enumerate(symbols)))
+
+
+def test_rule_matches_on_symbols_not_library_names() -> None:
+    unsymbolized = CrashRecord(platform="android", source="tombstone", format="tombstone",
+                               kind="native", signal_name="SIGSEGV", frames=tuple(
+                                   Frame(index=i, module="libonnxruntime.so", pc=hex(i))
+                                   for i in range(4)))
+    assert classify(unsymbolized).crash_class is CrashClass.OTHER_NATIVE_CRASH
+    # the same symbols inside another library (ORT linked into a Rust .so) still match
+    embedded = _native(["onnxruntime::xnnpack::(anonymous namespace)::xnn_deallocate(void*, "
+                        "void*)", "xnn_delete_operator"])
+    embedded = CrashRecord(**{**embedded.__dict__, "frames": tuple(
+        Frame(index=f.index, symbol=f.symbol, module="libmyapp_rust.so")
+        for f in embedded.frames)})
+    assert classify(embedded).rule_id == RULE
+
+
+@pytest.mark.parametrize("spelling", [
+    "onnxruntime::xnnpack::{anonymous}::xnn_aligned_allocate(void*, unsigned long, unsigned long)",
+    "onnxruntime::xnnpack::`anonymous namespace'::xnn_aligned_allocate",
+    "onnxruntime::xnnpack::_GLOBAL__N_1::xnn_aligned_allocate",
+    "onnxruntime::xnnpack::(anonymous namespace)::xnn_aligned_allocate(void*, size_t, size_t)",
+])
+def test_anonymous_namespace_spellings_match(spelling: str) -> None:
+    record = _native(["<unknown>", spelling, "xnn_create_fully_connected_nc_f32"])
+    assert classify(record).rule_id == RULE
+
+
+def test_allocator_abort_matches_but_exception_abort_does_not() -> None:
+    frames = ["abort", "scudo::die()", "onnxruntime::CPUAllocator::Free(void*)",
+              "onnxruntime::xnnpack::(anonymous namespace)::xnn_deallocate(void*, void*)",
+              "xnn_delete_operator"]
+    scudo = _native(frames, "SIGABRT", "Scudo ERROR: invalid chunk state when deallocating")
+    assert classify(scudo).rule_id == RULE
+    thrown = _native(frames, "SIGABRT", "terminating due to uncaught exception of type "
+                                        "onnxruntime::OnnxRuntimeException: boom")
+    assert classify(thrown).crash_class is CrashClass.ABORT
+
+
+def test_callback_without_an_xnnpack_caller_is_not_the_target() -> None:
+    record = _native(["onnxruntime::xnnpack::(anonymous namespace)::xnn_allocate(void*, "
+                      "unsigned long)", "some_app_function", "another_app_function",
+                      "main"])
+    result = classify(record)
+    assert result.crash_class is CrashClass.OTHER_NATIVE_CRASH
+    assert any("no XNNPACK operator create/reshape/setup/destroy or XNNPACK EP code frame"
+               in line for line in result.trail)
+
+
+@pytest.mark.parametrize("symbol,expected", [
+    ("onnxruntime::xnnpack::MatMul::PrePack(onnxruntime::Tensor const&, int, "
+     "std::__ndk1::shared_ptr<onnxruntime::IAllocator>, bool&, onnxruntime::PrePackedWeights*)",
+     "onnxruntime::xnnpack::MatMul::PrePack"),
+    ("void std::__1::vector<int, std::__1::allocator<int>>::push_back(int const&)",
+     "std::__1::vector<T>::push_back"),
+    ("onnxruntime::xnnpack::XnnpackOperatorDeleter::operator()(xnn_operator*) const",
+     "onnxruntime::xnnpack::XnnpackOperatorDeleter::operator()"),
+    ("operator new(unsigned long)", "operator new"),
+    ("xnn_create_fully_connected_nc_f32", "xnn_create_fully_connected_nc_f32"),
+])
+def test_normalize_symbol(symbol: str, expected: str) -> None:
+    assert normalize_symbol(symbol) == expected
+
+
+def test_signature_skips_plumbing_and_takes_three_frames() -> None:
+    record = _native(["__kernel_rt_sigreturn", "abort", "memcpy", "f(int)", "g<int>(int)",
+                      "h()", "i()"], signal="SIGSEGV")
+    result = classify(record)
+    assert result.signature == "f | g<T> | h"
+    assert "skip: #0 __kernel_rt_sigreturn, #1 abort, #2 memcpy" in result.trail
+
+
+def test_abort_signature_masks_addresses_and_numbers() -> None:
+    record = _native(["abort", "app::fail()"], "SIGABRT",
+                     "FORTIFY: read: count 4096 > SSIZE_MAX at 0x7fff1234")
+    assert classify(record).signature == \
+        "abort | FORTIFY: read: count N > SSIZE_MAX at 0x? | app::fail"
+
+
+def test_unparsed_and_empty() -> None:
+    result = classify(parse_text(""))
+    assert result.crash_class is CrashClass.UNPARSED
+    assert result.signature.startswith("EMPTY: ")
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "user.toml"
+    path.write_text(text)
+    return path
+
+
+def test_user_rules_extend_and_override(tmp_path: Path) -> None:
+    path = _write(tmp_path, """
+[frames]
+skip = ['^my_crash_reporter_hook$']
+
+[[rule]]
+id = "my-mlas-crash"
+crash_class = "other-native-crash"
+kinds = ["native"]
+[[rule.chain]]
+name = "MLAS kernel"
+frames = ['^MlasSgemm']
+""")
+    rules = load_rules(path)
+    assert [r.id for r in rules.rules] == [RULE, "my-mlas-crash"]
+    record = _native(["my_crash_reporter_hook", "MlasSgemmKernelFma3", "x"])
+    result = classify(record, rules)
+    assert result.rule_id == "my-mlas-crash"
+    assert result.signature == "MlasSgemmKernelFma3 | x"
+    override = _write(tmp_path, f"""
+[[rule]]
+id = "{RULE}"
+crash_class = "abort"
+[[rule.chain]]
+frames = ['^never$']
+""")
+    replaced = load_rules(override)
+    assert len(replaced.rules) == 1 and replaced.rules[0].crash_class == "abort"
+
+
+@pytest.mark.parametrize("text,message", [
+    ("[[rule]\nid = 'x'\n", "not valid TOML"),
+    ("[[rule]]\nid = 'bad-regex'\ncrash_class = 'abort'\n[[rule.chain]]\nframes = ['(']\n",
+     "user.toml:5: rule 'bad-regex': bad regular expression '('"),
+    ("[[rule]]\nid = 'typo'\ncrash_clas = 'abort'\n",
+     "user.toml:3: rule 'typo': unknown key 'crash_clas'"),
+    ("[[rule]]\nid = 'wrong-class'\ncrash_class = 'segfault'\n",
+     "user.toml:3: rule 'wrong-class': crash_class 'segfault' is not one of"),
+    ("[[rule]]\nid = 'no-chain'\ncrash_class = 'abort'\n",
+     "rule 'no-chain': needs at least one [[rule.chain]] step"),
+    ("[[rule]]\nid = 'w'\ncrash_class = 'abort'\nwindow = 0\n[[rule.chain]]\nframes = ['a']\n",
+     "user.toml:4: rule 'w': window must be a whole number from 1 to 64"),
+    ("[[rule]]\nid = 'Bad Id'\n", "needs an id of lower-case letters"),
+    ("[frames]\nskip = ['[']\n", "user.toml:2: bad regular expression '['"),
+])
+def test_bad_rules_raise_data_error_with_file_and_line(tmp_path: Path, text: str,
+                                                       message: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(DataError) as err:
+        load_rules(path)
+    assert message in err.value.message
+    assert str(path.parent) in err.value.message
+    assert err.value.exit_code == 2
+
+
+def test_missing_rule_path(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="does not exist"):
+        load_rules(tmp_path / "nope.toml")
+
+
+def test_toml_error_names_line(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"line 2"):
+        load_rules(_write(tmp_path, "[[rule]]\nid = \n"))
