@@ -137,6 +137,8 @@ class CampaignSummary:
         outcomes, crash_classes, last_phases, targets: one :class:`CountRow` per key, most
             frequent first (crash classes: crashed launches without a class are
             ``unclassified``).
+        crash_phases: crashed launches by the last phase they reached (where the crash
+            surfaced: creation, inference or release), as rates over counted launches.
         devices: per device, crashes and infra errors.
         overlap: create-overlap figures.
         race: race-witness figures, or ``None`` when no record carries a witness.
@@ -158,6 +160,7 @@ class CampaignSummary:
     outcomes: tuple[CountRow, ...]
     crash_classes: tuple[CountRow, ...]
     last_phases: tuple[CountRow, ...]
+    crash_phases: tuple[CountRow, ...]
     targets: tuple[CountRow, ...]
     devices: tuple[DeviceRow, ...]
     overlap: OverlapSummary
@@ -303,6 +306,8 @@ def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],
         crash_classes=_rows(classes, n, confidence),
         last_phases=_rows(collections.Counter(r.last_phase or NO_PHASE for r in counted), n,
                           confidence),
+        crash_phases=_rows(collections.Counter(r.last_phase or NO_PHASE for r in crashed), n,
+                           confidence),
         targets=_rows(collections.Counter(r.target for r in counted), n, confidence),
         devices=tuple(devices), overlap=_overlap(counted, confidence),
         race=_race(counted, confidence), signatures=_signatures(counted),

@@ -270,15 +270,20 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
                         None)
     if x_b == 0:
         ub_b = upper_bound(0, n_b, confidence)
-        see = launches_to_see(ub_b, confidence) if ub_b < 1.0 else 1
+        if ub_b >= 0.1:
+            more = (f"{HEAP_ADVICE}; the baseline has run too few launches to rule out a "
+                    f"rarer crash (its rate is only known to be below {_pct(ub_b)}): at a 5% "
+                    f"rate, {launches_to_see(0.05, confidence)} launches see it with "
+                    f"{confidence:.0%} probability")
+        else:
+            more = (f"{HEAP_ADVICE}; more launches of this setup are unlikely to help: the "
+                    f"baseline's rate is below {_pct(ub_b)} at {confidence:.0%}, and even at "
+                    f"that rate seeing one crash with {confidence:.0%} probability takes "
+                    f"{launches_to_see(ub_b, confidence)} launches")
         return Decision(Verdict.INCONCLUSIVE,
                         f"the baseline never reproduced {sig} ({base} launches), so there is "
                         f"no positive control and a clean candidate ({cand}) proves nothing",
-                        f"{HEAP_ADVICE}; more launches of this setup are unlikely to help: "
-                        f"the baseline's rate is below {_pct(ub_b)} at {confidence:.0%}, and "
-                        f"even at that rate seeing one crash with {confidence:.0%} "
-                        f"probability takes {see} launches",
-                        test, p, cand_upper, None)
+                        more, test, p, cand_upper, None)
     below = cand_upper < ceiling
     if lower and below:
         return Decision(Verdict.FIXED,

@@ -1,0 +1,296 @@
+"""``coldstart compare``, ``coldstart plan`` and ``coldstart report``: the verdict, launch
+planning and reports (issue #4; see docs/verdict.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from .campaign import iter_campaign_dirs, load_campaign
+from .errors import ExitCode, UsageError
+from .verdict import DEFAULT_SIGNATURE, Comparison, Verdict, VerdictSettings
+
+__all__ = ["register", "fail_verdicts"]
+
+_COLOURS = {Verdict.FIXED: "green", Verdict.NOT_FIXED: "red", Verdict.INCONCLUSIVE: "yellow"}
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction in (0, 1), e.g. 0.05")
+    return value
+
+
+def _settings_options(parser: argparse.ArgumentParser, *, signature: bool = True) -> None:
+    if signature:
+        parser.add_argument("--signature", default=DEFAULT_SIGNATURE,
+                            help="target: a crash class, race-witnessed or any-crash "
+                                 f"(default {DEFAULT_SIGNATURE})")
+    parser.add_argument("--alpha", type=_fraction, default=0.05,
+                        help="test level; the candidate's bound is one-sided at 1-alpha "
+                             "(default 0.05)")
+    parser.add_argument("--ceiling", type=_fraction, default=0.05,
+                        help="rate the candidate must be shown below (default 0.05)")
+    parser.add_argument("--power", type=_fraction, default=0.8,
+                        help="power for launch planning (default 0.8)")
+
+
+def register(commands: argparse._SubParsersAction, run_targets: argparse._SubParsersAction
+             ) -> None:
+    """Add ``compare``, ``plan`` and ``report``."""
+    compare = commands.add_parser(
+        "compare", help="baseline vs candidate: fixed, not-fixed or inconclusive",
+        description="Compare two campaigns of the same target and state a verdict with "
+                    "exact tests, a positive control and a ceiling (docs/verdict.md). Writes "
+                    "summary.json, junit.xml, report.html and summary.md.")
+    compare.add_argument("baseline", metavar="BASELINE", help="baseline campaign directory")
+    compare.add_argument("candidate", metavar="CANDIDATE", help="candidate campaign directory")
+    _settings_options(compare)
+    compare.add_argument("--fail-on", choices=("not-fixed", "inconclusive"), default=None,
+                         help="exit 1 on this verdict or a worse one (inconclusive: anything "
+                              "but fixed); default: exit 0 whatever the verdict")
+    compare.add_argument("--out", metavar="DIR", default=None,
+                         help="where the reports go (default: CANDIDATE/comparison)")
+    compare.add_argument("--no-reports", action="store_true", help="print only")
+    compare.add_argument("--json", action="store_true",
+                         help="print summary.json's content instead of tables")
+    compare.set_defaults(func=_compare)
+
+    plan = commands.add_parser(
+        "plan", help="launches needed for a verdict, and the sequential stopping rule",
+        description="Launches per build for a fixed-size campaign pair, and what `coldstart "
+                    "run ... --until-verdict` would need at several true candidate rates.")
+    source = plan.add_mutually_exclusive_group(required=True)
+    source.add_argument("--baseline-rate", type=_fraction, metavar="RATE",
+                        help="the baseline's expected target rate, e.g. 0.5")
+    source.add_argument("--baseline", metavar="DIR",
+                        help="take the baseline's rate from this campaign")
+    plan.add_argument("--signature", default=DEFAULT_SIGNATURE,
+                      help="target when --baseline is given (default %(default)s)")
+    _settings_options(plan, signature=False)
+    plan.add_argument("--candidate-rate", type=float, default=0.0,
+                      help="the candidate's assumed true rate (default 0: the fix works)")
+    plan.add_argument("--beta", type=_fraction, default=0.2,
+                      help="sequential rule: chance of stopping as not below the ceiling at "
+                           "the design rate (default 0.2)")
+    plan.add_argument("--design-rate", type=_fraction, default=None,
+                      help="sequential rule: candidate rate it is tuned for (default "
+                           "ceiling/4)")
+    plan.add_argument("--json", action="store_true", help="print JSON")
+    plan.set_defaults(func=_plan)
+
+    report = commands.add_parser(
+        "report", help="write summary.json, junit.xml, report.html and summary.md",
+        description="Reports for one or more campaigns (a directory holding campaigns is "
+                    "searched one level down). For a verdict use `coldstart compare`.")
+    report.add_argument("dirs", metavar="DIR", nargs="+", help="campaign directories")
+    report.add_argument("--out", metavar="DIR", default=None,
+                        help="where the reports go (default: DIR/report for one campaign, "
+                             "else ./coldstart-report)")
+    report.add_argument("--signature", default=None,
+                        help="a crash class to plot per build (e.g. xnnpack-allocator-uaf)")
+    report.add_argument("--quiet", action="store_true", help="do not print the summaries")
+    report.set_defaults(func=_report)
+
+
+def fail_verdicts(fail_on: str | None) -> tuple[Verdict, ...]:
+    """The verdicts that make ``compare`` exit 1: ``not-fixed`` -> (not-fixed,),
+    ``inconclusive`` -> (inconclusive, not-fixed), ``None`` -> ()."""
+    if fail_on == "not-fixed":
+        return (Verdict.NOT_FIXED,)
+    if fail_on == "inconclusive":
+        return (Verdict.INCONCLUSIVE, Verdict.NOT_FIXED)
+    return ()
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def print_comparison(comparison: Comparison, console: Any) -> None:
+    """The verdict, its reason and the figures behind it, as rich output (crash text is
+    printed as plain text, never as markup)."""
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    dec = comparison.decision
+    s = comparison.settings
+    colour = _COLOURS[dec.verdict]
+    body = Text()
+    body.append(f"{dec.verdict.value.upper()}", style=f"bold {colour}")
+    body.append(f"  target {s.signature}\n")
+    body.append(dec.reason[0].upper() + dec.reason[1:] + ".")
+    if dec.advice:
+        body.append("\nNext: ", style="bold")
+        body.append(dec.advice + ".")
+    console.print(Panel(body, title="coldstart compare", border_style=colour))
+    b, c = comparison.baseline, comparison.candidate
+    table = Table(show_header=True)
+    table.add_column("")
+    table.add_column(Text(f"baseline: {b.label}"))
+    table.add_column(Text(f"candidate: {c.label}"))
+    table.add_row("scenario", Text(b.scenario_description or b.scenario),
+                  Text(c.scenario_description or c.scenario))
+    table.add_row("counted launches", str(b.counted), str(c.counted))
+    table.add_row("infra errors (not counted)", str(b.infra_errors), str(c.infra_errors))
+    table.add_row(Text(s.signature), b.rate.text(), c.rate.text())
+    table.add_row(f"upper bound ({1 - s.alpha:.0%}, one-sided)", f"{b.upper:.2%}",
+                  f"{c.upper:.2%}")
+    console.print(table)
+    if dec.test is not None:
+        line = f"one-sided p = {dec.p:.2g} (Fisher {dec.test.fisher_p:.2g}"
+        if dec.test.boschloo_p is not None:
+            line += f", Boschloo {dec.test.boschloo_p:.2g}"
+        line += ")"
+        if comparison.stratified_p is not None:
+            line += f"; stratified over devices p = {comparison.stratified_p:.2g}"
+        console.print(Text(line + f"; alpha {s.alpha:g}, ceiling {s.ceiling:.2%}"))
+    if comparison.devices:
+        dev = Table(title="Per device", title_justify="left")
+        for col in ("device", "baseline", "candidate", "Fisher p"):
+            dev.add_column(col)
+        for d in comparison.devices:
+            dev.add_row(Text(d.device), d.baseline.text(), d.candidate.text(),
+                        "-" if d.fisher_p is None else f"{d.fisher_p:.2g}")
+        console.print(dev)
+    for m in comparison.moved:
+        flag = "rose significantly" if m.significant else "rose (not significant)"
+        console.print(Text(f"moved: {m.key} {flag}: {m.baseline.text()} -> "
+                           f"{m.candidate.text()} (Holm p = {m.p_holm:.2g})",
+                           style="red" if m.significant else ""))
+    for note in comparison.notes:
+        console.print(Text(f"note: {note}", style="yellow"))
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .report import report_dict, write_reports
+    from .summary import summarize
+    from .verdict import compare_campaigns
+
+    for path in (args.baseline, args.candidate):
+        if not Path(path).is_dir():
+            raise UsageError(f"campaign directory {path} does not exist",
+                             "give the --out directories of two `coldstart run` campaigns")
+    settings = VerdictSettings(signature=args.signature, alpha=args.alpha,
+                               ceiling=args.ceiling, power=args.power)
+    baseline, candidate = load_campaign(args.baseline), load_campaign(args.candidate)
+    comparison = compare_campaigns(baseline, candidate, settings)
+    failing = fail_verdicts(args.fail_on)
+    if args.json:
+        data = report_dict([summarize(baseline), summarize(candidate)], comparison,
+                           fail_on=failing)
+        from .report.json_report import dumps
+
+        print(dumps(data), end="")
+    else:
+        print_comparison(comparison, _console())
+    if not args.no_reports:
+        out = Path(args.out) if args.out else candidate.path / "comparison"
+        paths = write_reports(out, [baseline, candidate], comparison, fail_on=failing)
+        if not args.json:
+            print(f"reports: {', '.join(str(p) for p in paths.values())}")
+    return int(ExitCode.FAILED) if comparison.verdict in failing else int(ExitCode.OK)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from .sequential import SprtDesign
+    from .stats import launches_to_see, plan_launches
+    from .verdict import check_signature, count_target
+
+    if args.baseline:
+        check_signature(args.signature)
+        campaign = load_campaign(args.baseline)
+        events, n = count_target(campaign.records, args.signature)
+        if events == 0:
+            raise UsageError(f"the baseline {args.baseline} never showed {args.signature} "
+                             f"({events}/{n}): no rate to plan from",
+                             "make the baseline crash first (heap poisoning, more sessions, "
+                             "more cores), or give --baseline-rate")
+        if events == n:
+            raise UsageError(f"the baseline {args.baseline} showed {args.signature} in every "
+                             f"launch ({events}/{n})", "give --baseline-rate (below 1)")
+        p_b = events / n
+    else:
+        p_b = args.baseline_rate
+    plan = plan_launches(p_b, ceiling=args.ceiling, alpha=args.alpha, power=args.power,
+                         candidate_rate=args.candidate_rate)
+    design = SprtDesign(args.ceiling, args.design_rate if args.design_rate is not None
+                        else args.ceiling / 4, args.alpha, args.beta)
+    cap = 3 * plan.candidate_launches
+    rates = sorted({0.0, args.candidate_rate, design.design_rate, args.ceiling, p_b})
+    operating = [design.operating(r, cap) for r in rates]
+    see = launches_to_see(p_b, 1 - args.alpha)
+    if args.json:
+        print(json.dumps({"fixed_design": plan.to_dict(),
+                          "baseline_launches_to_see_target": see,
+                          "sequential": {"ceiling": design.ceiling,
+                                         "design_rate": design.design_rate,
+                                         "alpha": design.alpha, "beta": design.beta,
+                                         "clean_launches": design.clean_launches(),
+                                         "max_launches": cap,
+                                         "operating": [o.to_dict() for o in operating]}},
+                         indent=2))
+        return 0
+    from rich.table import Table
+
+    console = _console()
+    console.print(f"Baseline rate {p_b:.3g}, ceiling {args.ceiling:.3g}, alpha "
+                  f"{args.alpha:g}, power {args.power:.0%}, candidate's true rate "
+                  f"{args.candidate_rate:g}")
+    console.print(f"Fixed-size design: [bold]{plan.baseline_launches}[/bold] baseline and "
+                  f"[bold]{plan.candidate_launches}[/bold] candidate launches (power "
+                  f"{plan.achieved_power:.1%}; the baseline reproduces the target at least "
+                  f"once with {plan.positive_control_probability:.1%}).")
+    console.print(f"{plan.clean_bound_launches} clean candidate launches bound its rate "
+                  f"below {args.ceiling:.3g} at {1 - args.alpha:.0%}; {see} baseline launches "
+                  f"see the target at least once with {1 - args.alpha:.0%} probability.")
+    console.print(f"\nSequential rule (`coldstart run ... --until-verdict BASELINE_DIR`): "
+                  f"{design.describe()}.")
+    table = Table(title=f"candidate side, at most {cap} launches (exact)", title_justify="left")
+    for col in ("true rate", "mean launches", "P(stop: fixed)", "P(stop: not below)",
+                "P(no stop)"):
+        table.add_column(col, justify="right")
+    for o in operating:
+        table.add_row(f"{o.true_rate:.4g}", f"{o.expected_launches:.1f}", f"{o.p_below:.3f}",
+                      f"{o.p_not_below:.3f}", f"{o.p_undecided:.3f}")
+    console.print(table)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import write_reports
+    from .summary import render_summary, summarize
+    from .verdict import check_signature
+
+    if args.signature:
+        check_signature(args.signature)
+    missing = [d for d in args.dirs if not Path(d).is_dir()]
+    if missing:
+        raise UsageError(f"{missing[0]} does not exist", "give campaign directories")
+    dirs = iter_campaign_dirs(args.dirs)
+    if not dirs:
+        raise UsageError(f"no campaign found in {', '.join(args.dirs)}",
+                         "give directories made by `coldstart run` (with campaign.json)")
+    campaigns = [load_campaign(d) for d in dirs]
+    if args.out:
+        out = Path(args.out)
+    elif len(campaigns) == 1:
+        out = campaigns[0].path / "report"
+    else:
+        out = Path("coldstart-report")
+    if not args.quiet:
+        console = _console()
+        for campaign in campaigns:
+            render_summary(summarize(campaign), console)
+    paths = write_reports(out, campaigns, signature=args.signature)
+    print(f"reports: {', '.join(str(p) for p in paths.values())}")
+    return 0

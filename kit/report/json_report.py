@@ -1,0 +1,34 @@
+"""``summary.json``: the report dict (:func:`kit.report.report_dict`) as indented JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["write", "dumps"]
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN/Infinity: non-finite floats become ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def dumps(data: dict[str, Any]) -> str:
+    """Strict JSON text (non-finite floats as ``null``), two-space indent, trailing newline."""
+    return json.dumps(_finite(data), indent=2, allow_nan=False) + "\n"
+
+
+def write(data: dict[str, Any], path: Path) -> None:
+    """Write :func:`dumps` of ``data`` to ``path`` atomically (temp file + rename)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(dumps(data), encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,107 @@
+"""``summary.md``: a short Markdown summary fit for a pull-request comment.
+
+Crash text is untrusted: every value from a campaign is escaped so it cannot add links,
+images, HTML or table cells to the comment.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+__all__ = ["render", "write", "escape", "code"]
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_ICON = {"fixed": "✅", "not-fixed": "❌", "inconclusive": "⚠️"}
+
+
+def escape(text: Any) -> str:
+    """One line of untrusted text made inert inside a Markdown paragraph or table cell
+    (GitHub/GitLab): ``<``/``&`` as entities (no HTML), the emphasis, code, link and table
+    characters (``\\ ` * _ [ ] | ~``) backslash-escaped, newlines folded."""
+    flat = " ".join(str(text).split())
+    flat = flat.replace("&", "&amp;").replace("<", "&lt;")
+    return _MD_SPECIAL.sub(r"\\\1", flat)
+
+
+def code(text: Any) -> str:
+    """Untrusted text as an inline code span (backticks and table pipes neutralised)."""
+    flat = " ".join(str(text).split()).replace("`", "'").replace("|", "\\|")
+    return f"`{flat}`"
+
+
+def _rate(r: dict[str, Any]) -> str:
+    if not r.get("n"):
+        return f"{r.get('count', 0)}/0"
+    return (f"{r['count']}/{r['n']} ({r['count'] / r['n']:.1%}; {r['confidence']:.0%} CI "
+            f"{r['low']:.1%}–{r['high']:.1%})")
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def render(data: dict[str, Any]) -> str:
+    """The Markdown text for a report dict (:func:`kit.report.report_dict`)."""
+    lines: list[str] = []
+    comp = data.get("comparison")
+    camps = data["campaigns"]
+    if comp is not None:
+        sig = code(comp["settings"]["signature"])
+        verdict = comp["verdict"]
+        dec = comp["decision"]
+        base, cand = comp["baseline"], comp["candidate"]
+        lines.append(f"### coldstart: {_ICON.get(verdict, '')} **{verdict}** — {sig}")
+        lines.append("")
+        lines.append(escape(dec["reason"]) + ".")
+        if dec.get("advice"):
+            lines += ["", f"_Next:_ {escape(dec['advice'])}."]
+        lines += ["", _row(["", f"baseline ({escape(base['label'])})",
+                            f"candidate ({escape(cand['label'])})"]),
+                  _row(["---", "---", "---"]),
+                  _row(["counted launches", str(base["counted"]), str(cand["counted"])]),
+                  _row(["infra errors (not counted)", str(base["infra_errors"]),
+                        str(cand["infra_errors"])]),
+                  _row([sig, _rate(base["rate"]), _rate(cand["rate"])])]
+        if len(camps) == 2:
+            lines.append(_row(["any crash", _rate(camps[0]["crashed"]),
+                               _rate(camps[1]["crashed"])]))
+        test = dec.get("test") or {}
+        lines += ["", f"One-sided exact test p = {dec['p']:.2g}"
+                  + (f" (Fisher {test['fisher_p']:.2g})" if test.get("fisher_p") is not None
+                     else "")
+                  + f"; ceiling {comp['settings']['ceiling']:.2%} at "
+                    f"{1 - comp['settings']['alpha']:.0%}, candidate's upper bound "
+                    f"{dec['candidate_upper']:.2%}."
+                  if dec.get("p") is not None else ""]
+        if comp.get("stratified_p") is not None:
+            lines.append(f"Stratified over {len(comp['devices'])} devices: p = "
+                         f"{comp['stratified_p']:.2g}.")
+        moved = comp["moved"]
+        if moved:
+            lines += ["", "**Crashes that rose in the candidate:**"]
+            for m in moved:
+                flag = " (significant)" if m["significant"] else ""
+                lines.append(f"- {code(m['key'])}: {_rate(m['baseline'])} → "
+                             f"{_rate(m['candidate'])}{flag}")
+        for note in comp["notes"]:
+            lines += ["", f"> {escape(note)}"]
+    else:
+        lines.append("### coldstart campaign summary")
+        lines += ["", _row(["campaign", "target", "counted", "infra errors", "crashed",
+                            "top crash class"]),
+                  _row(["---"] * 6)]
+        for c in camps:
+            top = c["crash_classes"][0] if c["crash_classes"] else None
+            lines.append(_row([escape(c["label"]), escape(c["target"]), str(c["counted"]),
+                               str(len(c["infra_errors"])), _rate(c["crashed"]),
+                               f"{code(top['key'])} {top['count']}" if top else "—"]))
+    lines += ["", f"<sub>coldstart {escape(data['coldstart_version'])}, report schema "
+                  f"{data['schema_version']}</sub>", ""]
+    return "\n".join(lines)
+
+
+def write(data: dict[str, Any], path: Path) -> None:
+    """Write :func:`render` of ``data`` to ``path``."""
+    path.write_text(render(data), encoding="utf-8")
