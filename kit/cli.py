@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kit.targets.android_cli",
     "kit.targets.ios_cli",
     "kit.targets.appium_cli",
+    "kit.cli_analysis",
 )
 
 
