@@ -52,6 +52,7 @@ from ..campaign import LaunchContext, utc_now
 from ..errors import InfraError, UsageError
 from ..protocol import ProtocolEvent, iter_events
 from ..records import LaunchRecord, Outcome, SessionTiming
+from ..scenario import PHASES
 
 __all__ = ["Xcrun", "XcrunError", "Simctl", "SimDevice", "Devicectl", "PhysicalDevice",
            "AppBundle", "read_app_bundle", "DiagnosticReports", "diagnostic_reports_dir",
@@ -82,6 +83,7 @@ UDID_RE = re.compile(r"^[A-Fa-f0-9-]{20,64}$")
 _SIM_ERROR_RE = re.compile(r"\(domain=(?P<domain>[^,]+), code=(?P<code>-?\d+)\)")
 _LAUNCH_PID_RE = re.compile(r"^(?P<bundle>[^:\s]+): (?P<pid>\d+)\s*$", re.M)
 _POLL_S = 0.2
+_PHASE_ORDER = {p: i for i, p in enumerate(PHASES)}
 
 
 # --------------------------------------------------------------------------- transport
@@ -579,7 +581,9 @@ class EventSummary:
 
 
 def summarize_events(events: Iterable[ProtocolEvent]) -> EventSummary:
-    """Fold one launch's protocol events (kit/protocol.py) into record fields."""
+    """Fold one launch's protocol events (kit/protocol.py) into record fields. Events may
+    come from several sources (log and screen) and repeat; the last phase is the one the app
+    reported latest (its ``t_ms``)."""
     phases: dict[str, float] = {}
     fields: dict[str, Any] = {}
     last_phase = None
@@ -589,8 +593,9 @@ def summarize_events(events: Iterable[ProtocolEvent]) -> EventSummary:
             error = error or str(event.fields.get("message", "error"))
             continue
         phases.setdefault(event.phase, event.t_ms)
-        last_phase = event.phase
         fields.update(event.fields)
+    if phases:  # the same line may arrive twice (log and screen): order by the app's clock
+        last_phase = max(phases, key=lambda p: (phases[p], _PHASE_ORDER.get(p, -1)))
     sessions = []
     for item in fields.get("sessions") or []:
         try:

@@ -1,0 +1,371 @@
+"""AppiumLifecycleDouble: the app lifecycle and device logs that @appium/fake-driver lacks.
+
+It is an HTTP proxy on loopback in front of a real Appium 3 server running the fake driver
+(notes/drivers.md section 4: the fake driver answers ``mobile: terminateApp`` and friends
+with ``UnknownMethodException`` and knows no ``logcat``/``syslog``/``crashlog``). Everything
+goes to the real server except what the fake driver cannot do, which the double answers as
+UiAutomator2 / XCUITest do (notes/drivers.md section 3):
+
+* ``POST /session/:id/execute/sync`` with ``mobile: queryAppState`` (0-4), ``mobile:
+  terminateApp`` (bool), ``mobile: deepLink`` / ``mobile: launchApp`` / ``mobile:
+  activateApp`` (start the scripted app; ``launchApp`` records its arguments and
+  environment);
+* ``GET /session/:id/se/log/types`` and ``POST /session/:id/se/log`` (entries
+  ``{timestamp, level, message}`` since the previous call): ``logcat`` in threadtime format
+  (``ReactNativeJS`` lines, and a crash's tombstone summary from ``DEBUG``/``libc``, or the
+  ``AndroidRuntime`` FATAL EXCEPTION of a JS error) for ``platform="android"``;
+  ``syslog`` and ``crashlog`` (the ``.ips`` text) for ``platform="ios"``;
+* finding the status element while the app is not running: "no such element".
+
+The scripted app runs in a thread: each phase is a log line and the status element's text,
+set on the real fake-driver element (find, clear, send keys) as React Native renders the
+last protocol line. Script entries: ``completed``, ``crash@PHASE``, ``js-fatal@PHASE``,
+``error@PHASE``, ``hang@PHASE``. If the real server is gone, the double stops listening too
+(the client then sees the connection refused, as with a dead server).
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import re
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import parse_qsl, urlsplit
+
+from kit.protocol import format_event
+
+sys.path.insert(0, str(Path(__file__).parent / "xcrun_double"))
+from ips_double import make_ips  # noqa: E402
+
+PHASES = ("start", "models-ready", "sessions-created", "inference-done", "sessions-released",
+          "done")
+_SESSION_RE = re.compile(r"^/session/(?P<sid>[^/]+)(?P<rest>/.*)?$")
+_W3C_ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
+_FRAMES = {
+    "models-ready": ["onnxruntime::xnnpack::(anonymous namespace)::xnn_aligned_allocate(void*, "
+                     "unsigned long, unsigned long)+20", "xnn_create_fully_connected_nc_f32+412",
+                     "onnxruntime::xnnpack::Gemm::PrePack(onnxruntime::Tensor const&, int, "
+                     "std::__ndk1::shared_ptr<onnxruntime::IAllocator>, bool&, "
+                     "onnxruntime::PrePackedWeights*)+640"],
+    "sessions-created": ["onnxruntime::xnnpack::(anonymous namespace)::xnn_aligned_allocate("
+                         "void*, unsigned long, unsigned long)+20",
+                         "reshape_fully_connected_nc+388",
+                         "xnn_reshape_fully_connected_nc_f32+76"],
+    "inference-done": ["onnxruntime::xnnpack::(anonymous namespace)::xnn_aligned_deallocate("
+                       "void*, void*)+20", "xnn_deallocate+36", "xnn_delete_operator+92"],
+}
+
+
+def _stamp() -> str:
+    now = time.time()
+    return time.strftime("%m-%d %H:%M:%S", time.localtime(now)) + f".{int(now * 1000) % 1000:03d}"
+
+
+class _App:
+    """The scripted app of one session."""
+
+    def __init__(self, double: "AppiumLifecycleDouble", sid: str) -> None:
+        self.double = double
+        self.sid = sid
+        self.state = 1
+        self.generation = 0
+        self.pid = 4321
+        self.logs: dict[str, list[dict[str, Any]]] = {"logcat": [], "syslog": [],
+                                                      "crashlog": []}
+        self.lock = threading.Lock()
+
+    def log(self, kind: str, message: str) -> None:
+        with self.lock:
+            self.logs[kind].append({"timestamp": int(time.time() * 1000), "level": "ALL",
+                                    "message": message})
+
+    def say(self, launch_id: str, phase: str, t0: float, **fields: Any) -> None:
+        line = format_event(launch_id, phase, (time.monotonic() - t0) * 1000.0, **fields)
+        if self.double.platform == "android":
+            self.log("logcat", f"{_stamp()}  {self.pid:5d}  {self.pid + 29:5d} I ReactNativeJS: "
+                               f"{line}")
+        else:
+            self.log("syslog", f"Nov 29 17:40:01 iPhone ColdstartApp(React)[{self.pid}] "
+                               f"<Notice>: {line}")
+        self.double.set_status(self.sid, line)
+
+    def terminate(self) -> bool:
+        was_running = self.state >= 2
+        self.generation += 1
+        self.state = 1
+        return was_running
+
+    def start(self, url: str) -> None:
+        self.generation += 1
+        self.pid += 7
+        self.state = 4
+        outcome = self.double.next_outcome()
+        threading.Thread(target=self._run, args=(url, outcome, self.generation),
+                         daemon=True).start()
+
+    def _run(self, url: str, outcome: str, generation: int) -> None:
+        launch_id = dict(parse_qsl(urlsplit(url).query)).get("id", "no-id")
+        kind, _, at = outcome.partition("@")
+        t0 = time.monotonic()
+        fields = {"sessions-created": {"sessions": [
+            {"i": i, "model": m, "start_ms": 40.0 + i, "end_ms": 90.0 + i}
+            for i, m in enumerate(("melspectrogram", "embedding_model", "hey_jarvis_v0.1"))],
+            "eps": ["xnnpack", "cpu"], "ort_version": "1.24.3"},
+            "inference-done": {"scores": [0.998019], "score": 0.998019, "ok": True,
+                               "max_diff": 0.0}}
+        for phase in PHASES:
+            time.sleep(self.double.phase_delay_s)
+            if generation != self.generation:
+                return  # terminated meanwhile
+            if kind == "js-fatal" and phase == at:
+                self._die_js()
+                return
+            self.say(launch_id, phase, t0, **fields.get(phase, {}))
+            if phase != at:
+                continue
+            if kind == "error":
+                self.say(launch_id, "error", t0, message="InferenceSession.create rejected",
+                         after=phase)
+            if kind == "crash":
+                self._die_native(phase)
+            return
+
+    def _die_native(self, phase: str) -> None:
+        self.state = 1
+        self.generation += 1
+        if self.double.platform == "android":
+            pid, tid = self.pid, self.pid + 29
+            head = [f"{_stamp()}  {pid:5d}  {tid:5d} F libc    : Fatal signal 11 (SIGSEGV), "
+                    f"code 1 (SEGV_MAPERR), fault addr 0x5555555555555555 in tid {tid} "
+                    f"(create-1), pid {pid} (org.coldstart.app)"]
+            body = ["*** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***",
+                    "Build fingerprint: 'google/sdk_gphone64_x86_64/emu64xa:14/"
+                    "UE1A.230829.036/10780064:userdebug/dev-keys'",
+                    "ABI: 'x86_64'",
+                    f"pid: {pid}, tid: {tid}, name: create-1  >>> org.coldstart.app <<<",
+                    "signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x5555555555555555",
+                    "backtrace:"]
+            for i, sym in enumerate(_FRAMES.get(phase, _FRAMES["models-ready"])):
+                body.append(f"      #{i:02d} pc {0xa1b2c4 + 64 * i:016x}  /data/app/~~Zx1==/"
+                            f"org.coldstart.app-Yz2==/lib/x86_64/libonnxruntime.so ({sym}) "
+                            "(BuildId: 0123abcd)")
+            lines = head + [f"{_stamp()}  4400  4400 F DEBUG   : {b}" for b in body]
+            for line in lines:
+                self.log("logcat", line)
+        else:
+            kind = {"models-ready": "uaf-create", "sessions-created": "uaf-infer",
+                    "inference-done": "uaf-release"}.get(phase, "abort")
+            self.log("crashlog", make_ips(kind, udid=self.double.udid, pid=self.pid,
+                                          bundle_id="org.coldstart.app"))
+
+    def _die_js(self) -> None:
+        self.state = 1
+        self.generation += 1
+        if self.double.platform == "android":
+            for text in ["FATAL EXCEPTION: mqt_native_modules",
+                         f"Process: org.coldstart.app, PID: {self.pid}",
+                         "com.facebook.react.common.JavascriptException: TypeError: undefined "
+                         "is not a function, stack:",
+                         "runLaunch@1:2345",
+                         "\tat com.facebook.react.modules.core.ExceptionsManagerModule."
+                         "reportException(ExceptionsManagerModule.java:65)"]:
+                self.log("logcat", f"{_stamp()}  {self.pid:5d}  {self.pid + 2:5d} E "
+                                   f"AndroidRuntime: {text}")
+        else:
+            self.log("crashlog", make_ips("js-fatal", udid=self.double.udid, pid=self.pid,
+                                          bundle_id="org.coldstart.app"))
+
+
+class AppiumLifecycleDouble:
+    """The proxy; ``url`` is what the kit is given as ``--server``.
+
+    Args:
+        upstream: the real Appium server's URL (``http://127.0.0.1:PORT``).
+        platform: ``android`` or ``ios`` (which logs and crash texts to give).
+        script: outcomes of the next launches, in order (then ``completed``).
+        on_launch: called with the 0-based launch number as the app starts (e.g. to kill
+            the real server mid campaign).
+        credentials: ``(user, key)`` the proxy requires as HTTP Basic auth, like a farm.
+    """
+
+    def __init__(self, upstream: str, platform: str = "android",
+                 script: list[str] | None = None,
+                 credentials: tuple[str, str] | None = None,
+                 phase_delay_s: float = 0.05,
+                 on_launch: "Callable[[int], None] | None" = None) -> None:
+        self.upstream = urlsplit(upstream)
+        self.platform = platform
+        self.script = list(script or [])
+        self.credentials = credentials
+        self.phase_delay_s = phase_delay_s
+        self.on_launch = on_launch
+        self.udid = "6F1C2A4B-1D2E-4F60-9A7B-0C1D2E3F4A5B"
+        self.apps: dict[str, _App] = {}
+        self.calls: list[tuple[str, str, Any]] = []
+        self.auth_seen: list[str | None] = []
+        self.launches = 0
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        self.gone = threading.Event()
+
+    @property
+    def url(self) -> str:
+        if self.credentials:
+            user, key = self.credentials
+            return f"http://{user}:{key}@127.0.0.1:{self.port}/wd/hub"
+        return f"http://127.0.0.1:{self.port}"
+
+    def next_outcome(self) -> str:
+        with self._lock:
+            index = self.launches
+            self.launches += 1
+        if self.on_launch is not None:
+            self.on_launch(index)
+        return self.script[index] if index < len(self.script) else "completed"
+
+    def stop(self) -> None:
+        if not self.gone.is_set():
+            self.gone.set()
+            self._server.shutdown()
+        self._server.server_close()
+
+    # ---------------------------------------------------------------- upstream
+    def forward(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port,
+                                          timeout=60)
+        try:
+            conn.request(method, path, body=body,
+                         headers={"Content-Type": "application/json; charset=utf-8"})
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def set_status(self, sid: str, text: str) -> None:
+        """Show ``text`` in the fake app's status field (as the RN app renders it)."""
+        try:
+            status, data = self.forward("POST", f"/session/{sid}/element", json.dumps(
+                {"using": "accessibility id", "value": "coldstart-status"}).encode())
+            if status != 200:
+                return
+            eid = json.loads(data)["value"][_W3C_ELEMENT]
+            self.forward("POST", f"/session/{sid}/element/{eid}/clear", b"{}")
+            self.forward("POST", f"/session/{sid}/element/{eid}/value",
+                         json.dumps({"text": text, "value": list(text)}).encode())
+        except OSError:
+            pass
+
+    # ---------------------------------------------------------------- handler
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        double = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def _reply(self, status: int, payload: Any) -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _handle(self, method: str) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                double.auth_seen.append(self.headers.get("Authorization"))
+                path = urlsplit(self.path).path
+                if path.startswith("/wd/hub"):
+                    path = path[len("/wd/hub"):] or "/"
+                if double.credentials:
+                    user, key = double.credentials
+                    good = "Basic " + base64.b64encode(f"{user}:{key}".encode()).decode()
+                    if self.headers.get("Authorization") != good:
+                        self._reply(401, {"value": {"error": "unauthorized",
+                                                    "message": "bad credentials"}})
+                        return
+                payload = json.loads(body) if body else {}
+                double.calls.append((method, path, payload))
+                local = double.answer(method, path, payload)
+                if local is not None:
+                    self._reply(*local)
+                    return
+                try:
+                    status, data = double.forward(method, path, body)
+                except OSError:  # the real server died: so does this one
+                    self.close_connection = True
+                    threading.Thread(target=double.stop, daemon=True).start()
+                    return
+                if method == "POST" and path == "/session" and status == 200:
+                    sid = json.loads(data)["value"]["sessionId"]
+                    double.apps[sid] = _App(double, sid)
+                self._reply(status, data)
+
+            def do_GET(self) -> None:
+                self._handle("GET")
+
+            def do_POST(self) -> None:
+                self._handle("POST")
+
+            def do_DELETE(self) -> None:
+                self._handle("DELETE")
+
+        return Handler
+
+    def answer(self, method: str, path: str, payload: dict[str, Any]
+               ) -> tuple[int, Any] | None:
+        """The double's own answer to a request, or ``None`` to forward it."""
+        match = _SESSION_RE.match(path)
+        if match is None or match.group("sid") not in self.apps:
+            return None
+        app = self.apps[match.group("sid")]
+        rest = match.group("rest") or ""
+        if rest == "/execute/sync" and str(payload.get("script", "")).startswith("mobile:"):
+            name = payload["script"]
+            args = (payload.get("args") or [{}])[0]
+            if name == "mobile: queryAppState":
+                return 200, {"value": app.state}
+            if name == "mobile: terminateApp":
+                return 200, {"value": app.terminate()}
+            if name in ("mobile: deepLink", "mobile: launchApp", "mobile: activateApp"):
+                url = args.get("url", "")
+                arguments = args.get("arguments") or []
+                if "-coldstartScenario" in arguments:
+                    url = arguments[arguments.index("-coldstartScenario") + 1]
+                if app.state >= 2 and name != "mobile: deepLink":
+                    return 200, {"value": None}  # already running: only activated
+                app.start(url)
+                return 200, {"value": None}
+            return None
+        if rest == "/se/log/types" and method == "GET":
+            types = ["logcat", "bugreport", "server"] if self.platform == "android" else \
+                ["syslog", "crashlog", "performance", "server"]
+            return 200, {"value": types}
+        if rest == "/se/log" and method == "POST":
+            kind = payload.get("type")
+            if kind not in app.logs:
+                return 500, {"value": {"error": "unknown error",
+                                       "message": f"Don't understand log type '{kind}'"}}
+            with app.lock:
+                entries, app.logs[kind] = app.logs[kind], []
+            return 200, {"value": entries}
+        if rest == "/element" and payload.get("value") == "coldstart-status" and app.state < 2:
+            return 404, {"value": {"error": "no such element", "message": "An element could "
+                                   "not be located on the page using the given search "
+                                   "parameters.", "stacktrace": ""}}
+        if method == "DELETE" and rest == "":
+            app.terminate()
+        return None

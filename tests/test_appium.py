@@ -1,0 +1,234 @@
+"""The Appium target against a real Appium 3 server with @appium/fake-driver (sessions,
+capabilities, element polling, timeouts, the server dying), with the app lifecycle and device
+logs the fake driver lacks from tests/doubles/appium_lifecycle_double.py.
+
+The server comes from scripts/setup-appium.sh; without it these tests FAIL with that hint.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from kit.campaign import load_campaign, prepare_store, run_campaign
+from kit.cli import build_parser, main
+from kit.protocol import parse_line
+from kit.records import Outcome
+from kit.redact import Redactor
+from kit.scenario import Scenario
+from kit.targets import appium
+from kit.targets.appium_cli import setup_target
+from tests.doubles.appium_lifecycle_double import AppiumLifecycleDouble
+from tests.doubles.appium_server import AppiumServer, fake_caps, free_port
+
+USER, KEY = "alice", "s3cr3t-Key-9"
+
+
+@pytest.fixture(scope="module")
+def appium_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppiumServer]:
+    server = AppiumServer(tmp_path_factory.mktemp("appium") / "appium.log").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def caps_file(tmp_path: Path) -> Path:
+    path = tmp_path / "caps.json"
+    path.write_text(json.dumps(fake_caps(tmp_path, **{"appium:udid": "emulator-5554",
+                                                       "lt:options": {"accessKey": KEY}})))
+    return path
+
+
+def _files_text(folder: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file())
+
+
+def _run(double: AppiumLifecycleDouble, caps: Path, out: Path, platform: str, launches: int,
+         *extra: str) -> int:
+    return main(["run", "appium", "--server", double.url, "--platform", platform, "--caps",
+                 str(caps), "--launches", str(launches), "--timeout", "3",
+                 "--report-wait", "2", "--out", str(out), "--label", "baseline", *extra])
+
+
+def test_android_farm_campaign_outcomes_and_redaction(
+        appium_server: AppiumServer, caps_file: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    double = AppiumLifecycleDouble(appium_server.url, platform="android", script=[
+        "completed", "crash@models-ready", "crash@sessions-created", "error@models-ready",
+        "js-fatal@sessions-created", "hang@inference-done"], credentials=(USER, KEY))
+    out = tmp_path / "run"
+    try:
+        assert _run(double, caps_file, out, "android", 6) == 0
+    finally:
+        double.stop()
+    records = sorted(load_campaign(out).records, key=lambda r: r.index)
+    assert [(r.outcome, r.last_phase, r.crash_class) for r in records] == [
+        (Outcome.COMPLETED, "done", None),
+        (Outcome.CRASHED, "models-ready", "xnnpack-allocator-uaf"),
+        (Outcome.CRASHED, "sessions-created", "xnnpack-allocator-uaf"),
+        (Outcome.APP_ERROR, "models-ready", None),
+        (Outcome.CRASHED, "models-ready", "js-error"),
+        (Outcome.HUNG, "inference-done", None)]
+    assert records[1].signature.startswith(
+        "onnxruntime::xnnpack::(anonymous namespace)::xnn_aligned_allocate | "
+        "xnn_create_fully_connected_nc_f32")
+    assert records[2].crash["fault_address"] == "0x5555555555555555"
+    assert records[0].device == "emulator-5554"
+    shown = parse_line(records[0].extra["status_text"]).event  # read from the screen
+    assert shown is not None and shown.id == records[0].launch_id
+    assert shown.phase in ("sessions-released", "done")  # done may reach the log first
+    # the app was cold-started through the deep link, after a terminate, every time
+    mobile = [p["script"] for m, path, p in double.calls if path.endswith("/execute/sync")]
+    assert mobile.count("mobile: deepLink") == 6 and mobile.count("mobile: terminateApp") >= 6
+    # credentials: sent as HTTP Basic auth, never stored or printed
+    assert double.auth_seen[-1] == "Basic YWxpY2U6czNjcjN0LUtleS05"
+    stored = _files_text(out) + capsys.readouterr().out + capsys.readouterr().err
+    assert KEY not in stored and f"{USER}:" not in stored
+    meta = json.loads((out / "campaign.json").read_text())
+    assert meta["options"]["server"] == f"http://***:***@127.0.0.1:{double.port}/wd/hub"
+    assert meta["options"]["capabilities"]["lt:options"] == {"accessKey": "***"}
+    assert meta["options"]["capabilities"]["appium:udid"] == "emulator-5554"
+
+
+def test_ios_campaign_with_poison_uses_launch_app_environment(
+        appium_server: AppiumServer, caps_file: Path, tmp_path: Path) -> None:
+    double = AppiumLifecycleDouble(appium_server.url, platform="ios",
+                                   script=["completed", "crash@inference-done"])
+    out = tmp_path / "run"
+    try:
+        assert _run(double, caps_file, out, "ios", 2, "--poison") == 0
+    finally:
+        double.stop()
+    records = sorted(load_campaign(out).records, key=lambda r: r.index)
+    assert [(r.outcome, r.last_phase, r.crash_class) for r in records] == [
+        (Outcome.COMPLETED, "done", None),
+        (Outcome.CRASHED, "inference-done", "xnnpack-allocator-uaf")]
+    assert records[1].crash["exception"] == "EXC_BAD_ACCESS"
+    assert (out / f"artifacts/{records[1].launch_id}/crash.ips").read_text().startswith(
+        '{"app_name":"ColdstartApp"')
+    launches = [p["args"][0] for m, path, p in double.calls
+                if path.endswith("/execute/sync") and p["script"] == "mobile: launchApp"]
+    assert launches[0] == {"bundleId": "org.coldstart.app",
+                           "arguments": ["-coldstartScenario", records[0].scenario],
+                           "environment": {"MallocScribble": "1", "MallocPreScribble": "1",
+                                           "MallocGuardEdges": "1", "MallocErrorAbort": "1"}}
+
+
+def test_server_death_mid_campaign_gives_infra_errors_never_crashes(
+        caps_file: Path, tmp_path: Path) -> None:
+    server = AppiumServer(tmp_path / "appium.log").start()
+    double = AppiumLifecycleDouble(server.url, platform="android",
+                                   on_launch=lambda n: server.kill() if n == 2 else None)
+    out = tmp_path / "run"
+    try:
+        code = _run(double, caps_file, out, "android", 4, "--max-attempts", "2")
+    finally:
+        double.stop()
+        server.stop()
+    assert code == 0  # two launches counted; the rest could not be made
+    records = sorted(load_campaign(out).records, key=lambda r: (r.index, r.attempt))
+    assert [(r.index, r.attempt, r.outcome) for r in records] == [
+        (0, 1, Outcome.COMPLETED), (1, 1, Outcome.COMPLETED),
+        (2, 1, Outcome.INFRA_ERROR), (2, 2, Outcome.INFRA_ERROR),
+        (3, 1, Outcome.INFRA_ERROR), (3, 2, Outcome.INFRA_ERROR)]
+    assert records[2].error.startswith("the Appium server stopped answering during ")
+    assert records[3].error.startswith("cannot reach the Appium server: ")
+    assert all(r.crash is None and r.crash_class is None for r in records)
+
+
+def test_expired_session_is_an_infra_error_then_a_new_session(
+        appium_server: AppiumServer, tmp_path: Path) -> None:
+    double = AppiumLifecycleDouble(appium_server.url, platform="android")
+    caps = tmp_path / "caps.json"
+    caps.write_text(json.dumps(fake_caps(tmp_path, **{"appium:newCommandTimeout": 1})))
+    args = build_parser().parse_args(["run", "appium", "--server", double.url, "--platform",
+                                      "android", "--caps", str(caps), "--timeout", "3"])
+    setup = setup_target(args, log=lambda _m: None)
+    try:
+        time.sleep(2.5)  # the server deletes the idle session after newCommandTimeout
+        store, old = prepare_store(tmp_path / "run", label="b", target="appium",
+                                   scenario=Scenario(), launches=1, resume=False)
+        records = run_campaign(store, old, setup.launchers, label="b", scenario=Scenario(),
+                               launches=1, timeout_s=3, max_attempts=2)
+    finally:
+        setup.close()
+        double.stop()
+    assert [(r.attempt, r.outcome) for r in records] == [(1, Outcome.INFRA_ERROR),
+                                                        (2, Outcome.COMPLETED)]
+    assert records[0].error.startswith("the Appium session ended during ")
+
+
+def _one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+def test_unreachable_server_is_exit_2(tmp_path: Path, caps_file: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    port = free_port()
+    err = _one_line_exit_2(["run", "appium", "--server", f"http://{USER}:{KEY}@127.0.0.1:{port}",
+                            "--platform", "android", "--out", str(tmp_path / "o")], capsys)
+    assert err.startswith(f"coldstart: error: the Appium server at http://***:***@127.0.0.1:"
+                          f"{port} is unreachable: [Errno 111] Connection refused")
+    assert KEY not in err and not (tmp_path / "o").exists()
+
+
+def test_refused_capabilities_are_exit_2(appium_server: AppiumServer, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    err = _one_line_exit_2(["run", "appium", "--server", appium_server.url, "--platform",
+                            "android", "--out", str(tmp_path / "o")], capsys)
+    assert err.startswith("coldstart: error: the Appium server refused the capabilities: ")
+    assert "Could not find a driver for automationName 'UiAutomator2'" in err
+
+
+def test_driver_without_app_lifecycle_is_exit_2(appium_server: AppiumServer, caps_file: Path,
+                                                tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    err = _one_line_exit_2(["run", "appium", "--server", appium_server.url, "--platform",
+                            "ios", "--caps", str(caps_file), "--out", str(tmp_path / "o")],
+                           capsys)
+    assert err.startswith("coldstart: error: the Appium driver of this session has no app "
+                          "lifecycle commands (Appium mobile: queryAppState failed: ")
+    assert "(use UiAutomator2 (--platform android) or XCUITest (--platform ios))" in err
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "is not valid JSON"), ("[1, 2]", "is not a JSON object")])
+def test_bad_caps_file_is_exit_2(tmp_path: Path, content: str, message: str,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    caps = tmp_path / "caps.json"
+    caps.write_text(content)
+    err = _one_line_exit_2(["run", "appium", "--server", "http://127.0.0.1:9", "--platform",
+                            "android", "--caps", str(caps)], capsys)
+    assert message in err
+
+
+def test_capabilities_defaults_then_passthrough() -> None:
+    config = appium.AppiumConfig(server_url="http://h:1", platform=appium.Platform.IOS,
+                                 app_id="org.coldstart.app", app="/b/App.app",
+                                 caps={"appium:newCommandTimeout": 900, "bstack:options":
+                                       {"userName": "u"}})
+    assert appium.build_capabilities(config) == {
+        "appium:noReset": True, "appium:fullReset": False, "appium:autoLaunch": False,
+        "appium:newCommandTimeout": 900, "platformName": "iOS",
+        "appium:automationName": "XCUITest", "appium:bundleId": "org.coldstart.app",
+        "appium:app": "/b/App.app", "bstack:options": {"userName": "u"}}
+
+
+def test_query_string_server_url_is_refused_redacted(capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    redactor = Redactor(urls=["https://h.example/wd/hub?token=abcdef123"])
+    with pytest.raises(appium.UsageError) as info:
+        appium.check_server("https://h.example/wd/hub?token=abcdef123", redactor)
+    assert info.value.one_line() == (
+        "--server 'https://h.example/wd/hub?token=***' has a query string, which the Appium "
+        "client cannot carry (give credentials as https://USER:KEY@host/path, or as "
+        "capabilities in --caps)")
+
+
