@@ -29,9 +29,11 @@ NEAR_MISSES = {
     "android/logcat-abort-cxx-exception.txt": "abort",  # ORT_ENFORCE throw in the callback
     "android/logcat-abort-resize-capability.txt": "abort",  # EP capability check throws
     "host/abort-terminate.txt": "abort",
+    "ios/abort-cxx-exception.crash": "abort",  # uncaught C++ exception, Apple legacy text
     "android/tombstone-executorch-xnnpack.txt": "other-native-crash",  # XNNPACK's own alloc
     "android/dropbox-native-crash-mlas.txt": "other-native-crash",  # ORT contrib op
     "android/play-console-copy.txt": "other-native-crash",  # reporter junk symbols
+    "android/crashlytics-copy-no-signal.txt": "other-native-crash",  # no signal: hints only
     "macos/mlas-unsymbolicated.crash": "other-native-crash",  # unsymbolized ORT frames
     "android/tombstone-no-frames.txt": "other-native-crash",
     "ios/unsymbolicated.ips": "other-native-crash",

@@ -248,8 +248,15 @@ def parse_ips(draft: Draft, text: str) -> None:
         draft.note(f"crashing thread {index} has no frames")
     leb = _list(body.get("lastExceptionBacktrace"))
     if leb:
-        draft.note(f"lastExceptionBacktrace present ({len(leb)} frames): an uncaught "
-                   "exception ended the process")
+        draft.note(_leb_note(len(leb), [str(_dict(f).get("symbol") or "?") for f in leb]))
+
+
+def _leb_note(count: int, symbols: list[str]) -> str:
+    """Note naming the top of an uncaught exception's backtrace (the frames stay the
+    crashing thread's, as in Apple's report)."""
+    top = ", ".join(symbols[:3])
+    return f"last exception backtrace ({count} frames; an uncaught exception ended the " \
+           f"process): {top}"
 
 
 def _read_jetsam(draft: Draft, header: dict[str, Any], body: dict[str, Any]) -> None:
@@ -302,7 +309,8 @@ _TEXT_FRAME = re.compile(r"^(?P<idx>\d{1,4})\s+(?P<image>\S.*?)\s+(?P<addr>0x[0-
 _SYM_OFF = re.compile(r"^(?P<sym>.*?) \+ (?P<off>\d+)(?: \((?P<file>[^()]*?):(?P<line>\d+)\))?\s*$")
 _IMAGE = re.compile(r"^\s*(?P<start>0x[0-9a-fA-F]+)\s*-\s*(?:0x[0-9a-fA-F]+|\?\?\?)\s+\+?"
                     r"(?P<what>.*?)\s*<(?P<uuid>[0-9a-fA-F-]{32,36})>\s*(?P<path>.*)$")
-_HEADER = re.compile(r"^(?P<key>[A-Z][A-Za-z /]+?):\s+(?P<value>.*)$")
+_LEB = -1  # block key of the "Last Exception Backtrace:" frames
+_HEADER = re.compile(r"^(?P<key>[A-Z][A-Za-z /]+?):\s*(?P<value>.*)$")
 
 
 def looks_like_crash_text(text: str) -> bool:
@@ -330,6 +338,9 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
                 asi = None
             else:
                 asi.append(line.strip())
+            continue
+        if line.strip() == "Last Exception Backtrace:":
+            current = _LEB
             continue
         m = _CRASHED.match(line)
         if m is not None:
@@ -404,6 +415,9 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
             asi = [value] if value else []
     if asi is not None:
         draft.set("abort_message", "\n".join(asi) or None)
+    leb = blocks.pop(_LEB, [])
+    if leb:
+        draft.note(_leb_note(len(leb), [(rest or "").split(" + ")[0] for _, _, _, rest in leb]))
     if crashed is None:
         draft.note("no crashed thread named (no 'Thread N Crashed:' / 'Triggered by Thread:')")
         return
