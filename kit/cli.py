@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kit.targets.ios_cli",
     "kit.targets.appium_cli",
     "kit.cli_analysis",
+    "kit.cli_app",
 )
 
 
