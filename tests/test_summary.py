@@ -1,0 +1,158 @@
+"""Campaign summary: counts, Clopper-Pearson rates, create overlap, infra errors apart.
+
+Campaigns are built through the kit's own store (prepare_store + append), as `coldstart run`
+writes them. ``make_campaign`` is shared with the verdict and report tests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+import pytest
+from rich.console import Console
+
+from kit.campaign import Campaign, load_campaign, prepare_store
+from kit.records import LaunchRecord, Outcome, SessionTiming
+from kit.scenario import parse_scenario
+from kit.summary import render_summary, summarize
+
+
+def record(label: str, index: int, outcome: str = "completed", *, crash_class: str | None = None,
+           device: str = "host:a", last_phase: str | None = None, attempt: int = 1,
+           sessions: list[SessionTiming] | None = None, race: dict[str, Any] | None = None,
+           error: str | None = None, signature: str | None = None,
+           crash: dict[str, Any] | None = None, target: str = "host",
+           started_at: str | None = None) -> LaunchRecord:
+    """A launch record as a launcher returns it."""
+    launch_id = f"{label}-{index:05d}" + (f".r{attempt}" if attempt > 1 else "")
+    if last_phase is None:
+        last_phase = {"completed": "done", "crashed": "sessions-created", "hung": "start",
+                      "infra-error": None}.get(outcome, "start")
+    if outcome == "crashed" and signature is None:
+        signature = f"sig-of-{crash_class}"
+    return LaunchRecord(
+        launch_id=launch_id, index=index, attempt=attempt, label=label, target=target,
+        device=device, scenario=f"coldstart://run?id={launch_id}&mode=concurrent",
+        outcome=Outcome(outcome), last_phase=last_phase, crash_class=crash_class,
+        sessions=sessions or [], race=race, error=error, signature=signature, crash=crash,
+        started_at=started_at or f"2026-01-01T00:{index // 60:02d}:{index % 60:02d}.000Z")
+
+
+def make_campaign(root: Path, label: str, records: Iterable[LaunchRecord], *,
+                  scenario: str = "mode=concurrent", target: str = "host",
+                  build: dict[str, Any] | None = None) -> Campaign:
+    """Write a campaign directory with ``records`` and load it back."""
+    records = list(records)
+    store, _ = prepare_store(root / label, label=label, target=target,
+                             scenario=parse_scenario(scenario),
+                             launches=len({r.index for r in records}), resume=False,
+                             meta_extra={"build": build or {}})
+    for r in records:
+        store.append(r)
+    return load_campaign(store.path)
+
+
+def counts(label: str, events: int, n: int, *, crash_class: str = "xnnpack-allocator-uaf",
+           device: str = "host:a", start: int = 0) -> list[LaunchRecord]:
+    """``events`` crashed launches of ``crash_class`` then ``n - events`` completed ones."""
+    return [record(label, start + i, "crashed" if i < events else "completed",
+                   crash_class=crash_class if i < events else None, device=device)
+            for i in range(n)]
+
+
+def timing(starts: list[float], ends: list[float]) -> list[SessionTiming]:
+    return [SessionTiming(i, f"m{i}", s, e) for i, (s, e) in enumerate(zip(starts, ends))]
+
+
+@pytest.fixture()
+def mixed(tmp_path: Path) -> Campaign:
+    recs = [
+        record("base", 0, "crashed", crash_class="xnnpack-allocator-uaf",
+               last_phase="sessions-created", sessions=timing([1.0, 1.1, 1.2], [5.0, 5.5, 6.0]),
+               crash={"frames": [{"index": 0, "symbol": "xnn_aligned_allocate", "offset": 12,
+                                  "module": "libonnxruntime.so"}]}),
+        record("base", 1, "crashed", crash_class="xnnpack-allocator-uaf",
+               last_phase="inference-done", sessions=timing([1.0, 3.0, 9.0], [2.0, 4.0, 10.0])),
+        record("base", 2, "crashed", crash_class="abort", last_phase="sessions-released"),
+        record("base", 3, "completed", sessions=timing([0.0, 0.5, 0.25], [4.0, 3.0, 2.0])),
+        record("base", 4, "hung", device="host:b"),
+        record("base", 5, "infra-error", device="host:b", error="device offline"),
+        record("base", 5, "completed", device="host:b", attempt=2),
+        record("base", 6, "app-error", last_phase="models-ready"),
+    ]
+    return make_campaign(tmp_path, "base", recs)
+
+
+def test_counts_by_outcome_class_phase_and_device(mixed: Campaign) -> None:
+    s = summarize(mixed)
+    assert (s.records, s.counted) == (8, 7)
+    assert {r.key: r.count for r in s.outcomes} == {"crashed": 3, "completed": 2, "hung": 1,
+                                                    "app-error": 1}
+    assert all(r.rate.n == 7 for r in s.outcomes)  # the infra error is not in any denominator
+    assert {r.key: r.count for r in s.crash_classes} == {"xnnpack-allocator-uaf": 2, "abort": 1}
+    assert {r.key: r.count for r in s.last_phases} == {
+        "sessions-created": 1, "inference-done": 1, "sessions-released": 1, "done": 2,
+        "start": 1, "models-ready": 1}
+    assert {r.key: r.count for r in s.crash_phases} == {
+        "sessions-created": 1, "inference-done": 1, "sessions-released": 1}
+    devices = {d.device: d for d in s.devices}
+    assert (devices["host:a"].crashed.count, devices["host:a"].crashed.n) == (3, 5)
+    assert (devices["host:b"].crashed.count, devices["host:b"].crashed.n,
+            devices["host:b"].infra_errors) == (0, 2, 1)
+    assert [(e.launch_id, e.error) for e in s.infra_errors] == [("base-00005", "device offline")]
+    assert s.crashed.count == 3 and s.crashed.n == 7
+    # Clopper-Pearson 95% for 3/7: 0.0990-0.8159 (published tables)
+    assert s.crashed.low == pytest.approx(0.0990, abs=5e-4)
+    assert s.crashed.high == pytest.approx(0.8159, abs=5e-4)
+    assert s.label == "base" and s.target == "host" and s.planned_launches == 7
+
+
+def test_create_overlap_from_session_times(mixed: Campaign) -> None:
+    o = summarize(mixed).overlap
+    # launch 0: min end 5.0 - max start 1.2 = 3.8 (overlap); launch 1: 2.0 - 9.0 = -7 (none);
+    # launch 3: 2.0 - 0.5 = 1.5 (overlap)
+    assert o.timed == 3
+    assert (o.overlapped.count, o.overlapped.n) == (2, 3)
+    assert o.median_overlap_ms == pytest.approx(1.5)
+    # start spreads: 0.2, 8.0, 0.5
+    assert o.median_start_spread_ms == pytest.approx(0.5)
+    assert o.max_start_spread_ms == pytest.approx(8.0)
+
+
+def test_signatures_keep_one_example_stack(mixed: Campaign) -> None:
+    sigs = {s.crash_class: s for s in summarize(mixed).signatures}
+    uaf = sigs["xnnpack-allocator-uaf"]
+    assert uaf.count == 2
+    assert uaf.example_launch_id == "base-00000"
+    assert uaf.example_frames == ("#00 xnn_aligned_allocate+12 (libonnxruntime.so)",)
+    assert sigs["abort"].example_frames == ()
+
+
+def test_race_witness_counts_only_launches_with_a_witness(tmp_path: Path) -> None:
+    recs = [record("w", 0, race={"witnessed": True, "available": True, "contexts": [1, 2]}),
+            record("w", 1, race={"witnessed": False, "available": True}),
+            record("w", 2, race={"witnessed": False, "available": False}),
+            record("w", 3)]
+    race = summarize(make_campaign(tmp_path, "w", recs)).race
+    assert race is not None and (race.witnessed.count, race.witnessed.n) == (1, 2)
+    assert summarize(make_campaign(tmp_path, "x", [record("x", 0)])).race is None
+
+
+def test_summarize_records_in_progress_without_a_directory() -> None:
+    s = summarize(counts("live", 2, 5) + [record("live", 5, "infra-error")])
+    assert (s.label, s.path, s.counted, s.crashed.count) == ("live", None, 5, 2)
+    assert s.scenario.startswith("coldstart://run?mode=concurrent")
+    assert "id=" not in s.scenario
+
+
+def test_render_summary_prints_rates_and_untrusted_text_verbatim(tmp_path: Path) -> None:
+    recs = counts("r", 1, 4) + [record("r", 4, "infra-error", error="[red]not markup[/red]")]
+    console = Console(record=True, width=120)
+    render_summary(summarize(make_campaign(tmp_path, "r", recs)), console)
+    text = console.export_text()
+    assert "4 counted launches, 1 infra errors (not counted)" in text
+    assert "xnnpack-allocator-uaf" in text and "1/4" in text
+    assert "25.0% [0.6%, 80.6%]" in text  # Clopper-Pearson 95% for 1/4
+    assert "[red]not markup[/red]" in text
+    assert "Create overlap: no launch reported" in text
