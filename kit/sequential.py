@@ -43,7 +43,7 @@ from .campaign import (Campaign, CampaignObserver, CampaignStore, Launcher, load
 from .errors import UsageError
 from .records import LaunchRecord
 from .scenario import Scenario
-from .stats import fisher_p_vector
+from .stats import fisher_p_vector, significant
 from .verdict import (DEFAULT_SIGNATURE, Verdict, VerdictSettings, count_target, decide)
 
 __all__ = ["SprtState", "SprtDesign", "OperatingPoint", "StopRule", "InterleavedRule",
@@ -258,8 +258,8 @@ class InterleavedRule:
         if state is SprtState.NOT_BELOW:
             return False, False, (f"the candidate's {sig} rate is not below the "
                                   f"{self.settings.ceiling:g} ceiling ({x_c}/{n_c})")
-        baseline_ok = x_b > 0 and n_c > 0 and float(
-            fisher_p_vector(x_b, n_b, x_c, n_c)) <= self.settings.alpha
+        baseline_ok = x_b > 0 and n_c > 0 and significant(
+            float(fisher_p_vector(x_b, n_b, x_c, n_c)), self.settings.alpha)
         if state is SprtState.BELOW_CEILING and baseline_ok and decide(
                 x_b, n_b, x_c, n_c, self.settings, use_boschloo=False,
                 with_needed=False).verdict is Verdict.FIXED:

@@ -28,7 +28,7 @@ from .errors import UsageError
 from .records import LaunchRecord, Outcome
 from .stats import (Plan, Rate, RateTest, StratumTable, fisher_p_vector, holm,
                     launches_to_see, lower_bound, lower_rate_test,
-                    plan_launches, rate, stratified_exact_p, upper_bound)
+                    plan_launches, rate, significant, stratified_exact_p, upper_bound)
 
 __all__ = ["Verdict", "VerdictSettings", "Decision", "Needed", "ArmResult", "DeviceResult",
            "MovedCrash", "Comparison", "decide", "compare_campaigns", "is_target",
@@ -197,7 +197,7 @@ def clean_launches_to_fixed(x_b: int, n_b: int, x_c: int, n_c: int, *, alpha: fl
 
     def ok(m: int) -> bool:
         p = float(fisher_p_vector(x_b, n_b, x_c, n_c + m))
-        return p <= alpha and upper_bound(x_c, n_c + m, 1 - alpha) < ceiling
+        return significant(p, alpha) and upper_bound(x_c, n_c + m, 1 - alpha) < ceiling
 
     hi = 1
     while not ok(hi):
@@ -248,7 +248,7 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
     ptext = f"one-sided p = {_p(p)}, {how}"
     if stratified_p is None and test.method == "boschloo":
         ptext += f"; Fisher's p = {_p(test.fisher_p)}"
-    lower = p <= alpha
+    lower = significant(p, alpha)
     base = f"{x_b}/{n_b}"
     cand = f"{x_c}/{n_c}"
     bound = f"below {_pct(cand_upper)} at {confidence:.0%}"
@@ -459,7 +459,7 @@ def _moved(base: Sequence[LaunchRecord], cand: Sequence[LaunchRecord], signature
     for (key, x_b, x_c, p), p_holm in zip(rows, adjusted):
         if base and cand and x_c / len(cand) > x_b / len(base):
             out.append(MovedCrash(key, rate(x_b, len(base)), rate(x_c, len(cand)), p, p_holm,
-                                  p_holm <= alpha))
+                                  significant(p_holm, alpha)))
     return tuple(out)
 
 

@@ -22,6 +22,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from ..stats import significant
+
 __all__ = ["write", "build"]
 
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -158,7 +160,7 @@ def build(data: dict[str, Any]) -> ET.ElementTree:
         p = dec.get("p")
         test = dec.get("test") or {}
         check(f"candidate's {sig} rate lower than the baseline's (alpha {alpha})",
-              None if p is not None and p <= alpha else f"not shown lower (p = {p})",
+              None if p is not None and significant(p, alpha) else f"not shown lower (p = {p})",
               f"p = {p} ({test.get('method')}); Fisher p = {test.get('fisher_p')}, "
               f"Boschloo p = {test.get('boschloo_p')}, stratified p = {comp['stratified_p']}")
         upper = dec["candidate_upper"]
