@@ -11,6 +11,7 @@ Examples per parser: ``COLDSTART_FUZZ_EXAMPLES`` (default 150, to keep CI fast);
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -83,7 +84,7 @@ def _check(record: CrashRecord) -> None:
 _HINTS = ("android", "dropbox", "exit-info", "ips", "crash-text", "lldb", "host")
 PARSERS: dict[str, Callable[[bytes | str], CrashRecord]] = {
     "parse_text": lambda d: parse_text(d),
-    **{f"parse_text-{h}": (lambda h: lambda d: parse_text(d, hint=h))(h) for h in _HINTS},
+    **{f"parse_text-{h}": functools.partial(parse_text, hint=h) for h in _HINTS},
     "parse_host": lambda d: parse_host(11, d),
 }
 

@@ -71,4 +71,4 @@ def demangle_all(names: Iterable[str]) -> tuple[dict[str, str], str | None]:
     out = done.stdout.split("\n")
     if done.returncode != 0 or len(out) < len(wanted):
         return {}, f"C++ names left mangled: c++filt exited {done.returncode}"
-    return dict(zip(wanted, out)), None
+    return dict(zip(wanted, out, strict=False)), None

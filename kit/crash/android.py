@@ -40,11 +40,14 @@ TOMBSTONE_TAGS = frozenset({"DEBUG", "crash_dump32", "crash_dump64", "debuggerd"
 _JAVA_FRAME = re.compile(r"^\s*at (?P<sym>[^\s(]+)\((?P<loc>[^)]*)\)?\s*$")
 _JAVA_EXC = re.compile(r"^\s*(?:Caused by: )?(?P<type>[A-Za-z_$][\w$]*(?:\.[\w$]+)+)"
                        r"(?::\s?(?P<msg>.*))?$")
-_JS_FRAME = re.compile(r"^\s*(?P<fn>[^@\s]*)@(?P<loc>\S*?)(?::(?P<line>\d+)(?::(?P<col>\d+))?)?\s*$")
+# fn@file:line:col, or Hermes' fn@line:col (a release bundle is one file, so no file name)
+_JS_FRAME = re.compile(r"^\s*(?P<fn>[^@\s]*)@(?P<loc>\S*?)"
+                       r"(?::(?P<line>\d+)(?::(?P<col>\d+))?)?\s*$")
 _LMK = re.compile(r"Kill(?:ing)? '(?P<proc>[^']*)' \((?P<pid>\d+)\)(?P<rest>.*)$")
 _TRACES_HEAD = re.compile(r"^----- pid (?P<pid>\d+) at (?P<time>.*?) -----\s*$")
 _THREAD_HEAD = re.compile(r'^"(?P<name>[^"]*)"(?P<rest>.*)$')
-_DROPBOX_HEAD = re.compile(r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?P<tag>\S+)(?: \((?P<what>.*)\))?\s*$")
+_DROPBOX_HEAD = re.compile(r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?P<tag>\S+)"
+                           r"(?: \((?P<what>.*)\))?\s*$")
 
 
 def _java_frame(index: int, line: str) -> Frame | None:
@@ -63,10 +66,12 @@ def _js_frames(lines: Sequence[str]) -> list[Frame]:
         m = _JS_FRAME.match(line)
         if m is None or not (m.group("fn") or m.group("loc")):
             continue
-        loc = m.group("loc")
+        loc, line, col = m.group("loc"), m.group("line"), m.group("col")
+        if loc.isdigit() and line is not None and col is None:
+            loc, line, col = "", loc, line  # Hermes: fn@line:col
         frames.append(Frame(index=len(frames), symbol=m.group("fn") or "<anonymous>",
                             module=basename(loc) if loc else None, file=loc or None,
-                            line=parse_int(m.group("line")), offset=parse_int(m.group("col"))))
+                            line=parse_int(line), offset=parse_int(col)))
     return frames
 
 

@@ -232,9 +232,9 @@ def parse_ips(draft: Draft, text: str) -> None:
             draft.set("fault_address", parts[1].lower() if parts[1].startswith("0x") else None)
     for raw in _list(thread.get("frames")):
         frame = _dict(raw)
-        image = images[_int(frame.get("imageIndex"))] if (
-            isinstance(_int(frame.get("imageIndex")), int)
-            and 0 <= (_int(frame.get("imageIndex")) or 0) < len(images)) else {}
+        image_index = _int(frame.get("imageIndex"))
+        image = images[image_index] if (
+            image_index is not None and 0 <= image_index < len(images)) else {}
         offset = _int(frame.get("imageOffset"))
         path = _str(image.get("path"))
         draft.add_frame(Frame(
@@ -453,7 +453,8 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
 _LLDB_STOP = re.compile(r"^\s*\* thread #(?P<n>\d+)(?P<attrs>.*?), stop reason = (?P<reason>.*)$")
 _LLDB_FRAME = re.compile(r"^\s*\*?\s*frame #(?P<idx>\d+): (?P<addr>0x[0-9a-fA-F]+)"
                          r"(?: (?P<mod>[^`\s]+)`(?P<sym>.*?))?"
-                         r"(?: \+ (?P<off>\d+))?(?: at (?P<file>[^:\s]+):(?P<line>\d+)(?::\d+)?)?\s*$")
+                         r"(?: \+ (?P<off>\d+))?"
+                         r"(?: at (?P<file>[^:\s]+):(?P<line>\d+)(?::\d+)?)?\s*$")
 
 
 def read_lldb(draft: Draft, lines: Sequence[str]) -> None:

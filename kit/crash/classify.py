@@ -122,7 +122,7 @@ def _native_abort(ctx: _Context) -> CrashClass | None:
     r = ctx.record
     if r.kind != "native":
         return None
-    sig = {r.signal_name, r.exception} & _NATIVE_ABORTS
+    sig = {g for g in (r.signal_name, r.exception) if g} & _NATIVE_ABORTS
     if sig or (r.abort_message and r.signal_name is None and r.exception is None):
         why = f"signal {'/'.join(sorted(sig))}" if sig else "abort message without a signal"
         ctx.trail.append(f"native-abort: {why} -> abort")

@@ -162,8 +162,8 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
             else:
                 m = _SIGNAL_MENTION.search(stripped)
                 if m is not None and ("signal" in stripped.lower() or "caught" in stripped):
-                    name = m.group("name") or signal_name(parse_int(m.group("num")))
-                    draft.set("signal_name", name)
+                    draft.set("signal_name", m.group("name")
+                              or signal_name(parse_int(m.group("num"))))
     if abort_lines:
         draft.set("abort_message", "\n".join(abort_lines))
     mapping, note = demangle_all(f.symbol for f in frames if f.symbol)

@@ -119,7 +119,7 @@ class Rule:
             if abort and pattern.search(abort):
                 return fail(f"abort message matches reject pattern {pattern.pattern!r}")
         if self.signals:
-            got = {record.signal_name, record.exception} - {None}
+            got = {g for g in (record.signal_name, record.exception) if g}
             by_abort = next((p.pattern for p in self.abort_messages if abort and p.search(abort)),
                             None)
             if got & set(self.signals):

@@ -81,7 +81,7 @@ def read_build_id(path: str | Path) -> tuple[str | None, bool]:
                 for section in elf.iter_sections():
                     if section.header.sh_type != "SHT_NOTE":
                         continue
-                    for note in section.iter_notes():
+                    for note in section.iter_notes():  # type: ignore[attr-defined]
                         if note["n_type"] == "NT_GNU_BUILD_ID":
                             build_id = str(note["n_desc"]).lower()
                 has_symbols = bool(elf.get_section_by_name(".symtab")
@@ -195,7 +195,7 @@ def symbolize_android(record: CrashRecord, symbols_dir: str | Path,
     symbolized = 0
     for path, positions in wanted.items():
         results = _run_llvm(tool, path, [record.frames[i].pc or "0" for i in positions])
-        for i, result in zip(positions, results):
+        for i, result in zip(positions, results, strict=False):
             expanded = _frames_from_result(record.frames[i], result)
             if expanded:
                 new_frames[i] = expanded
@@ -311,7 +311,7 @@ def symbolize_apple(record: CrashRecord, dsym: str | Path, arch: str = "arm64"
         raise InfraError(f"atos failed: {exc}", "check the Xcode command line tools") from None
     frames = list(record.frames)
     symbolized = 0
-    for i, line in zip(positions, done.stdout.splitlines()):
+    for i, line in zip(positions, done.stdout.splitlines(), strict=False):
         sym, file, line_no, offset = parse_atos_line(line)
         if sym is not None:
             frames[i] = dataclasses.replace(frames[i], symbol=sym, file=file, line=line_no,

@@ -43,7 +43,8 @@ FATAL_SIGNAL = re.compile(
     r"(?:, code (?P<code>-?\d+)(?: \((?P<code_name>[^)]*)\))?)?"
     r"(?:, fault addr (?P<addr>[-\w]+))?"
     r"(?: in tid (?P<tid>\d+) \((?P<tname>.*?)\))?(?:, pid (?P<pid>\d+)(?: \((?P<proc>.*?)\)?$)?)?")
-_FRAME = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+pc\s+(?:0x)?(?P<pc>[0-9a-fA-F]{1,16})\b\s*(?P<rest>.*)$")
+_FRAME = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+pc\s+(?:0x)?(?P<pc>[0-9a-fA-F]{1,16})\b\s*"
+                    r"(?P<rest>.*)$")
 _BUILD_ID = re.compile(r"\s*\(BuildId: (?P<id>[0-9a-fA-F]*)\)?\s*$")
 _APK_OFFSET = re.compile(r"\s*\(offset (?P<off>0x[0-9a-fA-F]+)\)\s*$")
 _SYMBOL_OFFSET = re.compile(r"^(?P<sym>.*?)\+(?P<off>\d+)$")
@@ -96,7 +97,10 @@ def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
             inner = rest[start + 1:-1]
             if not inner.startswith("offset 0x") and inner != "deleted":
                 sm = _SYMBOL_OFFSET.match(inner)
-                symbol, offset = (sm.group("sym"), parse_int(sm.group("off"))) if sm else (inner, None)
+                if sm is not None:
+                    symbol, offset = sm.group("sym"), parse_int(sm.group("off"))
+                else:
+                    symbol = inner
                 rest = rest[:start].rstrip()
     elif " (" in rest:
         # "(symbol+off" with no closing paren: the line was cut inside the symbol
