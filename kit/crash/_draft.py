@@ -26,6 +26,9 @@ class Draft:
     frames: list[Frame] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     dropped_frames: int = 0
+    #: the 15-character process name of a ``Fatal signal`` line, used only when no tombstone
+    #: line names the process
+    short_process: str | None = None
 
     def set(self, name: str, value: Any, override: bool = False) -> None:
         """Set a record field unless it is already set (or ``override``); ignores ``None``."""

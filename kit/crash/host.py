@@ -131,7 +131,11 @@ def looks_like_host_backtrace(lines: Sequence[str]) -> bool:
 
 
 def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
-    """Read a workload's stderr: its backtrace, abort text and any signal it names."""
+    """Read a workload's stderr: its backtrace, abort text and any signal it names.
+
+    Sets ``format`` (``host-backtrace``, ``host-gdb``, ``host-signal``) and ``kind``
+    (``native`` for a crash signal or a backtrace).
+    """
     frames: list[Frame] = []
     abort_lines: list[str] = []
     in_run = done = False
@@ -182,6 +186,26 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
         draft.add_frame(Frame(index=i, module=frame.module, symbol=frame.symbol,
                               offset=frame.offset, pc=frame.pc, path=frame.path,
                               file=frame.file, line=frame.line))
+    _finish(draft)
+
+
+_CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS")
+
+
+def _finish(draft: Draft) -> None:
+    """Signal number from its name, and the kind: native for crash signals or frames."""
+    if draft.get("signal") is None and draft.get("signal_name"):
+        draft.set("signal", signal_number(draft.get("signal_name")))
+    name = draft.get("signal_name")
+    if name in _CRASH_SIGNALS:
+        draft.kind = "native"
+    elif name == "SIGKILL":
+        draft.note("SIGKILL: killed from outside (timeout, OOM killer, user), not a crash "
+                   "the process detected")
+    elif draft.get("signal") is None and not draft.frames:
+        draft.note("no signal and no backtrace: the workload did not crash by a signal")
+    elif draft.frames:
+        draft.kind = "native"
 
 
 def _drop_handler_frames(draft: Draft, frames: list[Frame]) -> list[Frame]:
@@ -234,16 +258,4 @@ def _parse_host(signal: int | None, output: str | bytes) -> CrashRecord:
     elif signal is not None:
         draft.note(f"ignored exit signal {signal!r}: not a signal number")
     read_host_output(draft, text.split("\n"))
-    if draft.get("signal") is None and draft.get("signal_name"):
-        draft.set("signal", signal_number(draft.get("signal_name")))
-    name = draft.get("signal_name")
-    if name in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS"):
-        draft.kind = "native"
-    elif name == "SIGKILL":
-        draft.note("SIGKILL: killed from outside (timeout, OOM killer, user), not a crash "
-                   "the process detected")
-    elif draft.get("signal") is None and not draft.frames:
-        draft.note("no signal and no backtrace: the workload did not crash by a signal")
-    elif draft.frames:
-        draft.kind = "native"
     return draft.build()

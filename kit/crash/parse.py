@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from ._draft import Draft
-from ._text import decode, signal_name, signal_number, split_logcat
+from ._text import decode, signal_name, split_logcat
 from .android import parse_android_log, parse_dropbox
 from .apple import looks_like_crash_text, parse_ips, read_crash_text, read_lldb
 from .exitinfo import ExitReason, parse_exit_info
@@ -102,20 +102,10 @@ def _parse(text: str | bytes, hint: str | None) -> CrashRecord:
     elif family == "host":
         draft = Draft(platform="linux", source="host-signal", format="host-backtrace",
                       notes=notes)
-        _read_host(draft, text)
+        read_host_output(draft, text.split("\n"))
     else:
         draft = _parse_android_or_host(text, notes, forced=family is not None)
     return draft.build()
-
-
-def _read_host(draft: Draft, text: str) -> None:
-    read_host_output(draft, text.split("\n"))
-    if draft.get("signal_name"):
-        draft.set("signal", signal_number(draft.get("signal_name")))
-    if draft.frames or draft.get("signal_name"):
-        draft.kind = "native"
-    if not draft.frames:
-        draft.note("no backtrace lines")
 
 
 def _parse_android_or_host(text: str, notes: list[str], forced: bool) -> Draft:
@@ -127,7 +117,7 @@ def _parse_android_or_host(text: str, notes: list[str], forced: bool) -> Draft:
     if draft.kind == "unknown" and not forced and looks_like_host_backtrace(lines):
         host = Draft(platform="linux", source="host-signal", format="host-backtrace",
                      notes=list(notes))
-        _read_host(host, text)
+        read_host_output(host, lines)
         return host
     if draft.kind == "unknown":
         if not forced:

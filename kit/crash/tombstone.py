@@ -143,10 +143,8 @@ def read_fatal_signal(draft: Draft, msg: str) -> bool:
     draft.set("tid", parse_int(m.group("tid")))
     draft.set("thread_name", m.group("tname"))
     draft.set("pid", parse_int(m.group("pid")))
-    proc = m.group("proc")
-    if proc:
-        # the libc line cuts the process name to 15 characters; a tombstone line wins later
-        draft.values.setdefault("_short_process", proc)
+    # the libc line cuts the process name to 15 characters; a tombstone line wins later
+    draft.short_process = draft.short_process or m.group("proc") or None
     return True
 
 
@@ -257,8 +255,7 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
     if abort_lines is not None:
         _finish_abort(draft, abort_lines)
         draft.note("the abort message has no closing quote (report cut or garbled)")
-    short = draft.values.pop("_short_process", None)
-    draft.set("process", short)
+    draft.set("process", draft.short_process)
     if saw_backtrace and not draft.frames:
         draft.note("'backtrace:' is followed by no frames (report cut?)")
     if total_frames is not None and 0 < len(draft.frames) < total_frames:
