@@ -1,0 +1,233 @@
+"""Reports: summary.json, JUnit XML, Markdown and the HTML page (rendered in headless
+Chromium), plus the compare / plan / report commands and their exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from kit.cli import main
+from kit.report import REPORT_SCHEMA_VERSION, write_reports
+from kit.report.markdown import escape
+from kit.verdict import Verdict, VerdictSettings, compare_campaigns
+from tests.test_summary import counts, make_campaign, record
+
+EVIL = "<script>alert(1)</script>"
+SECRET_URL = "https://alice:s3cr3tKey@hub.example.com/wd/hub?token=tok123456"
+
+
+@pytest.fixture()
+def pair(tmp_path: Path):
+    crash = {"frames": [{"index": 0, "symbol": f"xnn_aligned_allocate{EVIL}", "offset": 4,
+                         "module": "libonnxruntime.so"}]}
+    base_recs = counts("baseline", 12, 20, device="emulator-5554") + [
+        record("baseline", 20, "infra-error", device="emulator-5554",
+               error=f"appium session failed at {SECRET_URL}")]
+    base_recs[0] = record("baseline", 0, "crashed", crash_class="xnnpack-allocator-uaf",
+                          signature=f"xnn_aligned_allocate | {EVIL}", crash=crash,
+                          device="emulator-5554")
+    cand_recs = counts("candidate", 0, 100, device="emulator-5554")
+    cand_recs[0] = record("candidate", 0, "crashed", crash_class="abort",
+                          device="emulator-5554", last_phase="sessions-released")
+    base = make_campaign(tmp_path, "baseline", base_recs)
+    cand = make_campaign(tmp_path, "candidate", cand_recs, scenario="mode=serial")
+    return base, cand
+
+
+def _all_text(paths: dict[str, Path]) -> str:
+    return "".join(p.read_text() for p in paths.values())
+
+
+def test_comparison_reports(pair, tmp_path: Path) -> None:
+    base, cand = pair
+    comparison = compare_campaigns(base, cand)
+    assert comparison.verdict is Verdict.FIXED
+    paths = write_reports(tmp_path / "out", [base, cand], comparison)
+    assert sorted(p.name for p in paths.values()) == ["junit.xml", "report.html", "summary.json",
+                                                      "summary.md"]
+    data = json.loads(paths["json"].read_text())
+    assert data["schema"] == "coldstart-report"
+    assert data["schema_version"] == REPORT_SCHEMA_VERSION == 1
+    assert data["kind"] == "comparison" and data["comparison"]["verdict"] == "fixed"
+    assert data["comparison"]["baseline"]["events"] == 12
+    assert [c["label"] for c in data["campaigns"]] == ["baseline", "candidate"]
+    assert data["campaigns"][0]["infra_errors"][0]["launch_id"] == "baseline-00020"
+    # credentials never reach a report
+    text = _all_text(paths)
+    assert "s3cr3tKey" not in text and "tok123456" not in text
+    assert "hub.example.com" in text
+
+
+def test_junit_has_the_verdict_checks_and_crash_classes(pair, tmp_path: Path) -> None:
+    base, cand = pair
+    paths = write_reports(tmp_path / "out", [base, cand], compare_campaigns(base, cand))
+    root = ET.parse(paths["junit"]).getroot()
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == [
+        "coldstart compare baseline vs candidate (xnnpack-allocator-uaf)", "campaign baseline",
+        "campaign candidate"]
+    comp = suites[0]
+    cases = {c.get("name"): c for c in comp.findall("testcase")}
+    assert cases["verdict"].find("failure") is None and cases["verdict"].find("skipped") is None
+    # the scenarios differ: a check that did not pass, skipped since the verdict passes
+    same = cases["same scenario in both campaigns"]
+    assert same.find("skipped") is not None and same.find("failure") is None
+    by_class = {c.get("name"): c for c in comp.findall("testcase")
+                if c.get("classname") == "coldstart.crash-class"}
+    assert set(by_class) == {"xnnpack-allocator-uaf", "abort"}
+    assert "rose" in by_class["abort"].find("system-out").text  # 0/20 -> 1/100: not significant
+    props = {p.get("name"): p.get("value") for p in comp.find("properties")}
+    assert props["verdict"] == "fixed"
+    assert root.get("failures") == "0"
+    assert int(root.get("tests")) == sum(int(s.get("tests")) for s in suites)
+
+
+def test_junit_marks_not_fixed_and_fail_on(tmp_path: Path) -> None:
+    base = make_campaign(tmp_path, "b", counts("b", 10, 20))
+    cand = make_campaign(tmp_path, "c", counts("c", 9, 20))
+    paths = write_reports(tmp_path / "o1", [base, cand], compare_campaigns(base, cand))
+    verdict = ET.parse(paths["junit"]).getroot().find("testsuite/testcase[@name='verdict']")
+    assert verdict.find("failure").get("type") == "not-fixed"
+    clean = make_campaign(tmp_path, "c2", counts("c2", 0, 5))
+    inconclusive = compare_campaigns(base, clean)
+    assert inconclusive.verdict is Verdict.INCONCLUSIVE
+    for fail_on, tag in (((), "skipped"), ((Verdict.INCONCLUSIVE,), "failure")):
+        paths = write_reports(tmp_path / f"o-{tag}", [base, clean], inconclusive,
+                              fail_on=fail_on)
+        root = ET.parse(paths["junit"]).getroot()
+        assert root.find("testsuite/testcase[@name='verdict']").find(tag) is not None
+        assert (root.get("failures") != "0") == (tag == "failure")
+
+
+def test_html_escapes_crash_text_and_is_self_contained(pair, tmp_path: Path) -> None:
+    base, cand = pair
+    paths = write_reports(tmp_path / "out", [base, cand], compare_campaigns(base, cand))
+    html = paths["html"].read_text()
+    assert EVIL not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert len(re.findall(r'<img class="plot" alt="[^"]+" src="data:image/png;base64,', html)) == 4
+    assert not re.search(r'(src|href)="(?!data:)', html)  # nothing loaded from outside
+    assert "<script" not in html
+
+
+def test_markdown_is_short_and_inert(pair, tmp_path: Path) -> None:
+    base, cand = pair
+    paths = write_reports(tmp_path / "out", [base, cand], compare_campaigns(base, cand))
+    md = paths["markdown"].read_text()
+    assert md.startswith("### coldstart: ✅ **fixed** — `xnnpack-allocator-uaf`")
+    assert "| `xnnpack-allocator-uaf` | 12/20 (60.0%; 95% CI 36.1%–80.9%) |" in md
+    assert len(md.splitlines()) < 40
+    assert escape("a|b *c* [x](y) <img>") == r"a\|b \*c\* \[x\](y) &lt;img>"
+
+
+def _chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed: apt-get install -y chromium")
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    return exe
+
+
+def _chromium_run(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={profile}", *extra, page.as_uri()],
+        capture_output=True, text=True, timeout=120)
+
+
+def check_html_renders_its_plots(html: Path, work: Path) -> None:
+    """Open ``html`` in headless Chromium: every plot decodes (natural size > 0, read by a
+    checker script in a copy without the page's CSP), and a screenshot shows the plots'
+    colours."""
+    copy = work / "checked.html"
+    checker = ("<script>window.addEventListener('load', () => { document.body.setAttribute("
+               "'data-sizes', Array.from(document.images).map(i => i.complete + ':' + "
+               "i.naturalWidth + 'x' + i.naturalHeight).join(' ')); });</script>")
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html.read_text())
+    copy.write_text(text.replace("</body>", checker + "</body>"))
+    dom = _chromium_run(copy, work / "profile1", "--virtual-time-budget=5000", "--dump-dom")
+    sizes = re.search(r'data-sizes="([^"]*)"', dom.stdout)
+    assert sizes, dom.stdout[-2000:] + dom.stderr[-2000:]
+    images = sizes.group(1).split()
+    assert len(images) == 4
+    for image in images:
+        complete, size = image.split(":")
+        width, height = map(int, size.split("x"))
+        assert complete == "true" and width > 300 and height > 150, images
+    shot = work / "shot.png"
+    _chromium_run(html, work / "profile2", "--window-size=1280,2400", f"--screenshot={shot}")
+    import matplotlib.image
+
+    pixels = (matplotlib.image.imread(shot)[..., :3] * 255).round()
+    for colour in ("#1565c0", "#c62828"):  # a build's series and the "any crash" series
+        rgb = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+        hits = (abs(pixels - rgb).max(axis=-1) <= 8).sum()
+        assert hits > 50, f"{colour}: {hits} pixels"
+
+
+@pytest.mark.slow
+def test_html_opens_in_headless_chromium_with_its_plots(pair, tmp_path: Path) -> None:
+    base, cand = pair
+    paths = write_reports(tmp_path / "out", [base, cand], compare_campaigns(base, cand))
+    check_html_renders_its_plots(paths["html"], tmp_path)
+
+
+def test_compare_command_exit_codes(pair, tmp_path: Path, capsys) -> None:
+    base, cand = pair
+    assert main(["compare", str(base.path), str(cand.path)]) == 0
+    out = capsys.readouterr().out
+    assert "FIXED" in out and "12/20" in out and "0/100" in out
+    assert (cand.path / "comparison" / "report.html").exists()
+    weak = make_campaign(tmp_path, "weak", counts("weak", 0, 5))
+    assert main(["compare", str(base.path), str(weak.path), "--no-reports"]) == 0
+    assert main(["compare", str(base.path), str(weak.path), "--fail-on", "inconclusive",
+                 "--no-reports"]) == 1
+    assert main(["compare", str(base.path), str(weak.path), "--fail-on", "not-fixed",
+                 "--no-reports"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(base.path), str(tmp_path / "missing")]) == 2
+    android = make_campaign(tmp_path, "droid", counts("droid", 0, 5), target="android")
+    assert main(["compare", str(base.path), str(android.path)]) == 2
+    with pytest.raises(SystemExit) as bad_alpha:  # argparse's own exit, with code 2
+        main(["compare", str(base.path), str(cand.path), "--alpha", "2"])
+    assert bad_alpha.value.code == 2
+    err = capsys.readouterr().err
+    assert "different" not in err and err.count("coldstart: error:") == 3
+    assert main(["compare", str(base.path), str(cand.path), "--json", "--out",
+                 str(tmp_path / "j")]) == 0
+    assert json.loads(capsys.readouterr().out)["comparison"]["verdict"] == "fixed"
+
+
+def test_plan_command(capsys) -> None:
+    assert main(["plan", "--baseline-rate", "0.5", "--ceiling", "0.01", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fixed_design"]["candidate_launches"] == 299
+    # clean launches reach LR >= 1/alpha: ln(20) / ln((1 - 0.0025) / (1 - 0.01)) = 396.9
+    assert data["sequential"]["clean_launches"] == 397
+    assert main(["plan", "--baseline-rate", "0.5", "--ceiling", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "59 clean candidate launches" in out and "Sequential rule" in out
+    assert main(["plan", "--baseline-rate", "0.01", "--ceiling", "0.05",
+                 "--candidate-rate", "0.02"]) == 2
+
+
+def test_report_command_for_campaigns(pair, tmp_path: Path, capsys) -> None:
+    base, cand = pair
+    assert main(["report", str(base.path), "--signature", "xnnpack-allocator-uaf"]) == 0
+    out = capsys.readouterr().out
+    assert "By crash class" in out and str(base.path / "report") in out
+    junit = ET.parse(base.path / "report" / "junit.xml").getroot()
+    failed = {c.get("name") for c in junit.iter("testcase") if c.find("failure") is not None}
+    assert failed == {"xnnpack-allocator-uaf"}  # a campaign report fails on crash classes
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "both"), "--quiet"]) == 0
+    data = json.loads((tmp_path / "both" / "summary.json").read_text())
+    assert data["kind"] == "campaign" and len(data["campaigns"]) == 2
+    assert main(["report", str(tmp_path / "nothing")]) == 2
