@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Iterable
 
 __all__ = ["decode", "LogLine", "split_logcat", "signal_number", "signal_name",
-           "parse_int", "basename"]
+           "parse_int", "basename", "matching_open_paren"]
 
 #: Most characters of input any parser looks at (a tombstone with every thread and the
 #: memory map is ~1 MB; anything beyond 8 MB is cut and the cut is noted).
@@ -182,6 +182,24 @@ def parse_int(text: str | None, base: int = 10) -> int | None:
         return int(text, base)
     except ValueError:
         return None
+
+
+def matching_open_paren(text: str) -> int:
+    """Index of the ``(`` that matches the ``)`` ending ``text``, or -1.
+
+    Symbols carry their own parentheses (``f(int)``, ``(anonymous namespace)``), so a
+    trailing ``(symbol+offset)`` group is found from the right, by depth.
+    """
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        ch = text[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
 
 
 def basename(path: str) -> str:

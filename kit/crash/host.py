@@ -27,7 +27,8 @@ from typing import Sequence
 
 from ._demangle import demangle_all
 from ._draft import Draft
-from ._text import basename, decode, parse_int, signal_name, signal_number
+from ._text import (basename, decode, matching_open_paren, parse_int, signal_name,
+                    signal_number)
 from .record import CrashRecord, Frame
 
 __all__ = ["parse_host", "read_host_output", "looks_like_host_backtrace"]
@@ -56,20 +57,13 @@ _SIGNAL_MENTION = re.compile(r"\b(?:signal (?P<num>\d{1,2})\b|(?P<name>SIG(?:SEG
 
 def _split_object(text: str) -> tuple[str | None, str | None]:
     """``obj(inner)`` -> ``(obj, inner)``; ``(None, text)`` if there is no such shape."""
-    if not text.endswith(")"):
+    start = matching_open_paren(text) if text.endswith(")") else -1
+    if start < 0:
         return None, text
-    depth = 0
-    for i in range(len(text) - 1, -1, -1):
-        if text[i] == ")":
-            depth += 1
-        elif text[i] == "(":
-            depth -= 1
-            if depth == 0:
-                obj = text[:i].strip()
-                inner = text[i + 1:-1]
-                if (obj and "+" in inner) or inner == "":
-                    return obj or None, inner
-                return None, text
+    obj = text[:start].strip()
+    inner = text[start + 1:-1]
+    if (obj and "+" in inner) or inner == "":
+        return obj or None, inner
     return None, text
 
 

@@ -22,7 +22,7 @@ import re
 from typing import Sequence
 
 from ._draft import Draft
-from ._text import basename, parse_int, signal_name, signal_number
+from ._text import basename, matching_open_paren, parse_int, signal_name, signal_number
 from .record import Frame
 
 __all__ = ["parse_frame_line", "read_tombstone", "read_fatal_signal", "looks_like_tombstone",
@@ -55,20 +55,6 @@ _KEY = re.compile(r"^\s*(?P<key>Build fingerprint|ABI|Timestamp|Cmdline|Cause|Ab
                   r"Process uptime|Revision|uid|Kernel Release): ?(?P<value>.*)$")
 
 
-def _matching_open(text: str) -> int:
-    """Index of the ``(`` that matches the ``)`` ending ``text``, or -1."""
-    depth = 0
-    for i in range(len(text) - 1, -1, -1):
-        ch = text[i]
-        if ch == ")":
-            depth += 1
-        elif ch == "(":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
 def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
     """One ``#NN pc ...`` line as a :class:`Frame`, plus a note when it was cut.
 
@@ -92,7 +78,7 @@ def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
     symbol = None
     offset = None
     if rest.endswith(")"):
-        start = _matching_open(rest)
+        start = matching_open_paren(rest)
         if start > 0:
             inner = rest[start + 1:-1]
             if not inner.startswith("offset 0x") and inner != "deleted":
