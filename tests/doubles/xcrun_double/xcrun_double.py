@@ -114,9 +114,11 @@ def next_outcome(state: dict) -> str:
 # --------------------------------------------------------------------------- app
 def start_app(udid: str, bundle: str, url: str | None, env: dict[str, str], outcome: str,
               console: bool = False) -> subprocess.Popen:
-    argv = [sys.executable, __file__, "__app__", udid, bundle, url or "", outcome,
+    argv = [sys.executable, "-S", __file__, "__app__", udid, bundle, url or "", outcome,
             "console" if console else "log"]
-    return subprocess.Popen(argv, env={**os.environ, "XCRUN_DOUBLE_APP_ENV": json.dumps(env)},
+    repo = str(Path(__file__).resolve().parents[3])  # the app formats lines with kit.protocol
+    return subprocess.Popen(argv, env={**os.environ, "XCRUN_DOUBLE_APP_ENV": json.dumps(env),
+                                       "PYTHONPATH": repo},
                             start_new_session=not console, stdin=subprocess.DEVNULL,
                             stdout=None if console else subprocess.DEVNULL,
                             stderr=None if console else subprocess.DEVNULL)
@@ -187,7 +189,7 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
             time.sleep(1)
     report = {"crash": CRASH_KIND.get(at, "abort"), "js-fatal": "js-fatal"}.get(kind)
     if report is not None:
-        writer = [sys.executable, __file__, "__reportcrash__", udid, bundle, str(pid), report,
+        writer = [sys.executable, "-S", __file__, "__reportcrash__", udid, bundle, str(pid), report,
                   str(report_delay_s), "sim" if simulator else "device"]
         subprocess.Popen(writer, start_new_session=True, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

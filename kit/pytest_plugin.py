@@ -1,0 +1,310 @@
+"""pytest plugin ``coldstart`` (entry point ``pytest11``): run campaigns from a test module and
+assert on their verdict, on a local target or a device farm.
+
+Options (also ``coldstart_*`` ini keys, see :func:`pytest_addoption`):
+
+* ``--coldstart-target "TARGET OPTIONS"`` - a ``coldstart run`` target with its options,
+  exactly as on the command line (``"appium --server URL --platform android --caps
+  caps.json"``, ``"ios-sim --udid U --app App.app"``); repeat it for several targets. Every
+  test using the :func:`coldstart` fixture runs once per target, so pytest-xdist
+  (``-n N --dist loadgroup``) shards the targets over workers, one device per worker group;
+* ``--coldstart-launches N`` (default: the target's own), ``--coldstart-out DIR``
+  (campaign directories; default: pytest's temporary directory), ``--coldstart-report-dir
+  DIR`` (``summary.json``, ``junit.xml``, ``report.html``, ``summary.md`` of every campaign
+  and comparison, from :mod:`kit.report`).
+
+Fixtures: :func:`coldstart` (a :class:`Coldstart` bound to the test's target) and
+:func:`coldstart_target` (the :class:`TargetSpec`). Assertions use :mod:`kit.summary` and
+:mod:`kit.verdict`; their failure messages give the rates, intervals and the verdict's
+reason. Credentials in target options are redacted from test ids, messages and reports.
+
+Only targets whose command module exposes ``setup`` (``ios-sim``, ``ios-device``,
+``appium``) can be used here; heavy modules are imported when a campaign runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+import pytest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .campaign import Campaign
+    from .summary import CampaignSummary
+    from .verdict import Comparison
+
+__all__ = ["TargetSpec", "Coldstart", "CampaignResult", "parse_target_spec"]
+
+_ID_SAFE = re.compile(r"[^A-Za-z0-9._@-]+")
+_ID_OPTIONS = ("--udid", "--device-name", "--platform")
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetSpec:
+    """One ``--coldstart-target``: ``argv`` (target name first) and a test ``id`` made of
+    the target name and the ``--udid`` / ``--device-name`` / ``--platform`` values (never a
+    URL, so never a credential)."""
+
+    argv: tuple[str, ...]
+    id: str
+
+    @property
+    def name(self) -> str:
+        return self.argv[0]
+
+
+def parse_target_spec(text: str, index: int = 0) -> TargetSpec:
+    """Split a ``--coldstart-target`` value with shell rules (no shell runs).
+
+    Raises:
+        pytest.UsageError: empty, or not one of the targets the plugin can drive.
+    """
+    try:
+        argv = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise pytest.UsageError(f"--coldstart-target {text!r}: {exc}") from None
+    if not argv or argv[0] not in ("ios-sim", "ios-device", "appium"):
+        raise pytest.UsageError(f"--coldstart-target must start with ios-sim, ios-device or "
+                                f"appium, not {argv[0] if argv else 'nothing'!r}")
+    parts = [argv[0]]
+    for opt in _ID_OPTIONS:
+        if opt in argv[:-1]:
+            parts.append(argv[argv.index(opt) + 1])
+    ident = _ID_SAFE.sub("_", "-".join(parts))
+    return TargetSpec(argv=argv, id=f"{ident}" if index == 0 else f"{ident}#{index}")
+
+
+@dataclasses.dataclass
+class CampaignResult:
+    """A finished campaign: ``campaign`` (:class:`kit.campaign.Campaign`) and ``summary``
+    (:class:`kit.summary.CampaignSummary`), with assertions."""
+
+    campaign: "Campaign"
+    summary: "CampaignSummary"
+    reports: dict[str, Path]
+
+    @property
+    def path(self) -> Path:
+        return self.campaign.path
+
+    def count(self, crash_class: str | None = None) -> tuple[int, int]:
+        """``(crashes, counted launches)``: crashes of ``crash_class`` (any crash when
+        ``None``) over launches that count (infra errors left out)."""
+        counted = self.campaign.counted
+        crashed = [r for r in counted if r.outcome.value == "crashed" and
+                   (crash_class is None or r.crash_class == crash_class)]
+        return len(crashed), len(counted)
+
+    def assert_launched(self, minimum: int | None = None) -> None:
+        """Fail unless at least ``minimum`` launches counted (default: all planned); infra
+        errors are listed in the message."""
+        want = self.summary.planned_launches if minimum is None else minimum
+        if self.summary.counted < (want or 0):
+            errors = "; ".join(sorted({str(r.error) for r in self.campaign.infra_errors}))
+            pytest.fail(f"{self.summary.counted} of {want} launches could be made on "
+                        f"{self.summary.target} ({errors or 'no infra error recorded'})",
+                        pytrace=False)
+
+    def assert_no_crash(self, crash_class: str | None = None) -> None:
+        """Fail when any counted launch crashed (with ``crash_class`` when given), naming the
+        signatures and artifacts."""
+        from .stats import rate
+
+        x, n = self.count(crash_class)
+        if x:
+            r = rate(x, n)
+            examples = [f"{rec.launch_id}: {rec.crash_class} at {rec.last_phase} "
+                        f"({rec.signature})" for rec in self.campaign.counted
+                        if rec.outcome.value == "crashed" and
+                        (crash_class is None or rec.crash_class == crash_class)][:3]
+            pytest.fail(f"{x}/{n} launches crashed{f' with {crash_class}' if crash_class else ''}"
+                        f" ({100 * r.value:.1f}% [{100 * r.low:.1f}%, {100 * r.high:.1f}%]); "
+                        f"{'; '.join(examples)}; campaign: {self.path}", pytrace=False)
+
+    def assert_rate_below(self, ceiling: float, crash_class: str | None = None,
+                          confidence: float = 0.95) -> None:
+        """Fail unless the one-sided Clopper-Pearson upper bound of the crash rate at
+        ``confidence`` is below ``ceiling`` (0/100 bounds it at 2.95% at 95%)."""
+        from .stats import upper_bound
+
+        x, n = self.count(crash_class)
+        bound = upper_bound(x, n, confidence)
+        if not bound < ceiling:
+            pytest.fail(f"crash rate {x}/{n}{f' ({crash_class})' if crash_class else ''} is "
+                        f"not shown below {100 * ceiling:g}%: its {100 * confidence:g}% upper "
+                        f"bound is {100 * bound:.2f}%; campaign: {self.path}", pytrace=False)
+
+
+class Coldstart:
+    """Runs campaigns on one target for one test (the :func:`coldstart` fixture).
+
+    Args:
+        spec: the target.
+        out_root: folder for this test's campaigns.
+        report_root: folder for reports, or ``None``.
+        launches: default launches per campaign, or ``None`` for the target's default.
+        record_property: pytest's ``record_property`` (verdicts go to pytest's JUnit XML).
+    """
+
+    def __init__(self, spec: TargetSpec, out_root: Path, report_root: Path | None,
+                 launches: int | None, record_property: Any) -> None:
+        self.spec = spec
+        self.out_root = out_root
+        self.report_root = report_root
+        self.launches = launches
+        self.record_property = record_property
+
+    def run(self, label: str, *, launches: int | None = None, scenario: str = "",
+            timeout_s: float | None = None, extra: tuple[str, ...] = ()) -> CampaignResult:
+        """Run one campaign of build ``label`` on the target (a new directory under the out
+        folder) and return it summarised. ``extra`` adds ``coldstart run`` options.
+
+        Raises:
+            pytest.fail: bad target options or input (the CLI's one-line message).
+        """
+        from .campaign import load_campaign
+        from .cli import build_parser
+        from .cli_common import execute_campaign, scenario_from_args
+        from .errors import ColdstartError
+        from .redact import redact_text
+        from .summary import summarize
+
+        out = self.out_root / label
+        argv = ["run", *self.spec.argv, "--label", label, "--out", str(out)]
+        n = launches if launches is not None else self.launches
+        if n is not None:
+            argv += ["--launches", str(n)]
+        if scenario:
+            argv += ["--scenario", scenario]
+        if timeout_s is not None:
+            argv += ["--timeout", repr(float(timeout_s))]
+        argv += list(extra)
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit:
+            pytest.fail(f"bad --coldstart-target options for {self.spec.id} (see the "
+                        f"`coldstart: error:` line above)", pytrace=False)
+        try:
+            scen = scenario_from_args(args)
+            setup = args.setup(args, lambda _m: None)
+        except ColdstartError as exc:
+            pytest.fail(f"coldstart: {redact_text(exc.one_line())}", pytrace=False)
+        try:
+            execute_campaign(args, setup.launchers, target=setup.target, scenario=scen,
+                             build=setup.build, options=setup.options, devices=setup.devices)
+        except ColdstartError as exc:
+            pytest.fail(f"coldstart: {redact_text(exc.one_line())}", pytrace=False)
+        finally:
+            setup.close()
+        campaign = load_campaign(out)
+        reports: dict[str, Path] = {}
+        if self.report_root is not None:
+            from .report import write_reports
+
+            reports = write_reports(self.report_root / self.spec.id / label, [campaign])
+        summary = summarize(campaign)
+        self.record_property(f"coldstart_{label}_crashed",
+                             f"{summary.crashed.count}/{summary.crashed.n}")
+        return CampaignResult(campaign=campaign, summary=summary, reports=reports)
+
+    def compare(self, baseline: CampaignResult, candidate: CampaignResult, *,
+                signature: str = "xnnpack-allocator-uaf", alpha: float = 0.05,
+                ceiling: float = 0.05) -> "Comparison":
+        """The verdict of ``candidate`` against ``baseline`` (:func:`kit.verdict.
+        compare_campaigns`); writes the comparison's reports when a report dir is set."""
+        from .verdict import VerdictSettings, compare_campaigns
+
+        comparison = compare_campaigns(baseline.campaign, candidate.campaign,
+                                       VerdictSettings(signature=signature, alpha=alpha,
+                                                       ceiling=ceiling))
+        if self.report_root is not None:
+            from .report import write_reports
+
+            write_reports(self.report_root / self.spec.id /
+                          f"{baseline.campaign.label}-vs-{candidate.campaign.label}",
+                          [baseline.campaign, candidate.campaign], comparison)
+        self.record_property("coldstart_verdict", comparison.verdict.value)
+        return comparison
+
+    def assert_fixed(self, baseline: CampaignResult, candidate: CampaignResult,
+                     **settings: Any) -> "Comparison":
+        """Fail unless the verdict is ``fixed``; the message is the verdict's reason."""
+        comparison = self.compare(baseline, candidate, **settings)
+        if comparison.verdict.value != "fixed":
+            pytest.fail(f"verdict {comparison.verdict.value}: "
+                        f"{comparison.decision.to_dict().get('reason')}", pytrace=False)
+        return comparison
+
+
+# ------------------------------------------------------------------------------- hooks
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register the ``--coldstart-*`` options and their ini keys."""
+    group = parser.getgroup("coldstart", "cold-launch campaigns (coldstart)")
+    group.addoption("--coldstart-target", action="append", default=[], metavar="ARGS",
+                    help="a `coldstart run` target with its options, e.g. \"appium --server "
+                         "URL --platform android --caps caps.json\"; repeat for several "
+                         "targets (tests run once per target; shard with pytest-xdist)")
+    group.addoption("--coldstart-launches", type=int, default=None, metavar="N",
+                    help="launches per campaign (default: each test's or the target's)")
+    group.addoption("--coldstart-out", default=None, metavar="DIR",
+                    help="where campaign directories go (default: pytest's tmp dir)")
+    group.addoption("--coldstart-report-dir", default=None, metavar="DIR",
+                    help="write summary.json, junit.xml, report.html and summary.md of every "
+                         "campaign and comparison under DIR/<target>/<label>")
+    parser.addini("coldstart_targets", "targets, one per line (like --coldstart-target)",
+                  type="linelist", default=[])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "coldstart: runs cold-launch campaigns on the "
+                                       "--coldstart-target targets")
+
+
+def _specs(config: pytest.Config) -> list[TargetSpec]:
+    texts = list(config.getoption("coldstart_target") or []) or \
+        list(config.getini("coldstart_targets") or [])
+    specs: list[TargetSpec] = []
+    for text in texts:
+        spec = parse_target_spec(text)
+        same = sum(1 for s in specs if s.id.split("#")[0] == spec.id)
+        specs.append(spec if not same else parse_target_spec(text, same))
+    return specs
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each test that uses ``coldstart`` once per target (xdist shards these)."""
+    if "coldstart_target" not in metafunc.fixturenames:
+        return
+    specs = _specs(metafunc.config)
+    if not specs:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid} needs a target: pass "
+                                "--coldstart-target \"TARGET OPTIONS\" (or the "
+                                "coldstart_targets ini key)")
+    metafunc.parametrize("coldstart_target", [
+        pytest.param(s, id=s.id, marks=[pytest.mark.xdist_group(s.id),
+                                        pytest.mark.coldstart]) for s in specs],
+        indirect=True)
+
+
+@pytest.fixture
+def coldstart_target(request: pytest.FixtureRequest) -> TargetSpec:
+    """The target this test runs on (one of the ``--coldstart-target`` values)."""
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def coldstart(request: pytest.FixtureRequest, coldstart_target: TargetSpec,
+              tmp_path: Path, record_property: Any) -> Iterator[Coldstart]:
+    """A :class:`Coldstart` for this test's target: ``coldstart.run(label)`` runs a
+    campaign, ``coldstart.compare``/``assert_fixed`` give the verdict."""
+    config = request.config
+    out_opt = config.getoption("coldstart_out")
+    node = _ID_SAFE.sub("_", request.node.name)
+    out_root = Path(out_opt) / node if out_opt else tmp_path / "campaigns"
+    report_opt = config.getoption("coldstart_report_dir")
+    yield Coldstart(coldstart_target, out_root, Path(report_opt) if report_opt else None,
+                    config.getoption("coldstart_launches"), record_property)
