@@ -1,0 +1,132 @@
+"""End to end on the real host target: an injected-crash campaign (baseline) and a clean
+serial one (candidate) through compare and report, the HTML opened in headless Chromium;
+``run host --until-verdict`` stopping early; and an interleaved pair with real launchers.
+
+Needs the prepared host runtime (scripts/setup.sh). A segv injection is classed
+``other-native-crash`` (not the #32461 signature), so that is the target here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from kit import modelset
+from kit.campaign import load_campaign, prepare_store
+from kit.scenario import parse_scenario
+from kit.sequential import Arm, InterleavedRule, SprtDesign, run_interleaved
+from kit.targets import host
+from kit.verdict import VerdictSettings, count_target
+from tests.test_report import check_html_renders_its_plots
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.host, pytest.mark.slow]
+SIG = "other-native-crash"
+
+
+def coldstart(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kit.cli", *args], cwd=ROOT, text=True,
+                          capture_output=True, timeout=600,
+                          env={**os.environ, "COLUMNS": "200"})
+
+
+def flat(text: str) -> str:
+    """Rich output with panel borders and line wrapping folded away."""
+    return " ".join(text.replace("│", " ").split())
+
+
+@pytest.fixture(scope="module")
+def host_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    proc = coldstart("runtime", "info")
+    assert proc.returncode == 0, ("host runtime not prepared: run scripts/setup.sh "
+                                  f"(or `coldstart runtime prepare`): {proc.stderr}")
+    root = tmp_path_factory.mktemp("pair")
+    for scenario, label in (("inject=segv@sessions-created", "baseline"),
+                            ("mode=serial", "candidate")):
+        proc = coldstart("run", "host", "--launches", "3", "--scenario", scenario, "--label",
+                         label, "--out", str(root / label))
+        assert proc.returncode == 0, proc.stderr
+    return root / "baseline", root / "candidate"
+
+
+def test_host_pair_through_compare_and_report(host_pair: tuple[Path, Path],
+                                              tmp_path: Path) -> None:
+    base, cand = host_pair
+    proc = coldstart("compare", str(base), str(cand), "--signature", SIG, "--out",
+                     str(tmp_path / "strict"))
+    assert proc.returncode == 0, proc.stderr
+    # 3/3 vs 0/3: lower (Boschloo p 0.016) but 0/3 only bounds the rate below 63%
+    text = flat(proc.stdout)
+    assert "INCONCLUSIVE" in text and "not under the 5% ceiling" in text
+    assert "56 more candidate launches" in text
+    assert "different scenarios" in text
+    proc = coldstart("compare", str(base), str(cand), "--signature", SIG, "--fail-on",
+                     "inconclusive", "--no-reports")
+    assert proc.returncode == 1
+    out = tmp_path / "loose"
+    proc = coldstart("compare", str(base), str(cand), "--signature", SIG, "--ceiling", "0.7",
+                     "--fail-on", "inconclusive", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "FIXED" in proc.stdout
+    data = json.loads((out / "summary.json").read_text())
+    comp = data["comparison"]
+    assert comp["verdict"] == "fixed"
+    assert (comp["baseline"]["events"], comp["baseline"]["eligible"]) == (3, 3)
+    assert (comp["candidate"]["events"], comp["candidate"]["eligible"]) == (0, 3)
+    assert comp["decision"]["test"]["fisher_p"] == pytest.approx(0.05)
+    assert data["campaigns"][0]["crash_phases"][0]["key"] == "sessions-created"
+    junit = ET.parse(out / "junit.xml").getroot()
+    assert junit.get("failures") == "0"
+    # the default target was never seen: no positive control
+    proc = coldstart("compare", str(base), str(cand), "--no-reports")
+    assert "no positive control" in flat(proc.stdout)
+    proc = coldstart("report", str(base), str(cand), "--out", str(tmp_path / "report"),
+                     "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    check_html_renders_its_plots(out / "report.html", tmp_path)
+
+
+def test_run_host_until_verdict_stops_when_settled(host_pair: tuple[Path, Path],
+                                                   tmp_path: Path) -> None:
+    base, _ = host_pair
+    out = tmp_path / "seq"
+    proc = coldstart("run", "host", "--launches", "20", "--scenario", "mode=serial",
+                     "--label", "candidate", "--out", str(out), "--until-verdict", str(base),
+                     "--signature", SIG, "--ceiling", "0.5")
+    assert proc.returncode == 0, proc.stderr
+    # design rate 0.125: clean launches reach LR >= 20 after ln 20 / ln(0.875/0.5) = 5.4
+    assert SprtDesign(0.5, 0.125).clean_launches() == 6
+    assert len(load_campaign(out).counted) == 6
+    proc = coldstart("compare", str(base), str(out), "--signature", SIG, "--ceiling", "0.5",
+                     "--no-reports")
+    assert "FIXED" in proc.stdout
+
+
+def test_interleaved_pair_with_real_launchers(tmp_path: Path) -> None:
+    ms = modelset.load_modelset()
+    runtime = host.load_runtime(host.DEFAULT_RUNTIME)
+    settings = VerdictSettings(signature=SIG, ceiling=0.5)
+    rule = InterleavedRule(SprtDesign(0.5, 0.125), settings)
+    arms = []
+    for label, text in (("baseline", "inject=segv@sessions-created"), ("candidate",
+                                                                          "mode=serial")):
+        scenario = parse_scenario(text)
+        store, records = prepare_store(tmp_path / label, label=label, target="host",
+                                       scenario=scenario, launches=12, resume=False)
+        arms.append(Arm(store, records, [host.HostLauncher(runtime, ms)], label, scenario,
+                        launches=12, timeout_s=30.0))
+    result = run_interleaved(arms[0], arms[1], rule)
+    assert result.why.startswith("fixed")
+    # ABAB until 3/3 vs 0/3 makes Fisher's p 0.05; then the candidate alone up to 6
+    assert count_target(result.baseline_records, SIG) == (3, 3)
+    assert count_target(result.candidate_records, SIG) == (0, 6)
+    order = sorted([*result.baseline_records, *result.candidate_records],
+                   key=lambda r: r.started_at)
+    assert [r.label[0] for r in order] == list("bcbcbcccc")
+    assert len(load_campaign(tmp_path / "candidate").records) == 6
