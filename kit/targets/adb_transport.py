@@ -627,14 +627,18 @@ class DirectTransport:
                 e.InvalidResponseError, e.InvalidChecksumError, e.DeviceAuthError,
                 e.PushFailedError, e.AdbCommandFailureException)
 
-    def _connect(self, timeout_s: float) -> Any:
-        from adb_shell.adb_device import AdbDeviceTcp
+    def _connect(self, timeout_s: float, transport: Any = None) -> Any:
+        from adb_shell.adb_device import AdbDevice
         from adb_shell.exceptions import DeviceAuthError
+        from adb_shell.transport.tcp_transport import TcpTransport
 
-        device = AdbDeviceTcp(self.host, self.port, default_transport_timeout_s=timeout_s)
+        device = AdbDevice(transport or TcpTransport(self.host, self.port),
+                           default_transport_timeout_s=timeout_s)
+        offered: list[bool] = []
         try:
             device.connect(rsa_keys=[self._signer], transport_timeout_s=timeout_s,
-                           auth_timeout_s=self.auth_timeout_s, read_timeout_s=timeout_s)
+                           auth_timeout_s=self.auth_timeout_s, read_timeout_s=timeout_s,
+                           auth_callback=lambda _dev: offered.append(True))
         except DeviceAuthError:
             self._last_state = "unauthorized"
             device.close()
@@ -642,8 +646,14 @@ class DirectTransport:
                                  f"{self.key_path}", "accept the key on the device, or pass "
                                  "--adbkey", state="unauthorized") from None
         except self._errors() as exc:
-            self._last_state = "absent" if isinstance(exc, ConnectionRefusedError) else "offline"
             device.close()
+            if offered:  # adb-shell offered our public key and the device never accepted it
+                self._last_state = "unauthorized"
+                raise TransportError(f"{self.serial}: the device did not accept the adb key "
+                                     f"{self.key_path} within {self.auth_timeout_s:g} s",
+                                     "accept the USB debugging prompt on the device, or pass "
+                                     "--adbkey", state="unauthorized") from None
+            self._last_state = "absent" if isinstance(exc, ConnectionRefusedError) else "offline"
             raise TransportError(f"{self.serial}: cannot connect to adbd: "
                                  f"{type(exc).__name__}: {exc}",
                                  "check that the device is in `adb tcpip` mode and reachable",
@@ -691,10 +701,15 @@ class DirectTransport:
                ) -> LineStream:
         """See :meth:`AdbTransport.stream`: a second adbd connection of its own, so closing
         it stops the command and never disturbs the calls on the first."""
-        device = self._connect(connect_timeout_s)
+        from adb_shell.transport.tcp_transport import TcpTransport
+
+        tcp = TcpTransport(self.host, self.port)
+        device = self._connect(connect_timeout_s, tcp)
         self.round_trips += 2  # connect + open
         out = LineStream(command)
-        out._closer = device.close
+        # closing the socket itself wakes the reader at once (AdbDevice.close would wait for
+        # the reader's lock, held while it blocks on a quiet log)
+        out._closer = tcp.close
         errors = self._errors()
 
         def reader() -> None:

@@ -275,6 +275,9 @@ def prepare_device(transport: AdbTransport, *, package: str, apk: ApkInfo | None
     sdk_text = props.get("ro.build.version.sdk", "")
     sdk = int(sdk_text) if sdk_text.isdigit() else None
     abi = props.get("ro.product.cpu.abi")
+    method = None
+    if poison is not None:  # before installing: an unsupported mode changes nothing
+        method = _setup_poison(transport, poison, package, apk, sdk, abi, call_timeout_s)
     if apk is not None:
         remote = f"{REMOTE_APK_DIR}/coldstart-{apk.sha256[:16]}.apk"
         log(f"{transport.serial}: installing {Path(apk.path).name}")
@@ -303,9 +306,6 @@ def prepare_device(transport: AdbTransport, *, package: str, apk: ApkInfo | None
                          "install the coldstart app (its MainActivity has the intent filter)")
     boot_id = transport.shell(shell_join(["cat", "/proc/sys/kernel/random/boot_id"]),
                               call_timeout_s).stdout.strip()
-    method = None
-    if poison is not None:
-        method = _setup_poison(transport, poison, package, apk, sdk, abi, call_timeout_s)
     return DeviceSetup(serial=transport.serial, transport=transport.kind,
                        model=props.get("ro.product.model"), abi=abi, sdk=sdk,
                        fingerprint=props.get("ro.build.fingerprint"), package=package,

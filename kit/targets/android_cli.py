@@ -39,6 +39,9 @@ def _connection_options(parser: argparse.ArgumentParser) -> None:
                             "repeatable")
     group.add_argument("--adbkey", metavar="PATH", default=None,
                        help="private key for --direct (default: ~/.android/adbkey)")
+    group.add_argument("--auth-timeout", type=_seconds, default=30.0, metavar="S",
+                       help="for --direct: how long to wait for the device to accept the "
+                            "key (default 30)")
 
 
 def register(commands: argparse._SubParsersAction, run_targets: argparse._SubParsersAction
@@ -89,7 +92,8 @@ def _key(args: argparse.Namespace) -> Path | None:
 
 
 def list_devices(server: tuple[str, int] | None, direct: Sequence[str],
-                 key_path: Path | None = None) -> list[adbt.DeviceInfo]:
+                 key_path: Path | None = None, auth_timeout_s: float = 30.0
+                 ) -> list[adbt.DeviceInfo]:
     """Every device the adb server lists (``server`` None: skip it) plus each ``direct``
     address, described (model, ABI, SDK) when usable.
 
@@ -106,7 +110,8 @@ def list_devices(server: tuple[str, int] | None, direct: Sequence[str],
                 continue
             found.append(adbt.describe(adbt.ServerTransport(serial, host, port)))
     for address in direct:
-        transport = adbt.DirectTransport(address, key_path=key_path, auth_timeout_s=5.0)
+        transport = adbt.DirectTransport(address, key_path=key_path,
+                                         auth_timeout_s=auth_timeout_s)
         try:
             found.append(adbt.describe(transport))
         finally:
@@ -115,7 +120,7 @@ def list_devices(server: tuple[str, int] | None, direct: Sequence[str],
 
 
 def _devices(args: argparse.Namespace) -> int:
-    infos = list_devices(_server(args), args.direct, _key(args))
+    infos = list_devices(_server(args), args.direct, _key(args), args.auth_timeout)
     if args.json:
         for info in infos:
             print(json.dumps(info.to_dict(), separators=(",", ":")))
@@ -138,8 +143,8 @@ def _devices(args: argparse.Namespace) -> int:
 
 
 def open_transports(serials: Sequence[str], direct: Sequence[str],
-                    server: tuple[str, int], key_path: Path | None = None
-                    ) -> list[adbt.AdbTransport]:
+                    server: tuple[str, int], key_path: Path | None = None,
+                    auth_timeout_s: float = 30.0) -> list[adbt.AdbTransport]:
     """Transports for the requested devices; with none requested, the only device the
     server lists.
 
@@ -165,7 +170,8 @@ def open_transports(serials: Sequence[str], direct: Sequence[str],
         host, port = server
         adbt.ensure_server(host, port)
         transports += [adbt.ServerTransport(s, host, port) for s in chosen]
-    transports += [adbt.DirectTransport(a, key_path=key_path) for a in direct]
+    transports += [adbt.DirectTransport(a, key_path=key_path, auth_timeout_s=auth_timeout_s)
+                   for a in direct]
     return transports
 
 
@@ -175,9 +181,14 @@ def _run(args: argparse.Namespace) -> int:
     if apk is None and not args.package:
         raise UsageError("no app given", "pass --apk APK (installs it) or --package PKG "
                                          "(already installed)")
+    if apk is not None and apk.link_activity is None:
+        raise UsageError(f"activity not found: {Path(apk.path).name} declares no activity "
+                         f"for {android.APP_SCHEME}:// links",
+                         "build the coldstart app (its MainActivity has the intent filter)")
     package = apk.package if apk is not None else args.package
     poison = android.PoisonMode(args.poison) if args.poison else None
-    transports = open_transports(args.serial, args.direct, _server(args), _key(args))
+    transports = open_transports(args.serial, args.direct, _server(args), _key(args),
+                                 args.auth_timeout)
     console = stderr_console()
     setups = [android.prepare_device(t, package=package, apk=apk, poison=poison,
                                      log=lambda m: console.print(f"android: {m}"))

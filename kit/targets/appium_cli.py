@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from ..cli_common import add_campaign_options, execute_campaign, scenario_from_args
 from ..errors import UsageError
-from ..redact import Redactor, install_log_redaction
+from ..redact import install_log_redaction
 from . import appium
 from .ios_cli import TargetSetup
 

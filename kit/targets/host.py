@@ -43,6 +43,7 @@ from ..modelset import ModelSet, cache_dir, scores_match
 from ..protocol import iter_events
 from ..records import LaunchRecord, Outcome, SessionTiming
 from ..scenario import Scenario
+from ..witness import race as witness_race
 
 __all__ = ["Runtime", "prepare_runtime", "load_runtime", "build_workload", "HostLauncher",
            "check_scenario", "POISON_ENV", "runtime_dir", "DEFAULT_RUNTIME"]
@@ -412,17 +413,27 @@ class HostLauncher:
         runtime: a built :class:`Runtime`.
         modelset: the verified model set (paths, clip, expected scores).
         poison: turn on glibc heap poisoning (:data:`POISON_ENV`).
-        preload: shared libraries to preload (the race witness of issue #8), or ``()``.
+        preload: other shared libraries to preload, or ``()``.
+        witness: the built race witness (:func:`kit.witness.build_witness`) to preload, or
+            ``None``. With it, each launch's witness output goes to
+            ``artifacts/<id>/witness.jsonl`` and becomes ``LaunchRecord.race``; without it,
+            ``race`` says the witness was unavailable and why (XNNPACK linked statically,
+            or turned off), never that no race happened.
     """
 
     target = "host"
 
     def __init__(self, runtime: Runtime, modelset: ModelSet, poison: bool = False,
-                 preload: tuple[str, ...] = ()) -> None:
+                 preload: tuple[str, ...] = (), witness: str | None = None) -> None:
         self.runtime = runtime
         self.modelset = modelset
         self.poison = poison
+        self.witness = witness
+        if witness is not None:
+            preload = (*preload, witness)
         self.preload = preload
+        self._race_off_reason = (witness_race.STATIC_REASON if runtime.xnnpack_library is None
+                                 else witness_race.OFF_REASON)
         self.device = f"host:{socket.gethostname()}"
         self._expected = modelset.expected()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -461,11 +472,15 @@ class HostLauncher:
         started_at = utc_now()
         t0 = time.monotonic()
         stderr_path = ctx.artifacts_dir / "stderr.txt"
+        witness_path = ctx.artifacts_dir / "witness.jsonl"
+        env = self._env
+        if self.witness is not None:
+            env = {**self._env, witness_race.ENV_FILE: str(witness_path)}
         hung = False
         with open(stderr_path, "wb") as err:
             try:
                 proc = subprocess.Popen(self.argv(ctx.scenario), stdout=subprocess.PIPE,
-                                        stderr=err, stdin=subprocess.DEVNULL, env=self._env,
+                                        stderr=err, stdin=subprocess.DEVNULL, env=env,
                                         start_new_session=True)
             except OSError as exc:
                 raise InfraError(f"cannot start the workload: {exc}",
@@ -483,6 +498,12 @@ class HostLauncher:
         stdout = out.decode("utf-8", "replace")
         (ctx.artifacts_dir / "stdout.txt").write_text(stdout)
         artifacts = [f"{ctx.artifacts_rel}/stdout.txt", f"{ctx.artifacts_rel}/stderr.txt"]
+        if self.witness is None:
+            race = witness_race.unavailable(self._race_off_reason)
+        else:
+            race = witness_race.read_witness_file(witness_path).to_dict()
+            if witness_path.exists():
+                artifacts.append(f"{ctx.artifacts_rel}/witness.jsonl")
         events = list(iter_events(stdout.splitlines(), ctx.launch_id))
         phases = {e.phase: e.t_ms for e in events if e.phase != "error"}
         fields: dict[str, Any] = {}
@@ -503,7 +524,7 @@ class HostLauncher:
             xnnpack_nodes=_placement_summary(fields), scores=scores,
             max_score_diff=None if diff is None or diff == float("inf") else diff,
             exit_code=rc if rc >= 0 else None, signal=signal_no,
-            signal_name=_signal_name(signal_no), error=error, artifacts=artifacts)
+            signal_name=_signal_name(signal_no), error=error, artifacts=artifacts, race=race)
         if hung:
             record.update(outcome=Outcome.HUNG,
                           error=f"no done within {ctx.timeout_s:g} s; killed")

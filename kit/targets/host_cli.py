@@ -6,8 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
-from .. import modelset
+from .. import modelset, witness
 from ..cli_common import add_campaign_options, execute_campaign, scenario_from_args
+from ..errors import UsageError
 from . import host
 
 __all__ = ["register"]
@@ -47,6 +48,10 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
                                              "prepared runtime.")
     run.add_argument("--poison", action="store_true",
                      help="glibc heap poisoning: MALLOC_PERTURB_=85 with the tcache off")
+    run.add_argument("--witness", action=argparse.BooleanOptionalAction, default=None,
+                     help="preload the race witness, which logs every xnn_initialize call "
+                          "and marks launches where two allocators reached XNNPACK (default: "
+                          "on when onnxruntime links XNNPACK as a shared library)")
     run.add_argument("--models", metavar="DIR", default=None,
                      help="model set folder (default: the checkout's models/)")
     add_campaign_options(run, default_timeout_s=30.0)
@@ -62,12 +67,35 @@ def _prepare(args: argparse.Namespace) -> int:
                                    mirror=args.mirror, log=_log)
     if not args.no_build:
         runtime = host.build_workload(runtime, force=args.force, log=_log)
+        _build_witness_if_supported(runtime, args.force)
     return 0
 
 
 def _build(args: argparse.Namespace) -> int:
-    host.build_workload(host.load_runtime(args.runtime), force=args.force, log=_log)
+    runtime = host.build_workload(host.load_runtime(args.runtime), force=args.force, log=_log)
+    _build_witness_if_supported(runtime, args.force)
     return 0
+
+
+def _build_witness_if_supported(runtime: host.Runtime, force: bool) -> None:
+    supported, reason = witness.witness_supported(runtime)
+    if supported:
+        witness.build_witness(runtime, force=force, log=_log)
+    else:
+        _log(f"no race witness: {reason}")
+
+
+def _witness_for(runtime: host.Runtime, wanted: bool | None) -> tuple[str | None, str]:
+    """The witness library to preload (or ``None``) and the campaign's note about it."""
+    supported, reason = witness.witness_supported(runtime)
+    if wanted and not supported:
+        raise UsageError(f"--witness cannot work on runtime {runtime.name!r}: {reason}",
+                         "drop --witness")
+    if wanted is False:
+        return None, f"off: {witness.OFF_REASON}"
+    if not supported:
+        return None, f"off: {reason}"
+    return witness.build_witness(runtime, log=_log), "on"
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -84,12 +112,14 @@ def _run(args: argparse.Namespace) -> int:
     runtime = host.load_runtime(args.runtime)
     if runtime.workload_hash is None:
         runtime = host.build_workload(runtime, log=_log)
-    launcher = host.HostLauncher(runtime, ms, poison=args.poison)
+    witness_lib, witness_note = _witness_for(runtime, args.witness)
+    launcher = host.HostLauncher(runtime, ms, poison=args.poison, witness=witness_lib)
     build = {"runtime": runtime.name, "kind": runtime.kind, "ort_library": runtime.ort_library,
              "ort_library_sha256": modelset.sha256_file(Path(runtime.ort_library)),
              "xnnpack_library": runtime.xnnpack_library, "workload": runtime.workload,
-             "workload_hash": runtime.workload_hash}
+             "workload_hash": runtime.workload_hash, "witness_library": witness_lib}
     options = {"poison": "glibc" if args.poison else None, "timeout_s": args.timeout,
-               "env": dict(host.POISON_ENV) if args.poison else {}}
+               "env": dict(host.POISON_ENV) if args.poison else {},
+               "witness": witness_note}
     return execute_campaign(args, [launcher], target="host", scenario=scenario, build=build,
                             options=options, devices=[{"id": launcher.device, "kind": "host"}])

@@ -238,8 +238,9 @@ class _Connection:
                 stream._deliver(data)
         elif cmd == constants.CLSE:
             stream = self.streams.pop(arg1, None)
-            if stream is not None:
-                stream.closed.set()
+            if stream is not None and not stream.closed.is_set():
+                stream.closed.set()  # adbd answers a host's close with its own
+                self.send(constants.CLSE, arg1, arg0, b"")
 
     def _open(self, service: str, local_id: int, remote_id: int) -> None:
         adbd = self.adbd
