@@ -258,7 +258,7 @@ def simctl(args: list[str]) -> None:
             if not alive(pid):
                 fail("An error was encountered processing the command "
                      "(domain=com.apple.CoreSimulator.SimError, code=3):\n"
-                     f"found nothing to terminate\n", 3)
+                     "found nothing to terminate\n", 3)
             os.kill(pid, signal.SIGKILL)
             state["running"].pop(f"{udid}/{bundle}")
         return
