@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import enum
+import functools
 import math
 import os
 from typing import Any, Protocol, Sequence
@@ -238,6 +239,13 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
     return StopRule(design, settings, x_b, n_b)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _fisher_p(x_b: int, n_b: int, x_c: int, n_c: int) -> float:
+    """Fisher's one-sided p, cached: the rule asks after every round, mostly for tables
+    it has seen (simulations ask for the same ones thousands of times)."""
+    return float(fisher_p_vector(x_b, n_b, x_c, n_c))
+
+
 @dataclasses.dataclass(frozen=True)
 class InterleavedRule:
     """Which build still needs launches when both run, alternating.
@@ -259,7 +267,7 @@ class InterleavedRule:
             return False, False, (f"the candidate's {sig} rate is not below the "
                                   f"{self.settings.ceiling:g} ceiling ({x_c}/{n_c})")
         baseline_ok = x_b > 0 and n_c > 0 and significant(
-            float(fisher_p_vector(x_b, n_b, x_c, n_c)), self.settings.alpha)
+            _fisher_p(x_b, n_b, x_c, n_c), self.settings.alpha)
         if state is SprtState.BELOW_CEILING and baseline_ok and decide(
                 x_b, n_b, x_c, n_c, self.settings, use_boschloo=False,
                 with_needed=False).verdict is Verdict.FIXED:
