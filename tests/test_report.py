@@ -121,7 +121,7 @@ def test_markdown_is_short_and_inert(pair, tmp_path: Path) -> None:
     paths = write_reports(tmp_path / "out", [base, cand], compare_campaigns(base, cand))
     md = paths["markdown"].read_text()
     assert md.startswith("### coldstart: ✅ **fixed** — `xnnpack-allocator-uaf`")
-    assert "| `xnnpack-allocator-uaf` | 12/20 (60.0%; 95% CI 36.1%–80.9%) |" in md
+    assert "| `xnnpack-allocator-uaf` | 12/20 (60.0%, 95% CI 36.1%-80.9%) |" in md
     assert len(md.splitlines()) < 40
     assert escape("a|b *c* [x](y) <img>") == r"a\|b \*c\* \[x\](y) &lt;img>"
 

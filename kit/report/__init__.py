@@ -16,11 +16,12 @@ from typing import Any, Sequence
 from .. import __version__
 from ..campaign import Campaign, utc_now
 from ..redact import redact_text
+from ..stats import Rate
 from ..summary import CampaignSummary, summarize
 from ..verdict import Comparison, Verdict
 
 __all__ = ["REPORT_SCHEMA", "REPORT_SCHEMA_VERSION", "TimelinePoint", "report_dict",
-           "timeline_points", "write_reports", "REPORT_FILES"]
+           "timeline_points", "write_reports", "rate_text", "REPORT_FILES"]
 
 REPORT_SCHEMA = "coldstart-report"
 #: Bumped when a key of ``summary.json`` changes meaning or disappears.
@@ -40,6 +41,14 @@ class TimelinePoint:
     started_at: str
     index: int
     outcome: str
+
+
+def rate_text(r: dict[str, Any] | None) -> str:
+    """A rate dict of ``summary.json`` (``count``, ``n``, ``low``, ``high``, ``confidence``)
+    as :meth:`kit.stats.Rate.text` writes it: ``12/20 (60.0%, 95% CI 36.1%-80.9%)``."""
+    if not r:
+        return "-"
+    return Rate(r["count"], r["n"], r["low"], r["high"], r.get("confidence", 0.95)).text()
 
 
 def _redacted(value: Any) -> Any:

@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 from ..scenario import PHASES
 from ..stats import rate
 from ..summary import NO_PHASE
-from . import TimelinePoint
+from . import TimelinePoint, rate_text
 
 __all__ = ["render", "write", "OUTCOME_COLOURS", "BUILD_COLOURS"]
 
@@ -193,13 +193,6 @@ def _pct(value: Any) -> str:
     return "–" if value is None else f"{value * 100:.3g}%"
 
 
-def _rate(r: dict[str, Any] | None) -> str:
-    if not r or not r.get("n"):
-        return "–"
-    return (f"{r['count']}/{r['n']} ({r['count'] / r['n']:.1%}, {r['confidence']:.0%} CI "
-            f"{r['low']:.1%}–{r['high']:.1%})")
-
-
 def _p(value: Any) -> str:
     return "–" if value is None else f"{value:.2g}"
 
@@ -208,7 +201,7 @@ def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("kit", "data/templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(rate=_rate, pct=_pct, p=_p)
+    env.filters.update(rate=rate_text, pct=_pct, p=_p)
     return env
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..stats import significant
+from . import rate_text
 
 __all__ = ["write", "build"]
 
@@ -32,13 +33,6 @@ _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 def _clean(text: Any) -> str:
     """Text safe for XML 1.0 (control characters dropped)."""
     return _BAD_XML.sub("", str(text))
-
-
-def _rate(r: dict[str, Any]) -> str:
-    if not r.get("n"):
-        return f"{r.get('count', 0)}/0"
-    return (f"{r['count']}/{r['n']} ({r['count'] / r['n']:.1%}, {r['confidence']:.0%} CI "
-            f"{r['low']:.1%}-{r['high']:.1%})")
 
 
 class _Suite:
@@ -98,7 +92,7 @@ def _campaign_suite(root: ET.Element, camp: dict[str, Any], stamp: str,
         hit = overlap["overlapped"]
         suite.case(cls, name, failure=None if hit["count"] else
                    f"no launch of {overlap['timed']} had its creates overlap: the scenario "
-                   f"did not create sessions at the same time", out=_rate(hit))
+                   f"did not create sessions at the same time", out=rate_text(hit))
     if with_classes:
         examples = {s["crash_class"]: s for s in camp["signatures"]}
         for row in camp["crash_classes"]:
@@ -108,7 +102,8 @@ def _campaign_suite(root: ET.Element, camp: dict[str, Any], stamp: str,
                 detail = (f"\nexample {example['example_launch_id']}: {example['signature']}\n"
                           + "\n".join(example["example_frames"]))
             suite.case("coldstart.crash-class", row["key"],
-                       failure=f"{row['key']} in {_rate(row)} launches", out=detail.strip())
+                       failure=f"{row['key']} in {rate_text(row)} launches",
+                       out=detail.strip())
     suite.close()
     return suite
 
@@ -156,7 +151,7 @@ def build(data: dict[str, Any]) -> ET.ElementTree:
         check(f"positive control: the baseline reproduced {sig}",
               None if base["events"] else
               f"the baseline never showed {sig} ({base['events']}/{base['eligible']})",
-              _rate(base["rate"]))
+              rate_text(base["rate"]))
         p = dec.get("p")
         test = dec.get("test") or {}
         check(f"candidate's {sig} rate lower than the baseline's (alpha {alpha})",
@@ -167,7 +162,7 @@ def build(data: dict[str, Any]) -> ET.ElementTree:
         check(f"candidate's {sig} rate below the {ceiling:g} ceiling",
               None if upper < ceiling else
               f"upper bound {upper:.4g} at {1 - alpha:.0%} is not below {ceiling:g}",
-              _rate(cand["rate"]))
+              rate_text(cand["rate"]))
         check("same scenario in both campaigns",
               None if base["scenario"] == cand["scenario"] else
               f"baseline {base['scenario']} vs candidate {cand['scenario']}")
@@ -175,7 +170,8 @@ def build(data: dict[str, Any]) -> ET.ElementTree:
         keys = {row["key"] for camp in data["campaigns"] for row in camp["crash_classes"]}
         keys |= set(moved)
         if sig in ("race-witnessed", "any-crash") or sig in keys:
-            target_text = f"baseline {_rate(base['rate'])}, candidate {_rate(cand['rate'])}"
+            target_text = (f"baseline {rate_text(base['rate'])}, "
+                           f"candidate {rate_text(cand['rate'])}")
             if verdict == "fixed":
                 suite.case("coldstart.crash-class", sig, out=target_text)
             elif failing:
@@ -188,13 +184,14 @@ def build(data: dict[str, Any]) -> ET.ElementTree:
                 suite.case("coldstart.crash-class", key, out="rate did not rise in the candidate")
             elif m["significant"]:
                 suite.case("coldstart.crash-class", key,
-                           failure=f"{key} rose from {_rate(m['baseline'])} to "
-                                   f"{_rate(m['candidate'])} (Holm-adjusted p = "
+                           failure=f"{key} rose from {rate_text(m['baseline'])} to "
+                                   f"{rate_text(m['candidate'])} (Holm-adjusted p = "
                                    f"{m['p_holm']:.2g}): the crash may have moved")
             else:
                 suite.case("coldstart.crash-class", key,
-                           out=f"rose from {_rate(m['baseline'])} to {_rate(m['candidate'])}, "
-                               f"not significantly (Holm-adjusted p = {m['p_holm']:.2g})")
+                           out=f"rose from {rate_text(m['baseline'])} to "
+                               f"{rate_text(m['candidate'])}, not significantly "
+                               f"(Holm-adjusted p = {m['p_holm']:.2g})")
         suite.close()
         suites.append(suite)
     for camp in data["campaigns"]:

@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from . import rate_text
+
 __all__ = ["render", "write", "escape", "code"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -29,13 +31,6 @@ def code(text: Any) -> str:
     """Untrusted text as an inline code span (backticks and table pipes neutralised)."""
     flat = " ".join(str(text).split()).replace("`", "'").replace("|", "\\|")
     return f"`{flat}`"
-
-
-def _rate(r: dict[str, Any]) -> str:
-    if not r.get("n"):
-        return f"{r.get('count', 0)}/0"
-    return (f"{r['count']}/{r['n']} ({r['count'] / r['n']:.1%}; {r['confidence']:.0%} CI "
-            f"{r['low']:.1%}–{r['high']:.1%})")
 
 
 def _row(cells: list[str]) -> str:
@@ -63,10 +58,10 @@ def render(data: dict[str, Any]) -> str:
                   _row(["counted launches", str(base["counted"]), str(cand["counted"])]),
                   _row(["infra errors (not counted)", str(base["infra_errors"]),
                         str(cand["infra_errors"])]),
-                  _row([sig, _rate(base["rate"]), _rate(cand["rate"])])]
+                  _row([sig, rate_text(base["rate"]), rate_text(cand["rate"])])]
         if len(camps) == 2:
-            lines.append(_row(["any crash", _rate(camps[0]["crashed"]),
-                               _rate(camps[1]["crashed"])]))
+            lines.append(_row(["any crash", rate_text(camps[0]["crashed"]),
+                               rate_text(camps[1]["crashed"])]))
         test = dec.get("test") or {}
         lines += ["", f"One-sided exact test p = {dec['p']:.2g}"
                   + (f" (Fisher {test['fisher_p']:.2g})" if test.get("fisher_p") is not None
@@ -83,8 +78,8 @@ def render(data: dict[str, Any]) -> str:
             lines += ["", "**Crashes that rose in the candidate:**"]
             for m in moved:
                 flag = " (significant)" if m["significant"] else ""
-                lines.append(f"- {code(m['key'])}: {_rate(m['baseline'])} → "
-                             f"{_rate(m['candidate'])}{flag}")
+                lines.append(f"- {code(m['key'])}: {rate_text(m['baseline'])} → "
+                             f"{rate_text(m['candidate'])}{flag}")
         for note in comp["notes"]:
             lines += ["", f"> {escape(note)}"]
     else:
@@ -95,7 +90,7 @@ def render(data: dict[str, Any]) -> str:
         for c in camps:
             top = c["crash_classes"][0] if c["crash_classes"] else None
             lines.append(_row([escape(c["label"]), escape(c["target"]), str(c["counted"]),
-                               str(len(c["infra_errors"])), _rate(c["crashed"]),
+                               str(len(c["infra_errors"])), rate_text(c["crashed"]),
                                f"{code(top['key'])} {top['count']}" if top else "—"]))
     lines += ["", f"<sub>coldstart {escape(data['coldstart_version'])}, report schema "
                   f"{data['schema_version']}</sub>", ""]
