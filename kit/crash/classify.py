@@ -1,9 +1,9 @@
 """Classification: a pipeline of small rules that turns a crash record into a crash class.
 
-Like Socorro's signature generator (siggen), the pipeline is an ordered list of steps, each
-a predicate plus an action, and every step that looks at the record writes one line to the
-trail (``<step>: <what it saw>``), so a report can show why a crash got its class. The first
-step that decides a class ends the pipeline:
+Like Socorro's signature generator (siggen), the pipeline is an ordered list of small steps;
+each looks at the record, writes one line to the trail (``<step>: <what it saw>``) and either
+decides a class or passes, so a report can show why a crash got its class. The first step
+that decides ends the pipeline:
 
 1. ``unparsed``: nothing was read (unknown format, or no signal, exception nor frame);
 2. ``known-signatures``: the rules of the :class:`~kit.crash.rules.RuleSet` in order (the
@@ -74,6 +74,7 @@ class _Context:
     frames: list[NormalFrame]
     trail: list[str]
     rule_id: str | None = None
+    unparsed_reason: str | None = None
 
 
 _NATIVE_ABORTS = {"SIGABRT", "EXC_CRASH"}
@@ -84,10 +85,11 @@ def _unparsed(ctx: _Context) -> CrashClass | None:
     r = ctx.record
     if r.format == "unknown" and not (r.frames or r.signal_name or r.exception):
         why = r.notes[-1] if r.notes else "no known format"
-        ctx.trail.append(f"unparsed: format unknown ({why})")
-        return CrashClass.UNPARSED
-    if not (r.frames or r.signal_name or r.exception or r.message or r.abort_message):
-        ctx.trail.append("unparsed: no signal, exception, message or frame was read")
+        ctx.unparsed_reason = f"format unknown ({why})"
+    elif not (r.frames or r.signal_name or r.exception or r.message or r.abort_message):
+        ctx.unparsed_reason = "no signal, exception, message or frame was read"
+    if ctx.unparsed_reason is not None:
+        ctx.trail.append(f"unparsed: {ctx.unparsed_reason} -> unparsed")
         return CrashClass.UNPARSED
     ctx.trail.append(f"unparsed: no ({r.format}, kind {r.kind}, {len(r.frames)} frames)")
     return None
@@ -143,7 +145,8 @@ def _native_crash(ctx: _Context) -> CrashClass | None:
 
 def _fallback(ctx: _Context) -> CrashClass:
     why = ctx.record.notes[-1] if ctx.record.notes else f"kind {ctx.record.kind}"
-    ctx.trail.append(f"fallback: not a crash the kit can class ({why}) -> unparsed")
+    ctx.unparsed_reason = f"not a crash the kit can class ({why})"
+    ctx.trail.append(f"fallback: {ctx.unparsed_reason} -> unparsed")
     return CrashClass.UNPARSED
 
 
@@ -193,9 +196,7 @@ def classify(record: CrashRecord, rules: RuleSet | None = None) -> Classificatio
             break
     if decided is None:
         decided = _fallback(ctx)
-    if decided is CrashClass.UNPARSED and not record.frames:
-        reason = ctx.trail[-1].split(": ", 1)[-1]
-        signature = f"EMPTY: {reason.rsplit(' -> ', 1)[0]}" if signature.startswith(
-            "EMPTY") else signature
+    if decided is CrashClass.UNPARSED and signature.startswith("EMPTY"):
+        signature = f"EMPTY: {ctx.unparsed_reason}"
     return Classification(crash_class=decided, signature=signature, rule_id=ctx.rule_id,
                           trail=tuple(ctx.trail))

@@ -176,7 +176,7 @@ def _from_exit_info(text: str, notes: list[str]) -> CrashRecord:
                       reason, "unknown")  # type: ignore[arg-type]
     if reason is ExitReason.SIGNALED and draft.get("signal_name") in _CRASH_SIGNALS:
         draft.kind = "native"
+    draft.note("exit-info has no stack: read the tombstone or logcat for frames")
     if draft.kind == "unknown":
         draft.note(f"exit reason {entry.reason_text or entry.reason} is not a crash")
-    draft.note("exit-info has no stack: read the tombstone or logcat for frames")
     return draft.build()
