@@ -230,3 +230,14 @@ def test_missing_rule_path(tmp_path: Path) -> None:
 def test_toml_error_names_line(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"line 2"):
         load_rules(_write(tmp_path, "[[rule]]\nid = \n"))
+
+
+def test_exit_that_is_not_a_crash_is_unparsed_with_its_reason() -> None:
+    record = parse_text("ApplicationExitInfo #0:\n  timestamp=2025-03-14 09:30:51.118 pid=9031 "
+                        "process=com.coldstart.wakeword reason=1 (EXIT_SELF) status=0 "
+                        "description=bye")
+    result = classify(record)
+    assert result.crash_class is CrashClass.UNPARSED
+    assert result.signature == ("EMPTY: not a crash the kit can class (exit reason EXIT_SELF "
+                                "is not a crash)")
+    assert result.trail[-1].startswith("fallback: ")
