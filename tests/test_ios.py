@@ -248,3 +248,23 @@ def test_device_unknown_udid_is_exit_2(double: XcrunDouble, tmp_path: Path,
     assert code == 2
     assert capsys.readouterr().err.startswith(
         f"coldstart: error: no paired device with UDID {DEVICE_UDID} (connected devices: none")
+
+
+def test_app_that_never_starts_is_an_infra_error_not_a_crash(
+        double: XcrunDouble, app: Path, tmp_path: Path) -> None:
+    from kit.campaign import prepare_store, run_campaign
+    from kit.scenario import Scenario
+
+    double.script(["nostart", "completed"])
+    simctl, device, bundle = ios.setup_simulator(ios.Xcrun(), udid=UDID, name=None,
+                                                 app_path=str(app), bundle_id=None)
+    launcher = ios.SimulatorLauncher(simctl, device, bundle,
+                                     ios.DiagnosticReports(double.reports), report_wait_s=0.5,
+                                     start_wait_s=1.0)
+    store, old = prepare_store(tmp_path / "run", label="b", target="ios-sim",
+                               scenario=Scenario(), launches=1, resume=False)
+    records = run_campaign(store, old, [launcher], label="b", scenario=Scenario(),
+                           launches=1, timeout_s=5, max_attempts=2)
+    assert [(r.attempt, r.outcome) for r in records] == [(1, Outcome.INFRA_ERROR),
+                                                        (2, Outcome.COMPLETED)]
+    assert records[0].error.startswith(f"the app did not start on simulator {UDID} within 1 s")

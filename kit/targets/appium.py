@@ -464,6 +464,11 @@ class AppiumLauncher:
         if died:
             crash, note = self._collect_crash(session, ctx, lines, crash_texts, log_type,
                                               crash_type)
+            if crash is None and not seen_running and not status_seen and \
+                    summarize_events(iter_events(lines, ctx.launch_id)).last_phase is None:
+                raise InfraError("the app did not start within 10 s of the launch request "
+                                 "(never running, no COLDSTART line)", "check --app-id and "
+                                 "that the app is installed and opens coldstart:// URLs")
         else:
             session.terminate()
         summary = summarize_events(iter_events(lines + status_seen, ctx.launch_id))

@@ -716,6 +716,8 @@ class SimulatorLauncher:
         delivery: how the scenario reaches the app (:class:`Delivery`).
         report_wait_s: seconds to wait for a crash report after a death.
         poll_s: seconds between liveness checks.
+        start_wait_s: seconds the app may take to appear after the launch request; an app
+            never seen running is an infra error (unless a crash report shows it died).
     """
 
     target = "ios-sim"
@@ -723,8 +725,10 @@ class SimulatorLauncher:
     def __init__(self, simctl: Simctl, device: SimDevice, app: AppBundle,
                  reports: DiagnosticReports, poison: bool = False,
                  delivery: Delivery = Delivery.URL,
-                 report_wait_s: float = DEFAULT_REPORT_WAIT_S, poll_s: float = _POLL_S) -> None:
+                 report_wait_s: float = DEFAULT_REPORT_WAIT_S, poll_s: float = _POLL_S,
+                 start_wait_s: float = 10.0) -> None:
         self.simctl = simctl
+        self.start_wait_s = start_wait_s
         self.sim = device
         self.device = device.udid
         self.app = app
@@ -794,8 +798,8 @@ class SimulatorLauncher:
                     running = self.simctl.app_pid(self.device, self.app.bundle_id)
                     if running is not None and (pid is None or running == pid):
                         pid, seen_alive = running, True
-                    elif seen_alive or now - t0 > 10.0:
-                        died = True  # gone (or never seen within 10 s of the request)
+                    elif seen_alive or now - t0 > self.start_wait_s:
+                        died = True  # gone (or never seen within start_wait_s)
                         time.sleep(0.3)  # lines already in the pipe
                         break
                 if now >= deadline:
@@ -823,6 +827,12 @@ class SimulatorLauncher:
                 crash_name = f"{ctx.artifacts_rel}/crash{path.suffix}"
                 artifacts.append(crash_name)
                 crash["crash_report"] = path.name
+            elif not seen_alive:  # never started: a setup problem, not a crash
+                raise InfraError(f"the app did not start on simulator {self.device} within "
+                                 f"{self.start_wait_s:g} s of the launch request (no process, "
+                                 "no COLDSTART line)",
+                                 "check the app is installed and opens coldstart:// URLs, or "
+                                 "use --deliver args")
             else:
                 note = (f"the app died before done and no crash report for it appeared in "
                         f"{self.reports.directory} within {self.report_wait_s:g} s")

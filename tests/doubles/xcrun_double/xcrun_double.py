@@ -21,8 +21,9 @@ texts and public scripts, notes/drivers.md section 5, notes/crash-formats.md sec
 
 The app itself is a real process (``xcrun_double.py __app__``) that follows the next entry of
 the state's ``script``: ``completed``, ``wrong-output``, ``crash@PHASE``, ``js-fatal@PHASE``,
-``error@PHASE``, ``hang@PHASE``, ``vanish@PHASE`` (dies with no report) or ``shutdown`` (the
-simulator shuts down before the launch). A crash is a real ``SIGSEGV``/``SIGABRT`` of that
+``error@PHASE``, ``hang@PHASE``, ``vanish@PHASE`` (dies with no report), ``nostart`` (the
+request succeeds but no app appears) or ``shutdown`` (the simulator shuts down before the
+launch). A crash is a real ``SIGSEGV``/``SIGABRT`` of that
 process; a separate "ReportCrash" process writes the ``.ips`` after ``report_delay_s``.
 """
 
@@ -297,6 +298,9 @@ def simctl(args: list[str]) -> None:
             old = state.setdefault("running", {}).get(key)
             if alive(old) and "--terminate-running-process" in rest:
                 os.kill(old, signal.SIGKILL)
+            if outcome == "nostart":  # the request succeeds, the app never comes up
+                print(f"{bundle}: 0" if command == "launch" else "", end="")
+                return
             proc = start_app(udid, bundle, url, env, outcome)
             state["running"][key] = proc.pid
         if command == "launch":
