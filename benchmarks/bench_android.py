@@ -1,0 +1,166 @@
+"""Benchmark: the Android launcher's adb round trips and overhead per launch, and how two
+devices scale.
+
+The devices are the test double (tests/doubles: FakeAdbd + FakeAndroidDevice) in a process
+of their own, adopted by a real adb server on a private port; every adb call (every stream
+``OPEN``) waits a fixed latency before the device answers, as over a network or a farm. The
+app's own time is what it reports: ``t_ms`` of ``done`` (from its process start); the kit's
+overhead per launch is the launch's wall time minus that.
+
+Figures printed:
+
+* round trips per launch (``OPEN``\\ s the device saw, and the launcher's own count);
+* overhead per launch (median, p90, max) at the given latency;
+* throughput with one device and with two devices in one campaign, and their ratio.
+
+Usage: ``.venv/bin/python benchmarks/bench_android.py [--latency-ms 20] [--launches 30]``
+Goals (issue #6): overhead at most 250 ms per launch at 20 ms per round trip, and two
+devices giving at least 1.8x one device's throughput. ``--check`` exits 1 when a goal is
+missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+PKG = "org.coldstart.app"
+
+
+def _serve_devices(count: int, sha: str, server_port: int, latency_s: float,
+                   gap_ms: int, first_frame_ms: int, conn: Any) -> None:
+    """In a child process: run ``count`` scripted devices until told to stop."""
+    from tests.doubles.android_adb_server import DeviceRig
+    from tests.doubles.fake_adb_device import AppBehaviour, FakeAndroidDevice, FakeApp, \
+        LaunchScript
+
+    class _Server:
+        port = server_port
+
+        @staticmethod
+        def wait_for(serial: str) -> None:
+            time.sleep(0.3)
+
+    script = LaunchScript(default=AppBehaviour.completed(phase_gap_ms=gap_ms,
+                                                        first_frame_ms=first_frame_ms))
+    rigs = [DeviceRig(FakeAndroidDevice(f"bench{i}", (FakeApp(PKG, sha),), script), _Server(),
+                      latency_s=latency_s).start() for i in range(count)]
+    conn.send([r.serial for r in rigs])
+    while conn.recv() == "opens?":
+        conn.send([len(r.adbd.opens) for r in rigs])
+    for rig in rigs:
+        rig.stop()
+
+
+def _campaign(server_port: int, serials: list[str], apk: Path, launches: int, out: Path,
+              before: Any) -> tuple[list[Any], float]:
+    from kit.campaign import prepare_store, run_campaign
+    from kit.scenario import parse_scenario
+    from kit.targets.adb_transport import ServerTransport
+    from kit.targets.android import AndroidLauncher, AndroidTimeouts, inspect_apk, \
+        prepare_device
+
+    info = inspect_apk(apk)
+    transports = [ServerTransport(s, "127.0.0.1", server_port) for s in serials]
+    setups = [prepare_device(t, package=info.package, apk=info) for t in transports]
+    launchers = [AndroidLauncher(t, s, AndroidTimeouts(report_wait_s=3.0))
+                 for t, s in zip(transports, setups)]
+    for launcher in launchers:  # open each log follower outside the timing
+        launcher._ready()
+    scenario = parse_scenario("")
+    store, records = prepare_store(out, label="bench", target="android", scenario=scenario,
+                                   launches=launches, resume=False)
+    before()  # setup (install, checks, followers) is not part of a launch
+    t0 = time.perf_counter()
+    records = run_campaign(store, records, launchers, label="bench", scenario=scenario,
+                           launches=launches, timeout_s=20.0)
+    elapsed = time.perf_counter() - t0
+    for launcher in launchers:
+        launcher.close()
+    return records, elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--latency-ms", type=float, default=20.0,
+                        help="delay before the device answers each adb call (default 20)")
+    parser.add_argument("--launches", type=int, default=30, help="launches per campaign")
+    parser.add_argument("--gap-ms", type=int, default=150,
+                        help="the app's time between two phases (default 150: done at 900 ms)")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    args = parser.parse_args()
+
+    from tests.doubles.android_adb_server import PrivateAdbServer
+    from tests.doubles.android_apk_double import build_apk_double
+
+    server = PrivateAdbServer().start()
+    results: dict[int, tuple[list[Any], float, list[int]]] = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp_text:
+            tmp = Path(tmp_text)
+            apk, sha = build_apk_double(tmp / "app.apk")
+            for count in (1, 2):
+                ctx = mp.get_context("spawn")
+                parent, child = ctx.Pipe()
+                proc = ctx.Process(target=_serve_devices, args=(
+                    count, sha, server.port, args.latency_ms / 1000.0, args.gap_ms, 300, child),
+                    daemon=True)
+                proc.start()
+                child.close()
+                serials = parent.recv()
+                for serial in serials:
+                    server.wait_for(serial)
+                opens_before: list[int] = []
+
+                def snapshot() -> None:
+                    parent.send("opens?")
+                    opens_before.extend(parent.recv())
+
+                records, elapsed = _campaign(server.port, serials, apk, args.launches,
+                                             tmp / f"c{count}", snapshot)
+                parent.send("opens?")
+                opens_after = parent.recv()
+                parent.send("stop")
+                proc.join(10)
+                opens = [b - a for a, b in zip(opens_before, opens_after)]
+                results[count] = (records, elapsed, opens)
+    finally:
+        server.stop()
+
+    one_records, one_s, one_opens = results[1]
+    completed = [r for r in one_records if r.outcome.value == "completed"]
+    if len(completed) != len(one_records):
+        print(f"warning: {len(one_records) - len(completed)} launches did not complete")
+    overhead = sorted(r.wall_ms - r.phases["done"] for r in completed)
+    trips = [r.extra["android"]["round_trips"] for r in completed]
+    print(f"latency per adb call: {args.latency_ms:g} ms; app time per launch (done t_ms): "
+          f"{statistics.median(r.phases['done'] for r in completed):.0f} ms; "
+          f"{len(one_records)} launches")
+    print(f"round trips per launch: {sum(one_opens) / len(one_records):.2f} opens seen by the "
+          f"device, {statistics.mean(trips):.2f} counted by the launcher "
+          f"(min {min(trips)}, max {max(trips)})")
+    p90 = overhead[int(0.9 * (len(overhead) - 1))]
+    print(f"kit overhead per launch: median {statistics.median(overhead):.0f} ms, "
+          f"p90 {p90:.0f} ms, max {max(overhead):.0f} ms (goal <= 250 ms)")
+    two_records, two_s, _ = results[2]
+    one_rate = len(one_records) / one_s
+    two_rate = len(two_records) / two_s
+    ratio = two_rate / one_rate
+    print(f"throughput: 1 device {one_rate:.2f} launches/s, 2 devices {two_rate:.2f} "
+          f"launches/s, ratio {ratio:.2f}x (goal >= 1.8x)")
+    ok = statistics.median(overhead) <= 250 and ratio >= 1.8
+    print("goals met" if ok else "goals MISSED")
+    return 0 if ok or not args.check else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
