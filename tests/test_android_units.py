@@ -165,3 +165,29 @@ def test_install_refused_by_the_device_is_one_usage_error(direct, tmp_path: Path
             android.prepare_device(transport, package=PKG, apk=android.inspect_apk(path))
     finally:
         transport.close()
+
+
+def test_a_log_quiet_for_longer_than_the_call_timeout_is_a_hang_not_an_infra_error(
+        direct, tmp_path: Path) -> None:
+    from kit.campaign import prepare_store, run_campaign
+    from kit.records import Outcome
+    from kit.scenario import parse_scenario
+    from tests.doubles.fake_adb_device import AppBehaviour
+
+    make, key = direct
+    path, sha = build_apk_double(tmp_path / "app.apk")
+    rig = make(sha)
+    rig.device.script.behaviours["q-00000"] = AppBehaviour.hang(after="start")
+    transport = adbt.DirectTransport(rig.address, key_path=key)
+    setup = android.prepare_device(transport, package=PKG, apk=android.inspect_apk(path))
+    launcher = android.AndroidLauncher(transport, setup, android.AndroidTimeouts(
+        call_s=0.5, poll_s=5.0))
+    scenario = parse_scenario("")
+    store, old = prepare_store(tmp_path / "c", label="q", target="android",
+                               scenario=scenario, launches=1, resume=False)
+    try:
+        records = run_campaign(store, old, [launcher], label="q", scenario=scenario,
+                               launches=1, timeout_s=1.5, max_attempts=1)
+    finally:
+        launcher.close()
+    assert [(r.outcome, r.last_phase) for r in records] == [(Outcome.HUNG, "start")]

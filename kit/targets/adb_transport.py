@@ -33,14 +33,14 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from ..errors import InfraError, UsageError
 from ..redact import redact_text
 
 __all__ = ["AdbTransport", "ServerTransport", "DirectTransport", "ShellResult", "LineStream",
            "TransportError", "DeviceInfo", "shell_join", "server_address", "ensure_server",
-           "list_server_devices", "reconnect_with_backoff", "DEFAULT_CALL_TIMEOUT_S",
+           "list_server_devices", "reconnect_with_backoff", "describe", "DEFAULT_CALL_TIMEOUT_S",
            "SERIAL_RE", "HOSTPORT_RE"]
 
 DEFAULT_CALL_TIMEOUT_S = 30.0
@@ -237,6 +237,19 @@ def _split_rc(text: str) -> tuple[str, int | None]:
     except ValueError:
         code = None
     return text[:pos], code
+
+
+def _take_frames(buf: bytearray) -> list[tuple[int, bytes]]:
+    """Remove the complete shell v2 frames (``u8 id, u32 length, payload``) at the start of
+    ``buf`` and return them as ``(id, payload)``; a partial frame stays in ``buf``."""
+    frames = []
+    while len(buf) >= 5:
+        ident, length = buf[0], struct.unpack("<I", bytes(buf[1:5]))[0]
+        if len(buf) < 5 + length:
+            break
+        frames.append((ident, bytes(buf[5:5 + length])))
+        del buf[:5 + length]
+    return frames
 
 
 def reconnect_with_backoff(attempt: Any, timeout_s: float, what: str,
@@ -467,12 +480,7 @@ class ServerTransport:
                     chunks[1] += data
                     continue
                 buf += data
-                while len(buf) >= 5:
-                    ident, length = buf[0], struct.unpack("<I", bytes(buf[1:5]))[0]
-                    if len(buf) < 5 + length:
-                        break
-                    payload = bytes(buf[5:5 + length])
-                    del buf[:5 + length]
+                for ident, payload in _take_frames(buf):
                     if ident in (1, 2):
                         chunks[ident] += payload
                     elif ident == 3 and payload:
@@ -514,12 +522,7 @@ class ServerTransport:
                         out._feed(data)
                         continue
                     buf += data
-                    while len(buf) >= 5:
-                        ident, length = buf[0], struct.unpack("<I", bytes(buf[1:5]))[0]
-                        if len(buf) < 5 + length:
-                            break
-                        payload = bytes(buf[5:5 + length])
-                        del buf[:5 + length]
+                    for ident, payload in _take_frames(buf):
                         if ident == 1:
                             out._feed(payload)
                         elif ident == 3:
@@ -632,8 +635,10 @@ class DirectTransport:
         from adb_shell.exceptions import DeviceAuthError
         from adb_shell.transport.tcp_transport import TcpTransport
 
+        # a stream's connection (``transport`` given) must wait for quiet logs without a
+        # limit (it is stopped by closing its socket); connecting is bounded either way
         device = AdbDevice(transport or TcpTransport(self.host, self.port),
-                           default_transport_timeout_s=timeout_s)
+                           default_transport_timeout_s=None if transport else timeout_s)
         offered: list[bool] = []
         try:
             device.connect(rsa_keys=[self._signer], transport_timeout_s=timeout_s,
@@ -780,7 +785,3 @@ def describe(transport: AdbTransport, timeout_s: float = 10.0) -> DeviceInfo:
                       model=values[0].strip() or None, abi=values[1].strip() or None,
                       sdk=int(sdk) if sdk.isdigit() else None)
 
-
-def iter_lines(text: str) -> Iterable[str]:
-    """Lines of device output without ``\\r``."""
-    return (line.rstrip("\r") for line in text.splitlines())
