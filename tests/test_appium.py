@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -23,16 +22,10 @@ from kit.scenario import Scenario
 from kit.targets import appium
 from kit.targets.appium_cli import setup_target
 from tests.doubles.appium_lifecycle_double import AppiumLifecycleDouble
-from tests.doubles.appium_server import AppiumServer, fake_caps, free_port
+from tests.doubles.appium_server import (AppiumServer, appium_server,  # noqa: F401
+                                         fake_caps, free_port)
 
 USER, KEY = "alice", "s3cr3t-Key-9"
-
-
-@pytest.fixture(scope="module")
-def appium_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppiumServer]:
-    server = AppiumServer(tmp_path_factory.mktemp("appium") / "appium.log").start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -9,22 +9,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from tests.doubles.appium_lifecycle_double import AppiumLifecycleDouble
-from tests.doubles.appium_server import AppiumServer, fake_caps
+from tests.doubles.appium_server import AppiumServer, appium_server, fake_caps  # noqa: F401
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "devicefarm"
 USER, KEY = "farmuser", "FARM-acc3ss-k3y"
-
-
-@pytest.fixture(scope="module")
-def appium_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppiumServer]:
-    server = AppiumServer(tmp_path_factory.mktemp("appium") / "appium.log").start()
-    yield server
-    server.stop()
 
 
 def _run_example(double: AppiumLifecycleDouble, tmp_path: Path

@@ -14,26 +14,16 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from ..cli_common import add_campaign_options, execute_campaign, scenario_from_args
+from ..cli_common import add_campaign_options, scenario_from_args
 from ..errors import UsageError
 from ..redact import install_log_redaction
 from . import appium
-from .ios_cli import TargetSetup
+from .ios_cli import TargetSetup, run_setup, seconds_arg
 
 __all__ = ["register", "setup_target", "load_caps", "APP_ID_RE"]
 
 #: Android package names and iOS bundle ids.
 APP_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_-]+)+$")
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value <= 600:
-        raise argparse.ArgumentTypeError(f"{value} is out of range (0, 600] seconds")
-    return value
 
 
 def register(commands: argparse._SubParsersAction, run_targets: argparse._SubParsersAction
@@ -66,9 +56,9 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
                      help="iOS: scenario as the deep link (default) or as launch arguments")
     run.add_argument("--status-id", default=appium.STATUS_TEST_ID, metavar="TESTID",
                      help="testID of the app's status element (default %(default)s)")
-    run.add_argument("--poll", type=_seconds, default=0.25, metavar="S",
+    run.add_argument("--poll", type=_duration, default=0.25, metavar="S",
                      help="seconds between polls (default %(default)g)")
-    run.add_argument("--report-wait", type=_seconds, default=appium.DEFAULT_REPORT_WAIT_S,
+    run.add_argument("--report-wait", type=_duration, default=appium.DEFAULT_REPORT_WAIT_S,
                      metavar="S", help="seconds to wait for crash text after a death "
                                        "(default %(default)g)")
     add_campaign_options(run, default_timeout_s=90.0)
@@ -150,11 +140,12 @@ def setup_target(args: argparse.Namespace, log: Callable[[str], None] = _log) ->
 
 
 def _run(args: argparse.Namespace) -> int:
-    scenario = scenario_from_args(args)
-    setup = _setup(args)
-    try:
-        return execute_campaign(args, setup.launchers, target=setup.target,
-                                scenario=scenario, build=setup.build, options=setup.options,
-                                devices=setup.devices)
-    finally:
-        setup.close()
+    scenario_from_args(args)  # a bad scenario is refused before the session opens
+    return run_setup(args, _setup(args))
+
+
+def _duration(text: str) -> float:
+    value = seconds_arg(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 is out of range (0, 600] seconds")
+    return value

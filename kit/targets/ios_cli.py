@@ -15,7 +15,7 @@ from ..cli_common import add_campaign_options, execute_campaign, scenario_from_a
 from ..errors import UsageError
 from . import ios
 
-__all__ = ["register", "setup_target", "TargetSetup"]
+__all__ = ["register", "setup_target", "run_setup", "seconds_arg", "TargetSetup"]
 
 
 @dataclasses.dataclass
@@ -46,7 +46,8 @@ def _udid(text: str) -> str:
     return text
 
 
-def _seconds(text: str) -> float:
+def seconds_arg(text: str) -> float:
+    """argparse type for a duration option: a number of seconds in [0, 600]."""
     try:
         value = float(text)
     except ValueError:
@@ -85,7 +86,7 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
                      help="where macOS writes crash reports (default: "
                           f"${ios.DIAGNOSTIC_REPORTS_ENV} or "
                           f"{ios.DEFAULT_DIAGNOSTIC_REPORTS})")
-    sim.add_argument("--report-wait", type=_seconds, default=ios.DEFAULT_REPORT_WAIT_S,
+    sim.add_argument("--report-wait", type=seconds_arg, default=ios.DEFAULT_REPORT_WAIT_S,
                      metavar="S", help="seconds to wait for a crash report after a death "
                                        "(default %(default)g)")
     add_campaign_options(sim, default_timeout_s=60.0)
@@ -106,7 +107,7 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     dev.add_argument("--poison", action="store_true",
                      help="Apple malloc debugging: " + " ".join(f"{k}={v}" for k, v in
                                                                  ios.POISON_ENV.items()))
-    dev.add_argument("--report-wait", type=_seconds, default=ios.DEFAULT_REPORT_WAIT_S,
+    dev.add_argument("--report-wait", type=seconds_arg, default=ios.DEFAULT_REPORT_WAIT_S,
                      metavar="S", help="seconds to wait for the device's crash report "
                                        "(default %(default)g)")
     add_campaign_options(dev, default_timeout_s=90.0)
@@ -174,9 +175,15 @@ def setup_target(args: argparse.Namespace, log: Callable[[str], None] = _log) ->
 
 
 def _run(args: argparse.Namespace) -> int:
-    scenario = scenario_from_args(args)
-    setup = setup_target(args)
+    scenario_from_args(args)  # a bad scenario is refused before the simulator boots
+    return run_setup(args, setup_target(args))
+
+
+def run_setup(args: argparse.Namespace, setup: TargetSetup) -> int:
+    """Run the campaign of parsed ``coldstart run`` arguments on a prepared target (the
+    ``func`` of the iOS and Appium commands); ``setup.close()`` runs whatever happens."""
     try:
+        scenario = scenario_from_args(args)
         return execute_campaign(args, setup.launchers, target=setup.target,
                                 scenario=scenario, build=setup.build, options=setup.options,
                                 devices=setup.devices)

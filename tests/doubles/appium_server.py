@@ -16,6 +16,7 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -95,3 +96,11 @@ def fake_caps(tmp_path: Path, **extra: object) -> dict[str, object]:
     app.write_text(FAKE_APP_XML)
     return {"platformName": "Fake", "appium:automationName": "Fake",
             "appium:app": str(app), **extra}
+
+
+@pytest.fixture(scope="module")
+def appium_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppiumServer]:
+    """A real Appium server for one test module (import this fixture into the module)."""
+    server = AppiumServer(tmp_path_factory.mktemp("appium") / "appium.log").start()
+    yield server
+    server.stop()
