@@ -31,7 +31,19 @@ import math
 from typing import Sequence
 
 import numpy as np
-from scipy import stats
+
+
+class _ScipyStats:
+    """``scipy.stats``, imported on first use: the import takes seconds, and every
+    ``coldstart`` command (and each campaign's start-up) imports this module."""
+
+    def __getattr__(self, name: str) -> object:
+        import scipy.stats
+
+        return getattr(scipy.stats, name)
+
+
+stats = _ScipyStats()
 
 from .errors import UsageError
 
