@@ -58,3 +58,33 @@ test('the app runs a deep-linked launch on the bundled model set and reports don
   expect(status.props.children).toBe(lines[lines.length - 1]);
   await ReactTestRenderer.act(async () => renderer.unmount());
 });
+
+test('a build without the ColdstartNative module reports error, it does not crash', async () => {
+  jest.spyOn(Linking, 'getInitialURL').mockResolvedValue('coldstart://run?id=A-00002');
+  const lines: string[] = [];
+  jest.spyOn(console, 'log').mockImplementation((line: unknown) => {
+    lines.push(String(line));
+  });
+  const saved = NativeModules.ColdstartNative;
+  delete NativeModules.ColdstartNative;
+  try {
+    const App = require('../App').default;
+    let renderer!: ReactTestRenderer.ReactTestRenderer;
+    await ReactTestRenderer.act(async () => {
+      renderer = ReactTestRenderer.create(<App />);
+    });
+    for (let i = 0; i < 40 && lines.length < 2; i++) {
+      await ReactTestRenderer.act(async () => {
+        await new Promise<void>(res => setTimeout(res, 25));
+      });
+    }
+    const events = lines.map(l => parseLine(l).event!);
+    expect(events.map(e => [e.id, e.phase])).toEqual([['A-00002', 'start'], ['A-00002', 'error']]);
+    expect(events[1].fields.message).toBe(
+      'the native module ColdstartNative is missing: rebuild the app (autolinking of rn-app/modules/coldstart-native)',
+    );
+    await ReactTestRenderer.act(async () => renderer.unmount());
+  } finally {
+    NativeModules.ColdstartNative = saved;
+  }
+});

@@ -3,7 +3,6 @@
  * ColdstartNative module resolves the bundled files and crashes on purpose.
  */
 import { toByteArray } from 'base64-js';
-import { InferenceSession } from 'onnxruntime-react-native';
 import { Image, Platform as RNPlatform } from 'react-native';
 import { CLIP_ASSET, EXPECTED, MANIFEST, MODEL_ASSETS } from './bundled';
 import { sinceStartMs } from './clock';
@@ -27,9 +26,17 @@ async function resolveBundled(asset: number, fileName: string): Promise<string> 
   return coldstartNative().resolveAsset(source.uri, fileName);
 }
 
-/** The platform for `runLaunch` on Android and iOS. */
+/**
+ * The platform for `runLaunch` on Android and iOS.
+ *
+ * @throws Error when a native module is missing from the build; the screen reports it as
+ *   `error` (onnxruntime-react-native is required here, not at bundle load, because its
+ *   import installs the JSI API and throws without the native module).
+ */
 export function devicePlatform(): Platform {
   const native = coldstartNative();
+  const { InferenceSession } =
+    require('onnxruntime-react-native') as typeof import('onnxruntime-react-native');
   const roles: Record<string, Role> = {};
   const files: Record<string, string> = {};
   for (const m of MANIFEST.models) {
