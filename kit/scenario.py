@@ -20,12 +20,16 @@ inject     ``none``                              ``none`` | ``segv@P`` | ``abort
                                                  ``sessions-released``
 load       ``path``                              ``path`` | ``bytes`` (host amplifier)
 warmup     ``none``                              ``none`` | ``cpu`` (host amplifier)
+log        ``warning``                           ``warning`` | ``verbose``: the ORT
+                                                 environment's log level (host amplifier)
 =========  ====================================  ==========================================
 
 Users may also write a scenario without the scheme, as ``mode=serial&sessions=8`` or
 ``mode=serial,sessions=8``; :func:`parse_scenario` accepts all three spellings.
 The canonical URL (:meth:`Scenario.to_url`) lists every key in the order above, so two
-scenarios are equal exactly when their URLs (without ``id``) are equal.
+scenarios are equal exactly when their URLs (without ``id``) are equal; the keys added after
+the first protocol version (:data:`EXTENSION_DEFAULTS`: ``log``) appear only when they differ
+from their default, so apps that predate them still accept every default scenario.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ __all__ = [
     "INJECT_KINDS",
     "DEFAULT_MODELS",
     "LAUNCH_ID_RE",
+    "EXTENSION_DEFAULTS",
 ]
 
 #: The phases every app reports, in order (DESIGN.md). ``error`` is reported instead of a
@@ -62,7 +67,10 @@ KNOWN_EPS: tuple[str, ...] = ("xnnpack", "cpu")
 LAUNCH_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _KEYS = ("id", "mode", "sessions", "models", "ep", "threads", "infer", "release", "inject",
-         "load", "warmup")
+         "load", "warmup", "log")
+#: Keys added after protocol version 1, with their defaults: a canonical URL carries them
+#: only when they differ from these, so an app that predates a key never sees it unasked.
+EXTENSION_DEFAULTS: dict[str, str] = {"log": "warning"}
 _HINT = "see `coldstart run --help` for scenario keys"
 
 
@@ -82,6 +90,11 @@ class Scenario:
             right after reporting ``phase``. Positive controls only.
         load: ``path`` (create from a file path) or ``bytes`` (from memory).
         warmup: ``none`` or ``cpu`` (one CPU-only session created before the race).
+        log: the ORT environment's log level, ``warning`` (production) or ``verbose``
+            (host amplifier: onnxruntime then formats an INFO line, "Creating BFCArena for
+            XnnpackExecutionProvider ...", between its unsynchronised null check and the
+            assignment of the shared XNNPACK allocator, which widens the race window; see
+            docs/race.md for what it does to the witnessed-race rate).
         id: the launch id, or ``None`` for a scenario not yet bound to a launch.
     """
 
@@ -95,6 +108,7 @@ class Scenario:
     inject: tuple[str, str] | None = None
     load: str = "path"
     warmup: str = "none"
+    log: str = "warning"
     id: str | None = None
 
     def __post_init__(self) -> None:
@@ -109,6 +123,7 @@ class Scenario:
                len(self.ep), "ep", ",".join(self.ep), "a comma list of xnnpack, cpu")
         _check(self.load in ("path", "bytes"), "load", self.load, "path or bytes")
         _check(self.warmup in ("none", "cpu"), "warmup", self.warmup, "none or cpu")
+        _check(self.log in ("warning", "verbose"), "log", self.log, "warning or verbose")
         if self.inject is not None:
             kind, phase = self.inject
             _check(kind in INJECT_KINDS and phase in PHASES[:-1], "inject", f"{kind}@{phase}",
@@ -120,7 +135,8 @@ class Scenario:
 
     # -- encoding ---------------------------------------------------------------------
     def query_items(self, with_id: bool = True) -> list[tuple[str, str]]:
-        """The scenario as ``(key, value)`` pairs in canonical order (see module doc)."""
+        """The scenario as ``(key, value)`` pairs in canonical order (see module doc); an
+        extension key (:data:`EXTENSION_DEFAULTS`) only when it is not at its default."""
         items = [
             ("mode", self.mode),
             ("sessions", str(self.sessions)),
@@ -133,6 +149,8 @@ class Scenario:
             ("load", self.load),
             ("warmup", self.warmup),
         ]
+        items += [(key, value) for key, value in (("log", self.log),)
+                  if value != EXTENSION_DEFAULTS[key]]
         if with_id and self.id is not None:
             items.insert(0, ("id", self.id))
         return items
@@ -158,11 +176,11 @@ class Scenario:
     def describe(self) -> str:
         """A short human label, e.g. ``concurrent x3 xnnpack,cpu``, plus non-default keys."""
         text = f"{self.mode} x{self.sessions} {','.join(self.ep)}"
-        default = Scenario()
+        default = {**EXTENSION_DEFAULTS, **dict(Scenario().query_items(with_id=False))}
         for key, value in self.query_items(with_id=False):
             if key in ("mode", "sessions", "ep"):
                 continue
-            if dict(default.query_items(with_id=False))[key] != value:
+            if default[key] != value:
                 text += f" {key}={value}"
         return text
 

@@ -155,6 +155,7 @@ struct Scenario {
   std::string inject_phase;  // phase name
   std::string load = "path";
   std::string warmup = "none";
+  std::string log = "warning";  // the ORT environment's log level (host amplifier)
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -207,11 +208,13 @@ Scenario parse_scenario(const std::string& url) {
       }
     } else if (key == "load") sc.load = value;
     else if (key == "warmup") sc.warmup = value;
+    else if (key == "log") sc.log = value;
     else throw std::invalid_argument("unknown scenario key: " + key);
   }
   if (sc.mode != "concurrent" && sc.mode != "serial") throw std::invalid_argument("bad mode");
   if (sc.sessions < 1 || sc.sessions > 64) throw std::invalid_argument("bad sessions");
   if (sc.threads < 1 || sc.threads > 64) throw std::invalid_argument("bad threads");
+  if (sc.log != "warning" && sc.log != "verbose") throw std::invalid_argument("bad log");
   return sc;
 }
 
@@ -487,7 +490,11 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < names.size(); ++k) models_json += (k ? "," : "") + json_str(names[k]);
     reach("models-ready", "\"models\":[" + models_json + "],\"load\":" + json_str(sc.load));
 
-    Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "coldstart", ort_log, nullptr);
+    // log=verbose (amplifier): onnxruntime then formats and delivers its INFO line "Creating
+    // BFCArena for XnnpackExecutionProvider ..." between the XNNPACK EP's unsynchronised
+    // "is the shared allocator null?" and its assignment, widening the race window.
+    Ort::Env env(sc.log == "verbose" ? ORT_LOGGING_LEVEL_VERBOSE : ORT_LOGGING_LEVEL_WARNING,
+                 "coldstart", ort_log, nullptr);
     std::unique_ptr<Ort::Session> warm;
     if (sc.warmup == "cpu") {  // one-time global init out of the race (amplifier)
       Ort::SessionOptions so = make_options(sc, {"cpu"}, "warmup");
