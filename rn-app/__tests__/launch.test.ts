@@ -220,3 +220,26 @@ test('reportRefused gives start then error under the launch id', () => {
   ]);
   expect(last.phase).toBe('error');
 });
+
+test('log=verbose sets the ORT log level before the first create; the default is warning', async () => {
+  for (const [url, level] of [
+    ['coldstart://run?id=J-12&log=verbose&infer=0', 'verbose'],
+    ['coldstart://run?id=J-13&infer=0', 'warning'],
+  ] as const) {
+    const order: string[] = [];
+    const crash = new FakeNativeCrash();
+    const platform = nodePlatform({
+      crash: crash.crash,
+      onLogLevel: l => order.push(`log:${l}`),
+      createSession: (path, options) => {
+        order.push('create');
+        return nodeCreateSession(path, options);
+      },
+    });
+    const reports: PhaseReport[] = [];
+    await runLaunch(scenario(url), platform, r => reports.push(r));
+    expect(order).toEqual([`log:${level}`, 'create', 'create', 'create']);
+    expect(reports[reports.length - 1].phase).toBe('done');
+    expect(String(reports[0].fields.scenario).endsWith('&log=verbose')).toBe(level === 'verbose');
+  }
+});

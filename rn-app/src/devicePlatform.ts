@@ -3,6 +3,7 @@
  * ColdstartNative module resolves the bundled files and crashes on purpose.
  */
 import { toByteArray } from 'base64-js';
+import { env } from 'onnxruntime-common';
 import { Image, Platform as RNPlatform } from 'react-native';
 import { CLIP_ASSET, EXPECTED, MANIFEST, MODEL_ASSETS } from './bundled';
 import { sinceStartMs } from './clock';
@@ -57,6 +58,9 @@ export function devicePlatform(): Platform {
     },
     roles,
     expected: EXPECTED,
+    setOrtLogLevel: level => {
+      env.logLevel = level;
+    },
     crash: kind => {
       native.crash(kind);
     },

@@ -25,7 +25,9 @@
  * `load=bytes` is refused with an `error`: onnxruntime-react-native 1.24.x drops every
  * session option on buffer loads, so XNNPACK would silently not be used. `warmup=cpu`
  * creates one CPU-only session of the first model before the race and keeps it until
- * the release, as the host workload does. `inject=KIND@PHASE` crashes natively (`segv`,
+ * the release, as the host workload does. `log=verbose` sets the ORT environment's log level
+ * to verbose before the first create (the binding reads it once, at its first session).
+ * `inject=KIND@PHASE` crashes natively (`segv`,
  * `abort`) or stalls (`hang`) right after reporting PHASE: positive controls only.
  */
 import type { InferenceSession } from 'onnxruntime-common';
@@ -53,6 +55,11 @@ export interface Platform {
   readonly roles: Readonly<Record<string, Role>>;
   /** `models/expected.json`. */
   readonly expected: Expected;
+  /**
+   * Set the ORT environment's log level before the first session (`env.logLevel` of
+   * onnxruntime-common, which the binding passes to `initOrtOnce`).
+   */
+  setOrtLogLevel(level: 'warning' | 'verbose'): void;
   /** Crash the process natively with SIGSEGV or abort(); does not return. */
   crash(kind: 'segv' | 'abort'): void;
   /** Milliseconds since the app's start (monotonic). */
@@ -148,6 +155,7 @@ export async function runLaunch(
     const samples = scenario.infer ? await platform.loadClip() : new Int16Array(0);
     await emit('models-ready', { models: [...names], load: scenario.load });
 
+    platform.setOrtLogLevel(scenario.log);
     const options = (eps: readonly string[]): InferenceSession.SessionOptions => ({
       executionProviders: [...eps],
       intraOpNumThreads: scenario.threads,

@@ -48,7 +48,13 @@ const KEYS = [
   'inject',
   'load',
   'warmup',
+  'log',
 ] as const;
+/**
+ * Keys added after protocol version 1, with their defaults (kit `EXTENSION_DEFAULTS`): the
+ * canonical URL carries them only when they differ, so older apps accept default scenarios.
+ */
+export const EXTENSION_DEFAULTS = Object.freeze({ log: 'warning' as const });
 
 export interface Inject {
   readonly kind: InjectKind;
@@ -72,6 +78,8 @@ export interface Scenario {
   readonly inject: Inject | null;
   readonly load: 'path' | 'bytes';
   readonly warmup: 'none' | 'cpu';
+  /** ORT environment log level: `warning` (production) or `verbose` (widens the race window). */
+  readonly log: 'warning' | 'verbose';
 }
 
 export const DEFAULT_SCENARIO: Scenario = Object.freeze({
@@ -86,6 +94,7 @@ export const DEFAULT_SCENARIO: Scenario = Object.freeze({
   inject: null,
   load: 'path',
   warmup: 'none',
+  log: EXTENSION_DEFAULTS.log,
 });
 
 export type ScenarioResult =
@@ -175,6 +184,7 @@ function validate(s: Scenario): void {
     'ep', s.ep.join(','), 'a comma list of xnnpack, cpu');
   check(s.load === 'path' || s.load === 'bytes', 'load', s.load, 'path or bytes');
   check(s.warmup === 'none' || s.warmup === 'cpu', 'warmup', s.warmup, 'none or cpu');
+  check(s.log === 'warning' || s.log === 'verbose', 'log', s.log, 'warning or verbose');
   if (s.inject !== null) {
     const phaseOk = (PHASES.slice(0, -1) as readonly string[]).includes(s.inject.phase);
     check((INJECT_KINDS as readonly string[]).includes(s.inject.kind) && phaseOk, 'inject',
@@ -247,6 +257,9 @@ export function parseScenario(text: string | null | undefined): ScenarioResult {
         case 'warmup':
           fields.warmup = value as Scenario['warmup'];
           break;
+        case 'log':
+          fields.log = value as Scenario['log'];
+          break;
         case 'id':
           fields.id = value;
           break;
@@ -271,7 +284,10 @@ function quote(value: string): string {
     .replace(/%40/g, '@');
 }
 
-/** The scenario as `(key, value)` pairs in canonical order (kit `Scenario.query_items`). */
+/**
+ * The scenario as `(key, value)` pairs in canonical order (kit `Scenario.query_items`); an
+ * extension key only when it is not at its default.
+ */
 export function queryItems(s: Scenario, withId = true): Array<[string, string]> {
   const items: Array<[string, string]> = [
     ['mode', s.mode],
@@ -285,6 +301,9 @@ export function queryItems(s: Scenario, withId = true): Array<[string, string]> 
     ['load', s.load],
     ['warmup', s.warmup],
   ];
+  if (s.log !== EXTENSION_DEFAULTS.log) {
+    items.push(['log', s.log]);
+  }
   if (withId && s.id !== null) {
     items.unshift(['id', s.id]);
   }

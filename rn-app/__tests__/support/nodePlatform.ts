@@ -45,6 +45,8 @@ export interface NodePlatformOptions {
   /** Replaces `createSession` (e.g. to record calls around the real one). */
   createSession?: CreateSession;
   crash: (kind: 'segv' | 'abort') => void;
+  /** Told the level each time the launch sets the ORT log level. */
+  onLogLevel?: (level: string) => void;
 }
 
 export function nodePlatform(options: NodePlatformOptions): Platform {
@@ -68,6 +70,10 @@ export function nodePlatform(options: NodePlatformOptions): Platform {
     loadClip: async () => readClipSamples(),
     roles,
     expected: readExpected(),
+    setOrtLogLevel: level => {
+      ort.env.logLevel = level;
+      options.onLogLevel?.(level);
+    },
     crash: options.crash,
     now: () => performance.now() - t0,
     startFields: { platform: 'node' },
