@@ -684,10 +684,14 @@ class AndroidLauncher:
                 self.reboots += 1
                 raise TransportError(f"{self.device} rebooted during the launch",
                                      state="rebooted")
+            # by pid; without one (the app died before logging anything), by device time,
+            # leaving out force-stops: the kit's own one at the start of this launch can
+            # fall in the same second as the clock reading
             exits = [e for e in crashlib.parse_exit_info(exit_text)
                      if (e.process or "").split(":")[0] == self.package and
                      ((pid is not None and e.pid == pid) or
-                      (pid is None and (e.timestamp or "") >= device_start))]
+                      (pid is None and (e.timestamp or "") >= device_start and
+                       e.reason != 10))]
             exit_entry = exits[0] if exits else None
             if pid is None and exit_entry is not None:
                 pid = exit_entry.pid

@@ -733,7 +733,7 @@ class FakeAndroidDevice:
                 i += 1
             elif arg == "-v":
                 if args[i + 1] != "threadtime":
-                    out.write(f"logcat: this double prints threadtime only\n", fd=2)
+                    out.write("logcat: this double prints threadtime only\n", fd=2)
                     return 1
                 i += 1
             elif arg.startswith("-"):
