@@ -7,8 +7,9 @@ and, in its ``func``, builds its launchers and calls :func:`execute_campaign`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -19,7 +20,7 @@ from .records import LaunchRecord, Outcome
 from .scenario import Scenario, parse_scenario
 
 __all__ = ["add_campaign_options", "scenario_from_args", "execute_campaign", "ProgressView",
-           "stderr_console"]
+           "stderr_console", "TargetSetup", "run_setup"]
 
 _OUTCOME_STYLE = {Outcome.COMPLETED: "green", Outcome.CRASHED: "bold red",
                   Outcome.APP_ERROR: "yellow", Outcome.WRONG_OUTPUT: "magenta",
@@ -159,6 +160,40 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     if all_records and not any(r.counted for r in all_records):
         return int(ExitCode.INFRA)
     return int(ExitCode.OK)
+
+
+@dataclasses.dataclass
+class TargetSetup:
+    """A prepared target: what :func:`kit.cli_common.execute_campaign` needs, plus
+    ``close()`` to undo the preparation (sessions, environment) after the campaign.
+
+    Attributes:
+        target: the target name (``ios-sim``, ``ios-device``, ``appium``).
+        launchers: one :class:`~kit.campaign.Launcher` per device.
+        build: build provenance for ``campaign.json`` (app path, bundle id...).
+        options: the options that shape launches (poison, delivery, timeouts...).
+        devices: one dict per device for ``campaign.json``.
+        close: called once after the campaign, even when it failed.
+    """
+
+    target: str
+    launchers: list[Any]
+    build: dict[str, Any]
+    options: dict[str, Any]
+    devices: list[dict[str, Any]]
+    close: Callable[[], None] = lambda: None
+
+
+def run_setup(args: argparse.Namespace, setup: TargetSetup) -> int:
+    """Run the campaign of parsed ``coldstart run`` arguments on a prepared target (the
+    ``func`` of the iOS and Appium commands); ``setup.close()`` runs whatever happens."""
+    try:
+        scenario = scenario_from_args(args)
+        return execute_campaign(args, setup.launchers, target=setup.target,
+                                scenario=scenario, build=setup.build, options=setup.options,
+                                devices=setup.devices)
+    finally:
+        setup.close()
 
 
 def render_outcome_table(console: Console, records: Sequence[LaunchRecord], path: Path

@@ -18,8 +18,8 @@ Fixtures: :func:`coldstart` (a :class:`Coldstart` bound to the test's target) an
 :mod:`kit.verdict`; their failure messages give the rates, intervals and the verdict's
 reason. Credentials in target options are redacted from test ids, messages and reports.
 
-Only targets whose command module exposes ``setup`` (``ios-sim``, ``ios-device``,
-``appium``) can be used here; heavy modules are imported when a campaign runs.
+Targets are those of :data:`PLUGIN_TARGETS`, whose command modules expose ``setup`` (a
+:class:`kit.cli_common.TargetSetup` factory); heavy modules are imported when a campaign runs.
 """
 
 from __future__ import annotations
@@ -57,6 +57,10 @@ class TargetSpec:
         return self.argv[0]
 
 
+#: ``coldstart run`` targets the plugin can drive (their command modules set ``setup``).
+PLUGIN_TARGETS = ("host", "android", "ios-sim", "ios-device", "appium")
+
+
 def parse_target_spec(text: str, index: int = 0) -> TargetSpec:
     """Split a ``--coldstart-target`` value with shell rules (no shell runs).
 
@@ -67,9 +71,10 @@ def parse_target_spec(text: str, index: int = 0) -> TargetSpec:
         argv = tuple(shlex.split(text))
     except ValueError as exc:
         raise pytest.UsageError(f"--coldstart-target {text!r}: {exc}") from None
-    if not argv or argv[0] not in ("ios-sim", "ios-device", "appium"):
-        raise pytest.UsageError(f"--coldstart-target must start with ios-sim, ios-device or "
-                                f"appium, not {argv[0] if argv else 'nothing'!r}")
+    if not argv or argv[0] not in PLUGIN_TARGETS:
+        raise pytest.UsageError(f"--coldstart-target must start with one of "
+                                f"{', '.join(PLUGIN_TARGETS)}, not "
+                                f"{argv[0] if argv else 'nothing'!r}")
     parts = [argv[0]]
     for opt in _ID_OPTIONS:
         if opt in argv[:-1]:
@@ -188,6 +193,9 @@ class Coldstart:
         except SystemExit:
             pytest.fail(f"bad --coldstart-target options for {self.spec.id} (see the "
                         f"`coldstart: error:` line above)", pytrace=False)
+        if not hasattr(args, "setup"):
+            pytest.fail(f"target {self.spec.name!r} cannot run from the plugin yet (its "
+                        "command module has no setup)", pytrace=False)
         try:
             scen = scenario_from_args(args)
             setup = args.setup(args, lambda _m: None)

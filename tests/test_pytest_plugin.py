@@ -127,5 +127,7 @@ def test_target_ids_never_carry_urls() -> None:
                              "--platform android --caps 'my caps.json'")
     assert spec.id == "appium-android"
     assert spec.argv[-1] == "my caps.json"
-    with pytest.raises(pytest.UsageError, match="must start with ios-sim, ios-device or appium"):
-        parse_target_spec("android --serial x")
+    with pytest.raises(pytest.UsageError,
+                       match="must start with one of host, android, ios-sim, ios-device, "
+                             "appium, not 'windows'"):
+        parse_target_spec("windows --serial x")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
+from typing import Callable
 
 from .. import modelset, witness
-from ..cli_common import add_campaign_options, execute_campaign, scenario_from_args
+from ..cli_common import TargetSetup, add_campaign_options, run_setup, scenario_from_args
 from ..errors import UsageError
 from . import host
 
@@ -55,11 +57,11 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     run.add_argument("--models", metavar="DIR", default=None,
                      help="model set folder (default: the checkout's models/)")
     add_campaign_options(run, default_timeout_s=30.0)
-    run.set_defaults(func=_run)
+    run.set_defaults(func=_run, setup=_setup)
 
 
 def _log(message: str) -> None:
-    print(f"runtime: {message}", flush=True)
+    print(f"runtime: {message}", file=sys.stderr, flush=True)
 
 
 def _prepare(args: argparse.Namespace) -> int:
@@ -104,14 +106,20 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
+def _setup(args: argparse.Namespace, log: Callable[[str], None] = _log) -> TargetSetup:
+    """Check the models, scenario and runtime of ``run host`` and build its launcher (what the
+    CLI and the pytest plugin both call).
+
+    Raises:
+        UsageError, DataError: bad scenario, missing or tampered models, runtime not ready.
+    """
     scenario = scenario_from_args(args)
     ms = modelset.load_modelset(args.models)
     modelset.require_verified(ms)
     host.check_scenario(scenario, ms)
     runtime = host.load_runtime(args.runtime)
     if runtime.workload_hash is None:
-        runtime = host.build_workload(runtime, log=_log)
+        runtime = host.build_workload(runtime, log=log)
     witness_lib, witness_note = _witness_for(runtime, args.witness)
     launcher = host.HostLauncher(runtime, ms, poison=args.poison, witness=witness_lib)
     build = {"runtime": runtime.name, "kind": runtime.kind, "ort_library": runtime.ort_library,
@@ -121,5 +129,9 @@ def _run(args: argparse.Namespace) -> int:
     options = {"poison": "glibc" if args.poison else None, "timeout_s": args.timeout,
                "env": dict(host.POISON_ENV) if args.poison else {},
                "witness": witness_note}
-    return execute_campaign(args, [launcher], target="host", scenario=scenario, build=build,
-                            options=options, devices=[{"id": launcher.device, "kind": "host"}])
+    return TargetSetup(target="host", launchers=[launcher], build=build, options=options,
+                       devices=[{"id": launcher.device, "kind": "host"}])
+
+
+def _run(args: argparse.Namespace) -> int:
+    return run_setup(args, _setup(args))

@@ -8,36 +8,13 @@ same preparation for library callers (the pytest plugin) and returns a :class:`T
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from typing import Any, Callable
 
-from ..cli_common import add_campaign_options, execute_campaign, scenario_from_args
+from ..cli_common import TargetSetup, add_campaign_options, run_setup, scenario_from_args
 from ..errors import UsageError
 from . import ios
 
-__all__ = ["register", "setup_target", "run_setup", "seconds_arg", "TargetSetup"]
-
-
-@dataclasses.dataclass
-class TargetSetup:
-    """A prepared target: what :func:`kit.cli_common.execute_campaign` needs, plus
-    ``close()`` to undo the preparation (sessions, environment) after the campaign.
-
-    Attributes:
-        target: the target name (``ios-sim``, ``ios-device``, ``appium``).
-        launchers: one :class:`~kit.campaign.Launcher` per device.
-        build: build provenance for ``campaign.json`` (app path, bundle id...).
-        options: the options that shape launches (poison, delivery, timeouts...).
-        devices: one dict per device for ``campaign.json``.
-        close: called once after the campaign, even when it failed.
-    """
-
-    target: str
-    launchers: list[Any]
-    build: dict[str, Any]
-    options: dict[str, Any]
-    devices: list[dict[str, Any]]
-    close: Callable[[], None] = lambda: None
+__all__ = ["register", "setup_target", "seconds_arg"]
 
 
 def _udid(text: str) -> str:
@@ -179,13 +156,3 @@ def _run(args: argparse.Namespace) -> int:
     return run_setup(args, setup_target(args))
 
 
-def run_setup(args: argparse.Namespace, setup: TargetSetup) -> int:
-    """Run the campaign of parsed ``coldstart run`` arguments on a prepared target (the
-    ``func`` of the iOS and Appium commands); ``setup.close()`` runs whatever happens."""
-    try:
-        scenario = scenario_from_args(args)
-        return execute_campaign(args, setup.launchers, target=setup.target,
-                                scenario=scenario, build=setup.build, options=setup.options,
-                                devices=setup.devices)
-    finally:
-        setup.close()
