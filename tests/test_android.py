@@ -149,6 +149,8 @@ def test_campaign_gives_exactly_the_scripted_outcomes(rigs: Rigs, apk: tuple[Pat
     assert [lib["path"] for lib in meta["build"]["ort_libraries"]] == [
         "lib/arm64-v8a/libonnxruntime.so", "lib/arm64-v8a/libonnxruntime4j_jni.so",
         "lib/x86_64/libonnxruntime.so", "lib/x86_64/libonnxruntime4j_jni.so"]
+    assert {lib["ort_version"] for lib in meta["build"]["ort_libraries"]
+            if lib["ort_core"]} == {"1.24.1"}
     assert meta["devices"][0]["component"] == f"{PKG}/.MainActivity"
 
 

@@ -96,12 +96,15 @@ def test_apk_provenance(tmp_path: Path) -> None:
 
     with zipfile.ZipFile(path) as zf:
         want = hashlib.sha256(zf.read("lib/x86_64/libonnxruntime.so")).hexdigest()
-    assert {"path": "lib/x86_64/libonnxruntime.so", "sha256": want,
-            "size": len(ApkSpec().ort_library_bytes) + len("x86_64")} in info.ort_libraries
+    lib = next(x for x in info.ort_libraries if x["path"] == "lib/x86_64/libonnxruntime.so")
+    assert (lib["sha256"], lib["size"], lib["abi"]) == (
+        want, len(ApkSpec().ort_library_bytes) + len("x86_64"), "x86_64")
+    assert lib["ort_version"] == "1.24.1" and lib["ort_core"] is True
+    assert info.abis == ("arm64-v8a", "x86_64")
     plain = android.inspect_apk(build_apk_double(tmp_path / "b.apk", ApkSpec(scheme=None))[0])
     assert plain.link_activity is None and not plain.debuggable and not plain.gwp_asan
     (tmp_path / "not.apk").write_bytes(b"not a zip")
-    with pytest.raises(UsageError, match="not a readable APK|not an APK"):
+    with pytest.raises(UsageError, match="is not an APK"):
         android.inspect_apk(tmp_path / "not.apk")
 
 

@@ -40,7 +40,6 @@ import re
 import threading
 import time
 import uuid
-import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -74,7 +73,7 @@ _WRAP_OPTIONS = "LIBC_DEBUG_MALLOC_OPTIONS=fill_on_free logwrapper"
 
 @dataclasses.dataclass(frozen=True)
 class ApkInfo:
-    """What the kit needs from an APK (read with pyaxmlparser from its binary manifest).
+    """What the kit needs from an APK (:func:`inspect_apk`).
 
     Attributes:
         path: the APK file; ``sha256`` its hash.
@@ -85,7 +84,9 @@ class ApkInfo:
         debuggable: ``android:debuggable`` is true.
         gwp_asan: ``android:gwpAsanMode`` is ``always`` (1).
         abis: ABIs with native libraries (``lib/<abi>/``).
-        ort_libraries: ``[{"path", "sha256", "size"}]`` of ``lib/*/libonnxruntime*.so``.
+        ort_libraries: ``lib/*/libonnxruntime*.so`` as
+            :meth:`kit.app_inspect.NativeLibrary.to_dict` (path, ABI, size, sha256, ORT
+            version found in the binary, XNNPACK evidence).
         wrap_sh_abis: ABIs that ship ``lib/<abi>/wrap.sh``.
     """
 
@@ -114,40 +115,17 @@ def _qualify(package: str, name: str) -> str:
         name if "." in name else f"{package}.{name}")
 
 
-def inspect_apk(path: str | Path) -> ApkInfo:
-    """Read an APK's manifest and native libraries.
+def _activities(apk_path: Path, package: str) -> tuple[str | None, str | None]:
+    """``(activity for coldstart:// VIEW links, launcher activity)`` from the manifest's
+    intent filters (fully qualified), ``None`` when absent."""
+    from pyaxmlparser import APK
 
-    Raises:
-        UsageError: the file is missing or is not an APK with a valid package name.
-    """
-    import hashlib
-
-    apk_path = Path(path)
-    if not apk_path.is_file():
-        raise UsageError(f"APK {apk_path} not found", "build the app (see docs/android.md) "
-                         "or pass the path of an existing .apk")
     try:
-        from pyaxmlparser import APK
-
-        apk = APK(str(apk_path))
-        valid = apk.is_valid_APK()
-        manifest = apk.get_android_manifest_xml() if valid else None
-    except Exception as exc:  # the library raises many types on a damaged zip/manifest
-        raise UsageError(f"{apk_path} is not a readable APK ({type(exc).__name__})",
-                         "pass the .apk that Gradle built") from None
-    if manifest is None:
-        raise UsageError(f"{apk_path} is not an APK (no binary AndroidManifest.xml)",
-                         "pass the .apk that Gradle built")
-    package = manifest.get("package") or ""
-    if not PACKAGE_RE.match(package):
-        raise UsageError(f"{apk_path} declares an invalid package {package!r}",
-                         "check the app's applicationId")
-    application = manifest.find("application")
-    app_attr: dict[str, str] = {}
-    if application is not None:
-        app_attr = {k.replace(_ANDROID_NS, ""): v for k, v in application.attrib.items()}
+        manifest = APK(str(apk_path)).get_android_manifest_xml()
+    except Exception:  # the library raises many types on a damaged manifest
+        return None, None
     link_activity = main_activity = None
-    for node in manifest.iter("activity", "activity-alias"):
+    for node in manifest.iter("activity", "activity-alias") if manifest is not None else ():
         name = node.get(_ANDROID_NS + "name")
         if not name:
             continue
@@ -161,29 +139,40 @@ def inspect_apk(path: str | Path) -> ApkInfo:
             if "android.intent.action.MAIN" in actions and \
                     "android.intent.category.LAUNCHER" in categories and main_activity is None:
                 main_activity = _qualify(package, name)
-    ort_libs: list[dict[str, Any]] = []
-    abis: set[str] = set()
-    wrap: list[str] = []
-    with zipfile.ZipFile(apk_path) as zf:
-        for item in zf.infolist():
-            parts = item.filename.split("/")
-            if len(parts) != 3 or parts[0] != "lib":
-                continue
-            abis.add(parts[1])
-            if parts[2] == "wrap.sh":
-                wrap.append(parts[1])
-            elif parts[2].startswith("libonnxruntime") and parts[2].endswith(".so"):
-                digest = hashlib.sha256(zf.read(item)).hexdigest()
-                ort_libs.append({"path": item.filename, "sha256": digest,
-                                 "size": item.file_size})
+    return link_activity, main_activity
+
+
+def inspect_apk(path: str | Path) -> ApkInfo:
+    """Read an APK: package, poisoning switches and ORT libraries through
+    :func:`kit.app_inspect.inspect_app` (which also finds each library's ORT version and
+    XNNPACK evidence), plus the activities the launch needs.
+
+    Raises:
+        UsageError: the file is missing or is not an APK with a valid package name.
+        DataError: the zip is corrupt.
+    """
+    from ..app_inspect import inspect_app
     from ..modelset import sha256_file
 
+    apk_path = Path(path)
+    if not apk_path.is_file():
+        raise UsageError(f"APK {apk_path} not found", "build the app (see docs/android.md) "
+                         "or pass the path of an existing .apk")
+    inspection = inspect_app(apk_path)
+    package = inspection.app_id or ""
+    if inspection.kind != "apk" or not PACKAGE_RE.match(package):
+        why = "; ".join(inspection.notes) or f"package {package!r} is not a package name"
+        raise UsageError(f"{apk_path} is not a usable APK ({why})",
+                         "pass the .apk that Gradle built")
+    link_activity, main_activity = _activities(apk_path, package)
+    poison = inspection.poison
     return ApkInfo(path=str(apk_path), sha256=sha256_file(apk_path), package=package,
                    link_activity=link_activity, main_activity=main_activity,
-                   debuggable=app_attr.get("debuggable", "").lower() == "true",
-                   gwp_asan=app_attr.get("gwpAsanMode", "") in ("1", "always"),
-                   abis=tuple(sorted(abis)), ort_libraries=tuple(ort_libs),
-                   wrap_sh_abis=tuple(sorted(wrap)))
+                   debuggable=bool(poison.get("debuggable")),
+                   gwp_asan=poison.get("gwp_asan_mode") == "always",
+                   abis=tuple(sorted({lib.abi for lib in inspection.libraries if lib.abi})),
+                   ort_libraries=tuple(lib.to_dict() for lib in inspection.libraries),
+                   wrap_sh_abis=tuple(poison.get("wrap_sh") or ()))
 
 
 # -- device preparation ----------------------------------------------------------------

@@ -47,7 +47,10 @@ class ApkSpec:
     gwp_asan: bool = False
     abis: tuple[str, ...] = ("arm64-v8a", "x86_64")
     wrap_sh: str | None = None
-    ort_library_bytes: bytes = b"\x7fELF\x02\x01\x01" + b"onnxruntime 1.24.1 release" * 40
+    # an ELF header, the C API entry point's name and the ORT_VERSION literal: what
+    # kit.app_inspect looks for in a real libonnxruntime.so (here without sections)
+    ort_library_bytes: bytes = (b"\x7fELF\x02\x01\x01" + b"\x00" * 57 + b"OrtGetApiBase\x00"
+                                + b"\x001.24.1\x00" + b"\x00" * 900)
 
 
 class _Strings:
