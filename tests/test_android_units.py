@@ -194,3 +194,19 @@ def test_a_log_quiet_for_longer_than_the_call_timeout_is_a_hang_not_an_infra_err
     finally:
         launcher.close()
     assert [(r.outcome, r.last_phase) for r in records] == [(Outcome.HUNG, "start")]
+
+
+def test_a_real_manifest_gives_package_launcher_and_no_link_activity(tmp_path: Path) -> None:
+    """io.appium.settings 8.0.10's binary manifest (tests/data/app_inspect/README.md): a
+    debuggable app with a launcher activity and no coldstart:// filter."""
+    import zipfile
+
+    manifest = Path(__file__).parent / "data" / "app_inspect" / \
+        "io.appium.settings-8.0.10.AndroidManifest.xml"
+    path = tmp_path / "settings.apk"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("AndroidManifest.xml", manifest.read_bytes())
+    info = android.inspect_apk(path)
+    assert (info.package, info.main_activity, info.link_activity) == (
+        "io.appium.settings", "io.appium.settings.Settings", None)
+    assert info.debuggable and not info.gwp_asan and info.ort_libraries == ()
