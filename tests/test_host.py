@@ -161,8 +161,9 @@ def test_poison_sets_glibc_perturb_in_the_record(tmp_path: Path) -> None:
 def _one_line_error(proc: subprocess.CompletedProcess, fragment: str) -> None:
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("coldstart: error: "), proc.stderr
-    assert fragment in lines[0]
+    errors = [line for line in lines if line.startswith("coldstart: error: ")]
+    assert errors == lines[-1:], proc.stderr  # one error line, last (progress lines before it)
+    assert fragment in errors[0]
     assert "Traceback" not in proc.stderr
 
 
