@@ -314,3 +314,18 @@ def test_bad_input_is_one_line_exit_2(case: str, rigs: Rigs, tmp_path: Path,
                 "malloc-debug-unsupported": "malloc-debug is not available"}[case]
     assert expected in err[0]
     assert not (tmp_path / "out" / "launches.jsonl").exists()
+
+
+def test_a_tcp_serial_is_adb_connected_and_reconnected(rigs: Rigs, apk: tuple[Path, str],
+                                                        tmp_path: Path) -> None:
+    script = LaunchScript({"t-00001": B.drop(after="sessions-created", offline_s=0.5)})
+    rig = rigs.add(apk[1], script, server=False)  # not announced: the kit connects it
+    out = tmp_path / "campaign"
+    assert run_android(rigs.server, out, "--serial", rig.address, "--apk", str(apk[0]),
+                       "--launches", "3", "--label", "t", "--timeout", "3") == 0
+    recs = records_by_id(out)
+    assert {k: r.outcome for k, r in recs.items()} == {
+        "t-00000": Outcome.COMPLETED, "t-00001": Outcome.INFRA_ERROR,
+        "t-00001.r2": Outcome.COMPLETED, "t-00002": Outcome.COMPLETED}
+    assert {r.device for r in recs.values()} == {rig.address}
+    rigs.server.adb_cmd("disconnect", rig.address)

@@ -553,21 +553,32 @@ class ServerTransport:
             return "no-server"
         return devices.get(self.serial, "absent")
 
+    def connect_tcp(self, timeout_s: float = 5.0, fresh: bool = False) -> str | None:
+        """``adb connect`` a ``host:port`` serial (a TCP device or a farm's bridge), after
+        ``adb disconnect`` when ``fresh`` (the server keeps a dropped TCP device ``offline``
+        and retries on its own schedule); returns the server's answer (``connected to ...``,
+        ``failed to connect ...``), or ``None`` for other serials or when the server cannot
+        be asked. Never raises."""
+        if HOSTPORT_RE.match(self.serial) is None:
+            return None
+        answer = None
+        for request in ((f"host:disconnect:{self.serial}",) if fresh else ()) + (
+                f"host:connect:{self.serial}",):
+            try:
+                with _client(self.host, self.port, timeout_s).make_connection(
+                        timeout=timeout_s) as conn:
+                    conn.send_command(request)
+                    conn.check_okay()
+                    answer = str(conn.read_string_block())
+            except Exception:  # the answer is only advice; the device list tells the outcome
+                answer = None
+        return answer
+
     def reconnect(self, timeout_s: float) -> None:
         """Wait (with backoff) until the server lists the device as ``device`` and a shell
         answers; a ``host:port`` device is ``adb connect``-ed again on each try."""
-        is_tcp = HOSTPORT_RE.match(self.serial) is not None
-
         def attempt() -> bool:
-            if is_tcp:
-                try:
-                    with _client(self.host, self.port, 5.0).make_connection(
-                            timeout=5.0) as conn:
-                        conn.send_command(f"host:connect:{self.serial}")
-                        conn.check_okay()
-                        conn.read_string_block()
-                except Exception:  # the server's answer is text; success shows in the list
-                    pass
+            self.connect_tcp(fresh=self.state() == "offline")
             state = self.state()
             if state != "device":
                 raise TransportError(f"state {state}", state=state)

@@ -169,7 +169,11 @@ def open_transports(serials: Sequence[str], direct: Sequence[str],
     if chosen:
         host, port = server
         adbt.ensure_server(host, port)
-        transports += [adbt.ServerTransport(s, host, port) for s in chosen]
+        for serial in chosen:
+            transport = adbt.ServerTransport(serial, host, port)
+            if transport.state() == "absent":
+                transport.connect_tcp()  # a host:port serial the server has not met yet
+            transports.append(transport)
     transports += [adbt.DirectTransport(a, key_path=key_path, auth_timeout_s=auth_timeout_s)
                    for a in direct]
     return transports
