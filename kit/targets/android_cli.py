@@ -15,17 +15,16 @@ from ..errors import UsageError
 from ..redact import redact_text
 from . import adb_transport as adbt
 from . import android
+from .ios_cli import seconds_arg
 
 __all__ = ["register", "list_devices", "open_transports"]
 
 
 def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(f"{value} is out of range (0, 3600] seconds")
+    """argparse type: :func:`kit.targets.ios_cli.seconds_arg` (0..600 s), above 0."""
+    value = seconds_arg(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 seconds is not allowed here")
     return value
 
 
