@@ -79,6 +79,7 @@ def records_by_id(out: Path) -> dict[str, Any]:
     return {r.launch_id: r for r in load_campaign(out).records}
 
 
+@pytest.mark.slow
 def test_campaign_gives_exactly_the_scripted_outcomes(rigs: Rigs, apk: tuple[Path, str],
                                                       tmp_path: Path) -> None:
     script = LaunchScript({
