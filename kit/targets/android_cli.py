@@ -7,9 +7,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from ..cli_common import add_campaign_options, execute_campaign, scenario_from_args, \
+from ..cli_common import TargetSetup, add_campaign_options, run_setup, scenario_from_args, \
     stderr_console
 from ..errors import UsageError
 from ..redact import redact_text
@@ -79,7 +79,7 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
                         help="check the process with pidof after S s without a log line "
                              "(default 1)")
     add_campaign_options(run, default_timeout_s=60.0)
-    run.set_defaults(func=_run)
+    run.set_defaults(func=_run, setup=_setup)
 
 
 def _server(args: argparse.Namespace) -> tuple[str, int]:
@@ -178,8 +178,15 @@ def open_transports(serials: Sequence[str], direct: Sequence[str],
     return transports
 
 
-def _run(args: argparse.Namespace) -> int:
-    scenario = scenario_from_args(args)
+def _setup(args: argparse.Namespace, log: Callable[[str], None] | None = None) -> TargetSetup:
+    """Check the APK, open the transports and prepare every device of ``run android`` (what
+    the CLI and the pytest plugin both call).
+
+    Raises:
+        UsageError: no app, an APK without the coldstart:// activity, bad devices.
+        InfraError: a device cannot be reached.
+    """
+    scenario_from_args(args)  # a bad scenario is refused before any device is touched
     apk = android.inspect_apk(args.apk) if args.apk else None
     if apk is None and not args.package:
         raise UsageError("no app given", "pass --apk APK (installs it) or --package PKG "
@@ -192,9 +199,10 @@ def _run(args: argparse.Namespace) -> int:
     poison = android.PoisonMode(args.poison) if args.poison else None
     transports = open_transports(args.serial, args.direct, _server(args), _key(args),
                                  args.auth_timeout)
-    console = stderr_console()
-    setups = [android.prepare_device(t, package=package, apk=apk, poison=poison,
-                                     log=lambda m: console.print(f"android: {m}"))
+    if log is None:
+        console = stderr_console()
+        log = lambda m: console.print(f"android: {m}")  # noqa: E731
+    setups = [android.prepare_device(t, package=package, apk=apk, poison=poison, log=log)
               for t in transports]
     timeouts = android.AndroidTimeouts(poll_s=args.poll, report_wait_s=args.report_wait,
                                        reconnect_s=args.reconnect_timeout)
@@ -207,14 +215,18 @@ def _run(args: argparse.Namespace) -> int:
                "timeout_s": args.timeout, "report_wait_s": args.report_wait,
                "reconnect_timeout_s": args.reconnect_timeout, "poll_s": args.poll,
                "adb_server": redact_text(f"{_server(args)[0]}:{_server(args)[1]}")}
-    try:
-        code = execute_campaign(args, launchers, target="android", scenario=scenario,
-                                build=build, options=options,
-                                devices=[s.to_dict() for s in setups])
-    finally:
+
+    def close() -> None:
         for launcher in launchers:
             launcher.close()
-    _record_reported_ort(args, scenario)
+
+    return TargetSetup(target="android", launchers=launchers, build=build, options=options,
+                       devices=[s.to_dict() for s in setups], close=close)
+
+
+def _run(args: argparse.Namespace) -> int:
+    code = run_setup(args, _setup(args))
+    _record_reported_ort(args, scenario_from_args(args))
     return code
 
 
