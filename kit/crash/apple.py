@@ -249,6 +249,21 @@ def parse_ips(draft: Draft, text: str) -> None:
     leb = _list(body.get("lastExceptionBacktrace"))
     if leb:
         draft.note(_leb_note(len(leb), [str(_dict(f).get("symbol") or "?") for f in leb]))
+    _mark_js_fatal(draft)
+
+
+#: What React Native's fatal JS error handler leaves in an Apple report: RCTFatal raises an
+#: NSException named RCTFatalException ("Unhandled JS Exception: ...") that aborts the app.
+_JS_FATAL_MARKS = ("RCTFatal", "Unhandled JS Exception")
+
+
+def _mark_js_fatal(draft: Draft) -> None:
+    """Class an abort raised by React Native's RCTFatal as a JS error (kind ``js``), as
+    Android's ``JavascriptException`` is: the app's JavaScript failed, not native code."""
+    text = "\n".join([str(draft.get("abort_message") or ""), *draft.notes])
+    if any(mark in text for mark in _JS_FATAL_MARKS):
+        draft.kind = "js"
+        draft.note("React Native fatal JS error (RCTFatal) ended the process")
 
 
 def _leb_note(count: int, symbols: list[str]) -> str:
@@ -446,6 +461,7 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
                               build_id=uuid, path=path or None, file=file, line=line_no))
     if draft.get("exception") is None:
         draft.note("no Exception Type line")
+    _mark_js_fatal(draft)
 
 
 # lldb -------------------------------------------------------------------------------------
