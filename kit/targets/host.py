@@ -46,7 +46,7 @@ from ..scenario import Scenario
 from ..witness import race as witness_race
 
 __all__ = ["Runtime", "prepare_runtime", "load_runtime", "build_workload", "HostLauncher",
-           "check_scenario", "POISON_ENV", "runtime_dir", "DEFAULT_RUNTIME"]
+           "check_scenario", "POISON_ENV", "runtime_dir", "DEFAULT_RUNTIME", "run_compiler"]
 
 DEFAULT_RUNTIME = "debian"
 DEBIAN_SUITE = "trixie"
@@ -312,6 +312,21 @@ def _source() -> bytes:
     return (files("kit") / "workload" / "coldstart_workload.cpp").read_bytes()
 
 
+def run_compiler(cmd: list[str], what: str, log_path: Path) -> None:
+    """Run a compiler command (argv), writing the command and its output to ``log_path``.
+
+    Raises:
+        UsageError: it failed: ``<what> failed to compile: <first error line>``, with the
+            log's path as the hint.
+    """
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    log_path.write_text(f"$ {shlex.join(cmd)}\n{proc.stdout}{proc.stderr}")
+    if proc.returncode != 0:
+        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln),
+                     proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no output")
+        raise UsageError(f"{what} failed to compile: {first.strip()}", f"full log: {log_path}")
+
+
 def build_workload(runtime: Runtime, force: bool = False,
                    log: Callable[[str], None] = lambda _m: None) -> Runtime:
     """Compile the workload with the runtime's own compiler and headers.
@@ -356,13 +371,7 @@ def build_workload(runtime: Runtime, force: bool = False,
         cmd = [compiler, *_CXXFLAGS, f"-I{runtime.include_dir}", str(src), "-o", str(binary),
                f"-L{runtime.lib_dir}", f"-Wl,-rpath,{runtime.lib_dir}", "-lonnxruntime"]
     log(f"compiling the workload ({runtime.kind})")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    log_path.write_text(f"$ {shlex.join(cmd)}\n{proc.stdout}{proc.stderr}")
-    if proc.returncode != 0:
-        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln),
-                     proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no output")
-        raise UsageError(f"the workload failed to compile: {first.strip()}",
-                         f"full log: {log_path}")
+    run_compiler(cmd, "the workload", log_path)
     built = dataclasses.replace(runtime, workload=str(binary), workload_hash=digest)
     built.save()
     log(f"built {binary}")

@@ -20,9 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
 import shutil
-import subprocess
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -35,7 +33,8 @@ if TYPE_CHECKING:  # kit.targets.host imports this package: no import cycle at r
 
 __all__ = ["build_witness", "witness_supported", "witness_library", "CFLAGS", "LIBRARY_NAME"]
 
-#: Compiler flags: a position-independent shared object; -ldl for dlsym on glibc < 2.34.
+#: Compiler flags: a position-independent shared object (linked with -ldl, which dlsym
+#: needs on glibc < 2.34).
 CFLAGS = ("-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-fPIC", "-shared")
 LIBRARY_NAME = "libcoldstart-witness.so"
 _SOURCE_NAME = "coldstart_witness.c"
@@ -137,13 +136,9 @@ def build_witness(runtime: Runtime, force: bool = False,
         cmd = [compiler, *CFLAGS, str(src), "-o", str(library), "-ldl"]
     _check_path(library)
     log(f"compiling the race witness ({runtime.kind})")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    log_path.write_text(f"$ {shlex.join(cmd)}\n{proc.stdout}{proc.stderr}")
-    if proc.returncode != 0:
-        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln),
-                     proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no output")
-        raise UsageError(f"the race witness failed to compile: {first.strip()}",
-                         f"full log: {log_path}")
+    from ..targets.host import run_compiler
+
+    run_compiler(cmd, "the race witness", log_path)
     stamp = _stamp(runtime)
     tmp = stamp.with_suffix(".tmp")
     tmp.write_text(json.dumps({"library": str(library), "hash": _digest(runtime, source)},
