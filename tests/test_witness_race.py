@@ -2,7 +2,8 @@
 
 The fixtures in tests/data/witness/ are real witness files from host launches on Debian's
 onnxruntime 1.21 (the workload preloaded with kit/witness/coldstart_witness.c):
-``race-witnessed.jsonl`` is a launch where two allocator contexts reached xnn_initialize,
+``race-witnessed.jsonl`` is a launch where two allocator contexts reached xnn_initialize
+(benchmark launch pair-verbose-00079, which then crashed in xnn_delete_operator),
 ``no-race.jsonl`` a production-shape launch where all three calls carried the same one.
 """
 
