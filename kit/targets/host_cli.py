@@ -87,8 +87,14 @@ def _build_witness_if_supported(runtime: host.Runtime, force: bool) -> None:
         _log(f"no race witness: {reason}")
 
 
-def _witness_for(runtime: host.Runtime, wanted: bool | None) -> tuple[str | None, str]:
-    """The witness library to preload (or ``None``) and the campaign's note about it."""
+def _witness_for(runtime: host.Runtime, wanted: bool | None,
+                 log: Callable[[str], None] = _log) -> tuple[str | None, str]:
+    """The witness library to preload (or ``None``) and the campaign's note about it.
+
+    Raises:
+        UsageError: ``--witness`` on a runtime with static XNNPACK, or the witness cannot
+            be built (see :func:`kit.witness.build_witness`).
+    """
     supported, reason = witness.witness_supported(runtime)
     if wanted and not supported:
         raise UsageError(f"--witness cannot work on runtime {runtime.name!r}: {reason}",
@@ -97,7 +103,7 @@ def _witness_for(runtime: host.Runtime, wanted: bool | None) -> tuple[str | None
         return None, f"off: {witness.OFF_REASON}"
     if not supported:
         return None, f"off: {reason}"
-    return witness.build_witness(runtime, log=_log), "on"
+    return witness.build_witness(runtime, log=log), "on"
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -120,7 +126,7 @@ def _setup(args: argparse.Namespace, log: Callable[[str], None] = _log) -> Targe
     runtime = host.load_runtime(args.runtime)
     if runtime.workload_hash is None:
         runtime = host.build_workload(runtime, log=log)
-    witness_lib, witness_note = _witness_for(runtime, args.witness)
+    witness_lib, witness_note = _witness_for(runtime, args.witness, log)
     launcher = host.HostLauncher(runtime, ms, poison=args.poison, witness=witness_lib)
     build = {"runtime": runtime.name, "kind": runtime.kind, "ort_library": runtime.ort_library,
              "ort_library_sha256": modelset.sha256_file(Path(runtime.ort_library)),
