@@ -90,9 +90,17 @@ class RaceSummary:
     those saw two allocator contexts (the race happened, crash or not)."""
 
     witnessed: Rate
+    #: median arrival skew at XNNPACK init (first two ``xnn_initialize`` calls), in us,
+    #: over launches with two or more calls, and over witnessed launches only
+    median_skew_us: float | None = None
+    median_witnessed_skew_us: float | None = None
+    #: witnessed launches whose process then crashed (any crash class)
+    witnessed_crashed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"witnessed": self.witnessed.to_dict()}
+        return {"witnessed": self.witnessed.to_dict(), "median_skew_us": self.median_skew_us,
+                "median_witnessed_skew_us": self.median_witnessed_skew_us,
+                "witnessed_crashed": self.witnessed_crashed}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,8 +238,17 @@ def _race(records: Sequence[LaunchRecord], confidence: float) -> RaceSummary | N
                  and r.race.get("available", True) is not False]
     if not any(isinstance(r.race, dict) for r in records):
         return None
-    hit = sum(1 for r in available if r.race.get("witnessed") is True)  # type: ignore[union-attr]
-    return RaceSummary(rate(hit, len(available), confidence))
+    hits = [r for r in available if r.race.get("witnessed") is True]  # type: ignore[union-attr]
+
+    def median_skew(group: Sequence[LaunchRecord]) -> float | None:
+        skews = [float(r.race["skew_us"]) for r in group  # type: ignore[index]
+                 if isinstance(r.race.get("skew_us"), (int, float))]  # type: ignore[union-attr]
+        return statistics.median(skews) if skews else None
+
+    return RaceSummary(rate(len(hits), len(available), confidence),
+                       median_skew_us=median_skew(available),
+                       median_witnessed_skew_us=median_skew(hits),
+                       witnessed_crashed=sum(1 for r in hits if r.outcome is Outcome.CRASHED))
 
 
 def _signatures(records: Sequence[LaunchRecord]) -> tuple[SignatureRow, ...]:
@@ -375,8 +392,14 @@ def render_summary(summary: CampaignSummary, console: "Any") -> None:
         console.print(Text("Create overlap: no launch reported two or more create timings"))
     if summary.race is not None:
         w = summary.race.witnessed
+        skew = summary.race.median_skew_us
+        skew_text = "" if skew is None else f"; median arrival skew at XNNPACK init " \
+            f"{skew:.1f} us"
+        if summary.race.median_witnessed_skew_us is not None:
+            skew_text += f" ({summary.race.median_witnessed_skew_us:.1f} us when witnessed)"
         console.print(Text(f"Race witness: {w.count}/{w.n} launches with a witness saw two "
-                           f"allocator contexts {_rate_cell(w)}"))
+                           f"allocator contexts {_rate_cell(w)}{skew_text}; "
+                           f"{summary.race.witnessed_crashed} of those crashed"))
     if summary.signatures:
         sig = Table(title="Crash signatures", title_justify="left")
         for col in ("signature", "class", "launches", "example"):

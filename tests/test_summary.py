@@ -156,3 +156,22 @@ def test_render_summary_prints_rates_and_untrusted_text_verbatim(tmp_path: Path)
     assert "25.0% [0.6%, 80.6%]" in text  # Clopper-Pearson 95% for 1/4
     assert "[red]not markup[/red]" in text
     assert "Create overlap: no launch reported" in text
+
+
+def test_race_summary_puts_skews_and_crashes_beside_witnessed_races(tmp_path: Path) -> None:
+    recs = [record("s", 0, "crashed", crash_class="other-native-crash",
+                   race={"witnessed": True, "available": True, "skew_us": 3.5}),
+            record("s", 1, race={"witnessed": True, "available": True, "skew_us": 12.5}),
+            record("s", 2, race={"witnessed": False, "available": True, "skew_us": 900.0}),
+            record("s", 3, race={"witnessed": False, "available": True, "skew_us": None})]
+    race = summarize(make_campaign(tmp_path, "s", recs)).race
+    assert race is not None
+    assert (race.witnessed.count, race.witnessed.n) == (2, 4)
+    assert race.median_skew_us == 12.5
+    assert race.median_witnessed_skew_us == 8.0
+    assert race.witnessed_crashed == 1
+    console = Console(record=True, width=200)
+    render_summary(summarize(make_campaign(tmp_path, "s2", recs)), console)
+    text = console.export_text()
+    assert "median arrival skew at XNNPACK init 12.5 us (8.0 us when witnessed); 1 of those " \
+           "crashed" in text
