@@ -36,16 +36,26 @@ sys.path.insert(0, str(ROOT))
 from kit.modelset import load_modelset  # noqa: E402
 from kit.scenario import parse_scenario  # noqa: E402
 from kit.targets.host import HostLauncher, load_runtime  # noqa: E402
+from kit.witness.build import witness_library  # noqa: E402
+from kit.witness.race import ENV_FILE  # noqa: E402
 
 
 def shell_loop(launches: int, work: Path) -> float:
-    launcher = HostLauncher(load_runtime(), load_modelset())
-    argv = launcher.argv(parse_scenario("id=loop-ID"))
-    command = shlex.join(argv).replace("id=loop-ID", "id=loop-$i")
+    """The same workload, as often, from bash: with the race witness preloaded and its
+    output in a file per launch, as the kit runs it by default."""
+    runtime = load_runtime()
+    launcher = HostLauncher(runtime, load_modelset())
+    argv = launcher.argv(parse_scenario("coldstart://run?mode=concurrent"))
+    command = shlex.join(argv).replace("coldstart://run?", "coldstart://run?id=loop-$i&")
+    env = dict(os.environ)
+    preload = witness_library(runtime)
+    if preload:
+        env["LD_PRELOAD"] = preload
+        command = f'{ENV_FILE}="{work}/witness.$i" {command}'
     script = (f'for i in $(seq 1 {launches}); do {command} > "{work}/out.$i" '
               f'2> "{work}/err.$i"; done')
     t0 = time.perf_counter()
-    subprocess.run(["bash", "-c", script], check=True)
+    subprocess.run(["bash", "-c", script], check=True, env=env)
     return time.perf_counter() - t0
 
 

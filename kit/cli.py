@@ -51,7 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show tracebacks instead of one-line errors")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
-    run = commands.add_parser("run", help="run a campaign of cold launches on a target")
+    from .scenario import KEYS_HELP
+
+    run = commands.add_parser("run", help="run a campaign of cold launches on a target",
+                              description="Run a campaign of cold launches on a target.",
+                              epilog=KEYS_HELP,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     run_targets = run.add_subparsers(dest="target", metavar="TARGET", parser_class=_Parser)
     run_targets.required = True
     for name in COMMAND_MODULES:

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .campaign import Launcher, prepare_store, run_campaign, update_meta
-from .errors import ExitCode
+from .campaign import CampaignStore, Launcher, prepare_store, run_campaign, update_meta
+from .errors import ExitCode, UsageError
 from .records import LaunchRecord, Outcome
 from .scenario import Scenario, parse_scenario
 
@@ -56,6 +57,10 @@ def add_campaign_options(parser: argparse.ArgumentParser, default_timeout_s: flo
                          default_launches: int = 20) -> None:
     """Add ``--launches --scenario --set --label --out --timeout --resume --max-attempts``
     and, when :mod:`kit.sequential` is present, the ``--until-verdict`` family."""
+    from .scenario import KEYS_HELP
+
+    parser.epilog = KEYS_HELP
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     group = parser.add_argument_group("campaign")
     group.add_argument("--launches", type=_positive_int, default=default_launches,
                        metavar="N", help=f"cold launches to make (default {default_launches})")
@@ -83,8 +88,50 @@ def add_campaign_options(parser: argparse.ArgumentParser, default_timeout_s: flo
 
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
-    """The scenario from ``--scenario``. Raises UsageError for a bad one."""
-    return parse_scenario(args.scenario)
+    """The scenario from ``--scenario``.
+
+    With ``--resume --out DIR`` and no ``--scenario`` (or ``--label``), the campaign's own
+    are used, so resuming needs no retyping.
+
+    Raises:
+        UsageError: a bad scenario, one that sets ``id`` (launch ids are the kit's), or
+            ``--resume`` on a directory that holds no campaign.
+    """
+    if getattr(args, "resume", False):
+        meta_path = Path(args.out or Path("runs") / (args.label or "")) / "campaign.json"
+        if not args.out and not args.label:
+            raise UsageError("--resume needs the campaign to resume", "pass --out DIR")
+        if not meta_path.exists():
+            raise UsageError(f"nothing to resume: {meta_path.parent} holds no campaign",
+                             "drop --resume to start one, or fix --out")
+        if not args.scenario or args.label is None:
+            meta = json.loads(meta_path.read_text())
+            args.scenario = args.scenario or meta.get("scenario", "")
+            args.label = args.label if args.label is not None else meta.get("label")
+    if getattr(args, "label", None) == "":
+        raise UsageError("--label is empty", "give a label such as baseline or patched")
+    scenario = parse_scenario(args.scenario)
+    if scenario.id is not None:
+        raise UsageError("the scenario sets id, but launch ids are set by the kit",
+                         "drop id= from --scenario")
+    return scenario
+
+
+def _check_resume_settings(store: CampaignStore, build: dict[str, Any],
+                           options: dict[str, Any]) -> None:
+    """Refuse to resume a campaign with another build or other launch options (a campaign
+    holds launches of one setup: ``campaign.json`` describes them all)."""
+    meta = store.read_meta()
+    changed = []
+    for section, new in (("build", build), ("options", options)):
+        old = meta.get(section) or {}
+        for key, value in new.items():
+            if key in old and old[key] != value and key != "ort_versions_reported":
+                changed.append(f"{section}.{key} was {old[key]!r}, now {value!r}")
+    if changed:
+        raise UsageError(f"cannot resume {store.path} with other settings: {changed[0]}"
+                         + (f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""),
+                         "resume with the campaign's own options, or choose another --out")
 
 
 class ProgressView:
@@ -139,9 +186,13 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     """
     label = args.label or scenario.mode
     out = Path(args.out) if args.out else Path("runs") / label
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file", "choose a directory for the campaign")
     store, records = prepare_store(out, label=label, target=target, scenario=scenario,
                                    launches=args.launches, resume=args.resume,
                                    meta_extra={"options": options})
+    if args.resume:
+        _check_resume_settings(store, build, options)
     update_meta(store, build=build, devices=devices, options=options)
     should_stop = None
     if getattr(args, "until_verdict", False):
@@ -156,6 +207,9 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
                                    launches=args.launches, timeout_s=args.timeout,
                                    max_attempts=args.max_attempts, observer=view,
                                    should_stop=should_stop)
+    if should_stop is not None:
+        stopped, why = should_stop.decision([r for r in all_records if r.counted])
+        console.print(f"until-verdict: {'stopped: ' if stopped else 'not settled: '}{why}")
     render_outcome_table(console, all_records, store.path)
     if all_records and not any(r.counted for r in all_records):
         return int(ExitCode.INFRA)

@@ -72,6 +72,17 @@ _KEYS = ("id", "mode", "sessions", "models", "ep", "threads", "infer", "release"
 #: only when they differ from these, so an app that predates a key never sees it unasked.
 EXTENSION_DEFAULTS: dict[str, str] = {"log": "warning"}
 _HINT = "see `coldstart run --help` for scenario keys"
+#: The scenario keys, for ``coldstart run --help`` (the module doc has the details).
+KEYS_HELP = """scenario keys (--scenario 'k=v&k=v', 'k=v,k=v' or a coldstart://run?... URL):
+  mode=concurrent|serial         creates released together (Promise.all) or one by one
+  sessions=1..64                 creates; they cycle through models (default 3)
+  models=NAME,...                model names from models/manifest.json (default: all three)
+  ep=xnnpack,cpu                 execution providers, in order (default xnnpack,cpu)
+  threads=1..64                  intra-op threads (default 1)
+  infer=0|1, release=0|1         run the pipeline once, release the sessions (default 1, 1)
+  inject=none|segv@P|abort@P|hang@P   crash or stall right after phase P (positive controls)
+  load=path|bytes, warmup=none|cpu, log=warning|verbose   host amplifiers (docs/race.md)
+phases: start, models-ready, sessions-created, inference-done, sessions-released, done"""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,10 +232,10 @@ def _split_pairs(text: str) -> list[tuple[str, str]]:
 
 
 def _as_int(key: str, value: str) -> int:
-    if not re.fullmatch(r"[0-9]{1,6}", value):
+    if not re.fullmatch(r"-?[0-9]+", value):
         raise UsageError(f"scenario key {key}={value!r} is invalid: expected a whole number",
                          _HINT)
-    return int(value)
+    return int(value) if len(value) <= 7 else 10**7  # out of every range: the range check says so
 
 
 def _as_flag(key: str, value: str) -> bool:

@@ -59,7 +59,9 @@ c++ -O1 -Wall -Wextra -Werror -fno-exceptions -fno-rtti -o "$tmp/crash_main" \
   modules/coldstart-native/cpp/test/crash_main.cpp modules/coldstart-native/cpp/coldstart_native.cpp
 check_crash() {  # KIND EXPECTED_STATUS
   local status=0
-  ( ulimit -c 0; exec "$tmp/crash_main" "$1" ) 2>/dev/null || status=$?
+  # in a child shell whose stderr is muted: bash reports a child's death by signal
+  # ("Segmentation fault") from the shell that waited for it
+  bash -c 'ulimit -c 0; "$1" "$2"; exit $?' _ "$tmp/crash_main" "$1" 2>/dev/null || status=$?
   if [ "$status" != "$2" ]; then
     echo "crash_main $1 exited with status $status, expected $2" >&2
     exit 1

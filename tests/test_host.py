@@ -190,7 +190,7 @@ def test_missing_model_says_fetch(tmp_path: Path) -> None:
 @pytest.mark.parametrize("scenario, fragment", [
     ("colour=red", "unknown scenario key 'colour'"),
     ("sessions=0", "sessions=0"),
-    ("models=melspectrogram", "infer=1 needs the embedding, keyword model(s)"),
+    ("models=melspectrogram", "infer=1 needs the embedding, keyword model(s) among"),
     ("models=nosuch", "unknown model 'nosuch'"),
 ])
 def test_bad_scenarios_are_refused(tmp_path: Path, scenario: str, fragment: str) -> None:
@@ -240,3 +240,38 @@ def test_json_flag_streams_records(tmp_path: Path) -> None:
     proc = run_host(tmp_path / "c", "--json", "--launches", "2")
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [line["launch_id"] for line in lines] == ["concurrent-00000", "concurrent-00001"]
+
+
+def test_resume_takes_the_campaigns_own_options_and_refuses_other_settings(tmp_path: Path
+                                                                          ) -> None:
+    out = tmp_path / "c"
+    run_host(out, "--scenario", "mode=serial", "--label", "keep", "--launches", "1",
+             "--timeout", "20")
+    # no --scenario/--label: taken from campaign.json
+    run_host(out, "--resume", "--timeout", "20", launches=2)
+    campaign = load_campaign(out)
+    assert [r.launch_id for r in campaign.records] == ["keep-00000", "keep-00001"]
+    assert all(r.scenario.count("mode=serial") == 1 for r in campaign.records)
+    proc = coldstart("run", "host", "--out", str(out), "--resume", "--launches", "3",
+                     "--timeout", "20", "--poison")
+    _one_line_error(proc, "cannot resume")
+    assert "options.poison was None, now 'glibc'" in proc.stderr
+    assert len(load_campaign(out).records) == 2
+
+
+def test_resume_of_nothing_and_scenario_ids_are_refused(tmp_path: Path) -> None:
+    _one_line_error(coldstart("run", "host", "--out", str(tmp_path / "none"), "--resume"),
+                    "nothing to resume")
+    _one_line_error(coldstart("run", "host", "--out", str(tmp_path / "c"), "--scenario",
+                              "id=mine"), "launch ids are set by the kit")
+    _one_line_error(coldstart("run", "host", "--out", str(tmp_path / "c"), "--label", ""),
+                    "--label is empty")
+    (tmp_path / "afile").write_text("x")
+    _one_line_error(coldstart("run", "host", "--out", str(tmp_path / "afile")),
+                    "is a file")
+
+
+def test_sessions_that_leave_out_a_pipeline_model_are_refused_up_front(tmp_path: Path) -> None:
+    proc = coldstart("run", "host", "--scenario", "sessions=2", "--out", str(tmp_path / "c"))
+    _one_line_error(proc, "infer=1 needs the keyword model(s) among the 2 sessions created")
+    assert not (tmp_path / "c").exists()

@@ -134,8 +134,8 @@ def load_runtime(name: str = DEFAULT_RUNTIME) -> Runtime:
     try:
         runtime = Runtime(**json.loads(path.read_text()))
     except FileNotFoundError:
-        hint = "run `coldstart runtime prepare`" + ("" if name == DEFAULT_RUNTIME
-                                                    else f" --name {name} --ort-root DIR")
+        hint = ("run `coldstart runtime prepare`" if name == DEFAULT_RUNTIME
+                else f"run `coldstart runtime prepare --name {name} --ort-root DIR`")
         raise UsageError(f"host runtime {name!r} is not prepared", hint) from None
     except (ValueError, TypeError) as exc:
         raise UsageError(f"{path} is corrupt ({exc})",
@@ -384,11 +384,15 @@ def check_scenario(scenario: Scenario, modelset: ModelSet) -> None:
     Raises:
         UsageError: an unknown model, or ``infer=1`` without mel, embedding and keyword.
     """
-    roles = {modelset.by_name(n).role for n in scenario.models}
+    for name in scenario.models:
+        modelset.by_name(name)
+    created = [scenario.models[i % len(scenario.models)] for i in range(scenario.sessions)]
+    roles = {modelset.by_name(n).role for n in created}
     missing = {"mel", "embedding", "keyword"} - roles
     if scenario.infer and missing:
-        raise UsageError(f"infer=1 needs the {', '.join(sorted(missing))} model(s) in "
-                         "the scenario's models", "add them to models=, or set infer=0")
+        raise UsageError(f"infer=1 needs the {', '.join(sorted(missing))} model(s) among the "
+                         f"{scenario.sessions} sessions created (they cycle through models=)",
+                         "add them to models=, raise sessions=, or set infer=0")
 
 
 def _signal_name(number: int | None) -> str | None:

@@ -103,7 +103,8 @@ def _witness_for(runtime: host.Runtime, wanted: bool | None,
         return None, f"off: {witness.OFF_REASON}"
     if not supported:
         return None, f"off: {reason}"
-    return witness.build_witness(runtime, log=log), "on"
+    # quiet when the library is current: errors after this must stay the only line
+    return witness.witness_library(runtime) or witness.build_witness(runtime, log=log), "on"
 
 
 def _info(args: argparse.Namespace) -> int:
