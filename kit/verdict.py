@@ -49,15 +49,18 @@ HEAP_ADVICE = ("make the baseline crash first: enable heap poisoning (MallocScri
 
 
 def check_signature(text: str) -> str:
-    """Validate a target signature name (lower-case ``[a-z0-9._-]``, up to 64 characters).
+    """Validate a target: a crash class (:data:`kit.crash.rules.CRASH_CLASSES`, the closed set
+    every rule file maps to), ``race-witnessed`` or ``any-crash``.
 
     Raises:
         UsageError: the name is not a crash-class-like token.
     """
-    if not _SIGNATURE_RE.match(text or ""):
+    from .crash.rules import CRASH_CLASSES
+
+    known = (*CRASH_CLASSES, RACE_WITNESSED, ANY_CRASH)
+    if not _SIGNATURE_RE.match(text or "") or text not in known:
         raise UsageError(f"signature {text!r} is not a crash class name",
-                         f"use e.g. {DEFAULT_SIGNATURE}, other-native-crash, abort, "
-                         f"{RACE_WITNESSED} or {ANY_CRASH}")
+                         f"use one of {', '.join(known)}")
     return text
 
 

@@ -74,7 +74,8 @@ def test_empty_campaign_is_inconclusive() -> None:
     assert d.verdict is Verdict.INCONCLUSIVE and "baseline campaign has no counted" in d.reason
 
 
-@pytest.mark.parametrize("kwargs", [dict(alpha=0), dict(ceiling=1.5), dict(signature="Bad Sig")])
+@pytest.mark.parametrize("kwargs", [dict(alpha=0), dict(ceiling=1.5), dict(signature="Bad Sig"),
+                                    dict(signature="other-native-crsh")])
 def test_bad_settings_are_usage_errors(kwargs: dict) -> None:
     with pytest.raises(UsageError):
         VerdictSettings(**kwargs)
