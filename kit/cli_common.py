@@ -21,7 +21,7 @@ from .records import LaunchRecord, Outcome
 from .scenario import Scenario, parse_scenario
 
 __all__ = ["add_campaign_options", "scenario_from_args", "execute_campaign", "ProgressView",
-           "stderr_console", "TargetSetup", "run_setup"]
+           "stderr_console", "TargetSetup", "run_setup", "seconds_arg"]
 
 _OUTCOME_STYLE = {Outcome.COMPLETED: "green", Outcome.CRASHED: "bold red",
                   Outcome.APP_ERROR: "yellow", Outcome.WRONG_OUTPUT: "magenta",
@@ -43,14 +43,27 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _positive_float(text: str) -> float:
+def seconds_arg(text: str, low: float = 0.0, high: float = 600.0,
+                low_inclusive: bool = True) -> float:
+    """argparse type for a duration option: a number of seconds in ``[low, high]`` (``(low,
+    high]`` without ``low_inclusive``); the default range is 0..600 s.
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, or out of range (argparse prints it).
+    """
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value <= 86400:
-        raise argparse.ArgumentTypeError(f"{value} is out of range (0, 86400] seconds")
+    if not ((low <= value if low_inclusive else low < value) and value <= high):
+        bracket = "[" if low_inclusive else "("
+        raise argparse.ArgumentTypeError(f"{value} is out of range {bracket}{low:g}, "
+                                         f"{high:g}] seconds")
     return value
+
+
+def _positive_float(text: str) -> float:
+    return seconds_arg(text, 0.0, 86400.0, low_inclusive=False)
 
 
 def add_campaign_options(parser: argparse.ArgumentParser, default_timeout_s: float,

@@ -10,18 +10,17 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..cli_common import TargetSetup, add_campaign_options, run_setup, scenario_from_args, \
-    stderr_console
+    seconds_arg, stderr_console
 from ..errors import UsageError
 from ..redact import redact_text
 from . import adb_transport as adbt
 from . import android
-from .ios_cli import seconds_arg
 
 __all__ = ["register", "list_devices", "open_transports"]
 
 
 def _seconds(text: str) -> float:
-    """argparse type: :func:`kit.targets.ios_cli.seconds_arg` (0..600 s), above 0."""
+    """argparse type: :func:`kit.cli_common.seconds_arg` (0..600 s), above 0."""
     value = seconds_arg(text)
     if value == 0:
         raise argparse.ArgumentTypeError("0 seconds is not allowed here")

@@ -18,8 +18,7 @@ from ..cli_common import add_campaign_options, scenario_from_args
 from ..errors import UsageError
 from ..redact import install_log_redaction
 from . import appium
-from ..cli_common import TargetSetup, run_setup
-from .ios_cli import seconds_arg
+from ..cli_common import TargetSetup, run_setup, seconds_arg
 
 __all__ = ["register", "setup_target", "load_caps", "APP_ID_RE"]
 

@@ -10,28 +10,18 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable
 
-from ..cli_common import TargetSetup, add_campaign_options, run_setup, scenario_from_args
+from ..cli_common import (TargetSetup, add_campaign_options, run_setup, scenario_from_args,
+                          seconds_arg)
 from ..errors import UsageError
 from . import ios
 
-__all__ = ["register", "setup_target", "seconds_arg"]
+__all__ = ["register", "setup_target"]
 
 
 def _udid(text: str) -> str:
     if not ios.UDID_RE.match(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a UDID (hex digits and dashes)")
     return text
-
-
-def seconds_arg(text: str) -> float:
-    """argparse type for a duration option: a number of seconds in [0, 600]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 <= value <= 600:
-        raise argparse.ArgumentTypeError(f"{value} is out of range 0..600 seconds")
-    return value
 
 
 def register(commands: argparse._SubParsersAction, run_targets: argparse._SubParsersAction
