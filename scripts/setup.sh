@@ -19,6 +19,8 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   for pkg in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
   done
+  command -v llvm-symbolizer >/dev/null || missing+=(llvm)   # crash symbolization tests
+  command -v c++ >/dev/null || missing+=(g++)
   if [ ${#missing[@]} -gt 0 ]; then
     log "apt-get install ${missing[*]}"
     apt-get update -qq
