@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from . import __version__
 from .errors import ColdstartError, ExitCode
@@ -38,7 +38,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error and exit code 2, like every other usage error."""
 
-    def error(self, message: str) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F821
+    def error(self, message: str) -> NoReturn:
         self.exit(ExitCode.USAGE, f"coldstart: error: {message} (see `{self.prog} --help`)\n")
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import plistlib
-import shutil
 import zipfile
 from pathlib import Path
 

@@ -4,7 +4,6 @@ Chromium), plus the compare / plan / report commands and their exit codes."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -16,7 +15,7 @@ import pytest
 from kit.cli import main
 from kit.report import REPORT_SCHEMA_VERSION, write_reports
 from kit.report.markdown import escape
-from kit.verdict import Verdict, VerdictSettings, compare_campaigns
+from kit.verdict import Verdict, compare_campaigns
 from tests.test_summary import counts, make_campaign, record
 
 EVIL = "<script>alert(1)</script>"

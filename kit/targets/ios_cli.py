@@ -8,7 +8,7 @@ same preparation for library callers (the pytest plugin) and returns a :class:`T
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable
+from typing import Callable
 
 from ..cli_common import (TargetSetup, add_campaign_options, run_setup, scenario_from_args,
                           seconds_arg)
