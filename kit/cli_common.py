@@ -68,8 +68,8 @@ def _positive_float(text: str) -> float:
 
 def add_campaign_options(parser: argparse.ArgumentParser, default_timeout_s: float,
                          default_launches: int = 20) -> None:
-    """Add ``--launches --scenario --set --label --out --timeout --resume --max-attempts``
-    and, when :mod:`kit.sequential` is present, the ``--until-verdict`` family."""
+    """Add ``--launches --scenario --label --out --timeout --resume --max-attempts --json``
+    and the ``--until-verdict`` family (:mod:`kit.sequential`)."""
     from .scenario import KEYS_HELP
 
     parser.epilog = KEYS_HELP
@@ -93,10 +93,8 @@ def add_campaign_options(parser: argparse.ArgumentParser, default_timeout_s: flo
                        help="tries per launch slot when the infrastructure fails (default 3)")
     group.add_argument("--json", action="store_true",
                        help="print the records of this run as JSON lines on stdout")
-    try:
-        from . import sequential
-    except ImportError:
-        return
+    from . import sequential
+
     sequential.add_until_verdict_options(parser)
 
 
@@ -223,7 +221,10 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     if should_stop is not None:
         stopped, why = should_stop.decision([r for r in all_records if r.counted])
         console.print(f"until-verdict: {'stopped: ' if stopped else 'not settled: '}{why}")
-    render_outcome_table(console, all_records, store.path)
+    from .campaign import load_campaign
+    from .summary import render_summary, summarize
+
+    render_summary(summarize(load_campaign(store.path)), console)
     if all_records and not any(r.counted for r in all_records):
         return int(ExitCode.INFRA)
     return int(ExitCode.OK)
@@ -261,39 +262,3 @@ def run_setup(args: argparse.Namespace, setup: TargetSetup) -> int:
                                 devices=setup.devices)
     finally:
         setup.close()
-
-
-def render_outcome_table(console: Console, records: Sequence[LaunchRecord], path: Path
-                         ) -> None:
-    """Print the end-of-campaign summary (via :mod:`kit.summary` when present)."""
-    try:
-        from .summary import render_summary, summarize
-    except ImportError:
-        summarize = None  # type: ignore[assignment]
-    if summarize is not None:
-        from .campaign import load_campaign
-
-        render_summary(summarize(load_campaign(path)), console)
-        return
-    from rich.table import Table
-
-    table = Table(title=f"{path}: outcomes")
-    for column in ("outcome", "launches", "last phases", "crash classes"):
-        table.add_column(column)
-    for outcome in Outcome:
-        group = [r for r in records if r.outcome is outcome]
-        if not group:
-            continue
-        phases = _tally(r.last_phase or "none" for r in group)
-        classes = _tally(r.crash_class for r in group if r.crash_class)
-        table.add_row(f"[{_OUTCOME_STYLE[outcome]}]{outcome.value}[/]", str(len(group)),
-                      phases, classes)
-    console.print(table)
-
-
-def _tally(values: Any) -> str:
-    counts: dict[str, int] = {}
-    for value in values:
-        counts[value] = counts.get(value, 0) + 1
-    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-

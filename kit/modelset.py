@@ -336,14 +336,15 @@ def compute_expected(modelset: ModelSet) -> dict[str, Any]:
     """
     require_verified(modelset)
     run, version = _ort_runner(modelset)
-    result = run_pipeline(run, read_clip(modelset.clip))
+    samples = read_clip(modelset.clip)
+    result = run_pipeline(run, samples)
     return {
         "about": "Keyword scores of the openWakeWord pipeline (kit/modelset.py) on clip.wav, "
                  "computed by `coldstart models expected`. A launch's output matches when every "
                  "score is within tolerance.abs of these.",
         "clip": modelset.clip.name,
         "clip_sha256": modelset.clip_sha256,
-        "samples": int(read_clip(modelset.clip).shape[0]),
+        "samples": int(samples.shape[0]),
         "mel_frames": result.mel_frames,
         "embeddings": result.embeddings,
         "scores": [round(s, 7) for s in result.scores],
