@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +204,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     from .sequential import SprtDesign
-    from .stats import launches_to_see, plan_launches
+    from .stats import launches_to_bound_with_power, launches_to_see, plan_launches
     from .verdict import check_signature, count_target
 
     if args.baseline:
@@ -223,9 +224,12 @@ def _plan(args: argparse.Namespace) -> int:
         p_b = args.baseline_rate
     plan = plan_launches(p_b, ceiling=args.ceiling, alpha=args.alpha, power=args.power,
                          candidate_rate=args.candidate_rate)
-    design = SprtDesign(args.ceiling, args.design_rate if args.design_rate is not None
-                        else args.ceiling / 4, args.alpha, args.beta)
-    cap = 3 * plan.candidate_launches
+    design_rate = args.design_rate if args.design_rate is not None else args.ceiling / 4
+    # the sequential rule's suggested --launches: twice what a fixed-size candidate at the
+    # design rate needs, so that a run still undecided there is rare
+    cap = 2 * launches_to_bound_with_power(design_rate, ceiling=args.ceiling, alpha=args.alpha,
+                                           power=1 - args.beta)
+    design = SprtDesign(args.ceiling, design_rate, args.alpha, args.beta, cap)
     rates = sorted({0.0, args.candidate_rate, design.design_rate, args.ceiling, p_b})
     operating = [design.operating(r, cap) for r in rates]
     see = launches_to_see(p_b, 1 - args.alpha)
@@ -237,6 +241,8 @@ def _plan(args: argparse.Namespace) -> int:
                                          "alpha": design.alpha, "beta": design.beta,
                                          "clean_launches": design.clean_launches(),
                                          "max_launches": cap,
+                                         "lr_upper": math.exp(design.upper),
+                                         "lr_lower": math.exp(design.lower),
                                          "operating": [o.to_dict() for o in operating]}},
                          indent=2))
         return 0
@@ -253,15 +259,15 @@ def _plan(args: argparse.Namespace) -> int:
     console.print(f"{plan.clean_bound_launches} clean candidate launches bound its rate "
                   f"below {args.ceiling:.3g} at {1 - args.alpha:.0%}; {see} baseline launches "
                   f"see the target at least once with {1 - args.alpha:.0%} probability.")
-    console.print(f"\nSequential rule (`coldstart run ... --until-verdict BASELINE_DIR`): "
-                  f"{design.describe()}.")
+    console.print(f"\nSequential rule (`coldstart run ... --launches {cap} --until-verdict "
+                  f"BASELINE_DIR`): {design.describe()}.")
     table = Table(title=f"candidate side, at most {cap} launches (exact)", title_justify="left")
     for col in ("true rate", "mean launches", "P(stop: fixed)", "P(stop: not below)",
-                "P(no stop)"):
+                "P(no stop)", "P(fixed)"):
         table.add_column(col, justify="right")
     for o in operating:
         table.add_row(f"{o.true_rate:.4g}", f"{o.expected_launches:.1f}", f"{o.p_below:.3f}",
-                      f"{o.p_not_below:.3f}", f"{o.p_undecided:.3f}")
+                      f"{o.p_not_below:.3f}", f"{o.p_undecided:.3f}", f"{o.p_fixed:.3f}")
     console.print(table)
     return 0
 

@@ -197,6 +197,11 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     """
     label = args.label or scenario.mode
     out = Path(args.out) if args.out else Path("runs") / label
+    should_stop = None
+    if getattr(args, "until_verdict", False):  # before the store: a bad rule leaves nothing
+        from . import sequential
+
+        should_stop = sequential.stop_rule_from_args(args)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file", "choose a directory for the campaign")
     store, records = prepare_store(out, label=label, target=target, scenario=scenario,
@@ -205,11 +210,6 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     if args.resume:
         _check_resume_settings(store, build, options)
     update_meta(store, build=build, devices=devices, options=options)
-    should_stop = None
-    if getattr(args, "until_verdict", False):
-        from . import sequential
-
-        should_stop = sequential.stop_rule_from_args(args)
     console = stderr_console()
     console.print(f"[bold]{target}[/] campaign [bold]{label}[/]: {scenario.describe()} "
                   f"-> {store.path}")

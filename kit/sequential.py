@@ -7,24 +7,24 @@ The rule (derived in docs/verdict.md, checked by ``benchmarks/bench_sequential.p
   H0: rate = ``ceiling`` against H1: rate = ``design_rate`` (default ``ceiling / 4``). After
   ``n`` counted launches with ``x`` events the likelihood ratio is
   ``LR = (p1/c)^x * ((1-p1)/(1-c))^(n-x)``.
-* Stop with **fixed** when ``LR >= 1/alpha`` *and* ``compare`` on the data so far says
-  ``fixed`` (positive control, exact test, upper bound below the ceiling). Under H0, and for
-  any true rate >= ceiling, ``LR`` is a non-negative (super)martingale with mean 1, so by
-  Ville's inequality ``P(LR ever >= 1/alpha) <= alpha``: the chance of stopping with a false
-  ``fixed`` is at most ``alpha`` however long the campaign runs and whatever else the rule
-  waits for. ``LR >= 1/alpha`` also implies the Clopper-Pearson bound at ``1 - alpha`` is at
-  or below the ceiling, so the two conditions agree.
-* Stop with **not below the ceiling** when ``LR <= beta``: by Ville's inequality applied to
-  ``1/LR`` under H1, this happens with probability at most ``beta`` when the true rate is
-  ``design_rate`` or lower.
-* Otherwise go on, up to the campaign's ``--launches``; a campaign that reaches it is judged
-  by ``compare`` as a fixed-size campaign (worst case, the false-``fixed`` chance of the whole
-  procedure is then ``2 * alpha`` by the union bound; the benchmark measures it).
+* Stop with **fixed** when ``LR`` reaches the upper threshold *and* ``compare`` on the data
+  so far says ``fixed`` (positive control, exact test, Clopper-Pearson bound below the
+  ceiling). Stop with **not below the ceiling** when ``LR`` falls to the lower threshold and
+  the bound is not below the ceiling. Otherwise go on, up to the campaign's ``--launches``,
+  where ``compare`` judges the campaign as a fixed-size one.
+* The thresholds are exact for that truncation (:func:`_calibrate`): a dynamic program over
+  (launches, events) gives the rule's chance of ending ``fixed`` at the ceiling (<= alpha;
+  at any higher rate it is lower) and at the design rate (>= 1 - beta), truncation and
+  the bound included, and the thresholds are the least conservative that keep both. Wald's
+  thresholds (``1/alpha`` and ``beta``, valid for any length by Ville's inequality) are kept
+  for a design without ``max_launches``; they need 7% more launches for a clean candidate,
+  23% more at the design rate and 35% more at the ceiling.
 
 With a finished baseline (:func:`make_stop_rule`) only the candidate runs. When both builds
 can run (:func:`run_interleaved`), launches alternate baseline, candidate, baseline, ... (one
-round per launcher set), the baseline stops once its positive control makes the exact test
-significant against the candidate so far, and the candidate goes on alone.
+round per launcher set); the baseline pauses once its positive control makes the exact test
+significant against the candidate as it will stand at its earliest possible ``fixed`` stop,
+and the candidate goes on alone.
 """
 
 from __future__ import annotations
@@ -53,11 +53,13 @@ __all__ = ["SprtState", "SprtDesign", "OperatingPoint", "StopRule", "Interleaved
 
 
 class SprtState(str, enum.Enum):
-    """Where the candidate's likelihood ratio stands."""
+    """Where the candidate stands (see :meth:`SprtDesign.state`)."""
 
     CONTINUE = "continue"
-    BELOW_CEILING = "below-ceiling"  #: LR >= 1/alpha
-    NOT_BELOW = "not-below-ceiling"  #: LR <= beta
+    #: LR at or over the upper threshold and the Clopper-Pearson bound below the ceiling
+    BELOW_CEILING = "below-ceiling"
+    #: LR at or under the lower threshold and the bound not below the ceiling
+    NOT_BELOW = "not-below-ceiling"
 
     def __str__(self) -> str:
         return self.value
@@ -65,13 +67,15 @@ class SprtState(str, enum.Enum):
 
 @dataclasses.dataclass(frozen=True)
 class OperatingPoint:
-    """Exact behaviour of the candidate's test at one true rate (truncated at ``max_launches``).
+    """Exact behaviour of the candidate's rule at one true rate, truncated at ``max_launches``.
 
     Attributes:
         true_rate, max_launches: the assumptions.
-        p_below: chance of stopping with ``LR >= 1/alpha``.
-        p_not_below: chance of stopping with ``LR <= beta``.
+        p_below: chance of stopping early with ``fixed`` (:attr:`SprtState.BELOW_CEILING`).
+        p_not_below: chance of stopping early as :attr:`SprtState.NOT_BELOW`.
         p_undecided: chance of reaching ``max_launches`` first.
+        p_fixed_at_end: the part of ``p_undecided`` that ``compare`` judges ``fixed`` as a
+            fixed-size campaign (the bound below the ceiling).
         expected_launches: mean launches until the stop (``max_launches`` if undecided).
     """
 
@@ -80,30 +84,221 @@ class OperatingPoint:
     p_below: float
     p_not_below: float
     p_undecided: float
+    p_fixed_at_end: float
     expected_launches: float
 
+    @property
+    def p_fixed(self) -> float:
+        """Chance that the candidate side ends ``fixed``: early stop or at ``max_launches``."""
+        return self.p_below + self.p_fixed_at_end
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "p_fixed": self.p_fixed}
+
+
+def _k_max_table(max_launches: int, ceiling: float, alpha: float) -> np.ndarray:
+    """``k[n]`` for ``n = 0..max_launches``: the most events in ``n`` launches whose one-sided
+    Clopper-Pearson bound at ``1 - alpha`` is below ``ceiling`` (-1: none), as
+    :func:`kit.stats._k_max` gives it one ``n`` at a time (same duality:
+    bound < ceiling <=> ``binom.cdf(k, n, ceiling) < alpha``)."""
+    from scipy import stats
+
+    n = np.arange(1, max_launches + 1)
+    k = stats.binom.ppf(alpha, n, ceiling).astype(np.int64)
+    while True:
+        too_high = (k >= 0) & (stats.binom.cdf(k, n, ceiling) >= alpha)
+        if not too_high.any():
+            break
+        k = np.where(too_high, k - 1, k)
+    while True:
+        too_low = (k + 1 <= n) & (stats.binom.cdf(k + 1, n, ceiling) < alpha)
+        if not too_low.any():
+            break
+        k = np.where(too_low, k + 1, k)
+    return np.concatenate([[-1], k])
+
+
+@functools.lru_cache(maxsize=64)
+def _k_max_cached(max_launches: int, ceiling: float, alpha: float) -> tuple[int, ...]:
+    return tuple(int(k) for k in _k_max_table(max_launches, ceiling, alpha))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _bound_below(events: int, n: int, ceiling: float, alpha: float) -> bool:
+    """Whether the one-sided Clopper-Pearson bound at ``1 - alpha`` for ``events`` in ``n``
+    launches is below ``ceiling`` (duality: ``binom.cdf(events, n, ceiling) < alpha``, as in
+    :func:`kit.stats._k_max`)."""
+    from scipy import stats
+
+    return n > 0 and bool(stats.binom.cdf(events, n, ceiling) < alpha)
+
+
+def _walk(true_rate: float, step_event: float, step_clean: float, upper: float, lower: float,
+          k_max: Sequence[int], max_launches: int) -> OperatingPoint:
+    """Dynamic program over (launches, events) for the rule with log thresholds ``upper`` and
+    ``lower`` (:meth:`SprtDesign.state`), ``k_max[n]`` giving where the bound is below the
+    ceiling. Only states the rule goes on from stay alive (a band a few events wide), so it
+    takes O(max_launches * band) steps."""
+    alive = {0: 1.0}
+    q = 1.0 - true_rate
+    p_below = p_not = expected = 0.0
+    for n in range(1, max_launches + 1):
+        moved: dict[int, float] = {}
+        for x, w in alive.items():
+            moved[x] = moved.get(x, 0.0) + w * q
+            if true_rate > 0.0:
+                moved[x + 1] = moved.get(x + 1, 0.0) + w * true_rate
+        alive = {}
+        k_n = k_max[n]
+        for x, w in moved.items():
+            llr = x * step_event + (n - x) * step_clean
+            bound = x <= k_n
+            if llr >= upper and bound:
+                p_below += w
+                expected += n * w
+            elif llr <= lower and not bound:
+                p_not += w
+                expected += n * w
+            else:
+                alive[x] = w
+    rest = sum(alive.values())
+    at_end = sum(w for x, w in alive.items() if x <= k_max[max_launches])
+    return OperatingPoint(true_rate, max_launches, p_below, p_not, rest, at_end,
+                          expected + max_launches * rest)
+
+
+def _smallest(feasible: Any, start: float, floor: float, cap: float,
+              tol: float = 1e-7) -> float | None:
+    """Smallest ``t`` in ``[floor, cap]`` with ``feasible(t)``, for a ``feasible`` that is
+    false below some point and true above it: steps out from ``start`` (doubling the step)
+    to bracket that point, then bisects to ``tol``. ``None`` if ``feasible(cap)`` fails.
+    Bracketing near ``start`` keeps the dynamic program's band narrow (far-off thresholds
+    make it wide and slow)."""
+    step = 0.25
+    if feasible(start):
+        hi, lo = start, max(floor, start - step)
+        while lo > floor and feasible(lo):
+            hi, step = lo, 2 * step
+            lo = max(floor, lo - step)
+        if lo == floor and feasible(floor):
+            return floor
+    else:
+        lo, hi = start, min(cap, start + step)
+        while not feasible(hi):
+            if hi >= cap:
+                return None
+            lo, step = hi, 2 * step
+            hi = min(cap, hi + step)
+    while hi - lo > tol:
+        mid = (lo + hi) / 2
+        if feasible(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+@functools.lru_cache(maxsize=4096)
+def _first_fixed_launch(events: int, step_event: float, step_clean: float, upper: float,
+                        ceiling: float, alpha: float, max_launches: int | None) -> int:
+    def bound_below(n: int) -> bool:
+        return _bound_below(events, n, ceiling, alpha)
+
+    lo = max(1, events, events + math.ceil((upper - events * step_event) / step_clean - 1e-9))
+    if not bound_below(lo):
+        hi = 2 * lo
+        while not bound_below(hi):
+            lo, hi = hi, 2 * hi
+        while hi - lo > 1:  # bound_below(lo) fails, bound_below(hi) holds
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if bound_below(mid) else (mid, hi)
+        lo = hi
+    return lo if max_launches is None else min(lo, max_launches)
+
+
+@functools.lru_cache(maxsize=64)
+def _calibrate(ceiling: float, design_rate: float, alpha: float, beta: float,
+               max_launches: int) -> tuple[float, float]:
+    """Exact SPRT thresholds ``(log upper, log lower)`` for a rule truncated at
+    ``max_launches`` and judged by the Clopper-Pearson bound there.
+
+    The smallest upper threshold whose exact chance of ``fixed`` at the ceiling is <=
+    ``alpha``, and the largest lower threshold whose exact chance of ``fixed`` at the design
+    rate is >= ``1 - beta``, each given the other, iterated from Wald's thresholds to a fixed
+    point. Raising either threshold only removes ``fixed`` outcomes (a path that ends
+    ``fixed`` with the higher one ends so with the lower one too), so both maps are
+    monotone and the iteration settles; the error rate of ``fixed`` is largest at the
+    ceiling among rates at or above it (more events only move a path away from ``fixed``).
+    This is how exact critical values of truncated sequential tests are found in drug-safety
+    surveillance (Kulldorff et al. 2011, "A maximized sequential probability ratio test",
+    Sequential Analysis 30:58-78).
+
+    Raises:
+        UsageError: ``max_launches`` too small for these error rates.
+    """
+    step_event = math.log(design_rate / ceiling)
+    step_clean = math.log1p(-design_rate) - math.log1p(-ceiling)
+    k_max = _k_max_cached(max_launches, ceiling, alpha)
+
+    def fixed(rate: float, upper: float, lower: float) -> float:
+        return _walk(rate, step_event, step_clean, upper, lower, k_max,
+                     max_launches).p_fixed
+
+    upper, lower = -math.log(alpha), math.log(beta)
+    top, bottom = max_launches * step_clean + 1.0, max_launches * step_event - 1.0
+    for _ in range(20):
+        new_upper = _smallest(lambda u: fixed(ceiling, u, lower) <= alpha, upper, 0.0, top)
+        # the largest lower threshold keeping the power, as the smallest -lower
+        new_minus = None if new_upper is None else _smallest(
+            lambda m: fixed(design_rate, new_upper, -m) >= 1 - beta, -lower, 0.0, -bottom)
+        if new_upper is None or new_minus is None:
+            break
+        settled = abs(new_upper - upper) < 1e-6 and abs(-new_minus - lower) < 1e-6
+        upper, lower = new_upper, -new_minus
+        if settled:
+            break
+    if (fixed(ceiling, upper, lower) > alpha + 1e-12
+            or fixed(design_rate, upper, lower) < 1 - beta - 1e-12):
+        raise UsageError(f"no sequential rule of at most {max_launches} launches has a false-"
+                         f"fixed chance <= {alpha:g} at the ceiling {ceiling:g} and power "
+                         f">= {1 - beta:g} at {design_rate:g}",
+                         "give --launches as `coldstart plan` suggests, or raise --beta or "
+                         "--design-rate")
+    return upper, lower
 
 
 @dataclasses.dataclass(frozen=True)
 class SprtDesign:
-    """SPRT of H0: rate = ``ceiling`` vs H1: rate = ``design_rate`` with Ville thresholds.
+    """SPRT of H0: rate = ``ceiling`` vs H1: rate = ``design_rate`` on the candidate's target
+    events, stopping with ``fixed`` only where ``compare``'s Clopper-Pearson bound is below the
+    ceiling too.
+
+    With ``max_launches`` (the campaign's ``--launches``) the thresholds are exact: computed
+    by dynamic programming so that, truncated there and judged by ``compare`` at the end, the
+    chance of ``fixed`` is <= ``alpha`` at any true rate at or above the ceiling and >=
+    ``1 - beta`` at the design rate (:func:`_calibrate`). Without it they are Wald's,
+    ``LR >= 1/alpha`` and ``LR <= beta``, which Ville's inequality makes valid however long
+    the run goes, at the price of more launches.
 
     Attributes:
         ceiling: the rate the candidate must be shown below (as in ``compare``).
         design_rate: the rate under H1 (``0 < design_rate < ceiling``).
-        alpha: false-``fixed`` bound (stop when ``LR >= 1/alpha``).
-        beta: false-"not below" bound at ``design_rate`` (stop when ``LR <= beta``).
+        alpha: false-``fixed`` bound. beta: bound on missing ``fixed`` at ``design_rate``.
+        max_launches: where the rule is truncated (``None``: Wald's thresholds).
+        upper, lower: the log-LR thresholds in use (computed).
 
     Raises:
-        UsageError: a value out of range.
+        UsageError: a value out of range, or no thresholds meet both bounds within
+            ``max_launches`` (too few launches for these error rates).
     """
 
     ceiling: float = 0.05
     design_rate: float = 0.0125
     alpha: float = 0.05
     beta: float = 0.2
+    max_launches: int | None = None
+    upper: float = dataclasses.field(init=False, default=0.0)
+    lower: float = dataclasses.field(init=False, default=0.0)
 
     def __post_init__(self) -> None:
         for name in ("ceiling", "alpha", "beta"):
@@ -113,6 +308,16 @@ class SprtDesign:
         if not 0.0 < self.design_rate < self.ceiling:
             raise UsageError(f"design rate {self.design_rate} is not between 0 and the "
                              f"ceiling {self.ceiling}", "use e.g. a quarter of the ceiling")
+        if self.max_launches is None:
+            upper, lower = -math.log(self.alpha), math.log(self.beta)
+        else:
+            if self.max_launches < 1:
+                raise UsageError(f"max launches {self.max_launches} is below 1",
+                                 "give --launches of at least 1")
+            upper, lower = _calibrate(self.ceiling, self.design_rate, self.alpha, self.beta,
+                                      self.max_launches)
+        object.__setattr__(self, "upper", upper)
+        object.__setattr__(self, "lower", lower)
 
     @property
     def step_event(self) -> float:
@@ -124,54 +329,79 @@ class SprtDesign:
         """log LR added by a launch without it (positive)."""
         return math.log1p(-self.design_rate) - math.log1p(-self.ceiling)
 
+    @property
+    def exact(self) -> bool:
+        """Whether the thresholds are calibrated exactly (``max_launches`` given)."""
+        return self.max_launches is not None
+
     def log_lr(self, events: int, n: int) -> float:
         """log of the likelihood ratio H1/H0 after ``events`` in ``n`` launches."""
         return events * self.step_event + (n - events) * self.step_clean
 
     def state(self, events: int, n: int) -> SprtState:
-        """The test's state after ``events`` in ``n`` launches."""
+        """The candidate's state after ``events`` target events in ``n`` launches.
+
+        :attr:`SprtState.BELOW_CEILING` when the LR is at or over the upper threshold and
+        ``compare``'s Clopper-Pearson bound is below the ceiling; :attr:`SprtState.NOT_BELOW`
+        when the LR is at or under the lower threshold and the bound is not below the
+        ceiling; else :attr:`SprtState.CONTINUE` (also when the LR and the bound disagree, so
+        that the rule never calls "not below" what ``compare`` would call below, and never
+        stops as ``fixed`` where ``compare`` would not).
+        """
         llr = self.log_lr(events, n)
-        if llr >= -math.log(self.alpha):
+        bound = _bound_below(events, n, self.ceiling, self.alpha)
+        if llr >= self.upper and bound:
             return SprtState.BELOW_CEILING
-        if llr <= math.log(self.beta):
+        if llr <= self.lower and not bound:
             return SprtState.NOT_BELOW
         return SprtState.CONTINUE
 
     def clean_launches(self) -> int:
-        """Launches, all free of the target, that reach ``LR >= 1/alpha``."""
-        return math.ceil(-math.log(self.alpha) / self.step_clean - 1e-9)
+        """Launches, all free of the target, after which the rule stops with ``fixed``: the
+        LR over the upper threshold and ``(1 - ceiling)^n < alpha`` (the bound)."""
+        return _first_fixed_launch(0, self.step_event, self.step_clean, self.upper,
+                                   self.ceiling, self.alpha, None)
 
-    def operating(self, true_rate: float, max_launches: int) -> OperatingPoint:
-        """Exact stop probabilities and mean launches at ``true_rate`` (dynamic programming
-        over (launches, events); O(max_launches^2)), ignoring the ``compare`` condition."""
-        upper, lower = -math.log(self.alpha), math.log(self.beta)
-        alive = np.array([1.0])
-        p_below = p_not = expected = 0.0
-        for n in range(1, max_launches + 1):
-            nxt = np.zeros(n + 1)
-            nxt[:-1] += alive * (1.0 - true_rate)
-            nxt[1:] += alive * true_rate
-            x = np.arange(n + 1)
-            llr = x * self.step_event + (n - x) * self.step_clean
-            hit_up, hit_low = llr >= upper, llr <= lower
-            p_below += float(nxt[hit_up].sum())
-            p_not += float(nxt[hit_low].sum())
-            expected += n * float(nxt[hit_up | hit_low].sum())
-            nxt[hit_up | hit_low] = 0.0
-            alive = nxt
-        rest = float(alive.sum())
-        return OperatingPoint(true_rate, max_launches, p_below, p_not, rest,
-                              expected + max_launches * rest)
+    def first_fixed_launch(self, events: int) -> int:
+        """The fewest launches in which ``events`` target events can end with ``fixed``: the
+        LR over the upper threshold and the bound below the ceiling (capped at
+        ``max_launches``, where ``compare`` judges what is left)."""
+        return _first_fixed_launch(events, self.step_event, self.step_clean, self.upper,
+                                   self.ceiling, self.alpha, self.max_launches)
+
+    def operating(self, true_rate: float, max_launches: int | None = None) -> OperatingPoint:
+        """Exact stop probabilities and mean launches at ``true_rate``, truncated at
+        ``max_launches`` (default: the design's), by dynamic programming over
+        (launches, events). Baseline conditions of ``compare`` (positive control, exact test)
+        are not modelled: they can only remove ``fixed`` stops.
+
+        Raises:
+            ValueError: no ``max_launches`` here or in the design.
+        """
+        cap = max_launches if max_launches is not None else self.max_launches
+        if cap is None:
+            raise ValueError("operating() needs max_launches for a design without one")
+        return _walk(true_rate, self.step_event, self.step_clean, self.upper, self.lower,
+                     _k_max_cached(cap, self.ceiling, self.alpha), cap)
 
     def describe(self) -> str:
         """The rule and its error rates in one paragraph."""
-        return (f"SPRT on the candidate's target rate, H0: {self.ceiling:g} (the ceiling) vs "
-                f"H1: {self.design_rate:g}; stops with fixed when LR >= {1 / self.alpha:g} "
-                f"and compare agrees (false fixed <= {self.alpha:g} for any true rate at or "
-                f"above the ceiling, by Ville's inequality), stops as not below the ceiling "
-                f"when LR <= {self.beta:g} (wrongly, <= {self.beta:g} at a true rate of "
-                f"{self.design_rate:g} or less); a clean candidate stops after "
-                f"{self.clean_launches()} launches")
+        head = (f"SPRT on the candidate's target rate, H0: {self.ceiling:g} (the ceiling) vs "
+                f"H1: {self.design_rate:g}; stops with fixed when LR >= "
+                f"{math.exp(self.upper):.3g} and compare agrees, as not below the ceiling when "
+                f"LR <= {math.exp(self.lower):.3g}")
+        if self.max_launches is None:
+            tail = (f"; Wald's thresholds: false fixed <= {self.alpha:g} at any rate at or "
+                    f"above the ceiling and missed fixed <= {self.beta:g} at "
+                    f"{self.design_rate:g} or less (Ville's inequality), however long the run")
+        else:
+            at_c = self.operating(self.ceiling)
+            at_h1 = self.operating(self.design_rate)
+            tail = (f"; exact thresholds for at most {self.max_launches} launches: false "
+                    f"fixed {at_c.p_fixed:.3f} at the ceiling (<= {self.alpha:g}, and lower "
+                    f"above it), fixed {at_h1.p_fixed:.3f} at {self.design_rate:g} "
+                    f"(>= {1 - self.beta:g})")
+        return f"{head}{tail}; a clean candidate stops after {self.clean_launches()} launches"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,7 +427,7 @@ class StopRule:
         if state is SprtState.NOT_BELOW:
             return True, (f"the candidate's {self.settings.signature} rate is not below the "
                           f"{self.settings.ceiling:g} ceiling ({x_c}/{n_c}, LR <= "
-                          f"{self.design.beta:g})")
+                          f"{math.exp(self.design.lower):.3g})")
         if state is SprtState.BELOW_CEILING:
             verdict = decide(self.baseline_events, self.baseline_n, x_c, n_c, self.settings,
                              use_boschloo=False, with_needed=False).verdict
@@ -212,18 +442,22 @@ class StopRule:
 
 def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[LaunchRecord],
                    settings: VerdictSettings = VerdictSettings(), *,
-                   design_rate: float | None = None, beta: float = 0.2) -> StopRule:
+                   design_rate: float | None = None, beta: float = 0.2,
+                   max_launches: int | None = None) -> StopRule:
     """Build the stopping rule for a candidate campaign against a finished baseline.
 
     Args:
         baseline: the baseline campaign, its directory, or its records.
         settings: signature, alpha and ceiling, as ``compare`` will use them.
         design_rate: H1's rate (default ``ceiling / 4``).
-        beta: bound on stopping as "not below the ceiling" at ``design_rate``.
+        beta: chance of missing ``fixed`` when the candidate is at ``design_rate``.
+        max_launches: the candidate campaign's ``--launches`` (exact thresholds for it;
+            ``None``: Wald's).
 
     Raises:
         UsageError: the baseline is missing, or never showed the target (no positive
-            control: the rule could never stop with ``fixed``).
+            control: the rule could never stop with ``fixed``), or ``max_launches`` is too
+            few for these error rates.
     """
     if isinstance(baseline, (str, os.PathLike)):
         baseline = load_campaign(baseline)
@@ -235,7 +469,7 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
                          "make the baseline crash first (heap poisoning, more sessions, more "
                          "cores), or run without --until-verdict")
     design = SprtDesign(settings.ceiling, design_rate if design_rate is not None else
-                        settings.ceiling / 4, settings.alpha, beta)
+                        settings.ceiling / 4, settings.alpha, beta, max_launches)
     return StopRule(design, settings, x_b, n_b)
 
 
@@ -250,10 +484,13 @@ def _fisher_p(x_b: int, n_b: int, x_c: int, n_c: int) -> float:
 class InterleavedRule:
     """Which build still needs launches when both run, alternating.
 
-    The candidate needs launches until the SPRT stops (with ``fixed`` confirmed by
-    ``compare``, or "not below the ceiling"). The baseline needs launches until it has shown
-    the target and Fisher's one-sided p against the candidate so far is <= alpha; it resumes
-    if a later candidate event raises that p again.
+    The candidate needs launches until its SPRT leaves :attr:`SprtState.CONTINUE`: "not
+    below the ceiling" ends the run; "below the ceiling" ends it with ``fixed`` once
+    ``compare`` agrees, and until then only the baseline goes on. The baseline needs
+    launches until it has shown the target and Fisher's one-sided p is <= alpha against the
+    candidate as it will stand at its earliest possible ``fixed`` stop: its events so far in
+    :meth:`SprtDesign.first_fixed_launch` launches (or more, if it already has them). It
+    resumes if a later candidate event raises that p again.
     """
 
     design: SprtDesign
@@ -266,14 +503,17 @@ class InterleavedRule:
         if state is SprtState.NOT_BELOW:
             return False, False, (f"the candidate's {sig} rate is not below the "
                                   f"{self.settings.ceiling:g} ceiling ({x_c}/{n_c})")
-        baseline_ok = x_b > 0 and n_c > 0 and significant(
-            _fisher_p(x_b, n_b, x_c, n_c), self.settings.alpha)
-        if state is SprtState.BELOW_CEILING and baseline_ok and decide(
-                x_b, n_b, x_c, n_c, self.settings, use_boschloo=False,
-                with_needed=False).verdict is Verdict.FIXED:
-            return False, False, f"fixed: baseline {x_b}/{n_b}, candidate {x_c}/{n_c}"
+        if state is SprtState.BELOW_CEILING:
+            if (x_b > 0 and significant(_fisher_p(x_b, n_b, x_c, n_c), self.settings.alpha)
+                    and decide(x_b, n_b, x_c, n_c, self.settings, use_boschloo=False,
+                               with_needed=False).verdict is Verdict.FIXED):
+                return False, False, f"fixed: baseline {x_b}/{n_b}, candidate {x_c}/{n_c}"
+            return True, False, (f"the candidate ({x_c}/{n_c}) is below the ceiling; the "
+                                 f"baseline ({x_b}/{n_b}) does not yet show it is lower")
+        n_at_stop = max(n_c, self.design.first_fixed_launch(x_c))
+        baseline_ok = x_b > 0 and significant(_fisher_p(x_b, n_b, x_c, n_at_stop),
+                                              self.settings.alpha)
         return not baseline_ok, True, f"baseline {x_b}/{n_b}, candidate {x_c}/{n_c}: {state}"
-
 
 
 @dataclasses.dataclass
@@ -410,7 +650,8 @@ def add_until_verdict_options(parser: argparse.ArgumentParser) -> None:
     (the same ``--signature``/``--alpha``/``--ceiling`` as ``coldstart compare``)."""
     group = parser.add_argument_group(
         "sequential stopping", "stop as soon as `coldstart compare BASELINE_DIR <this run>` "
-        "is settled; the run's --launches is the most it will make (docs/verdict.md)")
+        "is settled; the run's --launches is the most it will make, and the rule's thresholds "
+        "are computed for it (`coldstart plan` suggests a number; docs/verdict.md)")
     group.add_argument("--until-verdict", metavar="BASELINE_DIR", default=None,
                        help="the baseline campaign to compare against (in a run that makes "
                             "both builds, the baseline's own output directory)")
@@ -422,7 +663,7 @@ def add_until_verdict_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--ceiling", type=float, default=0.05,
                        help="rate the candidate must be shown below (default 0.05)")
     group.add_argument("--beta", type=float, default=0.2,
-                       help="chance of stopping as 'not below the ceiling' when the candidate "
+                       help="chance of missing fixed when the candidate "
                             "is at the design rate (default 0.2)")
     group.add_argument("--design-rate", type=float, default=None,
                        help="candidate rate the test is tuned for (default ceiling/4)")
@@ -434,7 +675,7 @@ def _settings(args: argparse.Namespace) -> VerdictSettings:
 
 def _design(args: argparse.Namespace, settings: VerdictSettings) -> SprtDesign:
     rate = args.design_rate if args.design_rate is not None else settings.ceiling / 4
-    return SprtDesign(settings.ceiling, rate, settings.alpha, args.beta)
+    return SprtDesign(settings.ceiling, rate, settings.alpha, args.beta, args.launches)
 
 
 def stop_rule_from_args(args: argparse.Namespace) -> StopRule | None:
@@ -446,13 +687,15 @@ def stop_rule_from_args(args: argparse.Namespace) -> StopRule | None:
     if not getattr(args, "until_verdict", None):
         return None
     settings = _settings(args)
+    design = _design(args, settings)
     return make_stop_rule(args.until_verdict, settings, beta=args.beta,
-                          design_rate=_design(args, settings).design_rate)
+                          design_rate=design.design_rate, max_launches=design.max_launches)
 
 
 def interleaved_rule_from_args(args: argparse.Namespace) -> InterleavedRule | None:
     """The :class:`InterleavedRule` for a run that makes both builds (``None`` without
-    ``--until-verdict``). Raises UsageError for bad settings."""
+    ``--until-verdict``), with exact thresholds for ``args.launches`` per build. Raises
+    UsageError for bad settings."""
     if not getattr(args, "until_verdict", None):
         return None
     settings = _settings(args)

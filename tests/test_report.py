@@ -208,8 +208,14 @@ def test_plan_command(capsys) -> None:
     assert main(["plan", "--baseline-rate", "0.5", "--ceiling", "0.01", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["fixed_design"]["candidate_launches"] == 299
-    # clean launches reach LR >= 1/alpha: ln(20) / ln((1 - 0.0025) / (1 - 0.01)) = 396.9
-    assert data["sequential"]["clean_launches"] == 397
+    # Wald's LR >= 20 would take ln(20) / ln((1 - 0.0025) / (1 - 0.01)) = 396.9 clean
+    # launches; the exact thresholds for --launches 1546 (twice a fixed-size candidate at
+    # the design rate, 773) take 371
+    seq = data["sequential"]
+    assert seq["max_launches"] == 1546 and seq["clean_launches"] == 371
+    assert seq["lr_upper"] < 20 and seq["lr_lower"] > 0.2
+    at_ceiling = next(o for o in seq["operating"] if o["true_rate"] == 0.01)
+    assert 0.045 < at_ceiling["p_fixed"] <= 0.05
     assert main(["plan", "--baseline-rate", "0.5", "--ceiling", "0.05"]) == 0
     out = capsys.readouterr().out
     assert "59 clean candidate launches" in out and "Sequential rule" in out

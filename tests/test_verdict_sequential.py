@@ -4,11 +4,13 @@ simulation, and the stop decisions on campaign records."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from kit.errors import UsageError
 from kit.sequential import (InterleavedRule, SprtDesign, SprtState, add_until_verdict_options,
@@ -17,52 +19,90 @@ from kit.stats import upper_bound
 from kit.verdict import VerdictSettings
 from tests.test_summary import counts, make_campaign, record
 
-DESIGN = SprtDesign(ceiling=0.05, design_rate=0.0125, alpha=0.05, beta=0.2)
+WALD = SprtDesign(ceiling=0.05, design_rate=0.0125, alpha=0.05, beta=0.2)
+EXACT = SprtDesign(ceiling=0.05, design_rate=0.0125, alpha=0.05, beta=0.2, max_launches=306)
 
 
-def test_error_rates_hold_exactly() -> None:
-    for true_rate in (0.05, 0.08, 0.2):  # at or above the ceiling: false fixed <= alpha
-        assert DESIGN.operating(true_rate, 3000).p_below <= 0.05
-    for true_rate in (0.0125, 0.005):  # at or below the design rate: false stop <= beta
-        assert DESIGN.operating(true_rate, 3000).p_not_below <= 0.2
-    clean = DESIGN.operating(0.0, 500)
-    assert clean.p_below == 1.0 and clean.expected_launches == DESIGN.clean_launches() == 78
+def test_wald_error_bounds_hold_however_long_the_run() -> None:
+    for true_rate in (0.05, 0.08, 0.2):  # at or above the ceiling: LR >= 1/alpha <= alpha
+        assert WALD.operating(true_rate, 3000).p_below <= 0.05
+    for true_rate in (0.0125, 0.005):  # at or below the design rate: LR <= beta <= beta
+        assert WALD.operating(true_rate, 3000).p_not_below <= 0.2
+    assert (math.exp(WALD.upper), math.exp(WALD.lower)) == pytest.approx((20.0, 0.2))
+    clean = WALD.operating(0.0, 500)
+    assert clean.p_below == 1.0 and clean.expected_launches == WALD.clean_launches() == 78
+
+
+def test_exact_thresholds_meet_both_error_rates_and_no_less_conservative_ones_do() -> None:
+    at_ceiling = EXACT.operating(0.05)
+    assert 0.045 < at_ceiling.p_fixed <= 0.05  # truncation at 306 and the bound included
+    for above in (0.06, 0.1, 0.3):  # the false-fixed chance is largest at the ceiling
+        assert EXACT.operating(above).p_fixed < at_ceiling.p_fixed
+    assert EXACT.operating(0.0125).p_fixed >= 0.8
+    assert EXACT.operating(0.005).p_fixed > EXACT.operating(0.0125).p_fixed
+    # both thresholds are inside Wald's: LR 16.2 and 0.315 instead of 20 and 0.2
+    assert EXACT.upper < WALD.upper and EXACT.lower > WALD.lower
+    assert math.exp(EXACT.upper) == pytest.approx(16.24, abs=0.01)
+    # a little lower upper threshold breaks alpha, a little higher lower one the power
+    looser = dataclasses.replace(WALD)
+    object.__setattr__(looser, "upper", EXACT.upper - 1e-5)
+    object.__setattr__(looser, "lower", EXACT.lower)
+    assert looser.operating(0.05, 306).p_fixed > 0.05
+    object.__setattr__(looser, "upper", EXACT.upper)
+    object.__setattr__(looser, "lower", EXACT.lower + 1e-5)
+    assert looser.operating(0.0125, 306).p_fixed < 0.8
+    assert EXACT.clean_launches() == 73 and EXACT.operating(0.0).expected_launches == 73
+
+
+def test_too_few_launches_for_the_error_rates_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="no sequential rule of at most 60 launches"):
+        SprtDesign(0.05, 0.0125, 0.05, 0.2, max_launches=60)
 
 
 def test_clean_launches_are_where_the_state_turns() -> None:
-    n = DESIGN.clean_launches()
-    assert DESIGN.state(0, n) is SprtState.BELOW_CEILING
-    assert DESIGN.state(0, n - 1) is SprtState.CONTINUE
-    assert DESIGN.state(2, 10) is SprtState.NOT_BELOW
+    for design in (WALD, EXACT):
+        n = design.clean_launches()
+        assert design.state(0, n) is SprtState.BELOW_CEILING
+        assert design.state(0, n - 1) is SprtState.CONTINUE
+        assert design.state(2, 10) is SprtState.NOT_BELOW
 
 
-def test_lr_crossing_implies_the_clopper_pearson_bound_is_below_the_ceiling() -> None:
-    # at the first n where LR >= 1/alpha for each event count x, the one-sided bound agrees
-    for x in range(0, 8):
-        n = next(n for n in range(x, 5000) if DESIGN.state(x, n) is SprtState.BELOW_CEILING)
-        assert upper_bound(x, n, 0.95) <= 0.05 + 1e-12
+def test_first_fixed_launch_is_where_lr_and_the_clopper_pearson_bound_both_agree() -> None:
+    for design in (WALD, EXACT):
+        for x in range(0, 6):
+            n = design.first_fixed_launch(x)
+            assert design.state(x, n) is SprtState.BELOW_CEILING
+            assert upper_bound(x, n, 0.95) < 0.05
+            assert (design.state(x, n - 1) is not SprtState.BELOW_CEILING
+                    or upper_bound(x, n - 1, 0.95) >= 0.05)
+    assert [EXACT.first_fixed_launch(x) for x in range(4)] == [73, 109, 146, 183]
+    # 7 events need 330 launches, past the campaign's 306, where compare judges what is left
+    assert WALD.first_fixed_launch(7) > 306 and EXACT.first_fixed_launch(7) == 306
 
 
 def _simulate(design: SprtDesign, rate: float, cap: int, runs: int, seed: int
               ) -> tuple[float, float, float]:
+    """(P(fixed), P(stop: not below), mean launches) by brute force: Bernoulli launches,
+    the LR thresholds and the bound (binomial cdf < alpha, the Clopper-Pearson duality)."""
     rng = np.random.default_rng(seed)
     events = np.cumsum(rng.random((runs, cap)) < rate, axis=1)
     n = np.arange(1, cap + 1)
     llr = events * design.step_event + (n - events) * design.step_clean
-    up = llr >= -math.log(design.alpha)
-    low = llr <= math.log(design.beta)
+    bound = stats.binom.cdf(events, n, design.ceiling) < design.alpha
+    up = (llr >= design.upper) & bound
+    low = (llr <= design.lower) & ~bound
     stop = up | low
     first = np.where(stop.any(axis=1), stop.argmax(axis=1), cap - 1)
-    hit_up = up[np.arange(runs), first]
-    hit_low = low[np.arange(runs), first]
-    return float(hit_up.mean()), float(hit_low.mean()), float((first + 1).mean())
+    rows = np.arange(runs)
+    fixed = up[rows, first] | (~stop.any(axis=1) & bound[:, -1])
+    return float(fixed.mean()), float(low[rows, first].mean()), float((first + 1).mean())
 
 
 @pytest.mark.parametrize("rate", [0.0125, 0.05, 0.03])
 def test_exact_operating_figures_match_simulation(rate: float) -> None:
-    exact = DESIGN.operating(rate, 400)
-    p_up, p_low, mean_n = _simulate(DESIGN, rate, 400, 20000, seed=7)
-    assert p_up == pytest.approx(exact.p_below, abs=0.012)
+    exact = EXACT.operating(rate)
+    p_fixed, p_low, mean_n = _simulate(EXACT, rate, 306, 20000, seed=7)
+    assert p_fixed == pytest.approx(exact.p_fixed, abs=0.012)
     assert p_low == pytest.approx(exact.p_not_below, abs=0.012)
     assert mean_n == pytest.approx(exact.expected_launches, rel=0.03)
 
@@ -85,12 +125,20 @@ def test_stop_rule_stops_a_candidate_that_still_crashes(tmp_path: Path) -> None:
 
 
 def test_stop_rule_waits_while_the_baseline_is_weak() -> None:
-    # LR is past 1/alpha after 78 clean launches, but 1/150 vs 0/78 is no evidence yet
+    # LR is past its threshold after 78 clean launches, but 1/150 vs 0/78 is no evidence yet
     rule = make_stop_rule(counts("b", 1, 150), VerdictSettings())
     assert not rule(counts("c", 0, 200))
     # Fisher's p for 1/150 vs 0/m is 150 / (150 + m): alpha from m = 2850
     assert not rule(counts("c", 0, 2849))
     assert rule(counts("c", 0, 2850))
+
+
+def test_stop_rule_with_exact_thresholds_for_the_campaign_launches() -> None:
+    rule = make_stop_rule(counts("b", 12, 20), VerdictSettings(), max_launches=306)
+    assert rule.design == EXACT
+    assert not rule(counts("c", 0, 72)) and rule(counts("c", 0, 73))
+    stop, why = rule.decision(counts("c", 2, 40))
+    assert stop and "not below" in why and "LR <= 0.315" in why
 
 
 def test_stop_rule_needs_a_positive_control(tmp_path: Path) -> None:
@@ -102,22 +150,30 @@ def test_stop_rule_needs_a_positive_control(tmp_path: Path) -> None:
 def test_interleaved_rule_stops_the_baseline_once_it_is_enough() -> None:
     rule = InterleavedRule(SprtDesign(0.5, 0.125), VerdictSettings(signature="abort",
                                                                    ceiling=0.5))
-    assert rule.needs_counts(0, 2, 0, 2)[:2] == (True, True)
-    assert rule.needs_counts(3, 3, 0, 3)[:2] == (False, True)  # Fisher p = 0.05
-    assert rule.needs_counts(3, 3, 0, 6)[:2] == (False, False)  # fixed
+    # the candidate cannot end fixed before 6 launches (0 events) or 9 (1 event), so the
+    # baseline is judged against 0/6: 2/2 gives Fisher's p = 1/28, 1/2 gives 2/8
+    assert rule.design.first_fixed_launch(0) == 6 and rule.design.first_fixed_launch(1) == 9
+    assert rule.needs_counts(1, 2, 0, 2)[:2] == (True, True)
+    assert rule.needs_counts(2, 2, 0, 2)[:2] == (False, True)
+    assert rule.needs_counts(2, 2, 0, 6)[:2] == (False, False)  # fixed
+    # a candidate event moves its earliest fixed stop to 9 launches: 2/2 vs 1/9 is p 0.055
+    assert rule.needs_counts(2, 2, 1, 4)[:2] == (True, True)
     assert rule.needs_counts(3, 3, 3, 3)[:2] == (False, False)  # not below the ceiling
 
 
 def test_argparse_helpers(tmp_path: Path) -> None:
     base = make_campaign(tmp_path, "b", counts("b", 3, 3, crash_class="other-native-crash"))
     parser = argparse.ArgumentParser()
+    parser.add_argument("--launches", type=int, default=20)
     add_until_verdict_options(parser)
     assert stop_rule_from_args(parser.parse_args([])) is None
     args = parser.parse_args(["--until-verdict", str(base.path), "--signature",
                               "other-native-crash", "--ceiling", "0.5"])
     rule = stop_rule_from_args(args)
     assert rule is not None and (rule.baseline_events, rule.baseline_n) == (3, 3)
-    assert rule.design.design_rate == 0.125 and rule.design.clean_launches() == 6
+    # exact thresholds for 20 launches: 5 clean ones (Wald's LR >= 20 would take 6)
+    assert rule.design.design_rate == 0.125 and rule.design.max_launches == 20
+    assert rule.design.clean_launches() == 5
     inter = interleaved_rule_from_args(args)
     assert inter is not None and inter.settings.signature == "other-native-crash"
     with pytest.raises(UsageError):
