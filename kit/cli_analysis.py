@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .campaign import iter_campaign_dirs, load_campaign
+from .cli_common import fraction_arg
 from .errors import ExitCode, UsageError
 from .verdict import DEFAULT_SIGNATURE, Comparison, Verdict, VerdictSettings
 
@@ -18,27 +19,17 @@ __all__ = ["register", "fail_verdicts"]
 _COLOURS = {Verdict.FIXED: "green", Verdict.NOT_FIXED: "red", Verdict.INCONCLUSIVE: "yellow"}
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"{text} is not a fraction in (0, 1), e.g. 0.05")
-    return value
-
-
 def _settings_options(parser: argparse.ArgumentParser, *, signature: bool = True) -> None:
     if signature:
         parser.add_argument("--signature", default=DEFAULT_SIGNATURE,
                             help="target: a crash class, race-witnessed or any-crash "
                                  f"(default {DEFAULT_SIGNATURE})")
-    parser.add_argument("--alpha", type=_fraction, default=0.05,
+    parser.add_argument("--alpha", type=fraction_arg, default=0.05,
                         help="test level; the candidate's bound is one-sided at 1-alpha "
                              "(default 0.05)")
-    parser.add_argument("--ceiling", type=_fraction, default=0.05,
+    parser.add_argument("--ceiling", type=fraction_arg, default=0.05,
                         help="rate the candidate must be shown below (default 0.05)")
-    parser.add_argument("--power", type=_fraction, default=0.8,
+    parser.add_argument("--power", type=fraction_arg, default=0.8,
                         help="power for launch planning (default 0.8)")
 
 
@@ -68,7 +59,7 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
         description="Launches per build for a fixed-size campaign pair, and what `coldstart "
                     "run ... --until-verdict` would need at several true candidate rates.")
     source = plan.add_mutually_exclusive_group(required=True)
-    source.add_argument("--baseline-rate", type=_fraction, metavar="RATE",
+    source.add_argument("--baseline-rate", type=fraction_arg, metavar="RATE",
                         help="the baseline's expected target rate, e.g. 0.5")
     source.add_argument("--baseline", metavar="DIR",
                         help="take the baseline's rate from this campaign")
@@ -77,10 +68,10 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     _settings_options(plan, signature=False)
     plan.add_argument("--candidate-rate", type=float, default=0.0,
                       help="the candidate's assumed true rate (default 0: the fix works)")
-    plan.add_argument("--beta", type=_fraction, default=0.2,
+    plan.add_argument("--beta", type=fraction_arg, default=0.2,
                       help="sequential rule: chance of stopping as not below the ceiling at "
                            "the design rate (default 0.2)")
-    plan.add_argument("--design-rate", type=_fraction, default=None,
+    plan.add_argument("--design-rate", type=fraction_arg, default=None,
                       help="sequential rule: candidate rate it is tuned for (default "
                            "ceiling/4)")
     plan.add_argument("--json", action="store_true", help="print JSON")

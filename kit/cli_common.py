@@ -43,6 +43,21 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def fraction_arg(text: str) -> float:
+    """argparse type for a rate or an error rate: a number in ``(0, 1)``.
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, or out of range (argparse prints it).
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction in (0, 1), e.g. 0.05")
+    return value
+
+
 def seconds_arg(text: str, low: float = 0.0, high: float = 600.0,
                 low_inclusive: bool = True) -> float:
     """argparse type for a duration option: a number of seconds in ``[low, high]`` (``(low,

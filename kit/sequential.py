@@ -41,6 +41,7 @@ import numpy as np
 
 from .campaign import (Campaign, CampaignObserver, CampaignStore, Launcher, load_campaign,
                        run_campaign)
+from .cli_common import fraction_arg
 from .errors import UsageError
 from .records import LaunchRecord
 from .scenario import Scenario
@@ -658,14 +659,14 @@ def add_until_verdict_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--signature", default=DEFAULT_SIGNATURE,
                        help="target crash class, race-witnessed or any-crash "
                             f"(default {DEFAULT_SIGNATURE})")
-    group.add_argument("--alpha", type=float, default=0.05,
+    group.add_argument("--alpha", type=fraction_arg, default=0.05,
                        help="false-fixed bound and test level (default 0.05)")
-    group.add_argument("--ceiling", type=float, default=0.05,
+    group.add_argument("--ceiling", type=fraction_arg, default=0.05,
                        help="rate the candidate must be shown below (default 0.05)")
-    group.add_argument("--beta", type=float, default=0.2,
+    group.add_argument("--beta", type=fraction_arg, default=0.2,
                        help="chance of missing fixed when the candidate "
                             "is at the design rate (default 0.2)")
-    group.add_argument("--design-rate", type=float, default=None,
+    group.add_argument("--design-rate", type=fraction_arg, default=None,
                        help="candidate rate the test is tuned for (default ceiling/4)")
 
 

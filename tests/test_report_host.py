@@ -109,6 +109,22 @@ def test_run_host_until_verdict_stops_when_settled(host_pair: tuple[Path, Path],
     assert "FIXED" in proc.stdout
 
 
+def test_run_host_until_verdict_refuses_too_few_launches(host_pair: tuple[Path, Path],
+                                                         tmp_path: Path) -> None:
+    base, _ = host_pair
+    out = tmp_path / "short"
+    # a 5% ceiling needs 153 launches of a fixed-size candidate at the design rate: no rule
+    # of 20 launches has the default error rates
+    proc = coldstart("run", "host", "--launches", "20", "--scenario", "mode=serial",
+                     "--out", str(out), "--until-verdict", str(base), "--signature", SIG)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "coldstart: error: no sequential rule of at most 20 launches has a false-fixed chance "
+        "<= 0.05 at the ceiling 0.05 and power >= 0.8 at 0.0125 (give --launches as "
+        "`coldstart plan` suggests, or raise --beta or --design-rate)"]
+    assert not out.exists()  # refused before the campaign directory is made
+
+
 def test_interleaved_pair_with_real_launchers(tmp_path: Path) -> None:
     ms = modelset.load_modelset()
     runtime = host.load_runtime(host.DEFAULT_RUNTIME)
