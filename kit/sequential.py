@@ -390,7 +390,7 @@ class SprtDesign:
         head = (f"SPRT on the candidate's target rate, H0: {self.ceiling:g} (the ceiling) vs "
                 f"H1: {self.design_rate:g}; stops with fixed when LR >= "
                 f"{math.exp(self.upper):.3g} and compare agrees, as not below the ceiling when "
-                f"LR <= {math.exp(self.lower):.3g}")
+                f"LR <= {math.exp(self.lower):.3g} and the bound is not below it")
         if self.max_launches is None:
             tail = (f"; Wald's thresholds: false fixed <= {self.alpha:g} at any rate at or "
                     f"above the ceiling and missed fixed <= {self.beta:g} at "
