@@ -78,6 +78,8 @@ class OperatingPoint:
         p_fixed_at_end: the part of ``p_undecided`` that ``compare`` judges ``fixed`` as a
             fixed-size campaign (the bound below the ceiling).
         expected_launches: mean launches until the stop (``max_launches`` if undecided).
+        p_pruned: chance the dynamic program dropped as negligible (within ``p_undecided``
+            and not in ``p_fixed``; calibration counts it against alpha).
     """
 
     true_rate: float
@@ -87,6 +89,7 @@ class OperatingPoint:
     p_undecided: float
     p_fixed_at_end: float
     expected_launches: float
+    p_pruned: float = 0.0
 
     @property
     def p_fixed(self) -> float:
@@ -105,7 +108,10 @@ def _k_max_table(max_launches: int, ceiling: float, alpha: float) -> np.ndarray:
     from scipy import stats
 
     n = np.arange(1, max_launches + 1)
-    k = stats.binom.ppf(alpha, n, ceiling).astype(np.int64)
+    # a normal approximation to start from (binom.ppf is slow for thousands of n); the loops
+    # below make it exact
+    mean, sd = n * ceiling, np.sqrt(n * ceiling * (1 - ceiling))
+    k = np.clip(np.floor(mean + stats.norm.ppf(alpha) * sd), -1, n).astype(np.int64)
     while True:
         too_high = (k >= 0) & (stats.binom.cdf(k, n, ceiling) >= alpha)
         if not too_high.any():
@@ -134,15 +140,26 @@ def _bound_below(events: int, n: int, ceiling: float, alpha: float) -> bool:
     return n > 0 and bool(stats.binom.cdf(events, n, ceiling) < alpha)
 
 
+#: a state of the dynamic program with a smaller chance is dropped (see :func:`_walk`)
+_NEGLIGIBLE = 1e-15
+#: the dynamic program stops when less than this chance is left undecided
+_NEGLIGIBLE_LEFT = 1e-5
+
+
 def _walk(true_rate: float, step_event: float, step_clean: float, upper: float, lower: float,
           k_max: Sequence[int], max_launches: int) -> OperatingPoint:
     """Dynamic program over (launches, events) for the rule with log thresholds ``upper`` and
     ``lower`` (:meth:`SprtDesign.state`), ``k_max[n]`` giving where the bound is below the
     ceiling. Only states the rule goes on from stay alive (a band a few events wide), so it
-    takes O(max_launches * band) steps."""
+    takes O(max_launches * band) steps. States whose chance falls below ``_NEGLIGIBLE``, and
+    everything once less than ``_NEGLIGIBLE_LEFT`` is left, are dropped (counted as undecided
+    and in ``p_pruned``): far out, where LR and bound disagree, the band widens to thousands
+    of states that together hold a few millionths. Calibration counts what was dropped
+    against the rule both ways (as ``fixed`` at the ceiling, as not ``fixed`` at the design
+    rate), so the error rates stay guaranteed, and thresholds move by nothing measurable."""
     alive = {0: 1.0}
     q = 1.0 - true_rate
-    p_below = p_not = expected = 0.0
+    p_below = p_not = expected = pruned = 0.0
     for n in range(1, max_launches + 1):
         moved: dict[int, float] = {}
         for x, w in alive.items():
@@ -160,12 +177,19 @@ def _walk(true_rate: float, step_event: float, step_clean: float, upper: float, 
             elif llr <= lower and not bound:
                 p_not += w
                 expected += n * w
-            else:
+            elif w >= _NEGLIGIBLE:
                 alive[x] = w
+            else:
+                pruned += w
+        left = sum(alive.values())
+        if left < _NEGLIGIBLE_LEFT:
+            pruned += left
+            alive = {}
+            break
     rest = sum(alive.values())
     at_end = sum(w for x, w in alive.items() if x <= k_max[max_launches])
-    return OperatingPoint(true_rate, max_launches, p_below, p_not, rest, at_end,
-                          expected + max_launches * rest)
+    return OperatingPoint(true_rate, max_launches, p_below, p_not, rest + pruned, at_end,
+                          expected + max_launches * (rest + pruned), pruned)
 
 
 def _smallest(feasible: Any, start: float, floor: float, cap: float,
@@ -241,14 +265,16 @@ def _calibrate(ceiling: float, design_rate: float, alpha: float, beta: float,
     step_clean = math.log1p(-design_rate) - math.log1p(-ceiling)
     k_max = _k_max_cached(max_launches, ceiling, alpha)
 
-    def fixed(rate: float, upper: float, lower: float) -> float:
-        return _walk(rate, step_event, step_clean, upper, lower, k_max,
-                     max_launches).p_fixed
+    def fixed(rate: float, upper: float, lower: float, worst: bool = False) -> float:
+        """The chance of fixed; with ``worst``, counting what the walk dropped as fixed."""
+        point = _walk(rate, step_event, step_clean, upper, lower, k_max, max_launches)
+        return point.p_fixed + (point.p_pruned if worst else 0.0)
 
     upper, lower = -math.log(alpha), math.log(beta)
     top, bottom = max_launches * step_clean + 1.0, max_launches * step_event - 1.0
     for _ in range(20):
-        new_upper = _smallest(lambda u: fixed(ceiling, u, lower) <= alpha, upper, 0.0, top)
+        new_upper = _smallest(lambda u: fixed(ceiling, u, lower, True) <= alpha, upper, 0.0,
+                              top)
         # the largest lower threshold keeping the power, as the smallest -lower
         new_minus = None if new_upper is None else _smallest(
             lambda m: fixed(design_rate, new_upper, -m) >= 1 - beta, -lower, 0.0, -bottom)
@@ -258,7 +284,7 @@ def _calibrate(ceiling: float, design_rate: float, alpha: float, beta: float,
         upper, lower = new_upper, -new_minus
         if settled:
             break
-    if (fixed(ceiling, upper, lower) > alpha + 1e-12
+    if (fixed(ceiling, upper, lower, True) > alpha + 1e-12
             or fixed(design_rate, upper, lower) < 1 - beta - 1e-12):
         raise UsageError(f"no sequential rule of at most {max_launches} launches has a false-"
                          f"fixed chance <= {alpha:g} at the ceiling {ceiling:g} and power "

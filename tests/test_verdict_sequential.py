@@ -54,6 +54,17 @@ def test_exact_thresholds_meet_both_error_rates_and_no_less_conservative_ones_do
     assert EXACT.clean_launches() == 73 and EXACT.operating(0.0).expected_launches == 73
 
 
+def test_a_long_cap_counts_what_the_walk_drops_against_the_rule() -> None:
+    # with 3000 launches the walk stops once less than 1e-5 is undecided; that remainder is
+    # counted as fixed when alpha is checked, so the guarantee holds with it
+    long = SprtDesign(0.05, 0.0125, 0.05, 0.2, max_launches=3000)
+    at_ceiling = long.operating(0.05)
+    assert 0.0 < at_ceiling.p_pruned < 1e-5
+    assert at_ceiling.p_fixed + at_ceiling.p_pruned <= 0.05
+    assert long.operating(0.0125).p_fixed >= 0.8
+    assert long.clean_launches() == 72
+
+
 def test_too_few_launches_for_the_error_rates_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="no sequential rule of at most 60 launches"):
         SprtDesign(0.05, 0.0125, 0.05, 0.2, max_launches=60)
