@@ -228,6 +228,10 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     console = stderr_console()
     console.print(f"[bold]{target}[/] campaign [bold]{label}[/]: {scenario.describe()} "
                   f"-> {store.path}")
+    if should_stop is not None:
+        console.print(f"until-verdict against {args.until_verdict} "
+                      f"({should_stop.baseline_events}/{should_stop.baseline_n}): "
+                      f"{should_stop.design.describe()}", highlight=False)
     with ProgressView(console, label, json_out=args.json) as view:
         all_records = run_campaign(store, records, launchers, label=label, scenario=scenario,
                                    launches=args.launches, timeout_s=args.timeout,
@@ -236,6 +240,7 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     if should_stop is not None:
         stopped, why = should_stop.decision([r for r in all_records if r.counted])
         console.print(f"until-verdict: {'stopped: ' if stopped else 'not settled: '}{why}")
+        update_meta(store, until_verdict=should_stop.to_meta(args.until_verdict, stopped, why))
     from .campaign import load_campaign
     from .summary import render_summary, summarize
 

@@ -466,6 +466,18 @@ class StopRule:
     def __call__(self, records: list[LaunchRecord]) -> bool:
         return self.decision(records)[0]
 
+    def to_meta(self, baseline: str, stopped: bool, why: str) -> dict[str, Any]:
+        """What ``campaign.json`` keeps under ``until_verdict`` after a run: the baseline
+        and its counts, the verdict settings, the design and its thresholds (as LRs), and
+        how the run ended."""
+        design = self.design
+        return {"baseline": baseline, "baseline_events": self.baseline_events,
+                "baseline_n": self.baseline_n, "signature": self.settings.signature,
+                "alpha": design.alpha, "beta": design.beta, "ceiling": design.ceiling,
+                "design_rate": design.design_rate, "max_launches": design.max_launches,
+                "lr_upper": math.exp(design.upper), "lr_lower": math.exp(design.lower),
+                "stopped": stopped, "why": why}
+
 
 def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[LaunchRecord],
                    settings: VerdictSettings = VerdictSettings(), *,

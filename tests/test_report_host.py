@@ -104,6 +104,11 @@ def test_run_host_until_verdict_stops_when_settled(host_pair: tuple[Path, Path],
     # (Wald's LR >= 20 would take ln 20 / ln(0.875/0.5) = 5.4, so 6)
     assert SprtDesign(0.5, 0.125, max_launches=20).clean_launches() == 5
     assert len(load_campaign(out).counted) == 5
+    assert "until-verdict against" in proc.stderr and "exact thresholds for at most 20" in \
+        proc.stderr.replace("\n", " ")
+    kept = json.loads((out / "campaign.json").read_text())["until_verdict"]
+    assert kept["stopped"] is True and kept["why"].startswith("fixed: 0/5")
+    assert (kept["max_launches"], kept["design_rate"], kept["baseline"]) == (20, 0.125, str(base))
     proc = coldstart("compare", str(base), str(out), "--signature", SIG, "--ceiling", "0.5",
                      "--no-reports")
     assert "FIXED" in proc.stdout
