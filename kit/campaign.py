@@ -161,8 +161,11 @@ class CampaignStore:
         """``campaign.json`` as a dict. Raises UsageError/DataError if missing/invalid."""
         try:
             return json.loads(self.meta_path.read_text())
-        except FileNotFoundError:
-            raise UsageError(f"{self.path} is not a campaign (no campaign.json)",
+        except (FileNotFoundError, NotADirectoryError):
+            what = ("does not exist" if not self.path.exists() else "is a file, not a "
+                    "campaign directory" if not self.path.is_dir() else
+                    "is not a campaign (no campaign.json)")
+            raise UsageError(f"{self.path} {what}",
                              "point at a directory made by `coldstart run`") from None
         except ValueError as exc:
             raise DataError(f"{self.meta_path} is not valid JSON: {exc}",
@@ -320,8 +323,8 @@ def run_campaign(store: CampaignStore, records: list[LaunchRecord],
         store: from :func:`prepare_store`.
         records: records already in the store (for resume).
         launchers: one per device; all run in parallel.
-        should_stop: called after each record with all records so far; True stops the
-            campaign early (sequential stopping rules).
+        should_stop: called before the first launch and after each record with all records
+            so far; True stops the campaign early (sequential stopping rules).
 
     Returns:
         All records of the campaign, old and new.
@@ -338,6 +341,8 @@ def run_campaign(store: CampaignStore, records: list[LaunchRecord],
     if observer is not None:
         observer.started(launches, len({r.index for r in all_records if r.counted}))
     stop = threading.Event()
+    if should_stop is not None and should_stop(list(all_records)):
+        stop.set()  # a resumed campaign that is already settled makes no launch
     lock = threading.Lock()
     failures: list[BaseException] = []
 
@@ -423,12 +428,19 @@ def update_meta(store: CampaignStore, **changes: Any) -> dict[str, Any]:
 def iter_campaign_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """Expand paths into campaign directories (a path without ``campaign.json`` is searched
     one level down, so ``runs/`` finds ``runs/baseline`` and ``runs/patched``)."""
-    found = []
+    found: list[Path] = []
+    seen: set[Path] = set()
     for raw in paths:
         path = Path(raw)
         if (path / "campaign.json").exists():
-            found.append(path)
+            candidates = [path]
         elif path.is_dir():
-            found.extend(sorted(p.parent for p in path.glob("*/campaign.json")))
+            candidates = sorted(p.parent for p in path.glob("*/campaign.json"))
+        else:
+            candidates = []
+        for candidate in candidates:  # a campaign named twice is reported once
+            if candidate.resolve() not in seen:
+                seen.add(candidate.resolve())
+                found.append(candidate)
     return found
 

@@ -68,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``coldstart`` console script. Returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
+    args = None
     try:
         args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
@@ -86,8 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         if debug:
             raise
-        print("coldstart: interrupted; finished launches are saved (resume with --resume)",
-              file=sys.stderr)
+        campaign = getattr(args, "campaign_dir", None)  # set once a campaign directory exists
+        print(f"coldstart: interrupted; finished launches are saved in {campaign} (resume with "
+              f"--resume)" if campaign else "coldstart: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0

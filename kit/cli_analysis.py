@@ -19,6 +19,17 @@ __all__ = ["register", "fail_verdicts"]
 _COLOURS = {Verdict.FIXED: "green", Verdict.NOT_FIXED: "red", Verdict.INCONCLUSIVE: "yellow"}
 
 
+def _rate_or_zero(text: str) -> float:
+    """argparse type for a true rate that may be 0: a number in ``[0, 1)``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a rate in [0, 1), e.g. 0 or 0.01")
+    return value
+
+
 def _settings_options(parser: argparse.ArgumentParser, *, signature: bool = True) -> None:
     if signature:
         parser.add_argument("--signature", default=DEFAULT_SIGNATURE,
@@ -66,7 +77,7 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     plan.add_argument("--signature", default=DEFAULT_SIGNATURE,
                       help="target when --baseline is given (default %(default)s)")
     _settings_options(plan, signature=False)
-    plan.add_argument("--candidate-rate", type=float, default=0.0,
+    plan.add_argument("--candidate-rate", type=_rate_or_zero, default=0.0,
                       help="the candidate's assumed true rate (default 0: the fix works)")
     plan.add_argument("--beta", type=fraction_arg, default=0.2,
                       help="sequential rule: chance of stopping as not below the ceiling at "
@@ -170,8 +181,11 @@ def _compare(args: argparse.Namespace) -> int:
 
     for path in (args.baseline, args.candidate):
         if not Path(path).is_dir():
-            raise UsageError(f"campaign directory {path} does not exist",
+            what = "is a file" if Path(path).exists() else "does not exist"
+            raise UsageError(f"campaign directory {path} {what}",
                              "give the --out directories of two `coldstart run` campaigns")
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out} is a file", "give a directory for the reports")
     settings = VerdictSettings(signature=args.signature, alpha=args.alpha,
                                ceiling=args.ceiling, power=args.power)
     baseline, candidate = load_campaign(args.baseline), load_campaign(args.candidate)
@@ -195,7 +209,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     from .sequential import SprtDesign
-    from .stats import launches_to_bound_with_power, launches_to_see, plan_launches
+    from .stats import launches_to_bound_with_power, launches_to_see, lower_bound, plan_launches
     from .verdict import check_signature, count_target
 
     if args.baseline:
@@ -207,19 +221,28 @@ def _plan(args: argparse.Namespace) -> int:
                              f"({events}/{n}): no rate to plan from",
                              "make the baseline crash first (heap poisoning, more sessions, "
                              "more cores), or give --baseline-rate")
-        if events == n:
-            raise UsageError(f"the baseline {args.baseline} showed {args.signature} in every "
-                             f"launch ({events}/{n})", "give --baseline-rate (below 1)")
         p_b = events / n
+        if events == n:  # the best positive control there is; plan from its lower bound
+            p_b = lower_bound(events, n, 1 - args.alpha)
+            from .cli_common import stderr_console
+
+            stderr_console().print(f"The baseline showed {args.signature} in all {n} "
+                                   f"launches: planning from its {1 - args.alpha:.0%} lower "
+                                   f"bound, {p_b:.3g}.")
     else:
         p_b = args.baseline_rate
+    design_rate = args.design_rate if args.design_rate is not None else args.ceiling / 4
+    if not design_rate < args.ceiling:
+        raise UsageError(f"design rate {design_rate} is not below the ceiling {args.ceiling}",
+                         "use e.g. a quarter of the ceiling")
     plan = plan_launches(p_b, ceiling=args.ceiling, alpha=args.alpha, power=args.power,
                          candidate_rate=args.candidate_rate)
-    design_rate = args.design_rate if args.design_rate is not None else args.ceiling / 4
-    # the sequential rule's suggested --launches: twice what a fixed-size candidate at the
-    # design rate needs, so that a run still undecided there is rare
-    cap = 2 * launches_to_bound_with_power(design_rate, ceiling=args.ceiling, alpha=args.alpha,
-                                           power=1 - args.beta)
+    # the sequential rule's suggested --launches: twice what a fixed-size candidate needs at
+    # the design rate, or against this baseline (a rare baseline needs a long candidate for
+    # the exact test), so that a run still undecided there is rare
+    cap = 2 * max(launches_to_bound_with_power(design_rate, ceiling=args.ceiling,
+                                               alpha=args.alpha, power=1 - args.beta),
+                  plan.candidate_launches)
     design = SprtDesign(args.ceiling, design_rate, args.alpha, args.beta, cap)
     rates = sorted({0.0, args.candidate_rate, design.design_rate, args.ceiling, p_b})
     operating = [design.operating(r, cap) for r in rates]
@@ -252,14 +275,26 @@ def _plan(args: argparse.Namespace) -> int:
                   f"see the target at least once with {1 - args.alpha:.0%} probability.")
     console.print(f"\nSequential rule (`coldstart run ... --launches {cap} --until-verdict "
                   f"BASELINE_DIR`): {design.describe()}.")
-    table = Table(title=f"candidate side, at most {cap} launches (exact)", title_justify="left")
-    for col in ("true rate", "mean launches", "P(stop: fixed)", "P(stop: not below)",
-                "P(no stop)", "P(fixed)"):
+    table = Table(title=f"candidate side (its rate against the ceiling), at most {cap} "
+                        f"launches, exact", title_justify="left")
+    for col in ("true rate", "mean launches", "P(stop: below)", "P(stop: not below)",
+                "P(no stop)", "P(shown below)"):
         table.add_column(col, justify="right")
     for o in operating:
         table.add_row(f"{o.true_rate:.4g}", f"{o.expected_launches:.1f}", f"{o.p_below:.3f}",
                       f"{o.p_not_below:.3f}", f"{o.p_undecided:.3f}", f"{o.p_fixed:.3f}")
     console.print(table)
+    console.print("The run stops with fixed only when compare's exact test against the "
+                  "baseline is significant too.")
+    if plan.candidate_launches > design.clean_launches():
+        console.print(f"Against this baseline that test needs about {plan.candidate_launches} "
+                      f"clean candidate launches (the fixed-size design), more than the "
+                      f"{design.clean_launches()} the candidate side needs: expect a clean "
+                      f"candidate to stop near there.")
+    if p_b <= args.ceiling:
+        console.print(f"The baseline's rate {p_b:.3g} is not above the ceiling: an unchanged "
+                      f"candidate is below the ceiling too (see the table), and only the exact "
+                      f"test keeps it from fixed.")
     return 0
 
 
@@ -272,7 +307,10 @@ def _report(args: argparse.Namespace) -> int:
         check_signature(args.signature)
     missing = [d for d in args.dirs if not Path(d).is_dir()]
     if missing:
-        raise UsageError(f"{missing[0]} does not exist", "give campaign directories")
+        what = "is a file" if Path(missing[0]).exists() else "does not exist"
+        raise UsageError(f"{missing[0]} {what}", "give campaign directories")
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out} is a file", "give a directory for the reports")
     dirs = iter_campaign_dirs(args.dirs)
     if not dirs:
         raise UsageError(f"no campaign found in {', '.join(args.dirs)}",

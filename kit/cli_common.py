@@ -90,8 +90,10 @@ def add_campaign_options(parser: argparse.ArgumentParser, default_timeout_s: flo
     parser.epilog = KEYS_HELP
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     group = parser.add_argument_group("campaign")
-    group.add_argument("--launches", type=_positive_int, default=default_launches,
-                       metavar="N", help=f"cold launches to make (default {default_launches})")
+    group.add_argument("--launches", type=_positive_int, default=None, metavar="N",
+                       help=f"cold launches to make (default {default_launches}; with --resume, "
+                            f"the campaign's own)")
+    parser.set_defaults(default_launches=default_launches)
     group.add_argument("--scenario", default="", metavar="Q",
                        help="scenario as coldstart://run?..., k=v&k=v or k=v,k=v (default: "
                             "the production shape, concurrent x3 xnnpack,cpu)")
@@ -116,8 +118,9 @@ def add_campaign_options(parser: argparse.ArgumentParser, default_timeout_s: flo
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
     """The scenario from ``--scenario``.
 
-    With ``--resume --out DIR`` and no ``--scenario`` (or ``--label``), the campaign's own
-    are used, so resuming needs no retyping.
+    With ``--resume --out DIR`` and no ``--scenario`` (or ``--label``, ``--launches``,
+    ``--until-verdict``), the campaign's own are used, so resuming needs no retyping (and a
+    resumed campaign is not cut short to the default launches). Sets ``args.launches``.
 
     Raises:
         UsageError: a bad scenario, one that sets ``id`` (launch ids are the kit's), or
@@ -130,10 +133,18 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         if not meta_path.exists():
             raise UsageError(f"nothing to resume: {meta_path.parent} holds no campaign",
                              "drop --resume to start one, or fix --out")
-        if not args.scenario or args.label is None:
-            meta = json.loads(meta_path.read_text())
-            args.scenario = args.scenario or meta.get("scenario", "")
-            args.label = args.label if args.label is not None else meta.get("label")
+        meta = json.loads(meta_path.read_text())
+        args.scenario = args.scenario or meta.get("scenario", "")
+        args.label = args.label if args.label is not None else meta.get("label")
+        if args.launches is None:
+            args.launches = meta.get("launches")
+        kept = meta.get("until_verdict")
+        if isinstance(kept, dict) and not getattr(args, "until_verdict", None):
+            from . import sequential
+
+            sequential.apply_kept_rule(args, kept)
+    if args.launches is None:
+        args.launches = getattr(args, "default_launches", 20)
     if getattr(args, "label", None) == "":
         raise UsageError("--label is empty", "give a label such as baseline or patched")
     scenario = parse_scenario(args.scenario)
@@ -213,18 +224,28 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     label = args.label or scenario.mode
     out = Path(args.out) if args.out else Path("runs") / label
     should_stop = None
-    if getattr(args, "until_verdict", False):  # before the store: a bad rule leaves nothing
-        from . import sequential
+    if getattr(args, "until_verdict", None) is not None:  # before the store: a bad rule
+        from . import sequential                           # leaves nothing behind
 
+        witness = options.get("witness", f"off: the {target} target has no race witness")
+        if args.signature == "race-witnessed" and witness != "on":
+            raise UsageError(f"--signature race-witnessed counts only launches the race "
+                             f"witness watched, and this run has none ({witness})",
+                             "run with the witness on the host, or give a crash class as "
+                             "--signature")
         should_stop = sequential.stop_rule_from_args(args)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file", "choose a directory for the campaign")
     store, records = prepare_store(out, label=label, target=target, scenario=scenario,
                                    launches=args.launches, resume=args.resume,
                                    meta_extra={"options": options})
+    args.campaign_dir = store.path  # for the interrupt message
     if args.resume:
         _check_resume_settings(store, build, options)
     update_meta(store, build=build, devices=devices, options=options)
+    if should_stop is not None:  # kept from the start, so that --resume keeps the rule
+        update_meta(store, until_verdict=should_stop.to_meta(args.until_verdict, None,
+                                                             "not finished"))
     console = stderr_console()
     console.print(f"[bold]{target}[/] campaign [bold]{label}[/]: {scenario.describe()} "
                   f"-> {store.path}")

@@ -50,7 +50,8 @@ from .verdict import (DEFAULT_SIGNATURE, Verdict, VerdictSettings, count_target,
 
 __all__ = ["SprtState", "SprtDesign", "OperatingPoint", "StopRule", "InterleavedRule",
            "Arm", "Side", "InterleavedResult", "make_stop_rule", "run_interleaved", "interleave",
-           "add_until_verdict_options", "stop_rule_from_args", "interleaved_rule_from_args"]
+           "add_until_verdict_options", "stop_rule_from_args", "interleaved_rule_from_args",
+           "apply_kept_rule"]
 
 
 class SprtState(str, enum.Enum):
@@ -449,12 +450,17 @@ class StopRule:
 
     def decision(self, records: Sequence[LaunchRecord]) -> tuple[bool, str]:
         """``(stop, why)`` for the candidate's ``records``."""
-        x_c, n_c = count_target(records, self.settings.signature)
+        return self.decision_counts(*count_target(records, self.settings.signature))
+
+    def decision_counts(self, x_c: int, n_c: int) -> tuple[bool, str]:
+        """``(stop, why)`` for ``x_c`` target events in ``n_c`` counted candidate launches."""
         state = self.design.state(x_c, n_c)
         if state is SprtState.NOT_BELOW:
             return True, (f"the candidate's {self.settings.signature} rate is not below the "
                           f"{self.settings.ceiling:g} ceiling ({x_c}/{n_c}, LR <= "
-                          f"{math.exp(self.design.lower):.3g})")
+                          f"{math.exp(self.design.lower):.3g}): compare says not-fixed, or "
+                          f"inconclusive while its interval still reaches below the ceiling, "
+                          f"and more launches would most likely not make it fixed")
         if state is SprtState.BELOW_CEILING:
             verdict = decide(self.baseline_events, self.baseline_n, x_c, n_c, self.settings,
                              use_boschloo=False, with_needed=False).verdict
@@ -466,10 +472,11 @@ class StopRule:
     def __call__(self, records: list[LaunchRecord]) -> bool:
         return self.decision(records)[0]
 
-    def to_meta(self, baseline: str, stopped: bool, why: str) -> dict[str, Any]:
-        """What ``campaign.json`` keeps under ``until_verdict`` after a run: the baseline
-        and its counts, the verdict settings, the design and its thresholds (as LRs), and
-        how the run ended."""
+    def to_meta(self, baseline: str, stopped: bool | None, why: str) -> dict[str, Any]:
+        """What ``campaign.json`` keeps under ``until_verdict``: the baseline and its
+        counts, the verdict settings, the design and its thresholds (as LRs), and how the
+        run ended (``stopped`` is ``None`` while it runs); :func:`apply_kept_rule` reads it
+        back on ``--resume``."""
         design = self.design
         return {"baseline": baseline, "baseline_events": self.baseline_events,
                 "baseline_n": self.baseline_n, "signature": self.settings.signature,
@@ -692,8 +699,7 @@ def add_until_verdict_options(parser: argparse.ArgumentParser) -> None:
         "is settled; the run's --launches is the most it will make, and the rule's thresholds "
         "are computed for it (`coldstart plan` suggests a number; docs/verdict.md)")
     group.add_argument("--until-verdict", metavar="BASELINE_DIR", default=None,
-                       help="the baseline campaign to compare against (in a run that makes "
-                            "both builds, the baseline's own output directory)")
+                       help="the finished baseline campaign to compare against")
     group.add_argument("--signature", default=DEFAULT_SIGNATURE,
                        help="target crash class, race-witnessed or any-crash "
                             f"(default {DEFAULT_SIGNATURE})")
@@ -706,6 +712,24 @@ def add_until_verdict_options(parser: argparse.ArgumentParser) -> None:
                             "is at the design rate (default 0.2)")
     group.add_argument("--design-rate", type=fraction_arg, default=None,
                        help="candidate rate the test is tuned for (default ceiling/4)")
+
+
+def apply_kept_rule(args: argparse.Namespace, kept: dict[str, Any]) -> None:
+    """Set the ``--until-verdict`` options of ``args`` from what ``campaign.json`` kept
+    (:meth:`StopRule.to_meta`): a resumed campaign goes on under the rule it started with.
+
+    Raises:
+        UsageError: the kept rule is incomplete.
+    """
+    try:
+        args.until_verdict = str(kept["baseline"])
+        args.signature = str(kept["signature"])
+        args.alpha, args.ceiling, args.beta = (float(kept["alpha"]), float(kept["ceiling"]),
+                                               float(kept["beta"]))
+        args.design_rate = float(kept["design_rate"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"campaign.json's until_verdict is incomplete ({exc})",
+                         "resume with --until-verdict BASELINE_DIR and its settings") from None
 
 
 def _settings(args: argparse.Namespace) -> VerdictSettings:
@@ -723,8 +747,10 @@ def stop_rule_from_args(args: argparse.Namespace) -> StopRule | None:
     Raises:
         UsageError: bad settings, a missing baseline, or one without a positive control.
     """
-    if not getattr(args, "until_verdict", None):
+    if getattr(args, "until_verdict", None) is None:
         return None
+    if not args.until_verdict.strip():
+        raise UsageError("--until-verdict is empty", "give the baseline campaign's directory")
     settings = _settings(args)
     design = _design(args, settings)
     return make_stop_rule(args.until_verdict, settings, beta=args.beta,

@@ -121,3 +121,12 @@ def test_should_stop_ends_the_campaign_early(tmp_path: Path) -> None:
     launcher = ScriptedLauncherDouble(lambda i, a: "crashed")
     records = _run(tmp_path / "c", launcher, 50, should_stop=lambda recs: len(recs) >= 4)
     assert len(records) == 4
+
+
+def test_a_settled_campaign_makes_no_launch_on_resume(tmp_path: Path) -> None:
+    first = ScriptedLauncherDouble(lambda i, a: "completed")
+    _run(tmp_path / "c", first, 50, should_stop=lambda recs: len(recs) >= 4)
+    again = ScriptedLauncherDouble(lambda i, a: "completed")
+    out = _run(tmp_path / "c", again, 50, resume=True,
+               should_stop=lambda recs: len(recs) >= 4)
+    assert len(out) == 4 and again.calls == []

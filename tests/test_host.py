@@ -258,6 +258,16 @@ def test_resume_takes_the_campaigns_own_options_and_refuses_other_settings(tmp_p
     assert len(load_campaign(out).records) == 2
 
 
+def test_resume_without_launches_keeps_the_campaigns_own(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    run_host(out, "--scenario", "mode=serial", launches=3)
+    # without --launches the default (20) must not replace the campaign's 3
+    proc = coldstart("run", "host", "--out", str(out), "--resume")
+    assert proc.returncode == 0, proc.stderr
+    campaign = load_campaign(out)
+    assert campaign.meta["launches"] == 3 and len(campaign.records) == 3
+
+
 def test_resume_of_nothing_and_scenario_ids_are_refused(tmp_path: Path) -> None:
     _one_line_error(coldstart("run", "host", "--out", str(tmp_path / "none"), "--resume"),
                     "nothing to resume")

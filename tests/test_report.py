@@ -221,6 +221,35 @@ def test_plan_command(capsys) -> None:
     assert "59 clean candidate launches" in out and "Sequential rule" in out
     assert main(["plan", "--baseline-rate", "0.01", "--ceiling", "0.05",
                  "--candidate-rate", "0.02"]) == 2
+    assert main(["plan", "--baseline-rate", "0.5", "--design-rate", "0.05"]) == 2
+    assert "design rate 0.05 is not below the ceiling 0.05" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as negative:
+        main(["plan", "--baseline-rate", "0.5", "--candidate-rate", "-1"])
+    assert negative.value.code == 2
+    assert "-1 is not a rate in [0, 1)" in capsys.readouterr().err
+
+
+def test_plan_for_a_rare_baseline_sizes_the_rule_for_the_exact_test(capsys) -> None:
+    # 1/150: the fixed design needs 1007 baseline + 858 candidate launches, so the rule's
+    # suggested --launches is twice 858, not twice the 153 the candidate side alone needs
+    assert main(["plan", "--baseline-rate", "0.0066666667", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fixed_design"]["candidate_launches"] == 858
+    assert data["sequential"]["max_launches"] == 1716
+    assert main(["plan", "--baseline-rate", "0.0066666667"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "that test needs about 858 clean candidate launches" in out
+    assert "is not above the ceiling: an unchanged candidate is below the ceiling too" in out
+
+
+def test_plan_from_a_baseline_that_always_crashed(tmp_path: Path, capsys) -> None:
+    base = make_campaign(tmp_path, "b", counts("b", 10, 10))
+    assert main(["plan", "--baseline", str(base.path), "--json"]) == 0
+    captured = capsys.readouterr()
+    # planned from the 95% Clopper-Pearson lower bound of 10/10: 0.05 ** (1/10) = 0.741
+    assert "lower bound, 0.741" in captured.err
+    assert json.loads(captured.out)["fixed_design"]["baseline_rate"] == pytest.approx(
+        0.05 ** 0.1)
 
 
 def test_report_command_for_campaigns(pair, tmp_path: Path, capsys) -> None:
@@ -235,3 +264,29 @@ def test_report_command_for_campaigns(pair, tmp_path: Path, capsys) -> None:
     data = json.loads((tmp_path / "both" / "summary.json").read_text())
     assert data["kind"] == "campaign" and len(data["campaigns"]) == 2
     assert main(["report", str(tmp_path / "nothing")]) == 2
+    # a campaign named twice is reported once
+    assert main(["report", str(base.path), str(base.path), "--out", str(tmp_path / "twice"),
+                 "--quiet"]) == 0
+    twice = json.loads((tmp_path / "twice" / "summary.json").read_text())
+    assert len(twice["campaigns"]) == 1
+
+
+def test_files_where_campaign_directories_belong_are_named_as_files(pair, tmp_path: Path,
+                                                                     capsys) -> None:
+    base, cand = pair
+    afile = tmp_path / "notes.txt"
+    afile.write_text("x")
+    assert main(["compare", str(afile), str(cand.path)]) == 2
+    assert main(["report", str(afile)]) == 2
+    assert main(["plan", "--baseline", str(afile)]) == 2
+    assert main(["compare", str(base.path), str(cand.path), "--out", str(afile)]) == 2
+    err = capsys.readouterr()
+    lines = err.err.strip().splitlines()
+    assert lines == [
+        f"coldstart: error: campaign directory {afile} is a file (give the --out directories "
+        f"of two `coldstart run` campaigns)",
+        f"coldstart: error: {afile} is a file (give campaign directories)",
+        f"coldstart: error: {afile} is a file, not a campaign directory (point at a directory "
+        f"made by `coldstart run`)",
+        f"coldstart: error: --out {afile} is a file (give a directory for the reports)"]
+    assert "FIXED" not in err.out  # --out is checked before the verdict is printed

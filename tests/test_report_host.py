@@ -130,6 +130,33 @@ def test_run_host_until_verdict_refuses_too_few_launches(host_pair: tuple[Path, 
     assert not out.exists()  # refused before the campaign directory is made
 
 
+def test_until_verdict_is_kept_for_resume_and_refused_when_it_cannot_work(
+        host_pair: tuple[Path, Path], tmp_path: Path) -> None:
+    base, _ = host_pair
+    out = tmp_path / "kept"
+    proc = coldstart("run", "host", "--launches", "20", "--scenario", "mode=serial",
+                     "--out", str(out), "--until-verdict", str(base), "--signature", SIG,
+                     "--ceiling", "0.5")
+    assert proc.returncode == 0, proc.stderr
+    assert len(load_campaign(out).counted) == 5
+    # --resume alone takes the rule (and the 20 launches) from campaign.json: it is already
+    # settled, so no launch is made
+    proc = coldstart("run", "host", "--out", str(out), "--resume")
+    assert proc.returncode == 0, proc.stderr
+    assert "until-verdict: stopped: fixed: 0/5" in proc.stderr.replace("\n", " ")
+    campaign = load_campaign(out)
+    assert len(campaign.counted) == 5 and campaign.meta["launches"] == 20
+    for extra, message in (
+            (["--until-verdict", ""], "--until-verdict is empty"),
+            (["--until-verdict", str(base), "--signature", "race-witnessed", "--no-witness"],
+             "--signature race-witnessed counts only launches the race witness watched")):
+        proc = coldstart("run", "host", "--launches", "20", "--out", str(tmp_path / "no"),
+                         *extra)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "no").exists()
+
+
 def test_interleaved_pair_with_real_launchers(tmp_path: Path) -> None:
     ms = modelset.load_modelset()
     runtime = host.load_runtime(host.DEFAULT_RUNTIME)
