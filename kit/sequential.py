@@ -46,7 +46,8 @@ from .errors import UsageError
 from .records import LaunchRecord
 from .scenario import Scenario
 from .stats import fisher_p_vector, significant
-from .verdict import (DEFAULT_SIGNATURE, Verdict, VerdictSettings, count_target, decide)
+from .verdict import (DEFAULT_SIGNATURE, Verdict, VerdictSettings, clean_launches_to_fixed,
+                      count_target, decide)
 
 __all__ = ["SprtState", "SprtDesign", "OperatingPoint", "StopRule", "InterleavedRule",
            "Arm", "Side", "InterleavedResult", "make_stop_rule", "run_interleaved", "interleave",
@@ -452,8 +453,24 @@ class StopRule:
         """``(stop, why)`` for the candidate's ``records``."""
         return self.decision_counts(*count_target(records, self.settings.signature))
 
+    def out_of_reach(self, x_c: int) -> bool:
+        """Whether ``fixed`` cannot be reached within ``max_launches`` any more: even with
+        no further event, the bound at ``max_launches`` is not below the ceiling, or Fisher's
+        test of the baseline against ``x_c`` in ``max_launches`` is not significant (both
+        only get worse with more events). Never, for a design without ``max_launches``."""
+        cap = self.design.max_launches
+        if cap is None:
+            return False
+        return not (_bound_below(x_c, cap, self.settings.ceiling, self.settings.alpha)
+                    and significant(_fisher_p(self.baseline_events, self.baseline_n, x_c, cap),
+                                    self.settings.alpha))
+
     def decision_counts(self, x_c: int, n_c: int) -> tuple[bool, str]:
         """``(stop, why)`` for ``x_c`` target events in ``n_c`` counted candidate launches."""
+        if self.out_of_reach(x_c):
+            return True, (f"fixed is out of reach within {self.design.max_launches} launches "
+                          f"({x_c} {self.settings.signature} in the candidate against the "
+                          f"baseline's {self.baseline_events}/{self.baseline_n})")
         state = self.design.state(x_c, n_c)
         if state is SprtState.NOT_BELOW:
             return True, (f"the candidate's {self.settings.signature} rate is not below the "
@@ -503,7 +520,7 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
     Raises:
         UsageError: the baseline is missing, or never showed the target (no positive
             control: the rule could never stop with ``fixed``), or ``max_launches`` is too
-            few for these error rates.
+            few for these error rates, or for the exact test against this baseline.
     """
     if isinstance(baseline, (str, os.PathLike)):
         baseline = load_campaign(baseline)
@@ -516,7 +533,17 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
                          "cores), or run without --until-verdict")
     design = SprtDesign(settings.ceiling, design_rate if design_rate is not None else
                         settings.ceiling / 4, settings.alpha, beta, max_launches)
-    return StopRule(design, settings, x_b, n_b)
+    rule = StopRule(design, settings, x_b, n_b)
+    if rule.out_of_reach(0):
+        more = clean_launches_to_fixed(x_b, n_b, 0, 0, alpha=settings.alpha,
+                                       ceiling=settings.ceiling)
+        need = f"at least {more}" if more is not None else "more than 10,000,000"
+        raise UsageError(f"the baseline's {x_b}/{n_b} {settings.signature} could not be shown "
+                         f"higher than even a clean candidate of {max_launches} launches "
+                         f"(a clean candidate needs {need})",
+                         "give --launches that large, or make more baseline launches "
+                         "(`coldstart run ... --out BASELINE_DIR --resume --launches M`)")
+    return rule
 
 
 @functools.lru_cache(maxsize=1 << 16)

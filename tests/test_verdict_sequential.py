@@ -15,7 +15,7 @@ from scipy import stats
 from kit.errors import UsageError
 from kit.sequential import (InterleavedRule, SprtDesign, SprtState, add_until_verdict_options,
                             interleaved_rule_from_args, make_stop_rule, stop_rule_from_args)
-from kit.stats import upper_bound
+from kit.stats import _k_max, upper_bound
 from kit.verdict import VerdictSettings
 from tests.test_summary import counts, make_campaign, record
 
@@ -150,6 +150,18 @@ def test_stop_rule_with_exact_thresholds_for_the_campaign_launches() -> None:
     assert not rule(counts("c", 0, 72)) and rule(counts("c", 0, 73))
     stop, why = rule.decision(counts("c", 2, 40))
     assert stop and "not below" in why and "LR <= 0.315" in why
+
+
+def test_stop_rule_stops_or_refuses_when_fixed_is_out_of_reach() -> None:
+    # 1/150 against a clean candidate needs 2850 launches for Fisher's p <= 0.05: a run of
+    # 306 could never end fixed, so it is refused before any launch
+    with pytest.raises(UsageError, match=r"1/150 .* clean candidate needs at least 2850"):
+        make_stop_rule(counts("b", 1, 150), VerdictSettings(), max_launches=306)
+    rule = make_stop_rule(counts("b", 12, 20), VerdictSettings(), max_launches=306)
+    k = _k_max(306, 0.05, 0.05)  # the most events whose bound at 306 is below 5%
+    assert not rule.out_of_reach(k) and rule.out_of_reach(k + 1)
+    stop, why = rule.decision_counts(k + 1, 150)
+    assert stop and why.startswith("fixed is out of reach within 306 launches")
 
 
 def test_stop_rule_needs_a_positive_control(tmp_path: Path) -> None:
