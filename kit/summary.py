@@ -273,6 +273,22 @@ def _scenario_key(url: str) -> str:
         return url
 
 
+def _until_verdict_note(meta: dict[str, Any]) -> tuple[str, ...]:
+    """A note for a campaign run under ``--until-verdict`` (``campaign.json``'s
+    ``until_verdict``, see :meth:`kit.sequential.StopRule.to_meta`), so that a rule's stop
+    is not mistaken for an interrupted run."""
+    kept = meta.get("until_verdict")
+    if not isinstance(kept, dict):
+        return ()
+    head = (f"run under --until-verdict against {kept.get('baseline')} "
+            f"(signature {kept.get('signature')}, ceiling {kept.get('ceiling')})")
+    if kept.get("stopped") is True:
+        return (f"{head}: stopped by the rule: {kept.get('why')}",)
+    if kept.get("stopped") is False:
+        return (f"{head}: not settled when it reached its launches: {kept.get('why')}",)
+    return (f"{head}: interrupted before the rule settled",)
+
+
 def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],
               confidence: float = 0.95) -> CampaignSummary:
     """Summarise a campaign (or a list of records, e.g. one in progress).
@@ -291,7 +307,7 @@ def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],
         records = list(campaign.records)
         meta = campaign.meta
         path: str | None = str(campaign.path)
-        notes = tuple(campaign.notes)
+        notes = tuple(campaign.notes) + _until_verdict_note(meta)
     else:
         records = list(campaign_or_records)
         first = records[0] if records else None

@@ -21,6 +21,7 @@ from kit import modelset
 from kit.campaign import load_campaign, prepare_store
 from kit.scenario import parse_scenario
 from kit.sequential import Arm, InterleavedRule, SprtDesign, run_interleaved
+from kit.summary import summarize
 from kit.targets import host
 from kit.verdict import VerdictSettings, count_target
 from tests.test_report import check_html_renders_its_plots
@@ -109,6 +110,8 @@ def test_run_host_until_verdict_stops_when_settled(host_pair: tuple[Path, Path],
     kept = json.loads((out / "campaign.json").read_text())["until_verdict"]
     assert kept["stopped"] is True and kept["why"].startswith("fixed: 0/5")
     assert (kept["max_launches"], kept["design_rate"], kept["baseline"]) == (20, 0.125, str(base))
+    assert [n for n in summarize(load_campaign(out)).notes if "stopped by the rule: fixed: 0/5"
+            in n]
     proc = coldstart("compare", str(base), str(out), "--signature", SIG, "--ceiling", "0.5",
                      "--no-reports")
     assert "FIXED" in proc.stdout
