@@ -288,11 +288,15 @@ def _calibrate(ceiling: float, design_rate: float, alpha: float, beta: float,
             break
     if (fixed(ceiling, upper, lower, True) > alpha + 1e-12
             or fixed(design_rate, upper, lower) < 1 - beta - 1e-12):
+        from .stats import launches_to_bound_with_power
+
+        fixed_size = launches_to_bound_with_power(design_rate, ceiling=ceiling, alpha=alpha,
+                                                  power=1 - beta)
         raise UsageError(f"no sequential rule of at most {max_launches} launches has a false-"
                          f"fixed chance <= {alpha:g} at the ceiling {ceiling:g} and power "
-                         f">= {1 - beta:g} at {design_rate:g}",
-                         "give --launches as `coldstart plan` suggests, or raise --beta or "
-                         "--design-rate")
+                         f">= {1 - beta:g} at {design_rate:g} (a fixed-size candidate needs "
+                         f"{fixed_size})", f"give --launches {2 * fixed_size} as `coldstart "
+                         f"plan` suggests, or raise --beta or --design-rate")
     return upper, lower
 
 

@@ -128,8 +128,9 @@ def test_run_host_until_verdict_refuses_too_few_launches(host_pair: tuple[Path, 
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "coldstart: error: no sequential rule of at most 20 launches has a false-fixed chance "
-        "<= 0.05 at the ceiling 0.05 and power >= 0.8 at 0.0125 (give --launches as "
-        "`coldstart plan` suggests, or raise --beta or --design-rate)"]
+        "<= 0.05 at the ceiling 0.05 and power >= 0.8 at 0.0125 (a fixed-size candidate needs "
+        "153) (give --launches 306 as `coldstart plan` suggests, or raise --beta or "
+        "--design-rate)"]
     assert not out.exists()  # refused before the campaign directory is made
 
 
