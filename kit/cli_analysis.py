@@ -243,6 +243,11 @@ def _plan(args: argparse.Namespace) -> int:
     cap = 2 * max(launches_to_bound_with_power(design_rate, ceiling=args.ceiling,
                                                alpha=args.alpha, power=1 - args.beta),
                   plan.candidate_launches)
+    if cap >= 5000:
+        from .cli_common import stderr_console
+
+        stderr_console().print(f"computing the sequential rule's exact thresholds for {cap} "
+                               f"launches (this can take a minute)")
     design = SprtDesign(args.ceiling, design_rate, args.alpha, args.beta, cap)
     rates = sorted({0.0, args.candidate_rate, design.design_rate, args.ceiling, p_b})
     operating = [design.operating(r, cap) for r in rates]

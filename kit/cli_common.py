@@ -43,6 +43,10 @@ def _positive_int(text: str) -> int:
     return value
 
 
+#: from this many launches on, computing the --until-verdict rule takes seconds: say so
+_SLOW_RULE_LAUNCHES = 5000
+
+
 def fraction_arg(text: str) -> float:
     """argparse type for a rate or an error rate: a number in ``(0, 1)``.
 
@@ -233,6 +237,9 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
                              f"witness watched, and this run has none ({witness})",
                              "run with the witness on the host, or give a crash class as "
                              "--signature")
+        if args.launches >= _SLOW_RULE_LAUNCHES:
+            stderr_console().print(f"until-verdict: computing the rule's exact thresholds for "
+                                   f"{args.launches} launches (this can take a minute)")
         should_stop = sequential.stop_rule_from_args(args)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file", "choose a directory for the campaign")
