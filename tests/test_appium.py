@@ -87,6 +87,58 @@ def test_android_farm_campaign_outcomes_and_redaction(
     assert meta["options"]["capabilities"]["appium:udid"] == "emulator-5554"
 
 
+def test_status_text_is_read_after_the_log_showed_the_end(
+        appium_server: AppiumServer, tmp_path: Path) -> None:
+    """The poll reads the screen, then the log. When the kit's thread is held up between
+    the two (a loaded machine), the log read that sees ``done`` comes long after the screen
+    read; the record's screen must still be one read after that log read."""
+    double = AppiumLifecycleDouble(appium_server.url, platform="android",
+                                   phase_delay_s=0.3)
+    screens: list[str | None] = []
+
+    class HeldUpSession(appium.AppiumSession):
+        """The first log read after the start waits until the app has logged ``done``."""
+
+        held = False
+
+        def start(self, url: str, env: dict[str, str] | None, use_args: bool) -> None:
+            super().start(url, env, use_args)
+            self.held = True
+
+        def status_text(self) -> str | None:
+            text = super().status_text()
+            screens.append(text)
+            return text
+
+        def log_lines(self, log_type: str) -> list[str]:
+            if self.held:
+                assert double.wait_logged("done", 20.0)
+                self.held = False
+            return super().log_lines(log_type)
+
+    config = appium.AppiumConfig(server_url=double.url, platform=appium.Platform.ANDROID,
+                                 app_id="org.coldstart.app", caps=fake_caps(tmp_path))
+    launcher = appium.AppiumLauncher(config, Redactor(), session_factory=HeldUpSession)
+    try:
+        store, old = prepare_store(tmp_path / "run", label="b", target="appium",
+                                   scenario=Scenario(), launches=1, resume=False)
+        records = run_campaign(store, old, [launcher], label="b", scenario=Scenario(),
+                               launches=1, timeout_s=20, max_attempts=1)
+    finally:
+        launcher.close()
+        double.stop()
+    assert [(r.outcome, r.last_phase) for r in records] == [(Outcome.COMPLETED, "done")]
+    # the screen read before the held-up log read was far behind the end (each phase takes
+    # 0.3 s: blank, start or models-ready); the one after it shows the end
+    before = parse_line(screens[0] or "").event
+    assert before is None or before.phase not in ("sessions-released", "done")
+    text = records[0].extra["status_text"]
+    assert text is not None
+    shown = parse_line(text).event
+    assert shown is not None and shown.id == records[0].launch_id
+    assert shown.phase in ("sessions-released", "done")  # the app logs, then renders
+
+
 def test_ios_campaign_with_poison_uses_launch_app_environment(
         appium_server: AppiumServer, caps_file: Path, tmp_path: Path) -> None:
     double = AppiumLifecycleDouble(appium_server.url, platform="ios",

@@ -17,8 +17,11 @@ launch. One launch (notes/drivers.md section 3):
    (XCUITest ignores arguments and environment for an app that is already running, hence the
    terminate first);
 4. poll, every ``poll_s``: the app's status element (React Native ``testID``
-   :data:`STATUS_TEST_ID`, whose text is the last ``COLDSTART {json}`` line), the platform
-   log, and ``mobile: queryAppState`` (0 not installed, 1 not running, 2-4 running);
+   :data:`STATUS_TEST_ID`, whose text is the last ``COLDSTART {json}`` line; lines of other
+   launches are ignored), the platform log, and ``mobile: queryAppState`` (0 not installed,
+   1 not running, 2-4 running); when the log shows the end (``done`` / ``error``) before the
+   screen did, the status element is read once more, so the recorded ``status_text`` is a
+   screen read after the end was logged, not one from before it;
 5. ``done`` -> completed; ``error`` -> app-error; the app stopped running before ``done``
    -> crashed, with the crash text from the log (tombstone or Java/JS fatal in ``logcat``,
    the ``.ips`` of the XCUITest ``crashlog`` type) parsed by :mod:`kit.crash`; the timeout
@@ -48,7 +51,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..campaign import LaunchContext, utc_now
 from ..errors import InfraError, UsageError
-from ..protocol import iter_events, parse_line
+from ..protocol import ProtocolEvent, iter_events, parse_line
 from ..records import LaunchRecord
 from ..redact import Redactor
 from .ios import (POISON_ENV, SCENARIO_ARGUMENT, crash_fields, record_for,
@@ -439,12 +442,13 @@ class AppiumLauncher:
         deadline = t0 + ctx.timeout_s
         while True:
             text = session.status_text()
-            if text and parse_line(text).event is not None:
+            if _shown_event(text, ctx.launch_id) is not None:
                 status_seen.append(text)
             if log_type in self.log_types:
                 lines.extend(session.log_lines(log_type))
             summary = summarize_events(iter_events(lines + status_seen, ctx.launch_id))
             if summary.done or summary.error is not None:
+                self._read_final_screen(session, ctx.launch_id, status_seen)
                 break
             state = session.app_state()
             if state >= AppState.RUNNING_IN_BACKGROUND_SUSPENDED:
@@ -483,6 +487,25 @@ class AppiumLauncher:
                           death_note=note, extra={"status_text": status_seen[-1]
                                                   if status_seen else None})
 
+    def _read_final_screen(self, session: AppiumSession, launch_id: str,
+                           status_seen: list[str]) -> None:
+        """Read the status element once more after the log showed the launch's end.
+
+        The poll reads the screen before the log, so the line that ended the launch
+        (``done`` / ``error``) can come from a log read made after the screen was read; the
+        last screen seen may then be any earlier phase (the app ran on between the two
+        reads). One read after the log's end keeps what the screen showed at the end
+        (``done``, or ``sessions-released`` while the app is still rendering its last line:
+        the app logs each line before rendering it, rn-app/src/LaunchScreen.tsx).
+        Appends to ``status_seen`` when the screen shows a line of ``launch_id``.
+        """
+        last = _shown_event(status_seen[-1] if status_seen else None, launch_id)
+        if last is not None and last.phase in ("done", "error"):
+            return
+        text = session.status_text()
+        if _shown_event(text, launch_id) is not None:
+            status_seen.append(text)
+
     def _collect_crash(self, session: AppiumSession, ctx: LaunchContext, lines: list[str],
                        crash_texts: list[str], log_type: str, crash_type: str | None
                        ) -> tuple[dict[str, Any] | None, str | None]:
@@ -515,6 +538,16 @@ class AppiumLauncher:
                               f"in {'/'.join(available)} within "
                               f"{self.config.report_wait_s:g} s")
             time.sleep(self.config.poll_s)
+
+
+def _shown_event(text: str | None, launch_id: str) -> ProtocolEvent | None:
+    """The protocol event the status element shows, when it is one of ``launch_id``
+    (``None`` for no element, no text, a line that does not parse, or another launch's
+    line, e.g. a screen not yet redrawn after the cold start)."""
+    if not text:
+        return None
+    event = parse_line(text).event
+    return event if event is not None and event.id == launch_id else None
 
 
 def _android_crash_complete(text: str) -> bool:

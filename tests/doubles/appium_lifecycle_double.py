@@ -17,11 +17,15 @@ UiAutomator2 / XCUITest do (notes/drivers.md section 3):
   ``syslog`` and ``crashlog`` (the ``.ips`` text) for ``platform="ios"``;
 * finding the status element while the app is not running: "no such element".
 
-The scripted app runs in a thread: each phase is a log line and the status element's text,
-set on the real fake-driver element (find, clear, send keys) as React Native renders the
-last protocol line. Script entries: ``completed``, ``crash@PHASE``, ``js-fatal@PHASE``,
-``error@PHASE``, ``hang@PHASE``. If the real server is gone, the double stops listening too
-(the client then sees the connection refused, as with a dead server).
+The scripted app runs in a thread: each phase is a log line and then the status element's
+text, as the React Native app logs a line and then renders it (rn-app/src/LaunchScreen.tsx).
+The text is set on the real fake-driver element with one set-value, which replaces it whole,
+as React Native re-renders the Text with the new line: the screen is never blank or half
+written between two lines. A cold-started app's screen is blank until its first line, and an
+app that was terminated or died never writes its screen again. Script entries:
+``completed``, ``crash@PHASE``, ``js-fatal@PHASE``, ``error@PHASE``, ``hang@PHASE``. If the
+real server is gone, the double stops listening too (the client then sees the connection
+refused, as with a dead server).
 """
 
 from __future__ import annotations
@@ -79,13 +83,17 @@ class _App:
         self.logs: dict[str, list[dict[str, Any]]] = {"logcat": [], "syslog": [],
                                                       "crashlog": []}
         self.lock = threading.Lock()
+        #: held while the screen is written and while the app starts, stops or dies, so a
+        #: terminated app's last line never lands on the next launch's screen
+        self.screen = threading.Lock()
 
     def log(self, kind: str, message: str) -> None:
         with self.lock:
             self.logs[kind].append({"timestamp": int(time.time() * 1000), "level": "ALL",
                                     "message": message})
 
-    def say(self, launch_id: str, phase: str, t0: float, **fields: Any) -> None:
+    def say(self, launch_id: str, phase: str, t0: float, generation: int,
+            **fields: Any) -> None:
         line = format_event(launch_id, phase, (time.monotonic() - t0) * 1000.0, **fields)
         if self.double.platform == "android":
             self.log("logcat", f"{_stamp()}  {self.pid:5d}  {self.pid + 29:5d} I ReactNativeJS: "
@@ -93,20 +101,29 @@ class _App:
         else:
             self.log("syslog", f"Nov 29 17:40:01 iPhone ColdstartApp(React)[{self.pid}] "
                                f"<Notice>: {line}")
-        self.double.set_status(self.sid, line)
+        with self.double.logged:
+            self.double.phases_logged.append(phase)
+            self.double.logged.notify_all()
+        with self.screen:
+            if generation == self.generation:
+                self.double.set_status(self.sid, line)
 
     def terminate(self) -> bool:
-        was_running = self.state >= 2
-        self.generation += 1
-        self.state = 1
+        with self.screen:
+            was_running = self.state >= 2
+            self.generation += 1
+            self.state = 1
         return was_running
 
     def start(self, url: str) -> None:
-        self.generation += 1
-        self.pid += 7
-        self.state = 4
+        with self.screen:
+            self.generation += 1
+            self.pid += 7
+            self.double.set_status(self.sid, "")  # a new process: nothing rendered yet
+            self.state = 4
+            generation = self.generation
         outcome = self.double.next_outcome()
-        threading.Thread(target=self._run, args=(url, outcome, self.generation),
+        threading.Thread(target=self._run, args=(url, outcome, generation),
                          daemon=True).start()
 
     def _run(self, url: str, outcome: str, generation: int) -> None:
@@ -126,19 +143,20 @@ class _App:
             if kind == "js-fatal" and phase == at:
                 self._die_js()
                 return
-            self.say(launch_id, phase, t0, **fields.get(phase, {}))
+            self.say(launch_id, phase, t0, generation, **fields.get(phase, {}))
             if phase != at:
                 continue
             if kind == "error":
-                self.say(launch_id, "error", t0, message="InferenceSession.create rejected",
-                         after=phase)
+                self.say(launch_id, "error", t0, generation,
+                         message="InferenceSession.create rejected", after=phase)
             if kind == "crash":
                 self._die_native(phase)
             return
 
     def _die_native(self, phase: str) -> None:
-        self.state = 1
-        self.generation += 1
+        with self.screen:
+            self.state = 1
+            self.generation += 1
         if self.double.platform == "android":
             pid, tid = self.pid, self.pid + 29
             head = [f"{_stamp()}  {pid:5d}  {tid:5d} F libc    : Fatal signal 11 (SIGSEGV), "
@@ -165,8 +183,9 @@ class _App:
                                           bundle_id="org.coldstart.app"))
 
     def _die_js(self) -> None:
-        self.state = 1
-        self.generation += 1
+        with self.screen:
+            self.state = 1
+            self.generation += 1
         if self.double.platform == "android":
             for text in ["FATAL EXCEPTION: mqt_native_modules",
                          f"Process: org.coldstart.app, PID: {self.pid}",
@@ -210,6 +229,9 @@ class AppiumLifecycleDouble:
         self.calls: list[tuple[str, str, Any]] = []
         self.auth_seen: list[str | None] = []
         self.launches = 0
+        #: phases the apps have logged, in order (see :meth:`wait_logged`)
+        self.phases_logged: list[str] = []
+        self.logged = threading.Condition()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -233,6 +255,11 @@ class AppiumLifecycleDouble:
             self.on_launch(index)
         return self.script[index] if index < len(self.script) else "completed"
 
+    def wait_logged(self, phase: str, timeout_s: float) -> bool:
+        """Wait until an app has logged a line of ``phase`` (True), or ``timeout_s``."""
+        with self.logged:
+            return self.logged.wait_for(lambda: phase in self.phases_logged, timeout_s)
+
     def stop(self) -> None:
         if not self.gone.is_set():
             self.gone.set()
@@ -252,14 +279,15 @@ class AppiumLifecycleDouble:
             conn.close()
 
     def set_status(self, sid: str, text: str) -> None:
-        """Show ``text`` in the fake app's status field (as the RN app renders it)."""
+        """Show ``text`` in the fake app's status field in one step (the fake driver's
+        set-value replaces the value, as React Native re-renders the Text; no clear first,
+        which would leave the field blank for a round trip)."""
         try:
             status, data = self.forward("POST", f"/session/{sid}/element", json.dumps(
                 {"using": "accessibility id", "value": "coldstart-status"}).encode())
             if status != 200:
                 return
             eid = json.loads(data)["value"][_W3C_ELEMENT]
-            self.forward("POST", f"/session/{sid}/element/{eid}/clear", b"{}")
             self.forward("POST", f"/session/{sid}/element/{eid}/value",
                          json.dumps({"text": text, "value": list(text)}).encode())
         except OSError:
