@@ -80,8 +80,8 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     plan.add_argument("--candidate-rate", type=_rate_or_zero, default=0.0,
                       help="the candidate's assumed true rate (default 0: the fix works)")
     plan.add_argument("--beta", type=fraction_arg, default=0.2,
-                      help="sequential rule: chance of stopping as not below the ceiling at "
-                           "the design rate (default 0.2)")
+                      help="sequential rule: chance of missing fixed when the candidate is "
+                           "at the design rate (default 0.2)")
     plan.add_argument("--design-rate", type=fraction_arg, default=None,
                       help="sequential rule: candidate rate it is tuned for (default "
                            "ceiling/4)")
