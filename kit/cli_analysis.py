@@ -79,12 +79,9 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     _settings_options(plan, signature=False)
     plan.add_argument("--candidate-rate", type=_rate_or_zero, default=0.0,
                       help="the candidate's assumed true rate (default 0: the fix works)")
-    plan.add_argument("--beta", type=fraction_arg, default=0.2,
-                      help="sequential rule: chance of missing fixed when the candidate is "
-                           "at the design rate (default 0.2)")
-    plan.add_argument("--design-rate", type=fraction_arg, default=None,
-                      help="sequential rule: candidate rate it is tuned for (default "
-                           "ceiling/4)")
+    from .sequential import add_design_options
+
+    add_design_options(plan, prefix="sequential rule: ")
     plan.add_argument("--json", action="store_true", help="print JSON")
     plan.set_defaults(func=_plan)
 

@@ -52,7 +52,7 @@ from .verdict import (DEFAULT_SIGNATURE, Verdict, VerdictSettings, clean_launche
 __all__ = ["SprtState", "SprtDesign", "OperatingPoint", "StopRule", "InterleavedRule",
            "Arm", "Side", "InterleavedResult", "make_stop_rule", "run_interleaved", "interleave",
            "add_until_verdict_options", "stop_rule_from_args", "interleaved_rule_from_args",
-           "apply_kept_rule"]
+           "apply_kept_rule", "add_design_options"]
 
 
 class SprtState(str, enum.Enum):
@@ -738,11 +738,19 @@ def add_until_verdict_options(parser: argparse.ArgumentParser) -> None:
                        help="false-fixed bound and test level (default 0.05)")
     group.add_argument("--ceiling", type=fraction_arg, default=0.05,
                        help="rate the candidate must be shown below (default 0.05)")
-    group.add_argument("--beta", type=fraction_arg, default=0.2,
-                       help="chance of missing fixed when the candidate "
-                            "is at the design rate (default 0.2)")
-    group.add_argument("--design-rate", type=fraction_arg, default=None,
-                       help="candidate rate the test is tuned for (default ceiling/4)")
+    add_design_options(group)
+
+
+def add_design_options(parser: argparse.ArgumentParser | Any, prefix: str = "") -> None:
+    """Add the sequential rule's own settings, ``--beta`` and ``--design-rate``, to a parser
+    or argument group (``coldstart run``'s and ``coldstart plan``'s); ``prefix`` starts
+    their help texts."""
+    parser.add_argument("--beta", type=fraction_arg, default=0.2,
+                        help=f"{prefix}chance of missing fixed when the candidate is at the "
+                             f"design rate (default 0.2)")
+    parser.add_argument("--design-rate", type=fraction_arg, default=None,
+                        help=f"{prefix}candidate rate the rule is tuned for (default "
+                             f"ceiling/4)")
 
 
 def apply_kept_rule(args: argparse.Namespace, kept: dict[str, Any]) -> None:
