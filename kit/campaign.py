@@ -160,7 +160,10 @@ class CampaignStore:
     def read_meta(self) -> dict[str, Any]:
         """``campaign.json`` as a dict. Raises UsageError/DataError if missing/invalid."""
         try:
-            return json.loads(self.meta_path.read_text())
+            meta = json.loads(self.meta_path.read_text())
+            if not isinstance(meta, dict):
+                raise ValueError(f"a JSON object was expected, not {type(meta).__name__}")
+            return meta
         except (FileNotFoundError, NotADirectoryError):
             what = ("does not exist" if not self.path.exists() else "is a file, not a "
                     "campaign directory" if not self.path.is_dir() else
@@ -289,10 +292,14 @@ def prepare_store(out: str | os.PathLike[str], *, label: str, target: str,
                 raise UsageError(f"cannot resume {store.path}: its {key} is "
                                  f"{meta.get(key)!r}, not {want!r}",
                                  "resume with the same options, or choose another --out")
+        records, _notes = store.read_records(repair=True)
+        used = 1 + max((r.index for r in records), default=-1)
+        if launches < used:
+            raise UsageError(f"cannot resume {store.path} with {launches} launches: it already "
+                             f"has {used}", "resume with at least that many --launches")
         if launches != meta.get("launches"):
             meta["launches"] = launches
             store.write_meta(meta)
-        records, _notes = store.read_records(repair=True)
         return store, records
     if resume and store.path.exists() and any(store.path.iterdir()):
         raise UsageError(f"{store.path} is not a campaign", "choose another --out")

@@ -237,9 +237,11 @@ def _plan(args: argparse.Namespace) -> int:
     # the sequential rule's suggested --launches: twice what a fixed-size candidate needs at
     # the design rate, or against this baseline (a rare baseline needs a long candidate for
     # the exact test), so that a run still undecided there is rare
+    clean_plan = plan if args.candidate_rate == 0 else plan_launches(
+        p_b, ceiling=args.ceiling, alpha=args.alpha, power=args.power)
     cap = 2 * max(launches_to_bound_with_power(design_rate, ceiling=args.ceiling,
                                                alpha=args.alpha, power=1 - args.beta),
-                  plan.candidate_launches)
+                  clean_plan.candidate_launches)
     if cap >= 5000:
         from .cli_common import stderr_console
 
@@ -288,9 +290,10 @@ def _plan(args: argparse.Namespace) -> int:
     console.print(table)
     console.print("The run stops with fixed only when compare's exact test against the "
                   "baseline is significant too.")
-    if plan.candidate_launches > design.clean_launches():
-        console.print(f"Against this baseline that test needs about {plan.candidate_launches} "
-                      f"clean candidate launches (the fixed-size design), more than the "
+    if clean_plan.candidate_launches > design.clean_launches():
+        console.print(f"Against this baseline that test needs about "
+                      f"{clean_plan.candidate_launches} clean candidate launches (the "
+                      f"fixed-size design for a clean candidate), more than the "
                       f"{design.clean_launches()} the candidate side needs: expect a clean "
                       f"candidate to stop near there.")
     if p_b <= args.ceiling:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
+import shlex
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -137,16 +137,17 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         if not meta_path.exists():
             raise UsageError(f"nothing to resume: {meta_path.parent} holds no campaign",
                              "drop --resume to start one, or fix --out")
-        meta = json.loads(meta_path.read_text())
+        meta = CampaignStore(meta_path.parent).read_meta()
         args.scenario = args.scenario or meta.get("scenario", "")
         args.label = args.label if args.label is not None else meta.get("label")
-        if args.launches is None:
-            args.launches = meta.get("launches")
         kept = meta.get("until_verdict")
-        if isinstance(kept, dict) and not getattr(args, "until_verdict", None):
+        if hasattr(args, "until_verdict"):
             from . import sequential
 
-            sequential.apply_kept_rule(args, kept)
+            sequential.resume_rule(args, kept if isinstance(kept, dict) else None,
+                                   meta.get("launches"), meta_path.parent)
+        if args.launches is None:
+            args.launches = meta.get("launches")
     if args.launches is None:
         args.launches = getattr(args, "default_launches", 20)
     if getattr(args, "label", None) == "":
@@ -231,6 +232,10 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     if getattr(args, "until_verdict", None) is not None:  # before the store: a bad rule
         from . import sequential                           # leaves nothing behind
 
+        if Path(args.until_verdict).resolve() == out.resolve():
+            raise UsageError(f"--until-verdict names this run's own --out ({out})",
+                             "give the baseline campaign's directory")
+
         witness = options.get("witness", f"off: the {target} target has no race witness")
         if args.signature == "race-witnessed" and witness != "on":
             raise UsageError(f"--signature race-witnessed counts only launches the race "
@@ -240,7 +245,7 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
         if args.launches >= _SLOW_RULE_LAUNCHES:
             stderr_console().print(f"until-verdict: computing the rule's exact thresholds for "
                                    f"{args.launches} launches (this can take a minute)")
-        should_stop = sequential.stop_rule_from_args(args)
+        should_stop = sequential.stop_rule_from_args(args, target=target)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file", "choose a directory for the campaign")
     store, records = prepare_store(out, label=label, target=target, scenario=scenario,
@@ -268,6 +273,11 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     if should_stop is not None:
         stopped, why = should_stop.decision([r for r in all_records if r.counted])
         console.print(f"until-verdict: {'stopped: ' if stopped else 'not settled: '}{why}")
+        settings = should_stop.settings
+        console.print(f"verdict: coldstart compare {shlex.quote(args.until_verdict)} "
+                      f"{shlex.quote(str(store.path))} --signature {settings.signature} "
+                      f"--alpha {settings.alpha:g} --ceiling {settings.ceiling:g}",
+                      highlight=False, soft_wrap=True)
         update_meta(store, until_verdict=should_stop.to_meta(args.until_verdict, stopped, why))
     from .campaign import load_campaign
     from .summary import render_summary, summarize

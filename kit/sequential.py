@@ -35,6 +35,7 @@ import enum
 import functools
 import math
 import os
+from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 import numpy as np
@@ -52,7 +53,7 @@ from .verdict import (DEFAULT_SIGNATURE, Verdict, VerdictSettings, clean_launche
 __all__ = ["SprtState", "SprtDesign", "OperatingPoint", "StopRule", "InterleavedRule",
            "Arm", "Side", "InterleavedResult", "make_stop_rule", "run_interleaved", "interleave",
            "add_until_verdict_options", "stop_rule_from_args", "interleaved_rule_from_args",
-           "apply_kept_rule", "add_design_options"]
+           "apply_kept_rule", "resume_rule", "add_design_options"]
 
 
 class SprtState(str, enum.Enum):
@@ -459,15 +460,15 @@ class StopRule:
 
     def out_of_reach(self, x_c: int) -> bool:
         """Whether ``fixed`` cannot be reached within ``max_launches`` any more: even with
-        no further event, the bound at ``max_launches`` is not below the ceiling, or Fisher's
-        test of the baseline against ``x_c`` in ``max_launches`` is not significant (both
-        only get worse with more events). Never, for a design without ``max_launches``."""
+        no further event, ``compare`` on ``x_c`` in ``max_launches`` launches would not say
+        fixed (its bound and its exact test only get worse with more events, and better
+        with more launches). Never, for a design without ``max_launches``."""
         cap = self.design.max_launches
         if cap is None:
             return False
         return not (_bound_below(x_c, cap, self.settings.ceiling, self.settings.alpha)
-                    and significant(_fisher_p(self.baseline_events, self.baseline_n, x_c, cap),
-                                    self.settings.alpha))
+                    and _compare_says_fixed(self.baseline_events, self.baseline_n, x_c, cap,
+                                            self.settings))
 
     def decision_counts(self, x_c: int, n_c: int) -> tuple[bool, str]:
         """``(stop, why)`` for ``x_c`` target events in ``n_c`` counted candidate launches."""
@@ -483,9 +484,8 @@ class StopRule:
                           f"inconclusive while its interval still reaches below the ceiling, "
                           f"and more launches would most likely not make it fixed")
         if state is SprtState.BELOW_CEILING:
-            verdict = decide(self.baseline_events, self.baseline_n, x_c, n_c, self.settings,
-                             use_boschloo=False, with_needed=False).verdict
-            if verdict is Verdict.FIXED:
+            if _compare_says_fixed(self.baseline_events, self.baseline_n, x_c, n_c,
+                                   self.settings):
                 return True, (f"fixed: {x_c}/{n_c} candidate launches against the "
                               f"baseline's {self.baseline_events}/{self.baseline_n}")
         return False, f"{x_c}/{n_c}: {state.value}"
@@ -550,6 +550,14 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
     return rule
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def _compare_says_fixed(x_b: int, n_b: int, x_c: int, n_c: int,
+                        settings: VerdictSettings) -> bool:
+    """Whether ``compare`` says ``fixed`` for these counts, with its own tests (Boschloo's
+    where more powerful than Fisher's), cached: the rules ask again after every launch."""
+    return decide(x_b, n_b, x_c, n_c, settings, with_needed=False).verdict is Verdict.FIXED
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _fisher_p(x_b: int, n_b: int, x_c: int, n_c: int) -> float:
     """Fisher's one-sided p, cached: the rule asks after every round, mostly for tables
@@ -581,9 +589,7 @@ class InterleavedRule:
             return False, False, (f"the candidate's {sig} rate is not below the "
                                   f"{self.settings.ceiling:g} ceiling ({x_c}/{n_c})")
         if state is SprtState.BELOW_CEILING:
-            if (x_b > 0 and significant(_fisher_p(x_b, n_b, x_c, n_c), self.settings.alpha)
-                    and decide(x_b, n_b, x_c, n_c, self.settings, use_boschloo=False,
-                               with_needed=False).verdict is Verdict.FIXED):
+            if _compare_says_fixed(x_b, n_b, x_c, n_c, self.settings):
                 return False, False, f"fixed: baseline {x_b}/{n_b}, candidate {x_c}/{n_c}"
             return True, False, (f"the candidate ({x_c}/{n_c}) is below the ceiling; the "
                                  f"baseline ({x_b}/{n_b}) does not yet show it is lower")
@@ -753,6 +759,42 @@ def add_design_options(parser: argparse.ArgumentParser | Any, prefix: str = "") 
                              f"ceiling/4)")
 
 
+def resume_rule(args: argparse.Namespace, kept: dict[str, Any] | None,
+                launches: Any, out: os.PathLike[str] | str) -> None:
+    """On ``--resume``: go on under the rule the campaign started with (``kept``, from
+    ``campaign.json``), or under none. Options left out are taken from ``kept``; options that
+    name another rule, or other ``--launches`` (the thresholds are computed for them), are
+    refused.
+
+    Raises:
+        UsageError: another rule than the campaign's, or a rule for a campaign without one.
+    """
+    given = getattr(args, "until_verdict", None)
+    if kept is None:
+        if given is not None:
+            raise UsageError(f"cannot resume {out} under --until-verdict: it was started "
+                             f"without a rule", "resume without it, or start a new campaign")
+        return
+    if given is None:
+        apply_kept_rule(args, kept)
+    else:
+        design_rate = args.design_rate if args.design_rate is not None else args.ceiling / 4
+        now = {"baseline": str(Path(given).resolve()), "signature": args.signature,
+               "alpha": args.alpha, "ceiling": args.ceiling, "beta": args.beta,
+               "design_rate": design_rate}
+        before = {**{k: kept.get(k) for k in now},
+                  "baseline": str(Path(str(kept.get("baseline"))).resolve())}
+        changed = [k for k in now if now[k] != before[k]]
+        if changed:
+            raise UsageError(f"cannot resume {out} under another rule: its {changed[0]} was "
+                             f"{before[changed[0]]!r}, now {now[changed[0]]!r}",
+                             "resume without the --until-verdict options, or start a new "
+                             "campaign")
+    if args.launches is not None and args.launches != launches:
+        raise UsageError(f"cannot resume {out} with --launches {args.launches}: its rule's "
+                         f"thresholds are for {launches}", "resume without --launches")
+
+
 def apply_kept_rule(args: argparse.Namespace, kept: dict[str, Any]) -> None:
     """Set the ``--until-verdict`` options of ``args`` from what ``campaign.json`` kept
     (:meth:`StopRule.to_meta`): a resumed campaign goes on under the rule it started with.
@@ -780,19 +822,28 @@ def _design(args: argparse.Namespace, settings: VerdictSettings) -> SprtDesign:
     return SprtDesign(settings.ceiling, rate, settings.alpha, args.beta, args.launches)
 
 
-def stop_rule_from_args(args: argparse.Namespace) -> StopRule | None:
-    """The :class:`StopRule` for ``--until-verdict BASELINE_DIR`` (``None`` without it).
+def stop_rule_from_args(args: argparse.Namespace, target: str | None = None
+                        ) -> StopRule | None:
+    """The :class:`StopRule` for ``--until-verdict BASELINE_DIR`` (``None`` without it), for
+    a run on ``target`` (a baseline of another target is refused, as ``compare`` would).
 
     Raises:
-        UsageError: bad settings, a missing baseline, or one without a positive control.
+        UsageError: bad settings, a missing baseline, one of another target, or one without
+            a positive control.
     """
     if getattr(args, "until_verdict", None) is None:
         return None
     if not args.until_verdict.strip():
         raise UsageError("--until-verdict is empty", "give the baseline campaign's directory")
     settings = _settings(args)
+    baseline = load_campaign(args.until_verdict)
+    theirs = baseline.meta.get("target")
+    if target is not None and theirs != target:
+        raise UsageError(f"the baseline {args.until_verdict} ran on target {theirs!r}, this run "
+                         f"on {target!r}: compare refuses such a pair",
+                         "give a baseline campaign of the same target")
     design = _design(args, settings)
-    return make_stop_rule(args.until_verdict, settings, beta=args.beta,
+    return make_stop_rule(baseline, settings, beta=args.beta,
                           design_rate=design.design_rate, max_launches=design.max_launches)
 
 

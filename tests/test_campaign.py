@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kit.campaign import load_campaign, prepare_store, run_campaign
-from kit.errors import UsageError
+from kit.errors import DataError, UsageError
 from kit.records import Outcome
 from kit.scenario import parse_scenario
 from tests.doubles.scripted_launcher import ScriptedLauncherDouble
@@ -130,3 +130,13 @@ def test_a_settled_campaign_makes_no_launch_on_resume(tmp_path: Path) -> None:
     out = _run(tmp_path / "c", again, 50, resume=True,
                should_stop=lambda recs: len(recs) >= 4)
     assert len(out) == 4 and again.calls == []
+
+
+def test_resume_refuses_fewer_launches_than_made_and_a_meta_that_is_not_an_object(
+        tmp_path: Path) -> None:
+    _run(tmp_path / "c", ScriptedLauncherDouble(lambda i, a: "completed"), 4)
+    with pytest.raises(UsageError, match="with 2 launches: it already has 4"):
+        _run(tmp_path / "c", ScriptedLauncherDouble(lambda i, a: "completed"), 2, resume=True)
+    (tmp_path / "c" / "campaign.json").write_text("[]\n")
+    with pytest.raises(DataError, match="a JSON object was expected, not list"):
+        load_campaign(tmp_path / "c")

@@ -16,7 +16,7 @@ from kit.errors import UsageError
 from kit.sequential import (InterleavedRule, SprtDesign, SprtState, add_until_verdict_options,
                             interleaved_rule_from_args, make_stop_rule, stop_rule_from_args)
 from kit.stats import _k_max, upper_bound
-from kit.verdict import VerdictSettings
+from kit.verdict import Verdict, VerdictSettings, compare_campaigns
 from tests.test_summary import counts, make_campaign, record
 
 WALD = SprtDesign(ceiling=0.05, design_rate=0.0125, alpha=0.05, beta=0.2)
@@ -164,6 +164,18 @@ def test_stop_rule_stops_or_refuses_when_fixed_is_out_of_reach() -> None:
     assert stop and why.startswith("fixed is out of reach within 306 launches")
 
 
+def test_stop_rule_stops_when_compare_would_with_boschloos_test(tmp_path: Path) -> None:
+    # 1/6 vs 0/73: Fisher's p is 6/79 = 0.076, Boschloo's is below 0.05: compare says fixed,
+    # and so must the rule (it once waited for Fisher's test, 41 launches more)
+    rule = make_stop_rule(counts("b", 1, 6), VerdictSettings(), max_launches=306)
+    assert rule.decision_counts(0, 72)[0] is False
+    stop, why = rule.decision_counts(0, 73)
+    assert stop and why.startswith("fixed: 0/73")
+    comparison = compare_campaigns(make_campaign(tmp_path, "b", counts("b", 1, 6)),
+                                   make_campaign(tmp_path, "c", counts("c", 0, 73)))
+    assert comparison.verdict is Verdict.FIXED
+
+
 def test_stop_rule_needs_a_positive_control(tmp_path: Path) -> None:
     base = make_campaign(tmp_path, "b", counts("b", 0, 50))
     with pytest.raises(UsageError, match="never reproduced"):
@@ -201,6 +213,8 @@ def test_argparse_helpers(tmp_path: Path) -> None:
     assert inter is not None and inter.settings.signature == "other-native-crash"
     with pytest.raises(UsageError):
         stop_rule_from_args(parser.parse_args(["--until-verdict", str(tmp_path / "none")]))
+    with pytest.raises(UsageError, match="ran on target 'host', this run on 'android'"):
+        stop_rule_from_args(args, target="android")
     with pytest.raises(UsageError):
         stop_rule_from_args(parser.parse_args(["--until-verdict", str(base.path),
                                                "--design-rate", "0.9"]))
