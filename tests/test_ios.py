@@ -43,6 +43,22 @@ def _run_sim(double: XcrunDouble, app: Path, out: Path, launches: int, *extra: s
                  "--diagnostic-reports", str(double.reports), "--label", "baseline", *extra])
 
 
+def test_a_crash_no_poll_saw_takes_its_pid_from_the_report(
+        double: XcrunDouble, app: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # on a loaded machine the app can start and crash between two polls of the process
+    # list: the kit then never sees its pid, and the crash report must supply it
+    from kit.targets import ios
+
+    monkeypatch.setattr(ios.Simctl, "app_pid", lambda self, udid, bundle_id: None)
+    double.script(["crash@sessions-created"])
+    out = tmp_path / "run"
+    assert _run_sim(double, app, out, 1) == 0
+    record = load_campaign(out).records[0]
+    assert record.outcome is Outcome.CRASHED and record.crash["pid"] is not None
+    assert record.extra["pid"] == record.crash["pid"]
+
+
 @pytest.mark.slow
 def test_sim_campaign_gives_scripted_outcomes_phases_and_classes(
         double: XcrunDouble, app: Path, tmp_path: Path) -> None:

@@ -828,7 +828,7 @@ class SimulatorLauncher:
                 artifacts.append(crash_name)
                 crash["crash_report"] = path.name
                 if pid is None:  # it crashed before a poll saw it: the report names it
-                    pid = crash.get("pid")
+                    pid = crash["crash"].get("pid")
             elif not seen_alive:  # never started: a setup problem, not a crash
                 raise InfraError(f"the app did not start on simulator {self.device} within "
                                  f"{self.start_wait_s:g} s of the launch request (no process, "
