@@ -21,13 +21,7 @@ _COLOURS = {Verdict.FIXED: "green", Verdict.NOT_FIXED: "red", Verdict.INCONCLUSI
 
 def _rate_or_zero(text: str) -> float:
     """argparse type for a true rate that may be 0: a number in ``[0, 1)``."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"{text} is not a rate in [0, 1), e.g. 0 or 0.01")
-    return value
+    return fraction_arg(text, zero_allowed=True)
 
 
 def _settings_options(parser: argparse.ArgumentParser, *, signature: bool = True) -> None:

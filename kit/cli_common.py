@@ -47,17 +47,25 @@ def _positive_int(text: str) -> int:
 _SLOW_RULE_LAUNCHES = 5000
 
 
-def fraction_arg(text: str) -> float:
-    """argparse type for a rate or an error rate: a number in ``(0, 1)``.
+def _number(text: str, what: str = "a number") -> float:
+    """``text`` as a float, or the argparse error saying it is not ``what``."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+
+
+def fraction_arg(text: str, zero_allowed: bool = False) -> float:
+    """argparse type for a rate or an error rate: a number in ``(0, 1)`` (``[0, 1)`` with
+    ``zero_allowed``, for a true rate).
 
     Raises:
         argparse.ArgumentTypeError: not a number, or out of range (argparse prints it).
     """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 < value < 1.0:
+    value = _number(text)
+    if zero_allowed and not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a rate in [0, 1), e.g. 0 or 0.01")
+    if not zero_allowed and not 0.0 < value < 1.0:
         raise argparse.ArgumentTypeError(f"{text} is not a fraction in (0, 1), e.g. 0.05")
     return value
 
@@ -70,10 +78,7 @@ def seconds_arg(text: str, low: float = 0.0, high: float = 600.0,
     Raises:
         argparse.ArgumentTypeError: not a number, or out of range (argparse prints it).
     """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    value = _number(text, "a number of seconds")
     if not ((low <= value if low_inclusive else low < value) and value <= high):
         bracket = "[" if low_inclusive else "("
         raise argparse.ArgumentTypeError(f"{value} is out of range {bracket}{low:g}, "
@@ -254,10 +259,10 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     args.campaign_dir = store.path  # for the interrupt message
     if args.resume:
         _check_resume_settings(store, build, options)
-    update_meta(store, build=build, devices=devices, options=options)
-    if should_stop is not None:  # kept from the start, so that --resume keeps the rule
-        update_meta(store, until_verdict=should_stop.to_meta(args.until_verdict, None,
-                                                             "not finished"))
+    # the rule is kept from the start, so that --resume goes on under it
+    kept = {} if should_stop is None else {
+        "until_verdict": should_stop.to_meta(args.until_verdict, None, "not finished")}
+    update_meta(store, build=build, devices=devices, options=options, **kept)
     console = stderr_console()
     console.print(f"[bold]{target}[/] campaign [bold]{label}[/]: {scenario.describe()} "
                   f"-> {store.path}")

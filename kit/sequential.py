@@ -46,7 +46,7 @@ from .cli_common import fraction_arg
 from .errors import UsageError
 from .records import LaunchRecord
 from .scenario import Scenario
-from .stats import fisher_p_vector, significant
+from .stats import _first_true, fisher_p_vector, significant
 from .verdict import (DEFAULT_SIGNATURE, Verdict, VerdictSettings, clean_launches_to_fixed,
                       count_target, decide)
 
@@ -233,15 +233,11 @@ def _first_fixed_launch(events: int, step_event: float, step_clean: float, upper
         return _bound_below(events, n, ceiling, alpha)
 
     lo = max(1, events, events + math.ceil((upper - events * step_event) / step_clean - 1e-9))
-    if not bound_below(lo):
-        hi = 2 * lo
-        while not bound_below(hi):
-            lo, hi = hi, 2 * hi
-        while hi - lo > 1:  # bound_below(lo) fails, bound_below(hi) holds
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if bound_below(mid) else (mid, hi)
-        lo = hi
-    return lo if max_launches is None else min(lo, max_launches)
+    hi = lo
+    while not bound_below(hi):  # the bound falls with n: bracket, then bisect
+        lo, hi = hi + 1, 2 * hi
+    first = _first_true(bound_below, lo, hi)
+    return first if max_launches is None else min(first, max_launches)
 
 
 @functools.lru_cache(maxsize=64)
