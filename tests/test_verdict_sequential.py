@@ -218,3 +218,13 @@ def test_argparse_helpers(tmp_path: Path) -> None:
     with pytest.raises(UsageError):
         stop_rule_from_args(parser.parse_args(["--until-verdict", str(base.path),
                                                "--design-rate", "0.9"]))
+
+
+@pytest.mark.parametrize("ceiling, n_max", [(0.05, 400), (0.5, 60), (0.01, 1600)])
+def test_k_max_table_matches_the_one_at_a_time_bound(ceiling: float, n_max: int) -> None:
+    from kit.sequential import _k_max_table
+
+    table = _k_max_table(n_max, ceiling, 0.05)
+    assert table[0] == -1
+    for n in (1, 2, 5, 59, 60, n_max // 3, n_max):
+        assert table[n] == _k_max(n, ceiling, 0.05)
