@@ -44,6 +44,12 @@ def run_host(out: Path, *args: str, launches: int = 3) -> subprocess.CompletedPr
     return proc
 
 
+def the_defect(record) -> bool:
+    """Whether a launch crashed with the real #32461 race witnessed: the defect this kit
+    exists to catch, which a concurrent launch on Debian's onnxruntime meets now and then."""
+    return record.outcome is Outcome.CRASHED and record.race["witnessed"] is True
+
+
 def alive_with(marker: str) -> list[int]:
     """PIDs of processes whose command line contains ``marker``."""
     pids = []
@@ -65,7 +71,11 @@ def test_clean_launches_complete_with_xnnpack_and_expected_scores(tmp_path: Path
     campaign = load_campaign(tmp_path / mode)
     expected = load_modelset().expected()
     assert len(campaign.records) == 3
+    raced = [r for r in campaign.records if the_defect(r)] if mode == "concurrent" else []
+    assert len(raced) <= 1  # about 1 in 1,000 concurrent launches (README); 2 in 3 is a bug
     for record in campaign.records:
+        if record in raced:
+            continue
         assert record.outcome is Outcome.COMPLETED, record
         assert record.last_phase == "done"
         assert list(record.phases) == ["start", "models-ready", "sessions-created",
@@ -127,8 +137,9 @@ def test_hang_is_killed_at_the_timeout_and_leaves_no_process(tmp_path: Path) -> 
 
 def test_kill_9_then_resume_gives_exactly_n_records(tmp_path: Path) -> None:
     out = tmp_path / "c"
+    # serial creates: no launch may meet the real race, so every record must complete
     cmd = [sys.executable, "-m", "kit.cli", "run", "host", "--launches", "12", "--out",
-           str(out), "--label", "resume"]
+           str(out), "--label", "resume", "--scenario", "mode=serial"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     launches = out / "launches.jsonl"
@@ -143,15 +154,16 @@ def test_kill_9_then_resume_gives_exactly_n_records(tmp_path: Path) -> None:
     assert 3 <= done_before < 12
     time.sleep(0.5)
     assert alive_with("id=resume-0") == []  # the workload died with the driver
-    run_host(out, "--resume", "--label", "resume", launches=12)
+    run_host(out, "--resume", "--label", "resume", "--scenario", "mode=serial", launches=12)
     records = load_campaign(out).records
     assert sorted(r.index for r in records) == list(range(12))
     assert len({r.launch_id for r in records}) == 12
-    assert all(r.outcome is Outcome.COMPLETED for r in records)
+    assert all(r.outcome is Outcome.COMPLETED for r in records), [
+        (r.launch_id, r.outcome.value, r.last_phase, r.signal_name, r.error) for r in records]
 
 
 def test_poison_sets_glibc_perturb_in_the_record(tmp_path: Path) -> None:
-    run_host(tmp_path / "c", "--poison", "--launches", "1")
+    run_host(tmp_path / "c", "--poison", "--scenario", "mode=serial", launches=1)
     campaign = load_campaign(tmp_path / "c")
     assert campaign.meta["options"]["env"] == {"MALLOC_PERTURB_": "85",
                                                "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}

