@@ -255,17 +255,19 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
     base = f"{x_b}/{n_b}"
     cand = f"{x_c}/{n_c}"
     bound = f"below {_pct(cand_upper)} at {confidence:.0%}"
+    # a witnessed race is not a crash: the candidate "shows" it
+    shows = "shows" if sig == RACE_WITNESSED else "crashes with"
     if x_c > 0 and not lower:
         control = ("" if x_b else f"; the baseline never showed it ({base})")
         return Decision(Verdict.NOT_FIXED,
-                        f"the candidate still crashes with {sig} in {cand} launches, a rate "
+                        f"the candidate still {shows} {sig} in {cand} launches, a rate "
                         f"not shown lower than the baseline's {base} ({ptext}){control}",
                         "the candidate does not remove the crash: check that it contains the "
                         "fix (build provenance) and look at its crash stacks",
                         test, p, cand_upper, None)
     if x_c > 0 and lower_bound(x_c, n_c, confidence) >= ceiling:
         return Decision(Verdict.NOT_FIXED,
-                        f"the candidate crashes with {sig} less often than the baseline "
+                        f"the candidate {shows} {sig} less often than the baseline "
                         f"({cand} vs {base}, {ptext}) but still above the {_pct(ceiling)} "
                         f"ceiling (at least {_pct(lower_bound(x_c, n_c, confidence))} at "
                         f"{confidence:.0%}): the crash is reduced, not removed",

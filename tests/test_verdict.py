@@ -47,6 +47,9 @@ def test_candidate_still_crashing_at_a_rate_not_shown_lower_is_not_fixed() -> No
     assert d.verdict is Verdict.NOT_FIXED
     assert "still crashes with xnnpack-allocator-uaf in 40/100" in d.reason
     assert decide(0, 100, 3, 100).verdict is Verdict.NOT_FIXED
+    race = decide(1, 1, 1, 3, VerdictSettings(signature="race-witnessed", ceiling=0.02))
+    assert race.verdict is Verdict.NOT_FIXED  # a witnessed race is shown, not crashed with
+    assert race.reason.startswith("the candidate still shows race-witnessed in 1/3 launches")
 
 
 def test_reduced_but_above_the_ceiling_is_not_fixed() -> None:

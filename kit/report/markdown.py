@@ -92,6 +92,9 @@ def render(data: dict[str, Any]) -> str:
             lines.append(_row([escape(c["label"]), escape(c["target"]), str(c["counted"]),
                                str(len(c["infra_errors"])), rate_text(c["crashed"]),
                                f"{code(top['key'])} {top['count']}" if top else "—"]))
+    for c in camps:  # e.g. a sequential rule's stop, which must not read as a killed run
+        for note in c.get("notes") or []:
+            lines += ["", f"> {escape(c['label'])}: {escape(note)}"]
     lines += ["", f"<sub>coldstart {escape(data['coldstart_version'])}, report schema "
                   f"{data['schema_version']}</sub>", ""]
     return "\n".join(lines)
