@@ -181,6 +181,33 @@ def _check_resume_settings(store: CampaignStore, build: dict[str, Any],
                          "resume with the campaign's own options, or choose another --out")
 
 
+def _check_rule_args(args: argparse.Namespace, out: Path, target: str,
+                     options: Sequence[dict[str, Any]]) -> None:
+    """Refuse ``--until-verdict`` settings that cannot work, before anything is made: an
+    empty baseline, the run's own ``--out`` as its baseline, ``race-witnessed`` on a run (or
+    a build, one ``options`` dict each) without the witness. Says so when computing the
+    thresholds will take a while.
+
+    Raises:
+        UsageError: one of the above.
+    """
+    if not args.until_verdict.strip():
+        raise UsageError("--until-verdict is empty", "give the baseline campaign's directory")
+    if Path(args.until_verdict).resolve() == out.resolve():
+        raise UsageError(f"--until-verdict names this run's own --out ({out})",
+                         "give the baseline campaign's directory")
+    for opts in options:
+        witness = opts.get("witness", f"off: the {target} target has no race witness")
+        if args.signature == "race-witnessed" and witness != "on":
+            raise UsageError(f"--signature race-witnessed counts only launches the race "
+                             f"witness watched, and this run has none ({witness})",
+                             "run with the witness on the host, or give a crash class as "
+                             "--signature")
+    if args.launches >= _SLOW_RULE_LAUNCHES:
+        stderr_console().print(f"until-verdict: computing the rule's exact thresholds for "
+                               f"{args.launches} launches (this can take a minute)")
+
+
 class ProgressView:
     """A rich progress bar with running counts by outcome (a
     :class:`~kit.campaign.CampaignObserver`)."""
@@ -237,19 +264,7 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     if getattr(args, "until_verdict", None) is not None:  # before the store: a bad rule
         from . import sequential                           # leaves nothing behind
 
-        if Path(args.until_verdict).resolve() == out.resolve():
-            raise UsageError(f"--until-verdict names this run's own --out ({out})",
-                             "give the baseline campaign's directory")
-
-        witness = options.get("witness", f"off: the {target} target has no race witness")
-        if args.signature == "race-witnessed" and witness != "on":
-            raise UsageError(f"--signature race-witnessed counts only launches the race "
-                             f"witness watched, and this run has none ({witness})",
-                             "run with the witness on the host, or give a crash class as "
-                             "--signature")
-        if args.launches >= _SLOW_RULE_LAUNCHES:
-            stderr_console().print(f"until-verdict: computing the rule's exact thresholds for "
-                                   f"{args.launches} launches (this can take a minute)")
+        _check_rule_args(args, out, target, [options])
         should_stop = sequential.stop_rule_from_args(args, target=target)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file", "choose a directory for the campaign")
@@ -289,6 +304,108 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
 
     render_summary(summarize(load_campaign(store.path)), console)
     if all_records and not any(r.counted for r in all_records):
+        return int(ExitCode.INFRA)
+    return int(ExitCode.OK)
+
+
+def kept_rule(args: argparse.Namespace) -> dict[str, Any] | None:
+    """With ``--resume``: the rule the campaign in ``--out`` started under (its
+    ``campaign.json``'s ``until_verdict``), else ``None``."""
+    if not getattr(args, "resume", False) or not args.out:
+        return None
+    store = CampaignStore(args.out)
+    if not store.exists():
+        return None
+    kept = store.read_meta().get("until_verdict")
+    return kept if isinstance(kept, dict) else None
+
+
+def execute_interleaved(args: argparse.Namespace, baseline: "TargetSetup",
+                        candidate: "TargetSetup", *, scenario: Scenario,
+                        baseline_build: dict[str, str]) -> int:
+    """Make both builds' launches, alternating, until the verdict is settled: the
+    candidate's campaign in ``--out``, the baseline's in ``--until-verdict DIR`` (made, or
+    continued when it exists), each at most ``--launches``, under
+    :class:`kit.sequential.InterleavedRule` (docs/verdict.md, "Sequential stopping").
+
+    ``baseline_build`` names the option that chose the baseline's build (e.g.
+    ``{"baseline_runtime": "debian"}``); ``campaign.json`` keeps it so that ``--resume``
+    goes on interleaved.
+
+    Returns:
+        :attr:`ExitCode.OK`, or ``INFRA`` when no launch of either build could be counted.
+
+    Raises:
+        UsageError: bad rule settings, or a baseline directory holding a campaign of another
+            target, scenario or build.
+    """
+    from . import sequential
+    from .campaign import load_campaign
+    from .summary import render_summary, summarize
+    from .verdict import count_target
+
+    label = args.label or scenario.mode
+    out = Path(args.out) if args.out else Path("runs") / label
+    target = candidate.target
+    _check_rule_args(args, out, target, [baseline.options, candidate.options])
+    rule = sequential.interleaved_rule_from_args(args)
+    assert rule is not None  # --until-verdict is set
+    base_out = Path(args.until_verdict)
+    for path, flag in ((out, "--out"), (base_out, "--until-verdict")):
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"{flag} {path} is a file", "choose a directory for the campaign")
+    base_existing = CampaignStore(base_out)
+    base_label = (str(base_existing.read_meta().get("label") or "baseline")
+                  if base_existing.exists() else "baseline")
+    if base_label == label:
+        raise UsageError(f"the baseline and this run are both labelled {label!r}",
+                         "give this run another --label, e.g. --label patched")
+    base_store, base_records = prepare_store(
+        base_out, label=base_label, target=target, scenario=scenario, launches=args.launches,
+        resume=base_existing.exists(), meta_extra={"options": baseline.options})
+    if base_records or base_existing.exists():
+        _check_resume_settings(base_store, baseline.build, baseline.options)
+    store, records = prepare_store(out, label=label, target=target, scenario=scenario,
+                                   launches=args.launches, resume=args.resume,
+                                   meta_extra={"options": candidate.options})
+    args.campaign_dir = store.path  # for the interrupt message
+    if args.resume:
+        _check_resume_settings(store, candidate.build, candidate.options)
+
+    def kept(stopped: bool | None, why: str) -> dict[str, Any]:
+        return {**rule.to_meta(str(base_out), stopped, why), **baseline_build}
+
+    update_meta(base_store, build=baseline.build, devices=baseline.devices,
+                options=baseline.options,
+                interleaved={"candidate": str(out), **kept(None, "not finished")})
+    update_meta(store, build=candidate.build, devices=candidate.devices,
+                options=candidate.options, until_verdict=kept(None, "not finished"))
+    console = stderr_console()
+    console.print(f"[bold]{target}[/] campaigns [bold]{base_label}[/] -> {base_store.path} and "
+                  f"[bold]{label}[/] -> {store.path}, interleaved: {scenario.describe()}")
+    console.print(f"until-verdict, both builds at most {args.launches} launches: "
+                  f"{rule.design.describe()}", highlight=False)
+    arms = [sequential.Arm(s, r, setup.launchers, lab, scenario, args.launches, args.timeout,
+                           args.max_attempts)
+            for s, r, setup, lab in ((base_store, base_records, baseline, base_label),
+                                     (store, records, candidate, label))]
+    with ProgressView(console, f"{base_label} + {label}", json_out=args.json) as view:
+        result = sequential.run_interleaved(*arms, rule, observer=view)
+    sig = rule.settings.signature
+    need_b, need_c, _ = rule.needs_counts(*count_target(result.baseline_records, sig),
+                                          *count_target(result.candidate_records, sig))
+    stopped = not (need_b or need_c)
+    console.print(f"until-verdict: {'stopped: ' if stopped else 'not settled: '}{result.why}")
+    settings = rule.settings
+    console.print(f"verdict: coldstart compare {shlex.quote(str(base_out))} "
+                  f"{shlex.quote(str(store.path))} --signature {settings.signature} "
+                  f"--alpha {settings.alpha:g} --ceiling {settings.ceiling:g}",
+                  highlight=False, soft_wrap=True)
+    update_meta(base_store, interleaved={"candidate": str(out), **kept(stopped, result.why)})
+    update_meta(store, until_verdict=kept(stopped, result.why))
+    for path in (base_store.path, store.path):
+        render_summary(summarize(load_campaign(path)), console)
+    if not any(r.counted for r in [*result.baseline_records, *result.candidate_records]):
         return int(ExitCode.INFRA)
     return int(ExitCode.OK)
 

@@ -577,6 +577,18 @@ class InterleavedRule:
     design: SprtDesign
     settings: VerdictSettings
 
+    def to_meta(self, baseline: str, stopped: bool | None, why: str) -> dict[str, Any]:
+        """What ``campaign.json`` keeps under ``until_verdict`` for an interleaved run: the
+        fields of :meth:`StopRule.to_meta` (without the baseline's counts, which change as
+        it runs) and ``"interleaved": True``; :func:`apply_kept_rule` reads it back."""
+        design = self.design
+        return {"baseline": baseline, "interleaved": True,
+                "signature": self.settings.signature, "alpha": design.alpha,
+                "beta": design.beta, "ceiling": design.ceiling,
+                "design_rate": design.design_rate, "max_launches": design.max_launches,
+                "lr_upper": math.exp(design.upper), "lr_lower": math.exp(design.lower),
+                "stopped": stopped, "why": why}
+
     def needs_counts(self, x_b: int, n_b: int, x_c: int, n_c: int) -> tuple[bool, bool, str]:
         """``(baseline needs more, candidate needs more, why)`` from target counts."""
         state = self.design.state(x_c, n_c)

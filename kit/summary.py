@@ -275,13 +275,19 @@ def _scenario_key(url: str) -> str:
 
 def _until_verdict_note(meta: dict[str, Any]) -> tuple[str, ...]:
     """A note for a campaign run under ``--until-verdict`` (``campaign.json``'s
-    ``until_verdict``, see :meth:`kit.sequential.StopRule.to_meta`), so that a rule's stop
-    is not mistaken for an interrupted run."""
+    ``until_verdict``, see :meth:`kit.sequential.StopRule.to_meta`), or the baseline of an
+    interleaved run (its ``interleaved``), so that a rule's stop is not mistaken for an
+    interrupted run."""
     kept = meta.get("until_verdict")
+    head = (f"run under --until-verdict against {kept.get('baseline')}"
+            f"{', interleaved' if kept.get('interleaved') else ''} "
+            if isinstance(kept, dict) else "")
+    if not head and isinstance(meta.get("interleaved"), dict):  # the baseline's side
+        kept = meta["interleaved"]
+        head = f"baseline of a run interleaved with {kept.get('candidate')} "
     if not isinstance(kept, dict):
         return ()
-    head = (f"run under --until-verdict against {kept.get('baseline')} "
-            f"(signature {kept.get('signature')}, ceiling {kept.get('ceiling')})")
+    head += f"(signature {kept.get('signature')}, ceiling {kept.get('ceiling')})"
     if kept.get("stopped") is True:
         return (f"{head}: stopped by the rule: {kept.get('why')}",)
     if kept.get("stopped") is False:

@@ -168,6 +168,11 @@ def test_poison_sets_glibc_perturb_in_the_record(tmp_path: Path) -> None:
     assert campaign.meta["options"]["env"] == {"MALLOC_PERTURB_": "85",
                                                "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}
     assert campaign.records[0].outcome is Outcome.COMPLETED
+    # a bare --resume goes on poisoned, as the campaign ran (no --poison to retype)
+    run_host(tmp_path / "c", "--resume", launches=2)
+    campaign = load_campaign(tmp_path / "c")
+    assert [r.outcome for r in campaign.records] == [Outcome.COMPLETED] * 2
+    assert campaign.meta["options"]["poison"] == "glibc"
 
 
 def _one_line_error(proc: subprocess.CompletedProcess, fragment: str) -> None:

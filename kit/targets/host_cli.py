@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Callable
 
 from .. import modelset, witness
-from ..cli_common import TargetSetup, add_campaign_options, run_setup, scenario_from_args
+from ..cli_common import (TargetSetup, add_campaign_options, execute_interleaved, kept_rule,
+                          run_setup, scenario_from_args)
+from ..campaign import CampaignStore
 from ..errors import UsageError
 from . import host
 
@@ -48,15 +50,22 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
                                  help="cold-launch the native workload on this machine",
                                  description="One fresh workload process per launch, on the "
                                              "prepared runtime.")
-    run.add_argument("--poison", action="store_true",
-                     help="glibc heap poisoning: MALLOC_PERTURB_=85 with the tcache off")
+    run.add_argument("--poison", action="store_true", default=None,
+                     help="glibc heap poisoning: MALLOC_PERTURB_=85 with the tcache off (with "
+                          "--resume: as the campaign ran)")
     run.add_argument("--witness", action=argparse.BooleanOptionalAction, default=None,
                      help="preload the race witness, which logs every xnn_initialize call "
                           "and marks launches where two allocators reached XNNPACK (default: "
-                          "on when onnxruntime links XNNPACK as a shared library)")
+                          "on when onnxruntime links XNNPACK as a shared library; with "
+                          "--resume: as the campaign ran)")
     run.add_argument("--models", metavar="DIR", default=None,
                      help="model set folder (default: the checkout's models/)")
     add_campaign_options(run, default_timeout_s=30.0)
+    run.add_argument("--baseline-runtime", metavar="NAME", default=None,
+                     help="with --until-verdict DIR: make the baseline's launches too, on this "
+                          "runtime, alternating with this run's (DIR is made, or continued); "
+                          "each build makes at most --launches, and both stop as soon as the "
+                          "verdict is settled")
     run.set_defaults(func=_run, setup=_setup)
 
 
@@ -121,6 +130,7 @@ def _setup(args: argparse.Namespace, log: Callable[[str], None] = _log) -> Targe
         UsageError, DataError: bad scenario, missing or tampered models, runtime not ready.
     """
     scenario = scenario_from_args(args)
+    _resume_options(args)
     ms = modelset.load_modelset(args.models)
     modelset.require_verified(ms)
     host.check_scenario(scenario, ms)
@@ -140,5 +150,43 @@ def _setup(args: argparse.Namespace, log: Callable[[str], None] = _log) -> Targe
                        devices=[{"id": launcher.device, "kind": "host"}])
 
 
+def _resume_options(args: argparse.Namespace) -> None:
+    """With ``--resume``: ``--poison`` and ``--witness`` left out are taken from the campaign
+    (``campaign.json``'s options), so that a bare ``--resume --out DIR`` goes on as it ran."""
+    options: object = {}
+    if getattr(args, "resume", False) and args.out and CampaignStore(args.out).exists():
+        options = CampaignStore(args.out).read_meta().get("options")
+    if not isinstance(options, dict):
+        options = {}
+    if args.poison is None:
+        args.poison = options.get("poison") == "glibc"
+    if args.witness is None:
+        note = options.get("witness")
+        args.witness = True if note == "on" else (
+            False if note == f"off: {witness.OFF_REASON}" else None)
+
+
 def _run(args: argparse.Namespace) -> int:
-    return run_setup(args, _setup(args))
+    kept = kept_rule(args)
+    if kept is not None and args.baseline_runtime is None:
+        args.baseline_runtime = kept.get("baseline_runtime")  # a resumed interleaved run
+    if args.baseline_runtime is None:
+        return run_setup(args, _setup(args))
+    if kept is not None and not kept.get("interleaved"):
+        raise UsageError(f"cannot resume {args.out} with --baseline-runtime: it was started "
+                         f"against a finished baseline", "resume without --baseline-runtime")
+    if args.until_verdict is None and kept is None:
+        raise UsageError("--baseline-runtime needs --until-verdict DIR, the directory for the "
+                         "baseline's campaign", "add --until-verdict runs/baseline")
+    if args.baseline_runtime == args.runtime:
+        raise UsageError(f"--baseline-runtime is this run's own runtime ({args.runtime})",
+                         "give the runtime of the build to compare against, e.g. "
+                         "--runtime patched --baseline-runtime debian")
+    host.load_runtime(args.baseline_runtime)  # prepared, or a one-line error before any build
+    candidate = _setup(args)
+    scenario = scenario_from_args(args)
+    base_args = argparse.Namespace(**{**vars(args), "runtime": args.baseline_runtime,
+                                      "resume": False})
+    baseline = _setup(base_args)
+    return execute_interleaved(args, baseline, candidate, scenario=scenario,
+                               baseline_build={"baseline_runtime": args.baseline_runtime})
