@@ -153,6 +153,10 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
                                    meta.get("launches"), meta_path.parent)
         if args.launches is None:
             args.launches = meta.get("launches")
+    if hasattr(args, "until_verdict"):
+        from . import sequential
+
+        sequential.settle_rule_args(args)
     if args.launches is None:
         args.launches = getattr(args, "default_launches", 20)
     if getattr(args, "label", None) == "":
@@ -360,17 +364,26 @@ def execute_interleaved(args: argparse.Namespace, baseline: "TargetSetup",
     if base_label == label:
         raise UsageError(f"the baseline and this run are both labelled {label!r}",
                          "give this run another --label, e.g. --label patched")
-    base_store, base_records = prepare_store(
-        base_out, label=base_label, target=target, scenario=scenario, launches=args.launches,
-        resume=base_existing.exists(), meta_extra={"options": baseline.options})
-    if base_records or base_existing.exists():
-        _check_resume_settings(base_store, baseline.build, baseline.options)
+    base_there = base_existing.exists()
+
+    def open_baseline() -> tuple[CampaignStore, list[LaunchRecord]]:
+        opened = prepare_store(base_out, label=base_label, target=target, scenario=scenario,
+                               launches=args.launches, resume=base_there,
+                               meta_extra={"options": baseline.options})
+        if base_there:
+            _check_resume_settings(opened[0], baseline.build, baseline.options)
+        return opened
+
+    # a campaign that is there is checked first, so that a refusal makes no new directory
+    base_store, base_records = open_baseline() if base_there else (None, [])
     store, records = prepare_store(out, label=label, target=target, scenario=scenario,
                                    launches=args.launches, resume=args.resume,
                                    meta_extra={"options": candidate.options})
     args.campaign_dir = store.path  # for the interrupt message
     if args.resume:
         _check_resume_settings(store, candidate.build, candidate.options)
+    if base_store is None:
+        base_store, base_records = open_baseline()
 
     def kept(stopped: bool | None, why: str) -> dict[str, Any]:
         return {**rule.to_meta(str(base_out), stopped, why), **baseline_build}

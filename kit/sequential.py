@@ -53,7 +53,7 @@ from .verdict import (DEFAULT_SIGNATURE, Verdict, VerdictSettings, clean_launche
 __all__ = ["SprtState", "SprtDesign", "OperatingPoint", "StopRule", "InterleavedRule",
            "Arm", "Side", "InterleavedResult", "make_stop_rule", "run_interleaved", "interleave",
            "add_until_verdict_options", "stop_rule_from_args", "interleaved_rule_from_args",
-           "apply_kept_rule", "resume_rule", "add_design_options"]
+           "resume_rule", "settle_rule_args", "add_design_options", "RULE_DEFAULTS"]
 
 
 class SprtState(str, enum.Enum):
@@ -492,7 +492,7 @@ class StopRule:
     def to_meta(self, baseline: str, stopped: bool | None, why: str) -> dict[str, Any]:
         """What ``campaign.json`` keeps under ``until_verdict``: the baseline and its
         counts, the verdict settings, the design and its thresholds (as LRs), and how the
-        run ended (``stopped`` is ``None`` while it runs); :func:`apply_kept_rule` reads it
+        run ended (``stopped`` is ``None`` while it runs); :func:`resume_rule` reads it
         back on ``--resume``."""
         design = self.design
         return {"baseline": baseline, "baseline_events": self.baseline_events,
@@ -580,7 +580,7 @@ class InterleavedRule:
     def to_meta(self, baseline: str, stopped: bool | None, why: str) -> dict[str, Any]:
         """What ``campaign.json`` keeps under ``until_verdict`` for an interleaved run: the
         fields of :meth:`StopRule.to_meta` (without the baseline's counts, which change as
-        it runs) and ``"interleaved": True``; :func:`apply_kept_rule` reads it back."""
+        it runs) and ``"interleaved": True``; :func:`resume_rule` reads it back."""
         design = self.design
         return {"baseline": baseline, "interleaved": True,
                 "signature": self.settings.signature, "alpha": design.alpha,
@@ -736,30 +736,38 @@ def run_interleaved(baseline: Arm, candidate: Arm, rule: InterleavedRule | None 
     return InterleavedResult(baseline.records, candidate.records, why)
 
 
+#: Defaults of the rule's options on ``coldstart run`` (``None`` there means "not given").
+RULE_DEFAULTS: dict[str, Any] = {"signature": DEFAULT_SIGNATURE, "alpha": 0.05,
+                                 "ceiling": 0.05, "beta": 0.2, "design_rate": None}
+
+
 def add_until_verdict_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--until-verdict BASELINE_DIR`` and its settings to a ``coldstart run`` parser
-    (the same ``--signature``/``--alpha``/``--ceiling`` as ``coldstart compare``)."""
+    (the same ``--signature``/``--alpha``/``--ceiling`` as ``coldstart compare``). They
+    default to ``None`` so that :func:`settle_rule_args` can tell a given option from a
+    default one."""
     group = parser.add_argument_group(
         "sequential stopping", "stop as soon as `coldstart compare BASELINE_DIR <this run>` "
         "is settled; the run's --launches is the most it will make, and the rule's thresholds "
         "are computed for it (`coldstart plan` suggests a number; docs/verdict.md)")
     group.add_argument("--until-verdict", metavar="BASELINE_DIR", default=None,
                        help="the finished baseline campaign to compare against")
-    group.add_argument("--signature", default=DEFAULT_SIGNATURE,
+    group.add_argument("--signature", default=None,
                        help="target crash class, race-witnessed or any-crash "
                             f"(default {DEFAULT_SIGNATURE})")
-    group.add_argument("--alpha", type=fraction_arg, default=0.05,
+    group.add_argument("--alpha", type=fraction_arg, default=None,
                        help="false-fixed bound and test level (default 0.05)")
-    group.add_argument("--ceiling", type=fraction_arg, default=0.05,
+    group.add_argument("--ceiling", type=fraction_arg, default=None,
                        help="rate the candidate must be shown below (default 0.05)")
-    add_design_options(group)
+    add_design_options(group, default_beta=None)
 
 
-def add_design_options(parser: argparse.ArgumentParser | Any, prefix: str = "") -> None:
+def add_design_options(parser: argparse.ArgumentParser | Any, prefix: str = "",
+                       default_beta: float | None = 0.2) -> None:
     """Add the sequential rule's own settings, ``--beta`` and ``--design-rate``, to a parser
     or argument group (``coldstart run``'s and ``coldstart plan``'s); ``prefix`` starts
     their help texts."""
-    parser.add_argument("--beta", type=fraction_arg, default=0.2,
+    parser.add_argument("--beta", type=fraction_arg, default=default_beta,
                         help=f"{prefix}chance of missing fixed when the candidate is at the "
                              f"design rate (default 0.2)")
     parser.add_argument("--design-rate", type=fraction_arg, default=None,
@@ -767,12 +775,37 @@ def add_design_options(parser: argparse.ArgumentParser | Any, prefix: str = "") 
                              f"ceiling/4)")
 
 
+def _flag(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def settle_rule_args(args: argparse.Namespace) -> None:
+    """Fill the ``--until-verdict`` settings left out with :data:`RULE_DEFAULTS` (after
+    :func:`resume_rule`, which fills them from the campaign on ``--resume``).
+
+    Raises:
+        UsageError: a rule setting given without ``--until-verdict`` (it would be unused).
+    """
+    if getattr(args, "rule_settled", False):  # scenario_from_args may run twice
+        return
+    args.rule_settled = True
+    if getattr(args, "until_verdict", None) is None:
+        given = [key for key in RULE_DEFAULTS if getattr(args, key, None) is not None]
+        if given:
+            raise UsageError(f"{_flag(given[0])} only applies with --until-verdict",
+                             f"add --until-verdict BASELINE_DIR, or give {_flag(given[0])} "
+                             f"to `coldstart compare` after the run")
+    for key, default in RULE_DEFAULTS.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, default)
+
+
 def resume_rule(args: argparse.Namespace, kept: dict[str, Any] | None,
                 launches: Any, out: os.PathLike[str] | str) -> None:
     """On ``--resume``: go on under the rule the campaign started with (``kept``, from
-    ``campaign.json``), or under none. Options left out are taken from ``kept``; options that
-    name another rule, or other ``--launches`` (the thresholds are computed for them), are
-    refused.
+    ``campaign.json``), or under none. Settings left out are taken from ``kept``; settings
+    that name another rule, or other ``--launches`` (the thresholds are computed for them),
+    are refused.
 
     Raises:
         UsageError: another rule than the campaign's, or a rule for a campaign without one.
@@ -783,42 +816,30 @@ def resume_rule(args: argparse.Namespace, kept: dict[str, Any] | None,
             raise UsageError(f"cannot resume {out} under --until-verdict: it was started "
                              f"without a rule", "resume without it, or start a new campaign")
         return
-    if given is None:
-        apply_kept_rule(args, kept)
-    else:
-        design_rate = args.design_rate if args.design_rate is not None else args.ceiling / 4
-        now = {"baseline": str(Path(given).resolve()), "signature": args.signature,
-               "alpha": args.alpha, "ceiling": args.ceiling, "beta": args.beta,
-               "design_rate": design_rate}
-        before = {**{k: kept.get(k) for k in now},
-                  "baseline": str(Path(str(kept.get("baseline"))).resolve())}
-        changed = [k for k in now if now[k] != before[k]]
-        if changed:
-            raise UsageError(f"cannot resume {out} under another rule: its {changed[0]} was "
-                             f"{before[changed[0]]!r}, now {now[changed[0]]!r}",
+    try:
+        before = {"until_verdict": str(Path(str(kept["baseline"])).resolve()),
+                  "signature": str(kept["signature"]),
+                  **{k: float(kept[k]) for k in ("alpha", "ceiling", "beta", "design_rate")}}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"campaign.json's until_verdict is incomplete ({exc})",
+                         "start a new campaign") from None
+    for key, value in before.items():
+        now = getattr(args, key, None)
+        if now is None:
+            continue
+        if key == "until_verdict":
+            now = str(Path(now).resolve())
+        if now != value:
+            raise UsageError(f"cannot resume {out} under another rule: its "
+                             f"{_flag(key)} was {value!r}, now {now!r}",
                              "resume without the --until-verdict options, or start a new "
                              "campaign")
+    args.until_verdict = str(kept["baseline"])
+    for key in ("signature", "alpha", "ceiling", "beta", "design_rate"):
+        setattr(args, key, before[key])
     if args.launches is not None and args.launches != launches:
         raise UsageError(f"cannot resume {out} with --launches {args.launches}: its rule's "
                          f"thresholds are for {launches}", "resume without --launches")
-
-
-def apply_kept_rule(args: argparse.Namespace, kept: dict[str, Any]) -> None:
-    """Set the ``--until-verdict`` options of ``args`` from what ``campaign.json`` kept
-    (:meth:`StopRule.to_meta`): a resumed campaign goes on under the rule it started with.
-
-    Raises:
-        UsageError: the kept rule is incomplete.
-    """
-    try:
-        args.until_verdict = str(kept["baseline"])
-        args.signature = str(kept["signature"])
-        args.alpha, args.ceiling, args.beta = (float(kept["alpha"]), float(kept["ceiling"]),
-                                               float(kept["beta"]))
-        args.design_rate = float(kept["design_rate"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"campaign.json's until_verdict is incomplete ({exc})",
-                         "resume with --until-verdict BASELINE_DIR and its settings") from None
 
 
 def _settings(args: argparse.Namespace) -> VerdictSettings:
@@ -843,6 +864,7 @@ def stop_rule_from_args(args: argparse.Namespace, target: str | None = None
         return None
     if not args.until_verdict.strip():
         raise UsageError("--until-verdict is empty", "give the baseline campaign's directory")
+    settle_rule_args(args)
     settings = _settings(args)
     baseline = load_campaign(args.until_verdict)
     theirs = baseline.meta.get("target")
@@ -861,6 +883,7 @@ def interleaved_rule_from_args(args: argparse.Namespace) -> InterleavedRule | No
     UsageError for bad settings."""
     if not getattr(args, "until_verdict", None):
         return None
+    settle_rule_args(args)
     settings = _settings(args)
     return InterleavedRule(_design(args, settings), settings)
 

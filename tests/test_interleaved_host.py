@@ -152,5 +152,8 @@ def test_refusals_are_one_line(env: dict[str, str], tmp_path: Path) -> None:
     store, _ = prepare_store(finished, label="patched", target="host",
                              scenario=parse_scenario("mode=serial"), launches=40, resume=False)
     update_meta(store, until_verdict={"baseline": str(tmp_path / "b"), "stopped": None})
+    refused(f"{finished} already holds a campaign", "--baseline-runtime", "old",
+            "--until-verdict", str(tmp_path / "b"), "--out", str(finished), *RULE)
+    assert not (tmp_path / "b").exists()  # the baseline's directory is not made either
     refused(f"cannot resume {finished} with --baseline-runtime: it was started against a "
             f"finished baseline", "--resume", "--out", str(finished), "--baseline-runtime", "old")

@@ -152,13 +152,17 @@ def test_until_verdict_is_kept_for_resume_and_refused_when_it_cannot_work(
     assert len(campaign.counted) == 5 and campaign.meta["launches"] == 20
     # another rule, or other --launches, is refused: the thresholds are the campaign's
     for extra, message in ((["--until-verdict", str(base), "--signature", SIG, "--ceiling",
-                             "0.4"], "under another rule: its ceiling was 0.5, now 0.4"),
+                             "0.4"], "under another rule: its --ceiling was 0.5, now 0.4"),
+                           (["--alpha", "0.01"], "under another rule: its --alpha was 0.05, "
+                                                 "now 0.01"),
                            (["--launches", "40"], "with --launches 40: its rule's thresholds "
                                                   "are for 20")):
         proc = coldstart("run", "host", "--out", str(out), "--resume", *extra)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     for extra, message in (
             (["--until-verdict", ""], "--until-verdict is empty"),
+            (["--ceiling", "0.01"], "--ceiling only applies with --until-verdict"),
+            (["--signature", SIG], "--signature only applies with --until-verdict"),
             (["--until-verdict", str(base), "--signature", "race-witnessed", "--no-witness"],
              "--signature race-witnessed counts only launches the race witness watched")):
         proc = coldstart("run", "host", "--launches", "20", "--out", str(tmp_path / "no"),
