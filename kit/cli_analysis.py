@@ -261,7 +261,7 @@ def _plan(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     console = _console()
-    console.print(f"Baseline rate {p_b:.3g}, ceiling {args.ceiling:.3g}, alpha "
+    console.print(f"Baseline rate {p_b:.6g}, ceiling {args.ceiling:.3g}, alpha "
                   f"{args.alpha:g}, power {args.power:.0%}, candidate's true rate "
                   f"{args.candidate_rate:g}")
     console.print(f"Fixed-size design: [bold]{plan.baseline_launches}[/bold] baseline and "
@@ -269,8 +269,9 @@ def _plan(args: argparse.Namespace) -> int:
                   f"{plan.achieved_power:.1%}; the baseline reproduces the target at least "
                   f"once with {plan.positive_control_probability:.1%}).")
     console.print(f"{plan.clean_bound_launches} clean candidate launches bound its rate "
-                  f"below {args.ceiling:.3g} at {1 - args.alpha:.0%}; {see} baseline launches "
-                  f"see the target at least once with {1 - args.alpha:.0%} probability.")
+                  f"below {args.ceiling:.3g} at {1 - args.alpha:.0%}; {see} baseline "
+                  f"{'launch sees' if see == 1 else 'launches see'} the target at least once "
+                  f"with {1 - args.alpha:.0%} probability.")
     console.print(f"\nSequential rule (`coldstart run ... --launches {cap} --until-verdict "
                   f"BASELINE_DIR`): {design.describe()}.")
     table = Table(title=f"candidate side (its rate against the ceiling), at most {cap} "

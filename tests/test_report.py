@@ -219,6 +219,10 @@ def test_plan_command(capsys) -> None:
     assert main(["plan", "--baseline-rate", "0.5", "--ceiling", "0.05"]) == 0
     out = capsys.readouterr().out
     assert "59 clean candidate launches" in out and "Sequential rule" in out
+    assert main(["plan", "--baseline-rate", "0.9999"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("Baseline rate 0.9999, ceiling 0.05")  # not rounded to 1
+    assert "1 baseline launch sees the target at least once with 95% probability" in out
     assert main(["plan", "--baseline-rate", "0.01", "--ceiling", "0.05",
                  "--candidate-rate", "0.02"]) == 2
     assert main(["plan", "--baseline-rate", "0.5", "--design-rate", "0.05"]) == 2
