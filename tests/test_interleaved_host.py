@@ -39,7 +39,8 @@ def coldstart(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """A cache with the real runtime as ``debian`` and the crashing double as ``old``."""
+    """A cache with the real runtime as ``debian`` and as ``patched``, and the crashing
+    double as ``old``."""
     proc = subprocess.run([sys.executable, "-m", "kit.cli", "runtime", "info"], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0, ("host runtime not prepared: run scripts/setup.sh "
@@ -47,7 +48,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     real = json.loads(proc.stdout)
     loader = real.pop("loader")
     cache = tmp_path_factory.mktemp("cache")
-    runtimes = {"debian": real,
+    runtimes = {"debian": real, "patched": {**real, "name": "patched"},  # the same, renamed
                 "old": {**real, "name": "old", "kind": "ort-root", "workload": str(DOUBLE)}}
     for name, runtime in runtimes.items():
         (cache / "runtimes" / name).mkdir(parents=True)
@@ -115,7 +116,8 @@ def test_both_builds_alternate_until_fixed(env: dict[str, str], tmp_path: Path) 
 
 def test_kill_9_then_resume_goes_on_interleaved(env: dict[str, str], tmp_path: Path) -> None:
     base, cand = tmp_path / "base", tmp_path / "cand"
-    cmd = [sys.executable, "-m", "kit.cli", "run", "host", "--baseline-runtime", "old",
+    cmd = [sys.executable, "-m", "kit.cli", "run", "host", "--runtime", "patched",
+           "--baseline-runtime", "old",
            "--until-verdict", str(base), "--out", str(cand), "--label", "patched", *RULE]
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -130,6 +132,10 @@ def test_kill_9_then_resume_goes_on_interleaved(env: dict[str, str], tmp_path: P
     assert again.returncode == 0, again.stderr
     assert "interleaved" in again.stderr
     assert (counts(base), counts(cand)) == ((2, 2), (0, 11))
+    # the bare --resume took both runtimes from the campaigns
+    assert {r.launch_id for r in load_campaign(cand).records} == {
+        f"patched-{i:05d}" for i in range(11)}
+    assert json.loads((cand / "campaign.json").read_text())["build"]["runtime"] == "patched"
 
 
 def test_refusals_are_one_line(env: dict[str, str], tmp_path: Path) -> None:

@@ -46,10 +46,15 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     info = sub.add_parser("info", parents=[name], help="show a prepared runtime as JSON")
     info.set_defaults(func=_info)
 
-    run = run_targets.add_parser("host", parents=[name],
+    run = run_targets.add_parser("host",
                                  help="cold-launch the native workload on this machine",
                                  description="One fresh workload process per launch, on the "
                                              "prepared runtime.")
+    # its own --runtime, not the `name` parent's: parents share their actions, so another
+    # default here would change the one of `runtime prepare|build|info`
+    run.add_argument("--runtime", "--name", dest="runtime", default=None, metavar="NAME",
+                     help=f"runtime name (default: {host.DEFAULT_RUNTIME}; with --resume: the "
+                          f"campaign's)")
     run.add_argument("--poison", action="store_true", default=None,
                      help="glibc heap poisoning: MALLOC_PERTURB_=85 with the tcache off (with "
                           "--resume: as the campaign ran)")
@@ -151,13 +156,18 @@ def _setup(args: argparse.Namespace, log: Callable[[str], None] = _log) -> Targe
 
 
 def _resume_options(args: argparse.Namespace) -> None:
-    """With ``--resume``: ``--poison`` and ``--witness`` left out are taken from the campaign
-    (``campaign.json``'s options), so that a bare ``--resume --out DIR`` goes on as it ran."""
-    options: object = {}
+    """``--runtime``, ``--poison`` and ``--witness`` left out: with ``--resume``, as the
+    campaign ran (``campaign.json``'s build and options), so that a bare ``--resume --out
+    DIR`` goes on as it ran; else the defaults."""
+    meta: dict = {}
     if getattr(args, "resume", False) and args.out and CampaignStore(args.out).exists():
-        options = CampaignStore(args.out).read_meta().get("options")
-    if not isinstance(options, dict):
-        options = {}
+        meta = CampaignStore(args.out).read_meta()
+    options, build = meta.get("options"), meta.get("build")
+    options = options if isinstance(options, dict) else {}
+    build = build if isinstance(build, dict) else {}
+    if args.runtime is None:
+        kept = build.get("runtime")
+        args.runtime = kept if isinstance(kept, str) and kept else host.DEFAULT_RUNTIME
     if args.poison is None:
         args.poison = options.get("poison") == "glibc"
     if args.witness is None:
@@ -167,6 +177,7 @@ def _resume_options(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    _resume_options(args)
     kept = kept_rule(args)
     if kept is not None and args.baseline_runtime is None:
         args.baseline_runtime = kept.get("baseline_runtime")  # a resumed interleaved run
