@@ -4,6 +4,7 @@ planning and reports (issue #4; see docs/verdict.md)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -24,16 +25,24 @@ def _rate_or_zero(text: str) -> float:
     return fraction_arg(text, zero_allowed=True)
 
 
-def _settings_options(parser: argparse.ArgumentParser, *, signature: bool = True) -> None:
+#: compare's verdict settings when neither given nor kept by a candidate's rule
+_VERDICT_DEFAULTS = {"signature": DEFAULT_SIGNATURE, "alpha": 0.05, "ceiling": 0.05}
+
+
+def _settings_options(parser: argparse.ArgumentParser, *, signature: bool = True,
+                      from_rule: bool = False) -> None:
+    """Add ``--signature --alpha --ceiling --power``; with ``from_rule`` the first three
+    default to ``None`` (resolved by :func:`_rule_settings`)."""
+    also = ", or the candidate's --until-verdict rule" if from_rule else ""
     if signature:
-        parser.add_argument("--signature", default=DEFAULT_SIGNATURE,
+        parser.add_argument("--signature", default=None if from_rule else DEFAULT_SIGNATURE,
                             help="target: a crash class, race-witnessed or any-crash "
-                                 f"(default {DEFAULT_SIGNATURE})")
-    parser.add_argument("--alpha", type=fraction_arg, default=0.05,
+                                 f"(default {DEFAULT_SIGNATURE}{also})")
+    parser.add_argument("--alpha", type=fraction_arg, default=None if from_rule else 0.05,
                         help="test level; the candidate's bound is one-sided at 1-alpha "
-                             "(default 0.05)")
-    parser.add_argument("--ceiling", type=fraction_arg, default=0.05,
-                        help="rate the candidate must be shown below (default 0.05)")
+                             f"(default 0.05{also})")
+    parser.add_argument("--ceiling", type=fraction_arg, default=None if from_rule else 0.05,
+                        help=f"rate the candidate must be shown below (default 0.05{also})")
     parser.add_argument("--power", type=fraction_arg, default=0.8,
                         help="power for launch planning (default 0.8)")
 
@@ -48,7 +57,7 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
                     "summary.json, junit.xml, report.html and summary.md.")
     compare.add_argument("baseline", metavar="BASELINE", help="baseline campaign directory")
     compare.add_argument("candidate", metavar="CANDIDATE", help="candidate campaign directory")
-    _settings_options(compare)
+    _settings_options(compare, from_rule=True)
     compare.add_argument("--fail-on", choices=("not-fixed", "inconclusive"), default=None,
                          help="exit 1 on this verdict or a worse one (inconclusive: anything "
                               "but fixed); default: exit 0 whatever the verdict")
@@ -177,10 +186,15 @@ def _compare(args: argparse.Namespace) -> int:
                              "give the --out directories of two `coldstart run` campaigns")
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise UsageError(f"--out {args.out} is a file", "give a directory for the reports")
+    baseline, candidate = load_campaign(args.baseline), load_campaign(args.candidate)
+    taken = _rule_settings(args, candidate.meta.get("until_verdict"))
     settings = VerdictSettings(signature=args.signature, alpha=args.alpha,
                                ceiling=args.ceiling, power=args.power)
-    baseline, candidate = load_campaign(args.baseline), load_campaign(args.candidate)
     comparison = compare_campaigns(baseline, candidate, settings)
+    if taken:
+        comparison = dataclasses.replace(comparison, notes=(
+            *comparison.notes, f"{', '.join(taken)} as in the candidate's --until-verdict "
+                               f"rule (campaign.json)"))
     failing = fail_verdicts(args.fail_on)
     if args.json:
         data = report_dict([summarize(baseline), summarize(candidate)], comparison,
@@ -196,6 +210,24 @@ def _compare(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"reports: {', '.join(str(p) for p in paths.values())}")
     return int(ExitCode.FAILED) if comparison.verdict in failing else int(ExitCode.OK)
+
+
+def _rule_settings(args: argparse.Namespace, kept: Any) -> list[str]:
+    """Fill compare's ``--signature/--alpha/--ceiling`` left out: from the candidate's
+    ``--until-verdict`` rule (``kept``, its ``campaign.json``'s ``until_verdict``) when it
+    has one, so that compare judges the run as its rule did; else the defaults. Returns the
+    options taken from the rule."""
+    taken = []
+    for key, default in _VERDICT_DEFAULTS.items():
+        if getattr(args, key) is not None:
+            continue
+        value = kept.get(key) if isinstance(kept, dict) else None
+        ok = isinstance(value, str) if key == "signature" else (
+            isinstance(value, (int, float)) and not isinstance(value, bool))
+        setattr(args, key, value if ok else default)
+        if ok:
+            taken.append(f"--{key} {value:g}" if key != "signature" else f"--{key} {value}")
+    return taken
 
 
 def _plan(args: argparse.Namespace) -> int:

@@ -150,6 +150,15 @@ def test_until_verdict_is_kept_for_resume_and_refused_when_it_cannot_work(
     assert "until-verdict: stopped: fixed: 0/5" in proc.stderr.replace("\n", " ")
     campaign = load_campaign(out)
     assert len(campaign.counted) == 5 and campaign.meta["launches"] == 20
+    # compare without settings judges the run as its rule did (signature and ceiling kept)
+    proc = coldstart("compare", str(base), str(out), "--no-reports")
+    text = flat(proc.stdout)
+    assert "FIXED" in text and "ceiling 50.00%" in text
+    assert (f"note: --signature {SIG}, --alpha 0.05, --ceiling 0.5 as in the candidate's "
+            f"--until-verdict rule (campaign.json)") in text
+    proc = coldstart("compare", str(base), str(out), "--no-reports", "--ceiling", "0.05")
+    assert "INCONCLUSIVE" in flat(proc.stdout)  # given settings win: 0/5 is not below 5%
+    assert "--ceiling 0.05 as in" not in flat(proc.stdout)
     # another rule, or other --launches, is refused: the thresholds are the campaign's
     for extra, message in ((["--until-verdict", str(base), "--signature", SIG, "--ceiling",
                              "0.4"], "under another rule: its --ceiling was 0.5, now 0.4"),
