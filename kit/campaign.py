@@ -273,6 +273,10 @@ def prepare_store(out: str | os.PathLike[str], *, label: str, target: str,
                                                                      list[LaunchRecord]]:
     """Create (or reopen with ``resume``) a campaign directory.
 
+    On ``resume``, nothing in ``campaign.json`` is changed here (a partly written last record
+    line is cut off): the caller writes a new ``launches`` with :func:`update_meta` once its
+    own checks have passed, so that a refused command changes nothing.
+
     Returns:
         The store and the records already in it (empty for a new campaign).
 
@@ -297,10 +301,7 @@ def prepare_store(out: str | os.PathLike[str], *, label: str, target: str,
         if launches < used:
             raise UsageError(f"cannot resume {store.path} with {launches} launches: it already "
                              f"has {used}", "resume with at least that many --launches")
-        if launches != meta.get("launches"):
-            meta["launches"] = launches
-            store.write_meta(meta)
-        return store, records
+        return store, records  # launches is written by the caller once every check passed
     if resume and store.path.exists() and any(store.path.iterdir()):
         raise UsageError(f"{store.path} is not a campaign", "choose another --out")
     meta = {"schema": SCHEMA_VERSION, "label": label, "target": target,

@@ -281,7 +281,8 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     # the rule is kept from the start, so that --resume goes on under it
     kept = {} if should_stop is None else {
         "until_verdict": should_stop.to_meta(args.until_verdict, None, "not finished")}
-    update_meta(store, build=build, devices=devices, options=options, **kept)
+    update_meta(store, build=build, devices=devices, options=options,
+                launches=args.launches, **kept)
     console = stderr_console()
     console.print(f"[bold]{target}[/] campaign [bold]{label}[/]: {scenario.describe()} "
                   f"-> {store.path}")
@@ -389,10 +390,11 @@ def execute_interleaved(args: argparse.Namespace, baseline: "TargetSetup",
         return {**rule.to_meta(str(base_out), stopped, why), **baseline_build}
 
     update_meta(base_store, build=baseline.build, devices=baseline.devices,
-                options=baseline.options,
+                options=baseline.options, launches=args.launches,
                 interleaved={"candidate": str(out), **kept(None, "not finished")})
     update_meta(store, build=candidate.build, devices=candidate.devices,
-                options=candidate.options, until_verdict=kept(None, "not finished"))
+                options=candidate.options, launches=args.launches,
+                until_verdict=kept(None, "not finished"))
     console = stderr_console()
     console.print(f"[bold]{target}[/] campaigns [bold]{base_label}[/] -> {base_store.path} and "
                   f"[bold]{label}[/] -> {store.path}, interleaved: {scenario.describe()}")

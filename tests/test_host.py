@@ -301,3 +301,17 @@ def test_sessions_that_leave_out_a_pipeline_model_are_refused_up_front(tmp_path:
     proc = coldstart("run", "host", "--scenario", "sessions=2", "--out", str(tmp_path / "c"))
     _one_line_error(proc, "infer=1 needs the keyword model(s) among the 2 sessions created")
     assert not (tmp_path / "c").exists()
+
+
+def test_a_refused_resume_changes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    run_host(out, "--scenario", "mode=serial", launches=2)
+    before = (out / "campaign.json").read_bytes()
+    proc = coldstart("run", "host", "--out", str(out), "--resume", "--launches", "5", "--poison")
+    assert proc.returncode == 2, proc.stderr
+    assert "options.poison was None, now 'glibc'" in proc.stderr
+    assert (out / "campaign.json").read_bytes() == before  # still 2 planned launches
+    # --resume --launches N, accepted, extends the campaign (README, "Campaigns and records")
+    run_host(out, "--resume", launches=3)
+    campaign = load_campaign(out)
+    assert (len(campaign.records), campaign.meta["launches"]) == (3, 3)
