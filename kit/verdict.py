@@ -36,6 +36,9 @@ __all__ = ["Verdict", "VerdictSettings", "Decision", "Needed", "ArmResult", "Dev
            "RACE_WITNESSED", "ANY_CRASH", "HEAP_ADVICE"]
 
 DEFAULT_SIGNATURE = "xnnpack-allocator-uaf"
+#: ``campaign.json`` build fields that name the bytes of a build: the host's onnxruntime
+#: library, an Android APK
+_BUILD_IDENTITY = ("ort_library_sha256", "apk_sha256")
 RACE_WITNESSED = "race-witnessed"
 ANY_CRASH = "any-crash"
 _SIGNATURE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -262,6 +265,8 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
         return Decision(Verdict.NOT_FIXED,
                         f"the candidate still {shows} {sig} in {cand} launches, a rate "
                         f"not shown lower than the baseline's {base} ({ptext}){control}",
+                        "the candidate does not remove the race: check that it contains the "
+                        "fix (build provenance)" if sig == RACE_WITNESSED else
                         "the candidate does not remove the crash: check that it contains the "
                         "fix (build provenance) and look at its crash stacks",
                         test, p, cand_upper, None)
@@ -496,7 +501,14 @@ def compare_campaigns(baseline: Campaign, candidate: Campaign,
                      f"{c_arm.scenario_description or c_arm.scenario}), so the verdict "
                      f"compares the scenarios as well as the builds")
     build_b, build_c = baseline.meta.get("build") or {}, candidate.meta.get("build") or {}
-    if build_b and build_b == build_c:
+    # the same file under two names (two host runtimes of one library) is the same build
+    same = [key for key in _BUILD_IDENTITY
+            if build_b.get(key) and build_b.get(key) == build_c.get(key)]
+    if same:
+        notes.append(f"both campaigns ran the same build ({same[0]} "
+                     f"{str(build_b[same[0]])[:12]}...): check that the candidate really is a "
+                     f"different build")
+    elif build_b and build_b == build_c:
         notes.append("both campaigns report the same build provenance: check that the "
                      "candidate really is a different build")
     if sig == RACE_WITNESSED:

@@ -86,6 +86,9 @@ def test_junit_has_the_verdict_checks_and_crash_classes(pair, tmp_path: Path) ->
     assert props["verdict"] == "fixed"
     assert root.get("failures") == "0"
     assert int(root.get("tests")) == sum(int(s.get("tests")) for s in suites)
+    lower = cases["candidate's xnnpack-allocator-uaf rate lower than the baseline's (alpha 0.05)"]
+    detail = lower.find("system-out").text
+    assert detail.startswith("p = ") and "stratified" not in detail  # one device: no such p
 
 
 def test_junit_marks_not_fixed_and_fail_on(tmp_path: Path) -> None:

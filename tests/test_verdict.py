@@ -50,6 +50,8 @@ def test_candidate_still_crashing_at_a_rate_not_shown_lower_is_not_fixed() -> No
     race = decide(1, 1, 1, 3, VerdictSettings(signature="race-witnessed", ceiling=0.02))
     assert race.verdict is Verdict.NOT_FIXED  # a witnessed race is shown, not crashed with
     assert race.reason.startswith("the candidate still shows race-witnessed in 1/3 launches")
+    assert race.advice == ("the candidate does not remove the race: check that it contains the "
+                           "fix (build provenance)")  # no crash stacks to look at
 
 
 def test_reduced_but_above_the_ceiling_is_not_fixed() -> None:
@@ -104,10 +106,19 @@ def test_different_scenarios_are_said(tmp_path: Path) -> None:
 
 
 def test_same_build_provenance_is_said(tmp_path: Path) -> None:
-    build = {"ort_library_sha256": "ab" * 32}
+    build = {"app": "ColdstartApp.app", "bundle_id": "org.coldstart.app"}
     base = make_campaign(tmp_path, "b", counts("b", 12, 20), build=build)
     cand = make_campaign(tmp_path, "c", counts("c", 0, 100), build=build)
     assert any("same build provenance" in n for n in compare_campaigns(base, cand).notes)
+    # two host runtimes of one library are one build, whatever their names
+    lib = {"ort_library_sha256": "ab" * 32}
+    base = make_campaign(tmp_path, "b2", counts("b", 12, 20), build={**lib, "runtime": "debian"})
+    cand = make_campaign(tmp_path, "c2", counts("c", 0, 100), build={**lib, "runtime": "patched"})
+    assert ("both campaigns ran the same build (ort_library_sha256 abababababab...): check "
+            "that the candidate really is a different build") in compare_campaigns(base, cand).notes
+    other = make_campaign(tmp_path, "c3", counts("c", 0, 100),
+                          build={"ort_library_sha256": "cd" * 32, "runtime": "patched"})
+    assert not any("same build" in n for n in compare_campaigns(base, other).notes)
 
 
 def test_different_targets_or_the_same_campaign_are_refused(tmp_path: Path) -> None:

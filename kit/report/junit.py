@@ -157,7 +157,9 @@ def build(data: dict[str, Any]) -> ET.ElementTree:
         check(f"candidate's {sig} rate lower than the baseline's (alpha {alpha})",
               None if p is not None and significant(p, alpha) else f"not shown lower (p = {p})",
               f"p = {p} ({test.get('method')}); Fisher p = {test.get('fisher_p')}, "
-              f"Boschloo p = {test.get('boschloo_p')}, stratified p = {comp['stratified_p']}")
+              f"Boschloo p = {test.get('boschloo_p')}"
+              + (f", stratified p = {comp['stratified_p']}" if comp.get("stratified_p")
+                 is not None else ""))
         upper = dec["candidate_upper"]
         check(f"candidate's {sig} rate below the {ceiling:g} ceiling",
               None if upper < ceiling else
