@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
-from typing import NoReturn, Sequence
+from typing import Any, NoReturn, Sequence, TextIO
 
 from . import __version__
 from .errors import ColdstartError, ExitCode
@@ -64,9 +65,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _PipeGuard:
+    """Standard output that turns into ``/dev/null`` once its reader is gone (``coldstart
+    run --json | head``): the command finishes its work (a campaign's launches, compare's
+    reports) and its exit code says how that went, instead of dying of EPIPE half-way."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._to_devnull()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._to_devnull()
+
+    def _to_devnull(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:  # the descriptor itself, so that the interpreter's last flush succeeds too
+            os.dup2(devnull, self._stream.fileno())
+        except (OSError, ValueError):
+            pass
+        finally:
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``coldstart`` console script. Returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    stdout = sys.stdout
+    sys.stdout = _PipeGuard(stdout)  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout = stdout
+
+
+def _main(argv: list[str]) -> int:
     debug = "--debug" in argv
     args = None
     try:
@@ -91,8 +135,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"coldstart: interrupted; finished launches are saved in {campaign} (resume with "
               f"--resume)" if campaign else "coldstart: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -315,3 +315,17 @@ def test_a_refused_resume_changes_nothing(tmp_path: Path) -> None:
     run_host(out, "--resume", launches=3)
     campaign = load_campaign(out)
     assert (len(campaign.records), campaign.meta["launches"]) == (3, 3)
+
+
+def test_a_closed_stdout_does_not_stop_the_campaign(tmp_path: Path) -> None:
+    # `coldstart run host --json | head -c 10`: the reader goes away after the first record
+    out = tmp_path / "c"
+    proc = subprocess.Popen([sys.executable, "-m", "kit.cli", "run", "host", "--launches", "3",
+                             "--scenario", "mode=serial", "--json", "--out", str(out)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.read(10) == b'{"v":1,"la'
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert b"Broken pipe" not in err and b"Traceback" not in err
+    assert [r.outcome for r in load_campaign(out).records] == [Outcome.COMPLETED] * 3

@@ -204,3 +204,17 @@ def test_interleaved_pair_with_real_launchers(tmp_path: Path) -> None:
                    key=lambda r: r.started_at)
     assert [r.label[0] for r in order] == list("bcbccccc")
     assert len(load_campaign(tmp_path / "candidate").records) == 6
+
+
+def test_compare_into_a_closed_pipe_still_writes_its_reports(host_pair: tuple[Path, Path],
+                                                             tmp_path: Path) -> None:
+    base, cand = host_pair  # `coldstart compare ... | head -1`
+    proc = subprocess.Popen([sys.executable, "-m", "kit.cli", "compare", str(base), str(cand),
+                             "--signature", SIG, "--out", str(tmp_path / "r")], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline()
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [
+        "junit.xml", "report.html", "summary.json", "summary.md"]
