@@ -139,10 +139,20 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         meta_path = Path(args.out or Path("runs") / (args.label or "")) / "campaign.json"
         if not args.out and not args.label:
             raise UsageError("--resume needs the campaign to resume", "pass --out DIR")
+        if meta_path.parent.exists() and not meta_path.parent.is_dir():
+            raise UsageError(f"--out {meta_path.parent} is a file",
+                             "give the campaign's directory")
         if not meta_path.exists():
             raise UsageError(f"nothing to resume: {meta_path.parent} holds no campaign",
                              "drop --resume to start one, or fix --out")
         meta = CampaignStore(meta_path.parent).read_meta()
+        pair = meta.get("interleaved")
+        if isinstance(pair, dict):
+            raise UsageError(f"{meta_path.parent} is the baseline of the interleaved run "
+                             f"{pair.get('candidate')}: resuming it alone would ignore the "
+                             f"run's rule", f"resume that run: coldstart run "
+                             f"{meta.get('target')} --resume --out "
+                             f"{shlex.quote(str(pair.get('candidate')))}")
         args.scenario = args.scenario or meta.get("scenario", "")
         args.label = args.label if args.label is not None else meta.get("label")
         kept = meta.get("until_verdict")
@@ -234,16 +244,24 @@ class ProgressView:
     def __exit__(self, *exc: object) -> None:
         self._progress.__exit__(*exc)  # type: ignore[arg-type]
 
+    def seed(self, records: Sequence[LaunchRecord]) -> None:
+        """Count the records a resumed campaign already has, so that the running counts
+        cover the whole campaign (call before :meth:`started`)."""
+        for record in records:
+            self.counts[record.outcome] = self.counts.get(record.outcome, 0) + 1
+
+    def _counts_text(self) -> str:
+        return "  ".join(f"[{_OUTCOME_STYLE[o]}]{o.value} {n}[/]"
+                         for o, n in sorted(self.counts.items(), key=lambda kv: kv[0].value))
+
     def started(self, total: int, done: int) -> None:
         self._task = self._progress.add_task(self.title, total=total, completed=done,
-                                             counts="")
+                                             counts=self._counts_text())
 
     def recorded(self, record: LaunchRecord) -> None:
         self.counts[record.outcome] = self.counts.get(record.outcome, 0) + 1
-        counts = "  ".join(f"[{_OUTCOME_STYLE[o]}]{o.value} {n}[/]"
-                           for o, n in sorted(self.counts.items(), key=lambda kv: kv[0].value))
         advance = 1 if record.counted else 0
-        self._progress.update(self._task, advance=advance, counts=counts)
+        self._progress.update(self._task, advance=advance, counts=self._counts_text())
         if self.json_out:
             import json
 
@@ -291,6 +309,7 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
                       f"({should_stop.baseline_events}/{should_stop.baseline_n}): "
                       f"{should_stop.design.describe()}", highlight=False)
     with ProgressView(console, label, json_out=args.json) as view:
+        view.seed(records)
         all_records = run_campaign(store, records, launchers, label=label, scenario=scenario,
                                    launches=args.launches, timeout_s=args.timeout,
                                    max_attempts=args.max_attempts, observer=view,
@@ -360,8 +379,14 @@ def execute_interleaved(args: argparse.Namespace, baseline: "TargetSetup",
         if path.exists() and not path.is_dir():
             raise UsageError(f"{flag} {path} is a file", "choose a directory for the campaign")
     base_existing = CampaignStore(base_out)
-    base_label = (str(base_existing.read_meta().get("label") or "baseline")
-                  if base_existing.exists() else "baseline")
+    base_meta = base_existing.read_meta() if base_existing.exists() else {}
+    base_label = str(base_meta.get("label") or "baseline")
+    for key, want in (("target", target), ("scenario", scenario.key())):
+        if base_meta and base_meta.get(key) != want:
+            raise UsageError(f"--until-verdict {base_out} holds a campaign of another {key} "
+                             f"({base_meta.get(key)!r}; this run: {want!r})",
+                             "give the baseline another directory, or this run the "
+                             "baseline's options")
     if base_label == label:
         raise UsageError(f"the baseline and this run are both labelled {label!r}",
                          "give this run another --label, e.g. --label patched")
@@ -380,7 +405,7 @@ def execute_interleaved(args: argparse.Namespace, baseline: "TargetSetup",
     store, records = prepare_store(out, label=label, target=target, scenario=scenario,
                                    launches=args.launches, resume=args.resume,
                                    meta_extra={"options": candidate.options})
-    args.campaign_dir = store.path  # for the interrupt message
+    args.campaign_dir = f"{store.path} and {base_out}"  # for the interrupt message
     if args.resume:
         _check_resume_settings(store, candidate.build, candidate.options)
     if base_store is None:
@@ -405,6 +430,7 @@ def execute_interleaved(args: argparse.Namespace, baseline: "TargetSetup",
             for s, r, setup, lab in ((base_store, base_records, baseline, base_label),
                                      (store, records, candidate, label))]
     with ProgressView(console, f"{base_label} + {label}", json_out=args.json) as view:
+        view.seed([*base_records, *records])
         result = sequential.run_interleaved(*arms, rule, observer=view)
     sig = rule.settings.signature
     need_b, need_c, _ = rule.needs_counts(*count_target(result.baseline_records, sig),

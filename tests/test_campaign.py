@@ -140,3 +140,21 @@ def test_resume_refuses_fewer_launches_than_made_and_a_meta_that_is_not_an_objec
     (tmp_path / "c" / "campaign.json").write_text("[]\n")
     with pytest.raises(DataError, match="a JSON object was expected, not list"):
         load_campaign(tmp_path / "c")
+
+
+def test_progress_counts_cover_the_records_of_a_resumed_campaign() -> None:
+    import io
+
+    from rich.console import Console
+
+    from kit.cli_common import ProgressView
+    from tests.test_summary import record
+
+    sink = io.StringIO()
+    console = Console(file=sink, width=200, force_terminal=False, color_system=None)
+    with ProgressView(console, "resumed") as view:
+        view.seed([record("r", 0, "completed"), record("r", 1, "crashed")])
+        view.started(5, 2)
+        view.recorded(record("r", 2, "completed"))
+    text = sink.getvalue()
+    assert "3/5" in text and "completed 2" in text and "crashed 1" in text

@@ -108,6 +108,12 @@ def test_both_builds_alternate_until_fixed(env: dict[str, str], tmp_path: Path) 
     assert "run under --until-verdict against" in notes[1] and "interleaved" in notes[1]
     assert all(n.endswith("stopped by the rule: fixed: baseline 2/2, candidate 0/11")
                for n in notes)
+    # the baseline of the pair is resumed through the pair, not alone
+    alone = coldstart("run", "host", "--resume", "--out", str(base), env=env)
+    assert alone.returncode == 2 and alone.stderr.strip().splitlines() == [
+        f"coldstart: error: {base} is the baseline of the interleaved run {cand}: resuming it "
+        f"alone would ignore the run's rule (resume that run: coldstart run host --resume "
+        f"--out {cand})"]
     # a resume of a settled run makes no launch
     again = coldstart("run", "host", "--resume", "--out", str(cand), env=env)
     assert again.returncode == 0, again.stderr
@@ -146,6 +152,8 @@ def test_refusals_are_one_line(env: dict[str, str], tmp_path: Path) -> None:
         assert fragment in lines[0] and lines[0].startswith("coldstart: error: ")
 
     out = ["--out", str(tmp_path / "c")]
+    finished_file = tmp_path / "file"
+    finished_file.write_text("not a campaign\n")
     refused("--baseline-runtime needs --until-verdict DIR", "--baseline-runtime", "old", *out)
     refused("--baseline-runtime is this run's own runtime (debian)", "--baseline-runtime",
             "debian", "--until-verdict", str(tmp_path / "b"), *out)
@@ -153,6 +161,12 @@ def test_refusals_are_one_line(env: dict[str, str], tmp_path: Path) -> None:
             str(tmp_path / "b"), *out)
     refused("host runtime 'nope' is not prepared", "--baseline-runtime", "nope",
             "--until-verdict", str(tmp_path / "b"), *out)
+    other = tmp_path / "other"  # a baseline directory holding a campaign of another scenario
+    prepare_store(other, label="baseline", target="host", scenario=parse_scenario(""),
+                  launches=40, resume=False)
+    refused(f"--until-verdict {other} holds a campaign of another scenario", "--runtime",
+            "patched", "--baseline-runtime", "old", "--until-verdict", str(other), *out, *RULE)
+    refused(f"--out {finished_file} is a file", "--resume", "--out", str(finished_file))
     assert not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
     finished = tmp_path / "finished"  # a run started against a finished baseline
     store, _ = prepare_store(finished, label="patched", target="host",
