@@ -308,6 +308,13 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
         console.print(f"until-verdict against {args.until_verdict} "
                       f"({should_stop.baseline_events}/{should_stop.baseline_n}): "
                       f"{should_stop.design.describe()}", highlight=False)
+        from .campaign import load_campaign
+        from .summary import unfinished_note
+
+        unfinished = unfinished_note(load_campaign(args.until_verdict))
+        if unfinished:
+            console.print(f"note: the baseline {unfinished}; the rule takes its counts as "
+                          f"they stand", highlight=False)
     with ProgressView(console, label, json_out=args.json) as view:
         view.seed(records)
         all_records = run_campaign(store, records, launchers, label=label, scenario=scenario,

@@ -20,7 +20,7 @@ from .stats import Rate, rate
 
 __all__ = ["CountRow", "DeviceRow", "OverlapSummary", "RaceSummary", "InfraErrorRow",
            "SignatureRow", "CampaignSummary", "summarize", "render_summary",
-           "example_frames", "NO_PHASE"]
+           "example_frames", "NO_PHASE", "unfinished_note"]
 
 #: ``last_phase`` shown for launches that did not even report ``start``.
 NO_PHASE = "none"
@@ -295,6 +295,22 @@ def _until_verdict_note(meta: dict[str, Any]) -> tuple[str, ...]:
     return (f"{head}: interrupted before the rule settled",)
 
 
+def unfinished_note(campaign: Campaign) -> str | None:
+    """``"campaign made 3 of its 30 planned launches (...)"`` for a campaign that was
+    interrupted before its ``launches`` (``campaign.json``), else ``None``; a campaign that
+    a sequential rule stopped is finished."""
+    planned = campaign.meta.get("launches")
+    made = len({r.index for r in campaign.records})
+    if not isinstance(planned, int) or made >= planned:
+        return None
+    for key in ("until_verdict", "interleaved"):
+        kept = campaign.meta.get(key)
+        if isinstance(kept, dict) and kept.get("stopped") is True:
+            return None
+    return (f"campaign made {made} of its {planned} planned launches (interrupted: finish it "
+            f"with --resume)")
+
+
 def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],
               confidence: float = 0.95) -> CampaignSummary:
     """Summarise a campaign (or a list of records, e.g. one in progress).
@@ -313,7 +329,9 @@ def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],
         records = list(campaign.records)
         meta = campaign.meta
         path: str | None = str(campaign.path)
-        notes = tuple(campaign.notes) + _until_verdict_note(meta)
+        unfinished = unfinished_note(campaign)
+        notes = (tuple(campaign.notes) + _until_verdict_note(meta)
+                 + ((f"this {unfinished}",) if unfinished else ()))
     else:
         records = list(campaign_or_records)
         first = records[0] if records else None
@@ -376,8 +394,10 @@ def render_summary(summary: CampaignSummary, console: "Any") -> None:
     if summary.path:
         head.append(f"\n{summary.path}", style="dim")
     console.print(head)
+    planned = (f" of {summary.planned_launches} planned" if summary.planned_launches
+               else "")
     console.print(Text(
-        f"{summary.counted} counted launches, {len(summary.infra_errors)} infra errors "
+        f"{summary.counted} counted launches{planned}, {len(summary.infra_errors)} infra errors "
         f"(not counted); crashed {summary.crashed.count}/{summary.counted} "
         f"{_rate_cell(summary.crashed)}"))
 

@@ -29,6 +29,7 @@ from .records import LaunchRecord, Outcome
 from .stats import (Plan, Rate, RateTest, StratumTable, fisher_p_vector, holm,
                     launches_to_see, lower_bound, lower_rate_test,
                     plan_launches, rate, significant, stratified_exact_p, upper_bound)
+from .summary import unfinished_note
 
 __all__ = ["Verdict", "VerdictSettings", "Decision", "Needed", "ArmResult", "DeviceResult",
            "MovedCrash", "Comparison", "decide", "compare_campaigns", "is_target",
@@ -500,6 +501,10 @@ def compare_campaigns(baseline: Campaign, candidate: Campaign,
                      f"{b_arm.scenario_description or b_arm.scenario}; candidate: "
                      f"{c_arm.scenario_description or c_arm.scenario}), so the verdict "
                      f"compares the scenarios as well as the builds")
+    for which, campaign in (("baseline", baseline), ("candidate", candidate)):
+        unfinished = unfinished_note(campaign)
+        if unfinished:
+            notes.append(f"the {which} {unfinished}")
     build_b, build_c = baseline.meta.get("build") or {}, candidate.meta.get("build") or {}
     # the same file under two names (two host runtimes of one library) is the same build
     same = [key for key in _BUILD_IDENTITY

@@ -151,7 +151,7 @@ def test_render_summary_prints_rates_and_untrusted_text_verbatim(tmp_path: Path)
     console = Console(record=True, width=120)
     render_summary(summarize(make_campaign(tmp_path, "r", recs)), console)
     text = console.export_text()
-    assert "4 counted launches, 1 infra errors (not counted)" in text
+    assert "4 counted launches of 5 planned, 1 infra errors (not counted)" in text
     assert "xnnpack-allocator-uaf" in text and "1/4" in text
     assert "25.0% [0.6%, 80.6%]" in text  # Clopper-Pearson 95% for 1/4
     assert "[red]not markup[/red]" in text

@@ -183,3 +183,21 @@ def test_race_witnessed_target_counts_launches_with_a_witness(tmp_path: Path) ->
     assert any("5 b launches had no race witness" in n for n in c.notes)
     assert is_target(base.records[0], "race-witnessed")
     assert not is_target(base.records[0], "xnnpack-allocator-uaf")
+
+
+def test_an_interrupted_campaign_is_said(tmp_path: Path) -> None:
+    from kit.campaign import CampaignStore, load_campaign, update_meta
+    from kit.summary import summarize
+
+    base = make_campaign(tmp_path, "b", counts("b", 12, 20))
+    cand = make_campaign(tmp_path, "c", counts("c", 0, 3))
+    update_meta(CampaignStore(cand.path), launches=30)
+    cand = load_campaign(cand.path)
+    note = ("the candidate campaign made 3 of its 30 planned launches (interrupted: finish it "
+            "with --resume)")
+    assert note in compare_campaigns(base, cand).notes
+    assert summarize(cand).notes[-1] == "this" + note[len("the candidate"):]
+    assert not any("planned launches" in n for n in summarize(base).notes)
+    # a run that its sequential rule stopped is finished
+    update_meta(CampaignStore(cand.path), until_verdict={"stopped": True, "why": "fixed"})
+    assert note not in compare_campaigns(base, load_campaign(cand.path)).notes
