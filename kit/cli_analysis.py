@@ -77,8 +77,8 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
                         help="the baseline's expected target rate, e.g. 0.5")
     source.add_argument("--baseline", metavar="DIR",
                         help="take the baseline's rate from this campaign")
-    plan.add_argument("--signature", default=DEFAULT_SIGNATURE,
-                      help="target when --baseline is given (default %(default)s)")
+    plan.add_argument("--signature", default=None,
+                      help=f"target when --baseline is given (default {DEFAULT_SIGNATURE})")
     _settings_options(plan, signature=False)
     plan.add_argument("--candidate-rate", type=_rate_or_zero, default=0.0,
                       help="the candidate's assumed true rate (default 0: the fix works)")
@@ -235,7 +235,11 @@ def _plan(args: argparse.Namespace) -> int:
     from .stats import launches_to_bound_with_power, launches_to_see, lower_bound, plan_launches
     from .verdict import check_signature, count_target
 
+    if args.signature is not None and not args.baseline:
+        raise UsageError("plan's --signature only applies with --baseline DIR (it picks the "
+                         "events counted there)", "drop --signature, or give --baseline DIR")
     if args.baseline:
+        args.signature = args.signature or DEFAULT_SIGNATURE
         check_signature(args.signature)
         campaign = load_campaign(args.baseline)
         events, n = count_target(campaign.records, args.signature)

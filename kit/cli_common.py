@@ -48,10 +48,14 @@ _SLOW_RULE_LAUNCHES = 5000
 
 
 def _number(text: str, what: str = "a number") -> float:
-    """``text`` as a float, or the argparse error saying it is not ``what``."""
+    """``text`` as a float — a decimal or a ratio such as ``1/150`` (how the docs quote
+    rates) — or the argparse error saying it is not ``what``."""
     try:
+        if "/" in text:
+            numerator, denominator = text.split("/", 1)
+            return float(numerator) / float(denominator)
         return float(text)
-    except ValueError:
+    except (ValueError, ZeroDivisionError):
         raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
 
 

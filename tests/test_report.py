@@ -226,6 +226,13 @@ def test_plan_command(capsys) -> None:
     out = " ".join(capsys.readouterr().out.split())
     assert out.startswith("Baseline rate 0.9999, ceiling 0.05")  # not rounded to 1
     assert "1 baseline launch sees the target at least once with 95% probability" in out
+    assert main(["plan", "--baseline-rate", "1/150", "--json"]) == 0  # a ratio, as docs quote
+    assert json.loads(capsys.readouterr().out)["fixed_design"]["candidate_launches"] == 858
+    assert main(["plan", "--baseline-rate", "0.5", "--signature", "race-witnessed"]) == 2
+    assert "plan's --signature only applies with --baseline DIR" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["plan", "--baseline-rate", "1/0"])
+    assert "'1/0' is not a number" in capsys.readouterr().err
     assert main(["plan", "--baseline-rate", "0.01", "--ceiling", "0.05",
                  "--candidate-rate", "0.02"]) == 2
     assert main(["plan", "--baseline-rate", "0.5", "--design-rate", "0.05"]) == 2
