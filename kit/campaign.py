@@ -206,7 +206,7 @@ class CampaignStore:
             try:
                 records.append(LaunchRecord.from_dict(json.loads(line)))
             except (ValueError, KeyError, TypeError) as exc:
-                notes.append(f"line {number}: unreadable record ({exc!r})")
+                notes.append(f"line {number}: unreadable record ({exc})")
         return records, notes
 
     def append(self, record: LaunchRecord) -> None:

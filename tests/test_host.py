@@ -234,6 +234,11 @@ def test_workload_that_fails_to_compile_is_a_usage_error(tmp_path: Path) -> None
                      env=env)
     _one_line_error(proc, "the workload failed to compile")
     assert "not a real ORT header" in proc.stderr
+    # an --ort-root without ORT makes nothing in the cache
+    proc = coldstart("runtime", "prepare", "--name", "empty", "--ort-root",
+                     str(tmp_path / "nothing"), env=env)
+    assert proc.returncode == 2 and "no onnxruntime_cxx_api.h" in proc.stderr
+    assert not (tmp_path / "cache" / "runtimes" / "empty").exists()
 
 
 def test_prepare_without_root_privileges_says_what_to_do(tmp_path: Path) -> None:

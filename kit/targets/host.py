@@ -233,8 +233,7 @@ def prepare_runtime(name: str = DEFAULT_RUNTIME, ort_root: str | None = None,
             return runtime
         except UsageError:
             pass
-    runtime_dir(name).mkdir(parents=True, exist_ok=True)
-    if ort_root is not None:
+    if ort_root is not None:  # checked before anything is made (runtime.save makes the dir)
         root = Path(ort_root).expanduser().resolve()
         include = root / "include"
         if (include / "onnxruntime" / "onnxruntime_cxx_api.h").exists():
@@ -246,6 +245,7 @@ def prepare_runtime(name: str = DEFAULT_RUNTIME, ort_root: str | None = None,
         runtime.save()
         log(f"runtime {name!r}: your ORT build at {root}")
         return runtime
+    runtime_dir(name).mkdir(parents=True, exist_ok=True)
     system = _host_has_system_ort()
     major = _debian_major()
     if system is None and major is not None and major >= 13:
