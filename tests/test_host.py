@@ -334,3 +334,17 @@ def test_a_closed_stdout_does_not_stop_the_campaign(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert b"Broken pipe" not in err and b"Traceback" not in err
     assert [r.outcome for r in load_campaign(out).records] == [Outcome.COMPLETED] * 3
+
+
+def test_a_link_failure_names_the_missing_symbol(tmp_path: Path) -> None:
+    from kit.errors import UsageError
+    from kit.targets.host import run_compiler
+
+    (tmp_path / "a.c").write_text("int missing_symbol(void);\nint main(void) "
+                                  "{ return missing_symbol(); }\n")
+    with pytest.raises(UsageError) as failed:
+        run_compiler(["gcc", str(tmp_path / "a.c"), "-o", str(tmp_path / "a")], "the workload",
+                     tmp_path / "build.log")
+    line = failed.value.one_line()
+    assert "undefined reference to `missing_symbol'" in line and "collect2" not in line
+    assert "collect2: error: ld returned 1 exit status" in (tmp_path / "build.log").read_text()

@@ -322,8 +322,13 @@ def run_compiler(cmd: list[str], what: str, log_path: Path) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     log_path.write_text(f"$ {shlex.join(cmd)}\n{proc.stdout}{proc.stderr}")
     if proc.returncode != 0:
-        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln),
-                     proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no output")
+        lines = proc.stderr.splitlines()
+        # the linker's own complaint, not collect2's "ld returned 1 exit status" after it
+        first = next((ln for ln in lines if "undefined reference" in ln
+                      or "cannot find -l" in ln), None) or next(
+            (ln for ln in lines if "error" in ln and not ln.startswith("collect2:")),
+            None) or next((ln for ln in lines if "error" in ln),
+                          lines[-1] if proc.stderr.strip() else "no output")
         raise UsageError(f"{what} failed to compile: {first.strip()}", f"full log: {log_path}")
 
 
