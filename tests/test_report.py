@@ -304,3 +304,14 @@ def test_files_where_campaign_directories_belong_are_named_as_files(pair, tmp_pa
         f"made by `coldstart run`)",
         f"coldstart: error: --out {afile} is a file (give a directory for the reports)"]
     assert "FIXED" not in err.out  # --out is checked before the verdict is printed
+
+
+def test_markdown_tells_campaigns_with_one_label_apart(tmp_path: Path) -> None:
+    first = make_campaign(tmp_path / "a", "baseline", counts("baseline", 1, 5))
+    second = make_campaign(tmp_path / "b", "baseline", counts("baseline", 0, 5))
+    alone = make_campaign(tmp_path / "c", "patched", counts("patched", 0, 5))
+    md = write_reports(tmp_path / "out", [first, second, alone])["markdown"].read_text()
+    rows = [line for line in md.splitlines() if line.startswith("| baseline")
+            or line.startswith("| patched")]
+    assert [r.split(" | ")[0] for r in rows] == [
+        f"| baseline (`{first.path}`)", f"| baseline (`{second.path}`)", "| patched"]

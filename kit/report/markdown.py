@@ -87,9 +87,12 @@ def render(data: dict[str, Any]) -> str:
         lines += ["", _row(["campaign", "target", "counted", "infra errors", "crashed",
                             "top crash class"]),
                   _row(["---"] * 6)]
+        labels = [c["label"] for c in camps]
         for c in camps:
             top = c["crash_classes"][0] if c["crash_classes"] else None
-            lines.append(_row([escape(c["label"]), escape(c["target"]), str(c["counted"]),
+            name = escape(c["label"]) + (f" ({code(c['path'])})" if labels.count(c["label"]) > 1
+                                         and c.get("path") else "")
+            lines.append(_row([name, escape(c["target"]), str(c["counted"]),
                                str(len(c["infra_errors"])), rate_text(c["crashed"]),
                                f"{code(top['key'])} {top['count']}" if top else "—"]))
     for c in camps:  # e.g. a sequential rule's stop, which must not read as a killed run
