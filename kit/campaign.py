@@ -282,7 +282,8 @@ def prepare_store(out: str | os.PathLike[str], *, label: str, target: str,
 
     Raises:
         UsageError: the directory holds a campaign and ``resume`` is off; or ``resume`` is
-            on and the stored label, target or scenario differ from the ones given.
+            on and the stored label, target or scenario differ from the ones given, or
+            ``launches`` is fewer than the campaign has made or plans.
     """
     check_label(label)
     store = CampaignStore(out)
@@ -301,6 +302,11 @@ def prepare_store(out: str | os.PathLike[str], *, label: str, target: str,
         if launches < used:
             raise UsageError(f"cannot resume {store.path} with {launches} launches: it already "
                              f"has {used}", "resume with at least that many --launches")
+        planned = meta.get("launches")
+        if isinstance(planned, int) and launches < planned:  # it would read as finished
+            raise UsageError(f"cannot resume {store.path} with {launches} launches: it plans "
+                             f"{planned}", "resume without --launches (compare and report use "
+                                           "an unfinished campaign as it is)")
         return store, records  # launches is written by the caller once every check passed
     if resume and store.path.exists() and any(store.path.iterdir()):
         raise UsageError(f"{store.path} is not a campaign", "choose another --out")

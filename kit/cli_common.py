@@ -188,7 +188,9 @@ def _check_resume_settings(store: CampaignStore, build: dict[str, Any],
     holds launches of one setup: ``campaign.json`` describes them all)."""
     meta = store.read_meta()
     changed = []
-    for section, new in (("build", build), ("options", options)):
+    # options first: they are what the user typed (--poison, --witness...), the build
+    # follows from them
+    for section, new in (("options", options), ("build", build)):
         old = meta.get(section) or {}
         for key, value in new.items():
             if key in old and old[key] != value and key != "ort_versions_reported":
@@ -292,8 +294,7 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
 
         _check_rule_args(args, out, target, [options])
         should_stop = sequential.stop_rule_from_args(args, target=target)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file", "choose a directory for the campaign")
+    check_directory_arg(out, "--out")
     store, records = prepare_store(out, label=label, target=target, scenario=scenario,
                                    launches=args.launches, resume=args.resume,
                                    meta_extra={"options": options})
@@ -315,10 +316,18 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
         from .campaign import load_campaign
         from .summary import unfinished_note
 
-        unfinished = unfinished_note(load_campaign(args.until_verdict))
+        from .verdict import option_differences
+
+        base = load_campaign(args.until_verdict)
+        unfinished = unfinished_note(base)
         if unfinished:
             console.print(f"note: the baseline {unfinished}; the rule takes its counts as "
                           f"they stand", highlight=False)
+        differ = option_differences(base.meta.get("options"), options)
+        if differ:
+            console.print(f"note: the baseline ran with other launch options "
+                          f"({'; '.join(differ)}): the verdict will compare them as well as "
+                          f"the builds", highlight=False)
     with ProgressView(console, label, json_out=args.json) as view:
         view.seed(records)
         all_records = run_campaign(store, records, launchers, label=label, scenario=scenario,
@@ -341,6 +350,58 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     if all_records and not any(r.counted for r in all_records):
         return int(ExitCode.INFRA)
     return int(ExitCode.OK)
+
+
+def check_directory_arg(path: Path, flag: str) -> None:
+    """Refuse a directory option that cannot become a directory: the path, or the nearest
+    part of it that exists, is a file.
+
+    Raises:
+        UsageError: ``flag PATH is a file`` or ``... PART is a file``.
+    """
+    for part in (path, *path.parents):
+        if part.exists():
+            if not part.is_dir():
+                what = f"{flag} {path} is a file" if part == path else \
+                    f"{flag} {path} cannot be made: {part} is a file"
+                raise UsageError(what, "choose a directory")
+            return
+
+
+def _check_baseline_dir(base_out: Path, meta: dict[str, Any], out: Path, target: str,
+                        scenario: Scenario, launches: int) -> None:
+    """Refuse an interleaved run's baseline directory that holds a campaign it cannot
+    continue: another target or scenario, more launches planned than ``--launches``, one
+    already finished (then the run is an ordinary ``--until-verdict`` against it), or the
+    baseline of another interleaved run.
+
+    Raises:
+        UsageError: one of the above, saying which.
+    """
+    if not meta:
+        return
+    flag = f"--until-verdict {base_out}"
+    for key, want in (("target", target), ("scenario", scenario.key())):
+        if meta.get(key) != want:
+            raise UsageError(f"{flag} holds a campaign of another {key} ({meta.get(key)!r}; "
+                             f"this run: {want!r})", "give the baseline another directory, "
+                                                     "or this run the baseline's options")
+    pair = meta.get("interleaved")
+    theirs = pair.get("candidate") if isinstance(pair, dict) else None
+    if theirs is not None and Path(str(theirs)).resolve() != out.resolve():
+        raise UsageError(f"{flag} is the baseline of the interleaved run {theirs}",
+                         f"resume that run (--resume --out {shlex.quote(str(theirs))}), or "
+                         f"give this run a baseline directory of its own")
+    planned = meta.get("launches")
+    if isinstance(planned, int) and planned > launches:
+        raise UsageError(f"{flag} plans {planned} launches, more than this run's --launches "
+                         f"{launches}", f"give --launches {planned} (each build makes at most "
+                                        f"--launches)")
+    made = len({r.index for r in CampaignStore(base_out).read_records()[0]})
+    if theirs is None and isinstance(planned, int) and made >= planned:
+        raise UsageError(f"{flag} is a finished campaign ({made} of {planned} launches): "
+                         f"no baseline launch is left to interleave",
+                         "drop --baseline-runtime to run against it as it is")
 
 
 def kept_rule(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -387,21 +448,21 @@ def execute_interleaved(args: argparse.Namespace, baseline: "TargetSetup",
     assert rule is not None  # --until-verdict is set
     base_out = Path(args.until_verdict)
     for path, flag in ((out, "--out"), (base_out, "--until-verdict")):
-        if path.exists() and not path.is_dir():
-            raise UsageError(f"{flag} {path} is a file", "choose a directory for the campaign")
+        check_directory_arg(path, flag)
+    store: CampaignStore | None = None
+    records: list[LaunchRecord] = []
+    if args.resume:  # this run's own campaign first: a resume names what differs in it
+        store, records = prepare_store(out, label=label, target=target, scenario=scenario,
+                                       launches=args.launches, resume=True)
+        _check_resume_settings(store, candidate.build, candidate.options)
     base_existing = CampaignStore(base_out)
-    base_meta = base_existing.read_meta() if base_existing.exists() else {}
+    base_there = base_existing.exists()
+    base_meta = base_existing.read_meta() if base_there else {}
     base_label = str(base_meta.get("label") or "baseline")
-    for key, want in (("target", target), ("scenario", scenario.key())):
-        if base_meta and base_meta.get(key) != want:
-            raise UsageError(f"--until-verdict {base_out} holds a campaign of another {key} "
-                             f"({base_meta.get(key)!r}; this run: {want!r})",
-                             "give the baseline another directory, or this run the "
-                             "baseline's options")
+    _check_baseline_dir(base_out, base_meta, out, target, scenario, args.launches)
     if base_label == label:
         raise UsageError(f"the baseline and this run are both labelled {label!r}",
                          "give this run another --label, e.g. --label patched")
-    base_there = base_existing.exists()
 
     def open_baseline() -> tuple[CampaignStore, list[LaunchRecord]]:
         opened = prepare_store(base_out, label=base_label, target=target, scenario=scenario,
@@ -411,14 +472,13 @@ def execute_interleaved(args: argparse.Namespace, baseline: "TargetSetup",
             _check_resume_settings(opened[0], baseline.build, baseline.options)
         return opened
 
-    # a campaign that is there is checked first, so that a refusal makes no new directory
+    # what is there is checked before anything is made, so that a refusal makes nothing
     base_store, base_records = open_baseline() if base_there else (None, [])
-    store, records = prepare_store(out, label=label, target=target, scenario=scenario,
-                                   launches=args.launches, resume=args.resume,
-                                   meta_extra={"options": candidate.options})
+    if store is None:
+        store, records = prepare_store(out, label=label, target=target, scenario=scenario,
+                                       launches=args.launches, resume=False,
+                                       meta_extra={"options": candidate.options})
     args.campaign_dir = f"{store.path} and {base_out}"  # for the interrupt message
-    if args.resume:
-        _check_resume_settings(store, candidate.build, candidate.options)
     if base_store is None:
         base_store, base_records = open_baseline()
 

@@ -690,7 +690,15 @@ def interleave(baseline: Side, candidate: Side, rule: InterleavedRule | None) ->
                 side.step()
                 ran = True
         if not ran:
-            return why if rule is None else f"both builds reached their launches ({why})"
+            if rule is None:
+                return why
+            full = [side.slots >= side.launches for side in (baseline, candidate)]
+            if all(full):
+                return f"both builds reached their launches ({why})"
+            which = "baseline" if full[0] else "candidate"
+            side = baseline if full[0] else candidate
+            return (f"the {which} reached its {side.launches} launches and the other build "
+                    f"needs no more ({why})")
 
 
 @dataclasses.dataclass

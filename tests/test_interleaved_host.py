@@ -24,6 +24,7 @@ from kit.campaign import load_campaign, prepare_store, update_meta
 from kit.modelset import cache_dir
 from kit.records import Outcome
 from kit.scenario import parse_scenario
+from tests.test_summary import record
 
 ROOT = Path(__file__).resolve().parent.parent
 DOUBLE = ROOT / "tests" / "doubles" / "crashing_workload.py"
@@ -167,6 +168,26 @@ def test_refusals_are_one_line(env: dict[str, str], tmp_path: Path) -> None:
     refused(f"--until-verdict {other} holds a campaign of another scenario", "--runtime",
             "patched", "--baseline-runtime", "old", "--until-verdict", str(other), *out, *RULE)
     refused(f"--out {finished_file} is a file", "--resume", "--out", str(finished_file))
+    serial = parse_scenario("mode=serial")
+    big = tmp_path / "big"
+    prepare_store(big, label="baseline", target="host", scenario=serial, launches=100,
+                  resume=False)
+    pair = ["--runtime", "patched", "--baseline-runtime", "old", *out, *RULE]
+    refused(f"--until-verdict {big} plans 100 launches, more than this run's --launches 40",
+            "--until-verdict", str(big), *pair)
+    taken = tmp_path / "taken"
+    store, _ = prepare_store(taken, label="baseline", target="host", scenario=serial,
+                             launches=40, resume=False)
+    update_meta(store, interleaved={"candidate": str(tmp_path / "elsewhere")})
+    refused(f"--until-verdict {taken} is the baseline of the interleaved run "
+            f"{tmp_path / 'elsewhere'}", "--until-verdict", str(taken), *pair)
+    done = tmp_path / "done"
+    store, _ = prepare_store(done, label="baseline", target="host", scenario=serial,
+                             launches=1, resume=False)
+    store.append(record("baseline", 0, "crashed", crash_class="other-native-crash"))
+    refused(f"--until-verdict {done} is a finished campaign (1 of 1 launches)", "--until-verdict",
+            str(done), "--launches", "40", *pair)
+    assert not (tmp_path / "c").exists()
     assert not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
     finished = tmp_path / "finished"  # a run started against a finished baseline
     store, _ = prepare_store(finished, label="patched", target="host",

@@ -14,7 +14,8 @@ from scipy import stats
 
 from kit.errors import UsageError
 from kit.sequential import (InterleavedRule, SprtDesign, SprtState, add_until_verdict_options,
-                            interleaved_rule_from_args, make_stop_rule, stop_rule_from_args)
+                            interleave, interleaved_rule_from_args, make_stop_rule,
+                            stop_rule_from_args)
 from kit.stats import _k_max, upper_bound
 from kit.verdict import Verdict, VerdictSettings, compare_campaigns
 from tests.test_summary import counts, make_campaign, record
@@ -228,3 +229,37 @@ def test_k_max_table_matches_the_one_at_a_time_bound(ceiling: float, n_max: int)
     assert table[0] == -1
     for n in (1, 2, 5, 59, 60, n_max // 3, n_max):
         assert table[n] == _k_max(n, ceiling, 0.05)
+
+
+@dataclasses.dataclass
+class ScriptedSideDouble:
+    """A build whose launches have scripted target events (the Side protocol)."""
+
+    events_script: list[int]
+    launches: int
+    n: int = 0
+    events: int = 0
+
+    @property
+    def slots(self) -> int:
+        return self.n
+
+    def counts(self, signature: str) -> tuple[int, int]:
+        return self.events, self.n
+
+    def step(self) -> None:
+        self.events += self.events_script[self.n] if self.n < len(self.events_script) else 0
+        self.n += 1
+
+
+def test_an_interleaved_run_says_which_build_ran_out() -> None:
+    # the baseline shows 1/3 and may make no more; the candidate is below the ceiling after
+    # 11 clean launches, but 1/3 vs 0/11 is not significant: nothing can go on
+    rule = InterleavedRule(SprtDesign(0.3, 0.075, 0.05, 0.2, 40),
+                           VerdictSettings(signature="other-native-crash", ceiling=0.3))
+    base, cand = ScriptedSideDouble([1], 3), ScriptedSideDouble([], 40)
+    why = interleave(base, cand, rule)
+    assert (base.n, cand.n) == (3, 11)
+    assert why.startswith("the baseline reached its 3 launches and the other build needs no "
+                          "more (the candidate (0/11) is below the ceiling; the baseline (1/3) "
+                          "does not yet show it is lower)")
