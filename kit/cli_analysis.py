@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .campaign import iter_campaign_dirs, load_campaign
-from .cli_common import fraction_arg
+from .cli_common import check_directory_arg, fraction_arg
 from .errors import ExitCode, UsageError
 from .verdict import DEFAULT_SIGNATURE, Comparison, Verdict, VerdictSettings
 
@@ -150,9 +150,12 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
                   f"{c.upper:.2%}")
     console.print(table)
     if dec.test is not None:
-        line = f"one-sided p = {dec.p:.2g} (Fisher {dec.test.fisher_p:.2g}"
+        from .verdict import p_text
+
+        line = (f"one-sided p = {p_text(dec.p, s.alpha)} (Fisher "
+                f"{p_text(dec.test.fisher_p, s.alpha)}")
         if dec.test.boschloo_p is not None:
-            line += f", Boschloo {dec.test.boschloo_p:.2g}"
+            line += f", Boschloo {p_text(dec.test.boschloo_p, s.alpha)}"
         line += ")"
         if comparison.stratified_p is not None:
             line += f"; stratified over devices p = {comparison.stratified_p:.2g}"
@@ -184,8 +187,8 @@ def _compare(args: argparse.Namespace) -> int:
             what = "is a file" if Path(path).exists() else "does not exist"
             raise UsageError(f"campaign directory {path} {what}",
                              "give the --out directories of two `coldstart run` campaigns")
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise UsageError(f"--out {args.out} is a file", "give a directory for the reports")
+    if args.out:
+        check_directory_arg(Path(args.out), "--out")
     baseline, candidate = load_campaign(args.baseline), load_campaign(args.candidate)
     taken = _rule_settings(args, candidate.meta.get("until_verdict"))
     settings = VerdictSettings(signature=args.signature, alpha=args.alpha,

@@ -103,6 +103,22 @@ class ModelSet:
                 return model
         raise DataError(f"the manifest has no {role} model", "restore models/manifest.json")
 
+    def fingerprint(self) -> str:
+        """16 hex digits of a sha256 over the pinned model and clip digests and
+        ``expected.json``'s bytes: two campaigns with the same fingerprint ran the same
+        inputs and judged the same expected scores. Raises :class:`DataError` when
+        ``expected.json`` is missing."""
+        digest = hashlib.sha256()
+        for model in self.models:
+            digest.update(f"{model.name}={model.sha256};".encode())
+        digest.update(f"clip={self.clip_sha256};".encode())
+        try:
+            digest.update(self.expected_path.read_bytes())
+        except FileNotFoundError:
+            raise DataError(f"{self.expected_path} is missing",
+                            "restore models/expected.json (git checkout models/)") from None
+        return digest.hexdigest()[:16]
+
     def expected(self) -> dict[str, Any]:
         """``expected.json`` as a dict. Raises :class:`DataError` when missing or invalid."""
         try:

@@ -140,6 +140,8 @@ class CampaignSummary:
             records, when summarised from records alone).
         path: the campaign directory, or ``None``.
         planned_launches: ``launches`` from ``campaign.json`` (``None`` if unknown).
+        unfinished: the note for a campaign interrupted before its planned launches
+            (:func:`unfinished_note`), else ``None``.
         records, counted: lines in ``launches.jsonl`` and those that enter rates.
         crashed: launches whose outcome is ``crashed``.
         outcomes, crash_classes, last_phases, targets: one :class:`CountRow` per key, most
@@ -177,6 +179,7 @@ class CampaignSummary:
     infra_errors: tuple[InfraErrorRow, ...]
     notes: tuple[str, ...]
     confidence: float = 0.95
+    unfinished: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``campaigns[]`` entries of ``summary.json``)."""
@@ -297,16 +300,16 @@ def _until_verdict_note(meta: dict[str, Any]) -> tuple[str, ...]:
 
 def unfinished_note(campaign: Campaign) -> str | None:
     """``"campaign made 3 of its 30 planned launches (...)"`` for a campaign that was
-    interrupted before its ``launches`` (``campaign.json``), else ``None``; a campaign that
-    a sequential rule stopped is finished."""
+    interrupted before its ``launches`` (``campaign.json``), else ``None``; a campaign run
+    under a sequential rule that ended (settled or not) is finished."""
     planned = campaign.meta.get("launches")
     made = len({r.index for r in campaign.records})
     if not isinstance(planned, int) or made >= planned:
         return None
     for key in ("until_verdict", "interleaved"):
-        kept = campaign.meta.get(key)
-        if isinstance(kept, dict) and kept.get("stopped") is True:
-            return None
+        kept = campaign.meta.get(key)  # stopped: None while running, then True or False
+        if isinstance(kept, dict) and kept.get("stopped") is not None:
+            return None  # ended under its rule (settled, or nothing more it could do)
     return (f"campaign made {made} of its {planned} planned launches (interrupted: finish it "
             f"with --resume)")
 
@@ -337,7 +340,7 @@ def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],
         first = records[0] if records else None
         meta = {"label": first.label, "target": first.target,
                 "scenario": _scenario_key(first.scenario)} if first else {}
-        path, notes = None, ()
+        path, notes, unfinished = None, (), None
     counted = [r for r in records if r.counted]
     n = len(counted)
     crashed = [r for r in counted if r.outcome is Outcome.CRASHED]
@@ -370,7 +373,8 @@ def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],
         race=_race(counted, confidence), signatures=_signatures(counted),
         infra_errors=tuple(InfraErrorRow(r.launch_id, r.index, r.attempt, r.device,
                                          r.error or "") for r in records if not r.counted),
-        notes=notes, confidence=confidence)
+        notes=notes, confidence=confidence,
+        unfinished=f"this {unfinished}" if unfinished else None)
 
 
 def _rate_cell(r: Rate) -> str:
@@ -432,7 +436,10 @@ def render_summary(summary: CampaignSummary, console: "Any") -> None:
             f"{o.median_start_spread_ms:.2f} ms (max {o.max_start_spread_ms:.2f} ms)"))
     else:
         console.print(Text("Create overlap: no launch reported two or more create timings"))
-    if summary.race is not None:
+    if summary.race is not None and summary.race.witnessed.n == 0:
+        console.print(Text("Race witness: no launch had it (off, or not available for this "
+                           "runtime: campaign.json's options.witness says why)"))
+    elif summary.race is not None:
         w = summary.race.witnessed
         skew = summary.race.median_skew_us
         skew_text = "" if skew is None else f"; median arrival skew at XNNPACK init " \

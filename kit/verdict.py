@@ -34,7 +34,7 @@ from .summary import unfinished_note
 __all__ = ["Verdict", "VerdictSettings", "Decision", "Needed", "ArmResult", "DeviceResult",
            "MovedCrash", "Comparison", "decide", "compare_campaigns", "is_target",
            "is_eligible", "count_target", "check_signature", "DEFAULT_SIGNATURE",
-           "RACE_WITNESSED", "ANY_CRASH", "HEAP_ADVICE"]
+           "RACE_WITNESSED", "ANY_CRASH", "HEAP_ADVICE", "option_differences", "p_text"]
 
 DEFAULT_SIGNATURE = "xnnpack-allocator-uaf"
 #: ``campaign.json`` build fields that name the bytes of a build: the host's onnxruntime
@@ -189,8 +189,14 @@ def _pct(x: float) -> str:
     return text
 
 
-def _p(x: float) -> str:
-    return f"{x:.2g}"
+def p_text(p: float, alpha: float | None = None) -> str:
+    """A p-value to two significant digits, or four where two would read as ``alpha``
+    itself (0.04974 is "0.04974" at alpha 0.05, not "0.05")."""
+    short = f"{p:.2g}"
+    if alpha is not None and p != alpha and short == f"{alpha:.2g}":
+        return f"{p:.4g}"
+    return short
+
 
 
 def clean_launches_to_fixed(x_b: int, n_b: int, x_c: int, n_c: int, *, alpha: float,
@@ -252,9 +258,9 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
     p = test.p if stratified_p is None else stratified_p
     how = ("stratified exact test over devices" if stratified_p is not None else
            "Boschloo's exact test" if test.method == "boschloo" else "Fisher's exact test")
-    ptext = f"one-sided p = {_p(p)}, {how}"
+    ptext = f"one-sided p = {p_text(p, alpha)}, {how}"
     if stratified_p is None and test.method == "boschloo":
-        ptext += f"; Fisher's p = {_p(test.fisher_p)}"
+        ptext += f"; Fisher's p = {p_text(test.fisher_p, alpha)}"
     lower = significant(p, alpha)
     base = f"{x_b}/{n_b}"
     cand = f"{x_c}/{n_c}"
@@ -474,6 +480,21 @@ def _moved(base: Sequence[LaunchRecord], cand: Sequence[LaunchRecord], signature
     return tuple(out)
 
 
+#: ``campaign.json`` options that change what a launch does, and so confound a comparison
+_LAUNCH_OPTIONS = ("poison", "env", "witness", "delivery", "model_set")
+
+
+def option_differences(baseline: Any, candidate: Any) -> list[str]:
+    """``["poison: baseline None, candidate 'glibc'", ...]`` for the launch-shaping options
+    (:data:`_LAUNCH_OPTIONS`) that two campaigns' ``options`` (from ``campaign.json``) set
+    differently; options only one campaign records are left out (older campaigns)."""
+    if not isinstance(baseline, dict) or not isinstance(candidate, dict):
+        return []
+    return [f"{key}: baseline {baseline[key]!r}, candidate {candidate[key]!r}"
+            for key in _LAUNCH_OPTIONS
+            if key in baseline and key in candidate and baseline[key] != candidate[key]]
+
+
 def compare_campaigns(baseline: Campaign, candidate: Campaign,
                       settings: VerdictSettings = VerdictSettings()) -> Comparison:
     """Compare two loaded campaigns and state the verdict.
@@ -501,6 +522,10 @@ def compare_campaigns(baseline: Campaign, candidate: Campaign,
                      f"{b_arm.scenario_description or b_arm.scenario}; candidate: "
                      f"{c_arm.scenario_description or c_arm.scenario}), so the verdict "
                      f"compares the scenarios as well as the builds")
+    differ = option_differences(baseline.meta.get("options"), candidate.meta.get("options"))
+    if differ:
+        notes.append(f"the campaigns ran with different launch options ({'; '.join(differ)}), "
+                     f"so the verdict compares the options as well as the builds")
     for which, campaign in (("baseline", baseline), ("candidate", candidate)):
         unfinished = unfinished_note(campaign)
         if unfinished:

@@ -348,3 +348,32 @@ def test_a_link_failure_names_the_missing_symbol(tmp_path: Path) -> None:
     line = failed.value.one_line()
     assert "undefined reference to `missing_symbol'" in line and "collect2" not in line
     assert "collect2: error: ld returned 1 exit status" in (tmp_path / "build.log").read_text()
+
+
+def test_a_runtime_whose_workload_is_gone_is_refused_up_front(tmp_path: Path) -> None:
+    info = json.loads(coldstart("runtime", "info").stdout)
+    info.pop("loader")
+    cache = tmp_path / "cache"
+    (cache / "runtimes" / "gone").mkdir(parents=True)
+    (cache / "runtimes" / "gone" / "runtime.json").write_text(
+        json.dumps({**info, "name": "gone", "workload": str(tmp_path / "no-such-binary")}))
+    proc = coldstart("run", "host", "--runtime", "gone", "--no-witness", "--out",
+                     str(tmp_path / "c"), env={"COLDSTART_CACHE": str(cache)})
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "coldstart: error: the workload for runtime 'gone' is not built (run `coldstart "
+        "runtime build --runtime gone`)"]
+    assert not (tmp_path / "c").exists()
+
+
+def test_resume_with_other_expected_scores_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    run_host(out, "--scenario", "mode=serial", launches=1)
+    models = tmp_path / "models"
+    shutil.copytree(ROOT / "models", models)
+    expected = json.loads((models / "expected.json").read_text())
+    expected["scores"] = [s / 2 for s in expected["scores"]]
+    (models / "expected.json").write_text(json.dumps(expected))
+    proc = coldstart("run", "host", "--out", str(out), "--resume", "--launches", "2",
+                     "--models", str(models))
+    assert proc.returncode == 2 and "options.model_set was" in proc.stderr, proc.stderr
+    assert len(load_campaign(out).records) == 1

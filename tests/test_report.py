@@ -294,6 +294,7 @@ def test_files_where_campaign_directories_belong_are_named_as_files(pair, tmp_pa
     assert main(["report", str(afile)]) == 2
     assert main(["plan", "--baseline", str(afile)]) == 2
     assert main(["compare", str(base.path), str(cand.path), "--out", str(afile)]) == 2
+    assert main(["compare", str(base.path), str(cand.path), "--out", str(afile / "x")]) == 2
     err = capsys.readouterr()
     lines = err.err.strip().splitlines()
     assert lines == [
@@ -302,7 +303,9 @@ def test_files_where_campaign_directories_belong_are_named_as_files(pair, tmp_pa
         f"coldstart: error: {afile} is a file (give campaign directories)",
         f"coldstart: error: {afile} is a file, not a campaign directory (point at a directory "
         f"made by `coldstart run`)",
-        f"coldstart: error: --out {afile} is a file (give a directory for the reports)"]
+        f"coldstart: error: --out {afile} is a file (choose a directory)",
+        f"coldstart: error: --out {afile / 'x'} cannot be made: {afile} is a file (choose a "
+        f"directory)"]
     assert "FIXED" not in err.out  # --out is checked before the verdict is printed
 
 

@@ -175,3 +175,14 @@ def test_race_summary_puts_skews_and_crashes_beside_witnessed_races(tmp_path: Pa
     text = console.export_text()
     assert "median arrival skew at XNNPACK init 12.5 us (8.0 us when witnessed); 1 of those " \
            "crashed" in text
+
+
+def test_a_campaign_without_the_witness_says_so(tmp_path: Path) -> None:
+    off = {"available": False, "witnessed": False, "contexts": [], "calls": [],
+           "skew_us": None, "reason": "turned off (--no-witness)"}
+    recs = [record("w", i, race=off) for i in range(3)]
+    console = Console(record=True, width=200)
+    render_summary(summarize(make_campaign(tmp_path, "w", recs)), console)
+    text = console.export_text()
+    assert "Race witness: no launch had it (off, or not available for this runtime" in text
+    assert "0/0" not in text

@@ -198,6 +198,38 @@ def test_an_interrupted_campaign_is_said(tmp_path: Path) -> None:
     assert note in compare_campaigns(base, cand).notes
     assert summarize(cand).notes[-1] == "this" + note[len("the candidate"):]
     assert not any("planned launches" in n for n in summarize(base).notes)
-    # a run that its sequential rule stopped is finished
-    update_meta(CampaignStore(cand.path), until_verdict={"stopped": True, "why": "fixed"})
-    assert note not in compare_campaigns(base, load_campaign(cand.path)).notes
+    assert summarize(cand).unfinished == summarize(cand).notes[-1]
+    from kit.report import write_reports
+    import xml.etree.ElementTree as ET
+
+    junit = ET.parse(write_reports(tmp_path / "r", [cand])["junit"]).getroot()
+    case = junit.find("testsuite/testcase[@name='finished (every planned launch made, or "
+                      "ended by its rule)']")
+    assert case is not None and case.find("failure") is not None
+    # a run that ended under its sequential rule is finished, settled or not
+    for stopped in (True, False):
+        update_meta(CampaignStore(cand.path), until_verdict={"stopped": stopped, "why": "w"})
+        assert note not in compare_campaigns(base, load_campaign(cand.path)).notes
+
+
+def test_different_launch_options_are_said(tmp_path: Path) -> None:
+    from kit.campaign import CampaignStore, load_campaign, update_meta
+
+    base = make_campaign(tmp_path, "b", counts("b", 12, 20))
+    cand = make_campaign(tmp_path, "c", counts("c", 0, 100))
+    update_meta(CampaignStore(base.path), options={"poison": None, "timeout_s": 30,
+                                                   "witness": "on", "model_set": "a1"})
+    update_meta(CampaignStore(cand.path), options={"poison": "glibc", "timeout_s": 60,
+                                                   "witness": "on", "model_set": "a1"})
+    notes = compare_campaigns(load_campaign(base.path), load_campaign(cand.path)).notes
+    assert ("the campaigns ran with different launch options (poison: baseline None, "
+            "candidate 'glibc'), so the verdict compares the options as well as the builds"
+            ) in notes  # a timeout is not a launch option that changes what a launch does
+
+
+def test_a_p_value_just_under_alpha_does_not_read_as_alpha() -> None:
+    from kit.verdict import p_text
+
+    assert (p_text(0.04974, 0.05), p_text(0.016, 0.05), p_text(0.05, 0.05)) == (
+        "0.04974", "0.016", "0.05")
+    assert p_text(0.0496) == "0.05"  # without alpha: two digits

@@ -78,6 +78,9 @@ def _campaign_suite(root: ET.Element, camp: dict[str, Any], stamp: str,
                failure=None if camp["counted"] else "no counted launch (every launch was an "
                                                     "infra error, or none ran)",
                out=f"{camp['counted']} counted of {camp['records']} records")
+    suite.case(cls, "finished (every planned launch made, or ended by its rule)",
+               failure=camp.get("unfinished"),
+               out=f"{camp['records']} records, {camp.get('planned_launches')} planned")
     infra = camp["infra_errors"]
     suite.case(cls, "infra errors (retried, never counted)",
                out="\n".join(f"{e['launch_id']} on {e['device']}: {e['error']}"

@@ -142,6 +142,7 @@ def _setup(args: argparse.Namespace, log: Callable[[str], None] = _log) -> Targe
     runtime = host.load_runtime(args.runtime)
     if runtime.workload_hash is None:
         runtime = host.build_workload(runtime, log=log)
+    runtime.command()  # a workload binary that is gone: one line now, not infra errors later
     witness_lib, witness_note = _witness_for(runtime, args.witness, log)
     launcher = host.HostLauncher(runtime, ms, poison=args.poison, witness=witness_lib)
     build = {"runtime": runtime.name, "kind": runtime.kind, "ort_library": runtime.ort_library,
@@ -150,7 +151,7 @@ def _setup(args: argparse.Namespace, log: Callable[[str], None] = _log) -> Targe
              "workload_hash": runtime.workload_hash, "witness_library": witness_lib}
     options = {"poison": "glibc" if args.poison else None, "timeout_s": args.timeout,
                "env": dict(host.POISON_ENV) if args.poison else {},
-               "witness": witness_note}
+               "witness": witness_note, "model_set": ms.fingerprint()}
     return TargetSetup(target="host", launchers=[launcher], build=build, options=options,
                        devices=[{"id": launcher.device, "kind": "host"}])
 
