@@ -336,12 +336,8 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
                                    should_stop=should_stop)
     if should_stop is not None:
         stopped, why = should_stop.decision([r for r in all_records if r.counted])
-        console.print(f"until-verdict: {'stopped: ' if stopped else 'not settled: '}{why}")
-        settings = should_stop.settings
-        console.print(f"verdict: coldstart compare {shlex.quote(args.until_verdict)} "
-                      f"{shlex.quote(str(store.path))} --signature {settings.signature} "
-                      f"--alpha {settings.alpha:g} --ceiling {settings.ceiling:g}",
-                      highlight=False, soft_wrap=True)
+        _print_rule_end(console, stopped, why, args.until_verdict, store.path,
+                        should_stop.settings)
         update_meta(store, until_verdict=should_stop.to_meta(args.until_verdict, stopped, why))
     from .campaign import load_campaign
     from .summary import render_summary, summarize
@@ -350,6 +346,17 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
     if all_records and not any(r.counted for r in all_records):
         return int(ExitCode.INFRA)
     return int(ExitCode.OK)
+
+
+def _print_rule_end(console: Console, stopped: bool, why: str, baseline: str | Path,
+                    candidate: Path, settings: Any) -> None:
+    """How a run under ``--until-verdict`` ended, and the ``compare`` command that states
+    its verdict (``settings``: the rule's :class:`~kit.verdict.VerdictSettings`)."""
+    console.print(f"until-verdict: {'stopped: ' if stopped else 'not settled: '}{why}")
+    console.print(f"verdict: coldstart compare {shlex.quote(str(baseline))} "
+                  f"{shlex.quote(str(candidate))} --signature {settings.signature} "
+                  f"--alpha {settings.alpha:g} --ceiling {settings.ceiling:g}",
+                  highlight=False, soft_wrap=True)
 
 
 def check_directory_arg(path: Path, flag: str) -> None:
@@ -507,12 +514,7 @@ def execute_interleaved(args: argparse.Namespace, baseline: "TargetSetup",
     need_b, need_c, _ = rule.needs_counts(*count_target(result.baseline_records, sig),
                                           *count_target(result.candidate_records, sig))
     stopped = not (need_b or need_c)
-    console.print(f"until-verdict: {'stopped: ' if stopped else 'not settled: '}{result.why}")
-    settings = rule.settings
-    console.print(f"verdict: coldstart compare {shlex.quote(str(base_out))} "
-                  f"{shlex.quote(str(store.path))} --signature {settings.signature} "
-                  f"--alpha {settings.alpha:g} --ceiling {settings.ceiling:g}",
-                  highlight=False, soft_wrap=True)
+    _print_rule_end(console, stopped, result.why, base_out, store.path, rule.settings)
     update_meta(base_store, interleaved={"candidate": str(out), **kept(stopped, result.why)})
     update_meta(store, until_verdict=kept(stopped, result.why))
     for path in (base_store.path, store.path):
