@@ -494,13 +494,8 @@ class StopRule:
         counts, the verdict settings, the design and its thresholds (as LRs), and how the
         run ended (``stopped`` is ``None`` while it runs); :func:`resume_rule` reads it
         back on ``--resume``."""
-        design = self.design
-        return {"baseline": baseline, "baseline_events": self.baseline_events,
-                "baseline_n": self.baseline_n, "signature": self.settings.signature,
-                "alpha": design.alpha, "beta": design.beta, "ceiling": design.ceiling,
-                "design_rate": design.design_rate, "max_launches": design.max_launches,
-                "lr_upper": math.exp(design.upper), "lr_lower": math.exp(design.lower),
-                "stopped": stopped, "why": why}
+        return {**_rule_meta(self.design, self.settings, baseline, stopped, why),
+                "baseline_events": self.baseline_events, "baseline_n": self.baseline_n}
 
 
 def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[LaunchRecord],
@@ -561,6 +556,16 @@ def _fisher_p(x_b: int, n_b: int, x_c: int, n_c: int) -> float:
     return float(fisher_p_vector(x_b, n_b, x_c, n_c))
 
 
+def _rule_meta(design: SprtDesign, settings: VerdictSettings, baseline: str,
+               stopped: bool | None, why: str) -> dict[str, Any]:
+    """The fields every rule keeps in ``campaign.json`` (see :meth:`StopRule.to_meta`)."""
+    return {"baseline": baseline, "signature": settings.signature, "alpha": design.alpha,
+            "beta": design.beta, "ceiling": design.ceiling,
+            "design_rate": design.design_rate, "max_launches": design.max_launches,
+            "lr_upper": math.exp(design.upper), "lr_lower": math.exp(design.lower),
+            "stopped": stopped, "why": why}
+
+
 @dataclasses.dataclass(frozen=True)
 class InterleavedRule:
     """Which build still needs launches when both run, alternating.
@@ -581,13 +586,8 @@ class InterleavedRule:
         """What ``campaign.json`` keeps under ``until_verdict`` for an interleaved run: the
         fields of :meth:`StopRule.to_meta` (without the baseline's counts, which change as
         it runs) and ``"interleaved": True``; :func:`resume_rule` reads it back."""
-        design = self.design
-        return {"baseline": baseline, "interleaved": True,
-                "signature": self.settings.signature, "alpha": design.alpha,
-                "beta": design.beta, "ceiling": design.ceiling,
-                "design_rate": design.design_rate, "max_launches": design.max_launches,
-                "lr_upper": math.exp(design.upper), "lr_lower": math.exp(design.lower),
-                "stopped": stopped, "why": why}
+        return {**_rule_meta(self.design, self.settings, baseline, stopped, why),
+                "interleaved": True}
 
     def needs_counts(self, x_b: int, n_b: int, x_c: int, n_c: int) -> tuple[bool, bool, str]:
         """``(baseline needs more, candidate needs more, why)`` from target counts."""
