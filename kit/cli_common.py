@@ -489,12 +489,13 @@ def execute_interleaved(args: argparse.Namespace, baseline: "TargetSetup",
     if base_store is None:
         base_store, base_records = open_baseline()
 
-    def kept(stopped: bool | None, why: str) -> dict[str, Any]:
-        return {**rule.to_meta(str(base_out), stopped, why), **baseline_build}
+    def kept(stopped: bool | None, why: str) -> dict[str, Any]:  # absolute: cwd may change
+        return {**rule.to_meta(str(base_out.resolve()), stopped, why), **baseline_build}
 
+    pair = {"candidate": str(out.resolve())}
     update_meta(base_store, build=baseline.build, devices=baseline.devices,
                 options=baseline.options, launches=args.launches,
-                interleaved={"candidate": str(out), **kept(None, "not finished")})
+                interleaved={**pair, **kept(None, "not finished")})
     update_meta(store, build=candidate.build, devices=candidate.devices,
                 options=candidate.options, launches=args.launches,
                 until_verdict=kept(None, "not finished"))
@@ -515,7 +516,7 @@ def execute_interleaved(args: argparse.Namespace, baseline: "TargetSetup",
                                           *count_target(result.candidate_records, sig))
     stopped = not (need_b or need_c)
     _print_rule_end(console, stopped, result.why, base_out, store.path, rule.settings)
-    update_meta(base_store, interleaved={"candidate": str(out), **kept(stopped, result.why)})
+    update_meta(base_store, interleaved={**pair, **kept(stopped, result.why)})
     update_meta(store, until_verdict=kept(stopped, result.why))
     for path in (base_store.path, store.path):
         render_summary(summarize(load_campaign(path)), console)
