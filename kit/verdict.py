@@ -26,6 +26,7 @@ from typing import Any, Iterable, Sequence
 from .campaign import Campaign
 from .errors import UsageError
 from .records import LaunchRecord, Outcome
+from .scenario import PHASES
 from .stats import (Plan, Rate, RateTest, StratumTable, fisher_p_vector, holm,
                     launches_to_see, lower_bound, lower_rate_test,
                     plan_launches, rate, significant, stratified_exact_p, upper_bound)
@@ -70,12 +71,18 @@ def check_signature(text: str) -> str:
 
 def is_eligible(record: LaunchRecord, signature: str) -> bool:
     """Whether ``record`` enters the target rate's denominator: counted (not an infra
-    error) and, for ``race-witnessed``, carrying an available race witness."""
+    error) and, for ``race-witnessed``, carrying an available race witness; for a crash
+    class, showing it or having reached session creation (``models-ready`` or a later
+    phase). A launch that ended before creating sessions — a build that aborts at start
+    every time — cannot show a crash of creation, inference or release, so it is left
+    out: counted as a clean launch it would make a broken build look fixed."""
     if not record.counted:
         return False
     if signature == RACE_WITNESSED:
         return isinstance(record.race, dict) and record.race.get("available", True) is not False
-    return True
+    if signature == ANY_CRASH or is_target(record, signature):
+        return True
+    return record.last_phase in PHASES[1:]
 
 
 def is_target(record: LaunchRecord, signature: str) -> bool:
@@ -541,11 +548,12 @@ def compare_campaigns(baseline: Campaign, candidate: Campaign,
     elif build_b and build_b == build_c:
         notes.append("both campaigns report the same build provenance: check that the "
                      "candidate really is a different build")
-    if sig == RACE_WITNESSED:
-        for arm in (b_arm, c_arm):
-            if arm.counted > arm.eligible:
-                notes.append(f"{arm.counted - arm.eligible} {arm.label} launches had no race "
-                             f"witness and are left out of the race-witnessed rate")
+    for arm in (b_arm, c_arm):
+        if arm.counted > arm.eligible:
+            why = ("had no race witness" if sig == RACE_WITNESSED else
+                   "ended before creating sessions (they cannot show it)")
+            notes.append(f"{arm.counted - arm.eligible} {arm.label} launches {why} and are "
+                         f"left out of the {sig} rate")
     for camp in (baseline, candidate):
         for note in camp.notes:
             notes.append(f"{camp.label}: {note}")

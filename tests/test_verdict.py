@@ -233,3 +233,17 @@ def test_a_p_value_just_under_alpha_does_not_read_as_alpha() -> None:
     assert (p_text(0.04974, 0.05), p_text(0.016, 0.05), p_text(0.05, 0.05)) == (
         "0.04974", "0.016", "0.05")
     assert p_text(0.0496) == "0.05"  # without alpha: two digits
+
+
+def test_a_build_that_never_creates_its_sessions_is_not_fixed(tmp_path: Path) -> None:
+    base = make_campaign(tmp_path, "b", counts("b", 12, 20))
+    dead = [record("c", i, "crashed", crash_class="abort", last_phase="start")
+            for i in range(35)]
+    c = compare_campaigns(base, make_campaign(tmp_path, "c", dead))
+    # aborting at start, it never reached the phases where the target crash happens
+    assert c.verdict is Verdict.INCONCLUSIVE and c.candidate.eligible == 0
+    assert ("35 c launches ended before creating sessions (they cannot show it) and are left "
+            "out of the xnnpack-allocator-uaf rate") in c.notes
+    late = [record("c", i, "crashed", crash_class="abort", last_phase="inference-done")
+            for i in range(35)]  # reached creation: an abort later counts as a launch
+    assert compare_campaigns(base, make_campaign(tmp_path, "c2", late)).candidate.eligible == 35
