@@ -181,11 +181,11 @@ class CampaignStore:
         tmp.write_text(json.dumps(meta, indent=2, sort_keys=False) + "\n")
         os.replace(tmp, self.meta_path)
 
-    def read_records(self, repair: bool = False) -> tuple[list[LaunchRecord], list[str]]:
+    def read_records(self) -> tuple[list[LaunchRecord], list[str]]:
         """Every record in ``launches.jsonl`` and notes on lines that could not be read.
 
-        A last line without its newline (cut by ``kill -9``) is dropped; with ``repair``
-        the file is truncated to the last complete line.
+        A last line without its newline (cut by ``kill -9``) is dropped (and cut off the
+        file by the next :meth:`append`).
         """
         if not self.launches_path.exists():
             return [], []
@@ -194,11 +194,6 @@ class CampaignStore:
         cut = data.rfind(b"\n") + 1
         if cut < len(data):
             notes.append(f"dropped an incomplete last line ({len(data) - cut} bytes)")
-            if repair:
-                with open(self.launches_path, "r+b") as fh:
-                    fh.truncate(cut)
-                    fh.flush()
-                    os.fsync(fh.fileno())
         records = []
         for number, line in enumerate(data[:cut].splitlines(), 1):
             if not line.strip():
@@ -210,11 +205,19 @@ class CampaignStore:
         return records, notes
 
     def append(self, record: LaunchRecord) -> None:
-        """Append one record as a JSON line, then flush and fsync."""
+        """Append one record as a JSON line, then flush and fsync. A last line left
+        without its newline by ``kill -9`` is cut off first, here rather than when the
+        campaign is opened, so that a refused ``--resume`` changes nothing."""
         line = json.dumps(record.to_dict(), separators=(",", ":")) + "\n"
         with self._lock:
-            with open(self.launches_path, "a", encoding="utf-8") as fh:
-                fh.write(line)
+            with open(self.launches_path, "a+b") as fh:
+                end = fh.seek(0, os.SEEK_END)
+                if end:
+                    fh.seek(end - 1)
+                    if fh.read(1) != b"\n":
+                        fh.seek(0)
+                        fh.truncate(fh.read().rfind(b"\n") + 1)
+                fh.write(line.encode("utf-8"))
                 fh.flush()
                 os.fsync(fh.fileno())
 
@@ -238,7 +241,7 @@ def load_campaign(path: str | os.PathLike[str]) -> Campaign:
     """
     store = CampaignStore(path)
     meta = store.read_meta()
-    records, notes = store.read_records(repair=False)
+    records, notes = store.read_records()
     return Campaign(path=Path(path), meta=meta, records=records, notes=notes)
 
 
@@ -297,7 +300,7 @@ def prepare_store(out: str | os.PathLike[str], *, label: str, target: str,
                 raise UsageError(f"cannot resume {store.path}: its {key} is "
                                  f"{meta.get(key)!r}, not {want!r}",
                                  "resume with the same options, or choose another --out")
-        records, _notes = store.read_records(repair=True)
+        records, _notes = store.read_records()  # a cut last line is cut by append()
         used = 1 + max((r.index for r in records), default=-1)
         if launches < used:
             raise UsageError(f"cannot resume {store.path} with {launches} launches: it already "

@@ -295,17 +295,18 @@ def execute_campaign(args: argparse.Namespace, launchers: Sequence[Launcher], *,
         _check_rule_args(args, out, target, [options])
         should_stop = sequential.stop_rule_from_args(args, target=target)
     check_directory_arg(out, "--out")
+    # build, options and rule go into campaign.json as it is made, so that a kill -9 at
+    # any moment leaves a campaign that --resume continues as it was started
+    kept = {} if should_stop is None else {
+        "until_verdict": should_stop.to_meta(args.until_verdict, None, "not finished")}
+    setup = {"build": build, "devices": devices, "options": options}
     store, records = prepare_store(out, label=label, target=target, scenario=scenario,
                                    launches=args.launches, resume=args.resume,
-                                   meta_extra={"options": options})
+                                   meta_extra={**setup, **kept})
     args.campaign_dir = store.path  # for the interrupt message
     if args.resume:
         _check_resume_settings(store, build, options)
-    # the rule is kept from the start, so that --resume goes on under it
-    kept = {} if should_stop is None else {
-        "until_verdict": should_stop.to_meta(args.until_verdict, None, "not finished")}
-    update_meta(store, build=build, devices=devices, options=options,
-                launches=args.launches, **kept)
+        update_meta(store, launches=args.launches, **setup, **kept)
     console = stderr_console()
     console.print(f"[bold]{target}[/] campaign [bold]{label}[/]: {scenario.describe()} "
                   f"-> {store.path}")
@@ -471,10 +472,22 @@ def execute_interleaved(args: argparse.Namespace, baseline: "TargetSetup",
         raise UsageError(f"the baseline and this run are both labelled {label!r}",
                          "give this run another --label, e.g. --label patched")
 
+    def kept(stopped: bool | None, why: str) -> dict[str, Any]:  # absolute: cwd may change
+        return {**rule.to_meta(str(base_out.resolve()), stopped, why), **baseline_build}
+
+    pair = {"candidate": str(out.resolve())}
+    # build, options and rule go into campaign.json as it is made (see execute_campaign)
+    base_setup = {"build": baseline.build, "devices": baseline.devices,
+                  "options": baseline.options, "launches": args.launches,
+                  "interleaved": {**pair, **kept(None, "not finished")}}
+    cand_setup = {"build": candidate.build, "devices": candidate.devices,
+                  "options": candidate.options, "launches": args.launches,
+                  "until_verdict": kept(None, "not finished")}
+
     def open_baseline() -> tuple[CampaignStore, list[LaunchRecord]]:
         opened = prepare_store(base_out, label=base_label, target=target, scenario=scenario,
                                launches=args.launches, resume=base_there,
-                               meta_extra={"options": baseline.options})
+                               meta_extra=base_setup)
         if base_there:
             _check_resume_settings(opened[0], baseline.build, baseline.options)
         return opened
@@ -484,21 +497,12 @@ def execute_interleaved(args: argparse.Namespace, baseline: "TargetSetup",
     if store is None:
         store, records = prepare_store(out, label=label, target=target, scenario=scenario,
                                        launches=args.launches, resume=False,
-                                       meta_extra={"options": candidate.options})
+                                       meta_extra=cand_setup)
     args.campaign_dir = f"{store.path} and {base_out}"  # for the interrupt message
     if base_store is None:
         base_store, base_records = open_baseline()
-
-    def kept(stopped: bool | None, why: str) -> dict[str, Any]:  # absolute: cwd may change
-        return {**rule.to_meta(str(base_out.resolve()), stopped, why), **baseline_build}
-
-    pair = {"candidate": str(out.resolve())}
-    update_meta(base_store, build=baseline.build, devices=baseline.devices,
-                options=baseline.options, launches=args.launches,
-                interleaved={**pair, **kept(None, "not finished")})
-    update_meta(store, build=candidate.build, devices=candidate.devices,
-                options=candidate.options, launches=args.launches,
-                until_verdict=kept(None, "not finished"))
+    update_meta(base_store, **base_setup)
+    update_meta(store, **cand_setup)
     console = stderr_console()
     console.print(f"[bold]{target}[/] campaigns [bold]{base_label}[/] -> {base_store.path} and "
                   f"[bold]{label}[/] -> {store.path}, interleaved: {scenario.describe()}")

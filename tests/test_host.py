@@ -311,15 +311,19 @@ def test_sessions_that_leave_out_a_pipeline_model_are_refused_up_front(tmp_path:
 def test_a_refused_resume_changes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "c"
     run_host(out, "--scenario", "mode=serial", launches=2)
-    before = (out / "campaign.json").read_bytes()
+    with open(out / "launches.jsonl", "ab") as fh:
+        fh.write(b'{"v":1,"launch_id":"c-0')  # a line cut by kill -9
+    before = [(out / name).read_bytes() for name in ("campaign.json", "launches.jsonl")]
     proc = coldstart("run", "host", "--out", str(out), "--resume", "--launches", "5", "--poison")
     assert proc.returncode == 2, proc.stderr
     assert "options.poison was None, now 'glibc'" in proc.stderr
-    assert (out / "campaign.json").read_bytes() == before  # still 2 planned launches
+    # still 2 planned launches, and the cut line is left for the next append to remove
+    assert [(out / name).read_bytes() for name in ("campaign.json", "launches.jsonl")] == before
     # --resume --launches N, accepted, extends the campaign (README, "Campaigns and records")
     run_host(out, "--resume", launches=3)
     campaign = load_campaign(out)
     assert (len(campaign.records), campaign.meta["launches"]) == (3, 3)
+    assert campaign.notes == []  # the cut line is gone
 
 
 def test_a_closed_stdout_does_not_stop_the_campaign(tmp_path: Path) -> None:

@@ -198,3 +198,24 @@ def test_refusals_are_one_line(env: dict[str, str], tmp_path: Path) -> None:
     assert not (tmp_path / "b").exists()  # the baseline's directory is not made either
     refused(f"cannot resume {finished} with --baseline-runtime: it was started against a "
             f"finished baseline", "--resume", "--out", str(finished), "--baseline-runtime", "old")
+
+
+def test_campaign_json_is_whole_from_its_first_moment(env: dict[str, str],
+                                                      tmp_path: Path) -> None:
+    # a kill -9 right after the candidate's campaign.json appears must leave what --resume
+    # needs: its runtime, and the rule with the baseline's runtime
+    cand = tmp_path / "cand"
+    cmd = [sys.executable, "-m", "kit.cli", "run", "host", "--runtime", "patched",
+           "--baseline-runtime", "old", "--until-verdict", str(tmp_path / "base"), "--out",
+           str(cand), "--label", "patched", *RULE]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (cand / "campaign.json").exists():
+        time.sleep(0.001)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    meta = json.loads((cand / "campaign.json").read_text())
+    assert meta["build"]["runtime"] == "patched"
+    assert (meta["until_verdict"]["baseline_runtime"], meta["until_verdict"]["stopped"]) == (
+        "old", None)
