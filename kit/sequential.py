@@ -531,7 +531,12 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
     rule = StopRule(design, settings, x_b, n_b)
     if rule.out_of_reach(0):
         more = clean_launches_to_fixed(x_b, n_b, 0, 0, alpha=settings.alpha,
-                                       ceiling=settings.ceiling)
+                                       ceiling=settings.ceiling)  # Fisher's: an upper bound
+        if more is not None and max_launches is not None and more > max_launches:
+            from .stats import _first_true
+
+            more = _first_true(lambda n: _compare_says_fixed(x_b, n_b, 0, n, settings),
+                               max_launches + 1, more)  # compare's own tests (Boschloo)
         need = f"at least {more}" if more is not None else "more than 10,000,000"
         raise UsageError(f"the baseline's {x_b}/{n_b} {settings.signature} could not be shown "
                          f"higher than even a clean candidate of {max_launches} launches "

@@ -294,7 +294,7 @@ def _until_verdict_note(meta: dict[str, Any]) -> tuple[str, ...]:
     if kept.get("stopped") is True:
         return (f"{head}: stopped by the rule: {kept.get('why')}",)
     if kept.get("stopped") is False:
-        return (f"{head}: not settled when it reached its launches: {kept.get('why')}",)
+        return (f"{head}: ended without settling: {kept.get('why')}",)
     return (f"{head}: interrupted before the rule settled",)
 
 

@@ -258,9 +258,14 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
     cand_upper = upper_bound(x_c, n_c, confidence)
     if n_b == 0 or n_c == 0:
         which = "baseline" if n_b == 0 else "candidate"
-        what = "launches with a race witness" if sig == RACE_WITNESSED else "counted launches"
+        what, advice = (("launches with a race witness", f"run the {which} campaign with the "
+                         f"race witness on (the host's default; a runtime with static XNNPACK "
+                         f"has none: compare crash classes there)") if sig == RACE_WITNESSED
+                        else ("counted launches that reached session creation", f"run the {which} "
+                              f"campaign, and look at why its launches end before creating "
+                              f"sessions"))
         return Decision(Verdict.INCONCLUSIVE, f"the {which} campaign has no {what}",
-                        f"run the {which} campaign", None, None, cand_upper, None)
+                        advice, None, None, cand_upper, None)
     test = lower_rate_test(x_b, n_b, x_c, n_c, use_boschloo=use_boschloo)
     p = test.p if stratified_p is None else stratified_p
     how = ("stratified exact test over devices" if stratified_p is not None else

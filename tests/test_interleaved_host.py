@@ -139,6 +139,9 @@ def test_kill_9_then_resume_goes_on_interleaved(env: dict[str, str], tmp_path: P
     assert again.returncode == 0, again.stderr
     assert "interleaved" in again.stderr
     assert (counts(base), counts(cand)) == ((2, 2), (0, 11))
+    again = coldstart("run", "host", "--resume", "--out", str(cand), "--runtime", "old", env=env)
+    assert again.returncode == 2 and (f"cannot resume {cand} with --runtime old: it ran on "
+                                      f"runtime patched") in again.stderr
     # the bare --resume took both runtimes from the campaigns
     assert {r.launch_id for r in load_campaign(cand).records} == {
         f"patched-{i:05d}" for i in range(11)}

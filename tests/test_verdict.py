@@ -242,6 +242,8 @@ def test_a_build_that_never_creates_its_sessions_is_not_fixed(tmp_path: Path) ->
     c = compare_campaigns(base, make_campaign(tmp_path, "c", dead))
     # aborting at start, it never reached the phases where the target crash happens
     assert c.verdict is Verdict.INCONCLUSIVE and c.candidate.eligible == 0
+    assert c.decision.reason == ("the candidate campaign has no counted launches that reached "
+                                 "session creation")
     assert ("35 c launches ended before creating sessions (they cannot show it) and are left "
             "out of the xnnpack-allocator-uaf rate") in c.notes
     late = [record("c", i, "crashed", crash_class="abort", last_phase="inference-done")

@@ -158,6 +158,12 @@ def test_stop_rule_stops_or_refuses_when_fixed_is_out_of_reach() -> None:
     # 306 could never end fixed, so it is refused before any launch
     with pytest.raises(UsageError, match=r"1/150 .* clean candidate needs at least 2850"):
         make_stop_rule(counts("b", 1, 150), VerdictSettings(), max_launches=306)
+    # 2/20 vs 0/45 is fixed by Boschloo's test (p 0.0496), which compare uses; Fisher's
+    # would need 68: the message gives compare's number, and 45 is accepted
+    wide = VerdictSettings(signature="any-crash", ceiling=0.3)
+    with pytest.raises(UsageError, match=r"2/20 any-crash .* clean candidate needs at least 45\)"):
+        make_stop_rule(counts("b", 2, 20), wide, max_launches=44)
+    assert make_stop_rule(counts("b", 2, 20), wide, max_launches=45).baseline_n == 20
     rule = make_stop_rule(counts("b", 12, 20), VerdictSettings(), max_launches=306)
     k = _k_max(306, 0.05, 0.05)  # the most events whose bound at 306 is below 5%
     assert not rule.out_of_reach(k) and rule.out_of_reach(k + 1)

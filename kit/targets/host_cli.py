@@ -166,9 +166,12 @@ def _resume_options(args: argparse.Namespace) -> None:
     options, build = meta.get("options"), meta.get("build")
     options = options if isinstance(options, dict) else {}
     build = build if isinstance(build, dict) else {}
+    kept = build.get("runtime")
     if args.runtime is None:
-        kept = build.get("runtime")
         args.runtime = kept if isinstance(kept, str) and kept else host.DEFAULT_RUNTIME
+    elif isinstance(kept, str) and kept and args.runtime != kept:
+        raise UsageError(f"cannot resume {args.out} with --runtime {args.runtime}: it ran on "
+                         f"runtime {kept}", "resume without --runtime")
     if args.poison is None:
         args.poison = options.get("poison") == "glibc"
     if args.witness is None:
