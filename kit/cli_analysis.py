@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .campaign import iter_campaign_dirs, load_campaign
-from .cli_common import check_directory_arg, fraction_arg
+from .cli_common import SLOW_RULE_LAUNCHES, check_directory_arg, fraction_arg, stderr_console
 from .errors import ExitCode, UsageError
 from .verdict import DEFAULT_SIGNATURE, Comparison, Verdict, VerdictSettings
 
@@ -254,8 +254,6 @@ def _plan(args: argparse.Namespace) -> int:
         p_b = events / n
         if events == n:  # the best positive control there is; plan from its lower bound
             p_b = lower_bound(events, n, 1 - args.alpha)
-            from .cli_common import stderr_console
-
             stderr_console().print(f"The baseline showed {args.signature} in all {n} "
                                    f"launches: planning from its {1 - args.alpha:.0%} lower "
                                    f"bound, {p_b:.3g}.")
@@ -275,9 +273,7 @@ def _plan(args: argparse.Namespace) -> int:
     cap = 2 * max(launches_to_bound_with_power(design_rate, ceiling=args.ceiling,
                                                alpha=args.alpha, power=1 - args.beta),
                   clean_plan.candidate_launches)
-    if cap >= 5000:
-        from .cli_common import stderr_console
-
+    if cap >= SLOW_RULE_LAUNCHES:
         stderr_console().print(f"computing the sequential rule's exact thresholds for {cap} "
                                f"launches (this can take a minute)")
     design = SprtDesign(args.ceiling, design_rate, args.alpha, args.beta, cap)
@@ -348,8 +344,8 @@ def _report(args: argparse.Namespace) -> int:
     if missing:
         what = "is a file" if Path(missing[0]).exists() else "does not exist"
         raise UsageError(f"{missing[0]} {what}", "give campaign directories")
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise UsageError(f"--out {args.out} is a file", "give a directory for the reports")
+    if args.out:
+        check_directory_arg(Path(args.out), "--out")
     dirs = iter_campaign_dirs(args.dirs)
     if not dirs:
         raise UsageError(f"no campaign found in {', '.join(args.dirs)}",

@@ -21,7 +21,8 @@ from .records import LaunchRecord, Outcome
 from .scenario import Scenario, parse_scenario
 
 __all__ = ["add_campaign_options", "scenario_from_args", "execute_campaign", "ProgressView",
-           "stderr_console", "TargetSetup", "run_setup", "seconds_arg"]
+           "stderr_console", "TargetSetup", "run_setup", "seconds_arg", "fraction_arg",
+           "execute_interleaved", "kept_rule", "check_directory_arg", "SLOW_RULE_LAUNCHES"]
 
 _OUTCOME_STYLE = {Outcome.COMPLETED: "green", Outcome.CRASHED: "bold red",
                   Outcome.APP_ERROR: "yellow", Outcome.WRONG_OUTPUT: "magenta",
@@ -44,7 +45,7 @@ def _positive_int(text: str) -> int:
 
 
 #: from this many launches on, computing the --until-verdict rule takes seconds: say so
-_SLOW_RULE_LAUNCHES = 5000
+SLOW_RULE_LAUNCHES = 5000
 
 
 def _number(text: str, what: str = "a number") -> float:
@@ -223,7 +224,7 @@ def _check_rule_args(args: argparse.Namespace, out: Path, target: str,
                              f"witness watched, and this run has none ({witness})",
                              "run with the witness on the host, or give a crash class as "
                              "--signature")
-    if args.launches >= _SLOW_RULE_LAUNCHES:
+    if args.launches >= SLOW_RULE_LAUNCHES:
         stderr_console().print(f"until-verdict: computing the rule's exact thresholds for "
                                f"{args.launches} launches (this can take a minute)")
 
@@ -405,8 +406,10 @@ def _check_baseline_dir(base_out: Path, meta: dict[str, Any], out: Path, target:
         raise UsageError(f"{flag} plans {planned} launches, more than this run's --launches "
                          f"{launches}", f"give --launches {planned} (each build makes at most "
                                         f"--launches)")
+    if theirs is not None or not isinstance(planned, int):
+        return
     made = len({r.index for r in CampaignStore(base_out).read_records()[0]})
-    if theirs is None and isinstance(planned, int) and made >= planned:
+    if made >= planned:
         raise UsageError(f"{flag} is a finished campaign ({made} of {planned} launches): "
                          f"no baseline launch is left to interleave",
                          "drop --baseline-runtime to run against it as it is")
@@ -501,8 +504,10 @@ def execute_interleaved(args: argparse.Namespace, baseline: "TargetSetup",
     args.campaign_dir = f"{store.path} and {base_out}"  # for the interrupt message
     if base_store is None:
         base_store, base_records = open_baseline()
-    update_meta(base_store, **base_setup)
-    update_meta(store, **cand_setup)
+    else:
+        update_meta(base_store, **base_setup)
+    if args.resume:
+        update_meta(store, **cand_setup)
     console = stderr_console()
     console.print(f"[bold]{target}[/] campaigns [bold]{base_label}[/] -> {base_store.path} and "
                   f"[bold]{label}[/] -> {store.path}, interleaved: {scenario.describe()}")

@@ -282,15 +282,15 @@ def _until_verdict_note(meta: dict[str, Any]) -> tuple[str, ...]:
     interleaved run (its ``interleaved``), so that a rule's stop is not mistaken for an
     interrupted run."""
     kept = meta.get("until_verdict")
-    head = (f"run under --until-verdict against {kept.get('baseline')}"
-            f"{', interleaved' if kept.get('interleaved') else ''} "
-            if isinstance(kept, dict) else "")
-    if not head and isinstance(meta.get("interleaved"), dict):  # the baseline's side
+    if isinstance(kept, dict):
+        head = (f"run under --until-verdict against {kept.get('baseline')}"
+                f"{', interleaved' if kept.get('interleaved') else ''}")
+    elif isinstance(meta.get("interleaved"), dict):  # the baseline's side
         kept = meta["interleaved"]
-        head = f"baseline of a run interleaved with {kept.get('candidate')} "
-    if not isinstance(kept, dict):
+        head = f"baseline of a run interleaved with {kept.get('candidate')}"
+    else:
         return ()
-    head += f"(signature {kept.get('signature')}, ceiling {kept.get('ceiling')})"
+    head += f" (signature {kept.get('signature')}, ceiling {kept.get('ceiling')})"
     if kept.get("stopped") is True:
         return (f"{head}: stopped by the rule: {kept.get('why')}",)
     if kept.get("stopped") is False:
@@ -332,9 +332,10 @@ def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],
         records = list(campaign.records)
         meta = campaign.meta
         path: str | None = str(campaign.path)
-        unfinished = unfinished_note(campaign)
+        note = unfinished_note(campaign)
+        unfinished = f"this {note}" if note else None
         notes = (tuple(campaign.notes) + _until_verdict_note(meta)
-                 + ((f"this {unfinished}",) if unfinished else ()))
+                 + ((unfinished,) if unfinished else ()))
     else:
         records = list(campaign_or_records)
         first = records[0] if records else None
@@ -374,7 +375,7 @@ def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],
         infra_errors=tuple(InfraErrorRow(r.launch_id, r.index, r.attempt, r.device,
                                          r.error or "") for r in records if not r.counted),
         notes=notes, confidence=confidence,
-        unfinished=f"this {unfinished}" if unfinished else None)
+        unfinished=unfinished)
 
 
 def _rate_cell(r: Rate) -> str:
