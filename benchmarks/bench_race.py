@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 from kit.campaign import load_campaign  # noqa: E402
 from kit.cli import main as coldstart  # noqa: E402
 from kit.records import LaunchRecord, Outcome  # noqa: E402
-from kit.stats import Rate, rate  # noqa: E402
-from kit.verdict import RACE_WITNESSED  # noqa: E402
+from kit.analysis.stats import Rate, rate  # noqa: E402
+from kit.analysis.verdict import RACE_WITNESSED  # noqa: E402
 
 #: (name, scenario, what it changes). Defaults are the production shape (DESIGN.md).
 CONFIGS: tuple[tuple[str, str, str], ...] = (

@@ -2,22 +2,22 @@
 
 For each setting (baseline rate, ceiling) it:
 
-1. sizes the fixed-size design with :func:`kit.stats.plan_launches` at the same error rates
+1. sizes the fixed-size design with :func:`kit.analysis.plan.plan_launches` at the same error rates
    as the rule: false ``fixed`` <= alpha for any candidate rate >= the ceiling, and power
    1 - beta when the candidate's rate is the rule's design rate (ceiling / 4);
 2. gives each build the most launches ``coldstart plan`` suggests (``--cap`` times the fixed
    design's: 2) and builds the rule with exact thresholds for them
-   (:class:`kit.sequential.SprtDesign` with ``max_launches``);
+   (:class:`kit.analysis.sequential.SprtDesign` with ``max_launches``);
 3. simulates interleaved campaign pairs (Bernoulli launches) through
-   :func:`kit.sequential.interleave` with :class:`kit.sequential.InterleavedRule`, and
+   :func:`kit.analysis.sequential.interleave` with :class:`kit.analysis.sequential.InterleavedRule`, and
    candidates against a finished baseline of the fixed design's size with
-   :class:`kit.sequential.StopRule` (what ``coldstart run ... --until-verdict`` does), and
-   judges each with :func:`kit.verdict.decide` as ``compare`` would;
+   :class:`kit.analysis.sequential.StopRule` (what ``coldstart run ... --until-verdict`` does), and
+   judges each with :func:`kit.analysis.verdict.decide` as ``compare`` would;
 4. prints, per true candidate rate and mode, the mean launches (both builds interleaved; the
    candidate's with a finished baseline), the ratio to the fixed design (its total; its
    candidate launches), how often the verdict was ``fixed``, the exact candidate-side figures
    of the rule
-   (:meth:`kit.sequential.SprtDesign.operating`) and, for comparison, the candidate's mean
+   (:meth:`kit.analysis.sequential.SprtDesign.operating`) and, for comparison, the candidate's mean
    launches with Wald's thresholds (1/alpha, beta).
 
 Run: ``.venv/bin/python benchmarks/bench_sequential.py [--runs 1000] [--seed 1]``
@@ -36,9 +36,9 @@ import time
 
 import numpy as np
 
-from kit.sequential import InterleavedRule, SprtDesign, StopRule, interleave
-from kit.stats import launches_to_bound_with_power, plan_launches
-from kit.verdict import Verdict, VerdictSettings, decide
+from kit.analysis.plan import launches_to_bound_with_power, plan_launches
+from kit.analysis.sequential import InterleavedRule, SprtDesign, StopRule, interleave
+from kit.analysis.verdict import Verdict, VerdictSettings, decide
 
 
 @dataclasses.dataclass
@@ -85,7 +85,7 @@ def simulate_finished(design: SprtDesign, settings: VerdictSettings, p_b: float,
                       p_c: float, cap_c: int, runs: int, rng: np.random.Generator
                       ) -> dict[str, float]:
     """``coldstart run ... --until-verdict``: a finished baseline of ``n_b`` launches, then
-    candidate launches until :class:`kit.sequential.StopRule` stops (or ``cap_c``)."""
+    candidate launches until :class:`kit.analysis.sequential.StopRule` stops (or ``cap_c``)."""
     launches = []
     fixed = 0
     for _ in range(runs):

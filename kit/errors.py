@@ -37,9 +37,21 @@ class ColdstartError(Exception):
         self.hint = hint
 
     def one_line(self) -> str:
-        """The message and hint on one line, newlines folded (what the CLI prints)."""
-        text = self.message if not self.hint else f"{self.message} ({self.hint})"
-        return " ".join(text.split())
+        """The message and hint on one line, newlines folded, each cut to a bounded length
+        (:data:`MESSAGE_CHARS`, :data:`HINT_CHARS`): echoed input can be huge."""
+        message = _cut(self.message, MESSAGE_CHARS)
+        return message if not self.hint else f"{message} ({_cut(self.hint, HINT_CHARS)})"
+
+
+#: the most characters of a message and of a hint that :meth:`ColdstartError.one_line` keeps
+MESSAGE_CHARS = 300
+HINT_CHARS = 200
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more " \
+                                           f"characters)"
 
 
 class UsageError(ColdstartError):

@@ -14,16 +14,19 @@ Options (also ``coldstart_*`` ini keys, see :func:`pytest_addoption`):
   and comparison, from :mod:`kit.report`).
 
 Fixtures: :func:`coldstart` (a :class:`Coldstart` bound to the test's target) and
-:func:`coldstart_target` (the :class:`TargetSpec`). Assertions use :mod:`kit.summary` and
-:mod:`kit.verdict`; their failure messages give the rates, intervals and the verdict's
+:func:`coldstart_target` (the :class:`TargetSpec`). Assertions use :mod:`kit.analysis.summary` and
+:mod:`kit.analysis.verdict`; their failure messages give the rates, intervals and the verdict's
 reason. Credentials in target options are redacted from test ids, messages and reports.
 
-Targets are those of :data:`PLUGIN_TARGETS`, whose command modules expose ``setup`` (a
-:class:`kit.cli_common.TargetSetup` factory); heavy modules are imported when a campaign runs.
+Targets are those of the registry (:mod:`kit.targets.base`). A campaign is a
+:class:`kit.campaign.session.CampaignRequest` built here: the spec's target options are read
+by the target's own option parser (:mod:`kit.cli.targets`), everything else is set
+directly; heavy modules are imported when a campaign runs.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import re
 import shlex
@@ -34,8 +37,8 @@ import pytest
 
 if TYPE_CHECKING:  # pragma: no cover
     from .campaign import Campaign
-    from .summary import CampaignSummary
-    from .verdict import Comparison
+    from .analysis.summary import CampaignSummary
+    from .analysis.verdict import Comparison
 
 __all__ = ["TargetSpec", "Coldstart", "CampaignResult", "parse_target_spec"]
 
@@ -57,8 +60,10 @@ class TargetSpec:
         return self.argv[0]
 
 
-#: ``coldstart run`` targets the plugin can drive (their command modules set ``setup``).
-PLUGIN_TARGETS = ("host", "android", "ios-sim", "ios-device", "appium")
+def _plugin_targets() -> tuple[str, ...]:
+    from .targets.base import target_names
+
+    return target_names()
 
 
 def parse_target_spec(text: str, index: int = 0) -> TargetSpec:
@@ -71,9 +76,9 @@ def parse_target_spec(text: str, index: int = 0) -> TargetSpec:
         argv = tuple(shlex.split(text))
     except ValueError as exc:
         raise pytest.UsageError(f"--coldstart-target {text!r}: {exc}") from None
-    if not argv or argv[0] not in PLUGIN_TARGETS:
+    if not argv or argv[0] not in _plugin_targets():
         raise pytest.UsageError(f"--coldstart-target must start with one of "
-                                f"{', '.join(PLUGIN_TARGETS)}, not "
+                                f"{', '.join(_plugin_targets())}, not "
                                 f"{argv[0] if argv else 'nothing'!r}")
     parts = [argv[0]]
     for opt in _ID_OPTIONS:
@@ -86,7 +91,7 @@ def parse_target_spec(text: str, index: int = 0) -> TargetSpec:
 @dataclasses.dataclass
 class CampaignResult:
     """A finished campaign: ``campaign`` (:class:`kit.campaign.Campaign`) and ``summary``
-    (:class:`kit.summary.CampaignSummary`), with assertions."""
+    (:class:`kit.analysis.summary.CampaignSummary`), with assertions."""
 
     campaign: "Campaign"
     summary: "CampaignSummary"
@@ -117,7 +122,7 @@ class CampaignResult:
     def assert_no_crash(self, crash_class: str | None = None) -> None:
         """Fail when any counted launch crashed (with ``crash_class`` when given), naming the
         signatures and artifacts."""
-        from .stats import rate
+        from .analysis.stats import rate
 
         x, n = self.count(crash_class)
         if x:
@@ -134,7 +139,7 @@ class CampaignResult:
                           confidence: float = 0.95) -> None:
         """Fail unless the one-sided Clopper-Pearson upper bound of the crash rate at
         ``confidence`` is below ``ceiling`` (0/100 bounds it at 2.95% at 95%)."""
-        from .stats import upper_bound
+        from .analysis.stats import upper_bound
 
         x, n = self.count(crash_class)
         bound = upper_bound(x, n, confidence)
@@ -172,42 +177,22 @@ class Coldstart:
             pytest.fail: bad target options or input (the CLI's one-line message).
         """
         from .campaign import load_campaign
-        from .cli import build_parser
-        from .cli_common import execute_campaign, scenario_from_args
+        from .campaign.session import CampaignRequest, run_session
         from .errors import ColdstartError
         from .redact import redact_text
-        from .summary import summarize
+        from .scenario import parse_scenario
+        from .analysis.summary import summarize
 
         out = self.out_root / label
-        argv = ["run", *self.spec.argv, "--label", label, "--out", str(out)]
-        n = launches if launches is not None else self.launches
-        if n is not None:
-            argv += ["--launches", str(n)]
-        if scenario:
-            argv += ["--scenario", scenario]
-        if timeout_s is not None:
-            argv += ["--timeout", repr(float(timeout_s))]
-        argv += list(extra)
         try:
-            args = build_parser().parse_args(argv)
-        except SystemExit:
-            pytest.fail(f"bad --coldstart-target options for {self.spec.id} (see the "
-                        f"`coldstart: error:` line above)", pytrace=False)
-        if not hasattr(args, "setup"):
-            pytest.fail(f"target {self.spec.name!r} cannot run from the plugin yet (its "
-                        "command module has no setup)", pytrace=False)
-        try:
-            scen = scenario_from_args(args)
-            setup = args.setup(args, lambda _m: None)
+            config, timeout, retry = _target_config(self.spec, extra, timeout_s)
+            request = CampaignRequest(
+                target=self.spec.name, config=config, scenario=parse_scenario(scenario),
+                label=label, out=out, launches=launches or self.launches or 20,
+                timeout_s=timeout, retry=retry)
+            run_session(request, _Quiet())
         except ColdstartError as exc:
             pytest.fail(f"coldstart: {redact_text(exc.one_line())}", pytrace=False)
-        try:
-            execute_campaign(args, setup.launchers, target=setup.target, scenario=scen,
-                             build=setup.build, options=setup.options, devices=setup.devices)
-        except ColdstartError as exc:
-            pytest.fail(f"coldstart: {redact_text(exc.one_line())}", pytrace=False)
-        finally:
-            setup.close()
         campaign = load_campaign(out)
         reports: dict[str, Path] = {}
         if self.report_root is not None:
@@ -222,9 +207,9 @@ class Coldstart:
     def compare(self, baseline: CampaignResult, candidate: CampaignResult, *,
                 signature: str = "xnnpack-allocator-uaf", alpha: float = 0.05,
                 ceiling: float = 0.05) -> "Comparison":
-        """The verdict of ``candidate`` against ``baseline`` (:func:`kit.verdict.
+        """The verdict of ``candidate`` against ``baseline`` (:func:`kit.analysis.verdict.
         compare_campaigns`); writes the comparison's reports when a report dir is set."""
-        from .verdict import VerdictSettings, compare_campaigns
+        from .analysis.verdict import VerdictSettings, compare_campaigns
 
         comparison = compare_campaigns(baseline.campaign, candidate.campaign,
                                        VerdictSettings(signature=signature, alpha=alpha,
@@ -246,6 +231,48 @@ class Coldstart:
             pytest.fail(f"verdict {comparison.verdict.value}: "
                         f"{comparison.decision.to_dict().get('reason')}", pytrace=False)
         return comparison
+
+
+class _Quiet:
+    """A session observer that keeps quiet (pytest shows the assertions)."""
+
+    def note(self, message: str) -> None:
+        pass
+
+    def started(self, title: str, total: int, records: Any) -> None:
+        pass
+
+    def recorded(self, record: Any) -> None:
+        pass
+
+
+class _OptionsParser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's exit would end pytest
+        raise pytest.UsageError(f"--coldstart-target: {message}")
+
+
+def _target_config(spec: TargetSpec, extra: tuple[str, ...], timeout_s: float | None
+                   ) -> tuple[Any, float, Any]:
+    """The target's typed config from the spec's options (and ``extra``), read by the
+    target's own option parser (plus ``--timeout``, ``--max-attempts`` and
+    ``--infra-budget``), the launch timeout and the retry policy."""
+    from .campaign.loop import RetryPolicy
+    from .cli.run import cli_module
+
+    from .cli.options import _positive_float, _positive_int
+
+    module = cli_module(spec.name)
+    parser = _OptionsParser(prog=f"--coldstart-target {spec.name}", add_help=False)
+    module.add_arguments(parser, spec.name)
+    parser.add_argument("--timeout", type=_positive_float, default=None)
+    parser.add_argument("--max-attempts", type=_positive_int, default=3)
+    parser.add_argument("--infra-budget", type=_positive_int, default=None)
+    args = parser.parse_args([*spec.argv[1:], *extra])
+    args.out = None
+    default = args.timeout if args.timeout is not None else module.default_timeout_s(spec.name)
+    timeout_s = timeout_s if timeout_s is not None else default
+    retry = RetryPolicy(max_attempts=args.max_attempts, budget=args.infra_budget)
+    return module.config_from_args(spec.name, args, None, timeout_s), timeout_s, retry
 
 
 # ------------------------------------------------------------------------------- hooks

@@ -139,15 +139,50 @@ class LaunchRecord:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "LaunchRecord":
-        """Rebuild a record from :meth:`to_dict` output.
+    def from_dict(cls, data: Any, where: str = "launch record") -> "LaunchRecord":
+        """Rebuild a record from :meth:`to_dict` output, checking every field's type.
 
         Raises:
-            KeyError, ValueError, TypeError: a required key is missing or has a bad value.
+            DataError: not an object, a required key missing, or a field of the wrong type
+                (one line naming ``where`` and the field).
         """
+        from ._fields import FieldReader, type_name
+        from .errors import DataError
+
+        if not isinstance(data, dict):
+            raise DataError(f"{where} is not a JSON object but {type_name(data)}",
+                            _REPAIR_HINT)
+        r = FieldReader(data, where, _REPAIR_HINT)
+        try:
+            outcome = Outcome(data.get("outcome"))
+        except ValueError:
+            raise DataError(f"{where}: outcome {str(data.get('outcome'))[:40]!r} is not one of "
+                            f"{', '.join(o.value for o in Outcome)}", _REPAIR_HINT) from None
+        sessions = []
+        for item in r.objs("sessions"):
+            s = FieldReader(item, f"{where}: sessions[]", _REPAIR_HINT)
+            sessions.append(SessionTiming(i=s.int("i"), model=s.str("model"),
+                                          start_ms=s.num("start_ms"), end_ms=s.num("end_ms")))
+        phases = r.obj("phases")
+        for name in phases:
+            FieldReader(phases, f"{where}: phases", _REPAIR_HINT).num(name)
         names = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {k: v for k, v in data.items() if k in names and k != "extra"}
-        kwargs["outcome"] = Outcome(data["outcome"])
-        kwargs["sessions"] = [SessionTiming(**s) for s in data.get("sessions") or []]
-        kwargs["extra"] = {k: v for k, v in data.items() if k not in names and k != "v"}
-        return cls(**kwargs)
+        return cls(launch_id=r.str("launch_id"), index=r.int("index"),
+                   attempt=r.int("attempt", low=1), label=r.str("label"),
+                   target=r.str("target"), device=r.str("device"),
+                   scenario=r.str("scenario"), outcome=outcome,
+                   last_phase=r.opt_str("last_phase"),
+                   phases={k: float(v) for k, v in phases.items()},
+                   started_at=r.str("started_at", ""), wall_ms=r.num("wall_ms", 0.0),
+                   sessions=sessions, ort_version=r.opt_str("ort_version"),
+                   eps=r.strs("eps"), xnnpack_nodes=r.opt_obj("xnnpack_nodes"),
+                   scores=r.nums("scores"), max_score_diff=r.opt_num("max_score_diff"),
+                   exit_code=r.opt_int("exit_code"), signal=r.opt_int("signal"),
+                   signal_name=r.opt_str("signal_name"), error=r.opt_str("error"),
+                   crash=r.opt_obj("crash"), crash_class=r.opt_str("crash_class"),
+                   signature=r.opt_str("signature"), artifacts=r.strs("artifacts"),
+                   race=r.opt_obj("race"),
+                   extra={k: v for k, v in data.items() if k not in names and k != "v"})
+
+
+_REPAIR_HINT = "`coldstart repair DIR` keeps the readable records (it backs up the file first)"

@@ -35,6 +35,7 @@ from their default, so apps that predate them still accept every default scenari
 from __future__ import annotations
 
 import dataclasses
+import enum
 import re
 from typing import Iterable
 from urllib.parse import parse_qsl, quote, urlsplit
@@ -44,6 +45,7 @@ from .errors import UsageError
 __all__ = [
     "Scenario",
     "parse_scenario",
+    "Phase",
     "PHASES",
     "INJECT_KINDS",
     "DEFAULT_MODELS",
@@ -51,16 +53,30 @@ __all__ = [
     "EXTENSION_DEFAULTS",
 ]
 
-#: The phases every app reports, in order (DESIGN.md). ``error`` is reported instead of a
-#: phase when the app catches a failure.
-PHASES: tuple[str, ...] = (
-    "start",
-    "models-ready",
-    "sessions-created",
-    "inference-done",
-    "sessions-released",
-    "done",
-)
+class Phase(str, enum.Enum):
+    """The phases every app reports, in order (DESIGN.md). ``error`` is an event, not a
+    phase: the app reports it instead of the next phase when it catches a failure. A member
+    compares equal to its string (``Phase.DONE == "done"``)."""
+
+    START = "start"
+    MODELS_READY = "models-ready"
+    SESSIONS_CREATED = "sessions-created"
+    INFERENCE_DONE = "inference-done"
+    SESSIONS_RELEASED = "sessions-released"
+    DONE = "done"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def order(self) -> int:
+        """0 for ``start`` up to 5 for ``done``."""
+        return _PHASE_ORDER[self]
+
+
+#: The phase names, in order (what the protocol carries).
+PHASES: tuple[str, ...] = tuple(p.value for p in Phase)
+_PHASE_ORDER = {p: i for i, p in enumerate(Phase)}
 INJECT_KINDS: tuple[str, ...] = ("segv", "abort", "hang")
 DEFAULT_MODELS: tuple[str, ...] = ("melspectrogram", "embedding_model", "hey_jarvis_v0.1")
 KNOWN_EPS: tuple[str, ...] = ("xnnpack", "cpu")

@@ -33,7 +33,7 @@ def test_every_record_is_appended_as_one_json_line(tmp_path: Path) -> None:
     campaign = load_campaign(tmp_path / "c")
     assert [r.outcome for r in campaign.records] == [Outcome.COMPLETED, Outcome.CRASHED,
                                                      Outcome.COMPLETED]
-    assert campaign.meta["scenario"] == SCENARIO.key()
+    assert campaign.meta.scenario == SCENARIO.key()
     assert (tmp_path / "c" / "artifacts" / "base-00001" / "stdout.txt").exists()
 
 
@@ -138,7 +138,7 @@ def test_resume_refuses_fewer_launches_than_made_and_a_meta_that_is_not_an_objec
     with pytest.raises(UsageError, match="with 2 launches: it already has 4"):
         _run(tmp_path / "c", ScriptedLauncherDouble(lambda i, a: "completed"), 2, resume=True)
     (tmp_path / "c" / "campaign.json").write_text("[]\n")
-    with pytest.raises(DataError, match="a JSON object was expected, not list"):
+    with pytest.raises(DataError, match="must hold a JSON object, not a list"):
         load_campaign(tmp_path / "c")
 
 
@@ -147,14 +147,13 @@ def test_progress_counts_cover_the_records_of_a_resumed_campaign() -> None:
 
     from rich.console import Console
 
-    from kit.cli_common import ProgressView
+    from kit.cli.progress import ProgressView
     from tests.test_summary import record
 
     sink = io.StringIO()
     console = Console(file=sink, width=200, force_terminal=False, color_system=None)
-    with ProgressView(console, "resumed") as view:
-        view.seed([record("r", 0, "completed"), record("r", 1, "crashed")])
-        view.started(5, 2)
+    with ProgressView(console) as view:
+        view.started("resumed", 5, [record("r", 0, "completed"), record("r", 1, "crashed")])
         view.recorded(record("r", 2, "completed"))
     text = sink.getvalue()
     assert "3/5" in text and "completed 2" in text and "crashed 1" in text

@@ -165,14 +165,14 @@ def test_kill_9_then_resume_gives_exactly_n_records(tmp_path: Path) -> None:
 def test_poison_sets_glibc_perturb_in_the_record(tmp_path: Path) -> None:
     run_host(tmp_path / "c", "--poison", "--scenario", "mode=serial", launches=1)
     campaign = load_campaign(tmp_path / "c")
-    assert campaign.meta["options"]["env"] == {"MALLOC_PERTURB_": "85",
+    assert campaign.meta.options["env"] == {"MALLOC_PERTURB_": "85",
                                                "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}
     assert campaign.records[0].outcome is Outcome.COMPLETED
     # a bare --resume goes on poisoned, as the campaign ran (no --poison to retype)
     run_host(tmp_path / "c", "--resume", launches=2)
     campaign = load_campaign(tmp_path / "c")
     assert [r.outcome for r in campaign.records] == [Outcome.COMPLETED] * 2
-    assert campaign.meta["options"]["poison"] == "glibc"
+    assert campaign.meta.options["poison"] == "glibc"
 
 
 def _one_line_error(proc: subprocess.CompletedProcess, fragment: str) -> None:
@@ -287,7 +287,7 @@ def test_resume_without_launches_keeps_the_campaigns_own(tmp_path: Path) -> None
     proc = coldstart("run", "host", "--out", str(out), "--resume")
     assert proc.returncode == 0, proc.stderr
     campaign = load_campaign(out)
-    assert campaign.meta["launches"] == 3 and len(campaign.records) == 3
+    assert campaign.meta.launches == 3 and len(campaign.records) == 3
 
 
 def test_resume_of_nothing_and_scenario_ids_are_refused(tmp_path: Path) -> None:
@@ -322,7 +322,7 @@ def test_a_refused_resume_changes_nothing(tmp_path: Path) -> None:
     # --resume --launches N, accepted, extends the campaign (README, "Campaigns and records")
     run_host(out, "--resume", launches=3)
     campaign = load_campaign(out)
-    assert (len(campaign.records), campaign.meta["launches"]) == (3, 3)
+    assert (len(campaign.records), campaign.meta.launches) == (3, 3)
     assert campaign.notes == []  # the cut line is gone
 
 

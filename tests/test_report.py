@@ -15,7 +15,7 @@ import pytest
 from kit.cli import main
 from kit.report import REPORT_SCHEMA_VERSION, write_reports
 from kit.report.markdown import escape
-from kit.verdict import Verdict, compare_campaigns
+from kit.analysis.verdict import Verdict, compare_campaigns
 from tests.test_summary import counts, make_campaign, record
 
 EVIL = "<script>alert(1)</script>"

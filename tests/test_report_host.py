@@ -20,10 +20,11 @@ import pytest
 from kit import modelset
 from kit.campaign import load_campaign, prepare_store
 from kit.scenario import parse_scenario
-from kit.sequential import Arm, InterleavedRule, SprtDesign, run_interleaved
-from kit.summary import summarize
+from kit.analysis.sequential import InterleavedRule, SprtDesign
+from kit.campaign.interleave import Arm, run_interleaved
+from kit.analysis.summary import summarize
 from kit.targets import host
-from kit.verdict import VerdictSettings, count_target
+from kit.analysis.verdict import VerdictSettings, count_target
 from tests.test_report import check_html_renders_its_plots
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,7 +150,7 @@ def test_until_verdict_is_kept_for_resume_and_refused_when_it_cannot_work(
     assert proc.returncode == 0, proc.stderr
     assert "until-verdict: stopped: fixed: 0/5" in proc.stderr.replace("\n", " ")
     campaign = load_campaign(out)
-    assert len(campaign.counted) == 5 and campaign.meta["launches"] == 20
+    assert len(campaign.counted) == 5 and campaign.meta.launches == 20
     # compare without settings judges the run as its rule did (signature and ceiling kept)
     proc = coldstart("compare", str(base), str(out), "--no-reports")
     text = flat(proc.stdout)

@@ -11,9 +11,10 @@ import pytest
 from scipy import stats as sps
 
 from kit.errors import UsageError
-from kit.stats import (StratumTable, design_power, fisher_p_vector, holm, launches_to_bound,
-                       launches_to_see, lower_bound, lower_rate_test, plan_launches, rate,
-                       stratified_exact_p, upper_bound)
+from kit.analysis.plan import design_power, plan_launches
+from kit.analysis.stats import (StratumTable, fisher_p_vector, holm, launches_to_bound,
+                                launches_to_see, lower_bound, lower_rate_test, rate,
+                                stratified_exact_p, upper_bound)
 
 
 def test_known_values_from_the_issue() -> None:

@@ -15,7 +15,7 @@ from rich.console import Console
 from kit.campaign import Campaign, load_campaign, prepare_store
 from kit.records import LaunchRecord, Outcome, SessionTiming
 from kit.scenario import parse_scenario
-from kit.summary import render_summary, summarize
+from kit.analysis.summary import render_summary, summarize
 
 
 def record(label: str, index: int, outcome: str = "completed", *, crash_class: str | None = None,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kit.errors import UsageError
-from kit.verdict import (HEAP_ADVICE, Verdict, VerdictSettings, compare_campaigns, decide,
+from kit.analysis.verdict import (HEAP_ADVICE, Verdict, VerdictSettings, compare_campaigns, decide,
                          is_target)
 from tests.test_summary import counts, make_campaign, record
 
@@ -187,7 +187,7 @@ def test_race_witnessed_target_counts_launches_with_a_witness(tmp_path: Path) ->
 
 def test_an_interrupted_campaign_is_said(tmp_path: Path) -> None:
     from kit.campaign import CampaignStore, load_campaign, update_meta
-    from kit.summary import summarize
+    from kit.analysis.summary import summarize
 
     base = make_campaign(tmp_path, "b", counts("b", 12, 20))
     cand = make_campaign(tmp_path, "c", counts("c", 0, 3))
@@ -228,7 +228,7 @@ def test_different_launch_options_are_said(tmp_path: Path) -> None:
 
 
 def test_a_p_value_just_under_alpha_does_not_read_as_alpha() -> None:
-    from kit.verdict import p_text
+    from kit.analysis.verdict import p_text
 
     assert (p_text(0.04974, 0.05), p_text(0.016, 0.05), p_text(0.05, 0.05)) == (
         "0.04974", "0.016", "0.05")

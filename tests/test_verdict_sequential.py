@@ -13,11 +13,11 @@ import pytest
 from scipy import stats
 
 from kit.errors import UsageError
-from kit.sequential import (InterleavedRule, SprtDesign, SprtState, add_until_verdict_options,
-                            interleave, interleaved_rule_from_args, make_stop_rule,
-                            stop_rule_from_args)
-from kit.stats import _k_max, upper_bound
-from kit.verdict import Verdict, VerdictSettings, compare_campaigns
+from kit.analysis.sequential import (InterleavedRule, SprtDesign, SprtState, interleave,
+                                     make_stop_rule)
+from kit.analysis.stats import _k_max, upper_bound
+from kit.analysis.verdict import Verdict, VerdictSettings, compare_campaigns
+from kit.cli.options import add_until_verdict_options, interleaved_rule_from_args, stop_rule_from_args
 from tests.test_summary import counts, make_campaign, record
 
 WALD = SprtDesign(ceiling=0.05, design_rate=0.0125, alpha=0.05, beta=0.2)
@@ -229,7 +229,7 @@ def test_argparse_helpers(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("ceiling, n_max", [(0.05, 400), (0.5, 60), (0.01, 1600)])
 def test_k_max_table_matches_the_one_at_a_time_bound(ceiling: float, n_max: int) -> None:
-    from kit.sequential import _k_max_table
+    from kit.analysis.sprt import _k_max_table
 
     table = _k_max_table(n_max, ceiling, 0.05)
     assert table[0] == -1

@@ -129,8 +129,8 @@ def test_without_a_file_the_witness_writes_prefixed_lines_to_stderr(runtime, lib
 def test_every_launch_record_carries_the_race(tmp_path: Path, library: str) -> None:
     records = campaign(tmp_path / "c")
     meta = load_campaign(tmp_path / "c").meta
-    assert meta["options"]["witness"] == "on"
-    assert meta["build"]["witness_library"] == library
+    assert meta.options["witness"] == "on"
+    assert meta.build["witness_library"] == library
     for record in records:
         race = record.race
         # completed, or crashed with the race witnessed: the real defect, ~1 in 1,000 launches
@@ -174,7 +174,7 @@ def test_no_witness_says_so_and_writes_no_file(tmp_path: Path) -> None:
     assert record.race == {"available": False, "witnessed": False, "contexts": [],
                            "calls": [], "skew_us": None, "reason": OFF_REASON}
     assert not (tmp_path / "c" / "artifacts" / record.launch_id / "witness.jsonl").exists()
-    assert load_campaign(tmp_path / "c").meta["options"]["witness"] == f"off: {OFF_REASON}"
+    assert load_campaign(tmp_path / "c").meta.options["witness"] == f"off: {OFF_REASON}"
 
 
 def test_a_static_xnnpack_runtime_never_claims_a_race_was_absent(runtime, tmp_path: Path

@@ -16,9 +16,9 @@ from typing import Any, Sequence
 from .. import __version__
 from ..campaign import Campaign, utc_now
 from ..redact import redact_text
-from ..stats import Rate
-from ..summary import CampaignSummary, summarize
-from ..verdict import Comparison, Verdict
+from ..analysis.stats import Rate
+from ..analysis.summary import CampaignSummary, summarize
+from ..analysis.verdict import Comparison, Verdict
 
 __all__ = ["REPORT_SCHEMA", "REPORT_SCHEMA_VERSION", "TimelinePoint", "report_dict",
            "timeline_points", "write_reports", "rate_text", "REPORT_FILES"]
@@ -45,7 +45,7 @@ class TimelinePoint:
 
 def rate_text(r: dict[str, Any] | None) -> str:
     """A rate dict of ``summary.json`` (``count``, ``n``, ``low``, ``high``, ``confidence``)
-    as :meth:`kit.stats.Rate.text` writes it: ``12/20 (60.0%, 95% CI 36.1%-80.9%)``."""
+    as :meth:`kit.analysis.stats.Rate.text` writes it: ``12/20 (60.0%, 95% CI 36.1%-80.9%)``."""
     if not r:
         return "-"
     return Rate(r["count"], r["n"], r["low"], r["high"], r.get("confidence", 0.95)).text()
@@ -71,8 +71,8 @@ def report_dict(summaries: Sequence[CampaignSummary], comparison: Comparison | N
     Keys: ``schema``, ``schema_version``, ``kind`` (``campaign`` or ``comparison``),
     ``generated_at``, ``coldstart_version``, ``signature`` (the target, or ``None``),
     ``fail_on`` (verdicts that fail CI), ``campaigns`` (one
-    :meth:`~kit.summary.CampaignSummary.to_dict` each), ``comparison``
-    (:meth:`~kit.verdict.Comparison.to_dict` or ``None``).
+    :meth:`~kit.analysis.summary.CampaignSummary.to_dict` each), ``comparison``
+    (:meth:`~kit.analysis.verdict.Comparison.to_dict` or ``None``).
     """
     if comparison is not None:
         signature = comparison.settings.signature
@@ -99,7 +99,7 @@ def write_reports(out_dir: str | Path, campaigns: Sequence[Campaign],
 
     Args:
         campaigns: the campaigns reported (baseline first, then candidate, for a comparison).
-        comparison: from :func:`kit.verdict.compare_campaigns`, or ``None``.
+        comparison: from :func:`kit.analysis.verdict.compare_campaigns`, or ``None``.
         signature: target class to plot for campaign reports (a comparison's wins).
         fail_on: verdicts that the JUnit report marks as failures (``not-fixed`` always is).
     """

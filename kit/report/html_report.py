@@ -22,8 +22,8 @@ import jinja2
 from matplotlib.figure import Figure
 
 from ..scenario import PHASES
-from ..stats import rate
-from ..summary import NO_PHASE
+from ..analysis.stats import rate
+from ..analysis.summary import NO_PHASE
 from . import TimelinePoint, rate_text
 
 __all__ = ["render", "write", "OUTCOME_COLOURS", "BUILD_COLOURS"]

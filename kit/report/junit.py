@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from ..stats import significant
+from ..analysis.stats import significant
 from . import rate_text
 
 __all__ = ["write", "build"]

@@ -29,7 +29,7 @@ from ..errors import UsageError
 from .race import STATIC_REASON
 
 if TYPE_CHECKING:  # kit.targets.host imports this package: no import cycle at run time
-    from ..targets.host import Runtime
+    from ..targets.host.runtime import Runtime
 
 __all__ = ["build_witness", "witness_supported", "witness_library", "CFLAGS", "LIBRARY_NAME"]
 
@@ -58,7 +58,7 @@ def _digest(runtime: Runtime, source: bytes) -> str:
 
 
 def _runtime_dir(runtime: Runtime) -> Path:
-    from ..targets.host import runtime_dir
+    from ..targets.host.runtime import runtime_dir
 
     return runtime_dir(runtime.name)
 
@@ -136,7 +136,7 @@ def build_witness(runtime: Runtime, force: bool = False,
         cmd = [compiler, *CFLAGS, str(src), "-o", str(library), "-ldl"]
     _check_path(library)
     log(f"compiling the race witness ({runtime.kind})")
-    from ..targets.host import run_compiler
+    from ..targets.host.runtime import run_compiler
 
     run_compiler(cmd, "the race witness", log_path)
     stamp = _stamp(runtime)

@@ -13,34 +13,43 @@ lets the traceback through instead. Ctrl-C exits 130 after the command has saved
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
 from typing import Any, NoReturn, Sequence, TextIO
 
-from . import __version__
-from .errors import ColdstartError, ExitCode
+from .. import __version__
+from ..errors import ColdstartError, ExitCode
 
 __all__ = ["main", "build_parser", "COMMAND_MODULES"]
 
 #: Modules that register commands, in the order they appear in ``--help``.
 COMMAND_MODULES: tuple[str, ...] = (
-    "kit.cli_models",
-    "kit.cli_crash",
-    "kit.targets.host_cli",
-    "kit.targets.android_cli",
-    "kit.targets.ios_cli",
-    "kit.targets.appium_cli",
-    "kit.cli_analysis",
-    "kit.cli_app",
+    "kit.cli.models",
+    "kit.cli.crash",
+    "kit.cli.run",  # run <target> for every registered target, and runtime, devices
+    "kit.cli.analysis",
+    "kit.cli.repair",
+    "kit.cli.app",
 )
+#: the longest message line printed (echoed input is cut to fit)
+MAX_ERROR_CHARS = 400
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error and exit code 2, like every other usage error."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(ExitCode.USAGE, f"coldstart: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(ExitCode.USAGE, f"coldstart: error: {_cut(message)} (see `{self.prog} "
+                                  f"--help`)\n")
+
+
+def _cut(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters (echoed input can be huge)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more " \
+                                           f"characters)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,10 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
                      "times, classify every crash, and compare builds with statistics.")
     parser.add_argument("--version", action="version", version=f"coldstart {__version__}")
     parser.add_argument("--debug", action="store_true",
-                        help="show tracebacks instead of one-line errors")
+                        help="show tracebacks instead of one-line errors (anywhere on the "
+                             "command line)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
-    from .scenario import KEYS_HELP
+    from ..scenario import KEYS_HELP
 
     run = commands.add_parser("run", help="run a campaign of cold launches on a target",
                               description="Run a campaign of cold launches on a target.",
@@ -110,8 +120,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout = stdout
 
 
+#: errors of the machine, not of the input: exit 3 like other infrastructure failures
+_INFRA_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS,
+                 errno.ENOMEM}
+
+
 def _main(argv: list[str]) -> int:
-    debug = "--debug" in argv
+    # --debug anywhere: taken out before parsing, so every subcommand accepts it
+    debug = "--debug" in argv[:argv.index("--")] if "--" in argv else "--debug" in argv
+    if debug:
+        cut = argv.index("--") if "--" in argv else len(argv)
+        argv = [a for a in argv[:cut] if a != "--debug"] + argv[cut:]
     args = None
     try:
         args = build_parser().parse_args(argv)
@@ -125,9 +144,12 @@ def _main(argv: list[str]) -> int:
         if debug:
             raise
         where = f": {exc.filename}" if exc.filename else ""
-        print(f"coldstart: error: {exc.strerror or exc}{where} (check the path and its "
-              "permissions; --debug shows the traceback)", file=sys.stderr)
-        return int(ExitCode.USAGE)
+        infra = exc.errno in _INFRA_ERRNOS
+        hint = ("free space or fix the disk" if infra else "check the path and its "
+                "permissions") + "; --debug shows the traceback"
+        print(f"coldstart: error: {_cut(f'{exc.strerror or exc}{where}')} ({hint})",
+              file=sys.stderr)
+        return int(ExitCode.INFRA if infra else ExitCode.USAGE)
     except KeyboardInterrupt:
         if debug:
             raise

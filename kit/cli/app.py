@@ -6,8 +6,8 @@ import argparse
 import json
 import re
 
-from .app_inspect import AppInspection, inspect_app
-from .errors import ExitCode, UsageError
+from ..app_inspect import AppInspection, inspect_app
+from ..errors import ExitCode, UsageError
 
 __all__ = ["register", "render"]
 

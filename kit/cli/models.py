@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from . import modelset
+from .. import modelset
 
 __all__ = ["register"]
 

@@ -1,6 +1,6 @@
 """The verdict: did the candidate build stop crashing with the target signature?
 
-Rules (issue #4; the statistics are in :mod:`kit.stats`, the derivations in docs/verdict.md):
+Rules (issue #4; the statistics are in :mod:`kit.analysis.stats`, the derivations in docs/verdict.md):
 
 * ``fixed`` only when the baseline reproduced the target (the positive control), the
   candidate's target rate is lower by a one-sided exact test (Boschloo's where it can be
@@ -23,13 +23,14 @@ import enum
 import re
 from typing import Any, Iterable, Sequence
 
-from .campaign import Campaign
-from .errors import UsageError
-from .records import LaunchRecord, Outcome
-from .scenario import PHASES
-from .stats import (Plan, Rate, RateTest, StratumTable, fisher_p_vector, holm,
-                    launches_to_see, lower_bound, lower_rate_test,
-                    plan_launches, rate, significant, stratified_exact_p, upper_bound)
+from ..campaign import Campaign
+from ..errors import UsageError
+from ..records import LaunchRecord, Outcome
+from ..scenario import PHASES
+from .plan import Plan, plan_launches
+from .stats import (Rate, RateTest, StratumTable, fisher_p_vector, holm, launches_to_see,
+                    lower_bound, lower_rate_test, rate, significant, stratified_exact_p,
+                    upper_bound)
 from .summary import unfinished_note
 
 __all__ = ["Verdict", "VerdictSettings", "Decision", "Needed", "ArmResult", "DeviceResult",
@@ -60,7 +61,7 @@ def check_signature(text: str) -> str:
     Raises:
         UsageError: the name is not a crash-class-like token.
     """
-    from .crash.rules import CRASH_CLASSES
+    from ..crash.rules import CRASH_CLASSES
 
     known = (*CRASH_CLASSES, RACE_WITNESSED, ANY_CRASH)
     if not _SIGNATURE_RE.match(text or "") or text not in known:
@@ -460,9 +461,8 @@ def _arm(campaign: Campaign, signature: str, confidence: float) -> ArmResult:
     events, eligible = count_target(counted, signature)
     meta = campaign.meta
     return ArmResult(
-        label=campaign.label, path=str(campaign.path), target=str(meta.get("target", "")),
-        scenario=str(meta.get("scenario", "")),
-        scenario_description=str(meta.get("scenario_description", "")),
+        label=campaign.label, path=str(campaign.path), target=meta.target,
+        scenario=meta.scenario, scenario_description=meta.scenario_description,
         devices=tuple(sorted({r.device for r in counted})), counted=len(counted),
         infra_errors=len(campaign.infra_errors), eligible=eligible, events=events,
         rate=rate(events, eligible), upper=upper_bound(events, eligible, confidence))
@@ -512,7 +512,7 @@ def compare_campaigns(baseline: Campaign, candidate: Campaign,
     """Compare two loaded campaigns and state the verdict.
 
     With more than one device across both campaigns the decision uses the stratified exact
-    test over devices (:func:`kit.stats.stratified_exact_p`), so a device that ran only one
+    test over devices (:func:`kit.analysis.stats.stratified_exact_p`), so a device that ran only one
     build, or one device's rate, cannot carry it.
 
     Raises:
@@ -521,7 +521,7 @@ def compare_campaigns(baseline: Campaign, candidate: Campaign,
     if baseline.path.resolve() == candidate.path.resolve():
         raise UsageError(f"baseline and candidate are the same campaign ({baseline.path})",
                          "give two different campaign directories")
-    t_b, t_c = baseline.meta.get("target"), candidate.meta.get("target")
+    t_b, t_c = baseline.meta.target, candidate.meta.target
     if t_b != t_c:
         raise UsageError(f"the baseline ran on target {t_b!r} and the candidate on {t_c!r}",
                          "compare campaigns made on the same target")
@@ -534,7 +534,7 @@ def compare_campaigns(baseline: Campaign, candidate: Campaign,
                      f"{b_arm.scenario_description or b_arm.scenario}; candidate: "
                      f"{c_arm.scenario_description or c_arm.scenario}), so the verdict "
                      f"compares the scenarios as well as the builds")
-    differ = option_differences(baseline.meta.get("options"), candidate.meta.get("options"))
+    differ = option_differences(baseline.meta.options, candidate.meta.options)
     if differ:
         notes.append(f"the campaigns ran with different launch options ({'; '.join(differ)}), "
                      f"so the verdict compares the options as well as the builds")
@@ -542,7 +542,7 @@ def compare_campaigns(baseline: Campaign, candidate: Campaign,
         unfinished = unfinished_note(campaign)
         if unfinished:
             notes.append(f"the {which} {unfinished}")
-    build_b, build_c = baseline.meta.get("build") or {}, candidate.meta.get("build") or {}
+    build_b, build_c = baseline.meta.build, candidate.meta.build
     # the same file under two names (two host runtimes of one library) is the same build
     same = [key for key in _BUILD_IDENTITY
             if build_b.get(key) and build_b.get(key) == build_c.get(key)]

@@ -12,10 +12,11 @@ import dataclasses
 import statistics
 from typing import Any, Iterable, Sequence
 
-from .campaign import Campaign
-from .errors import ColdstartError
-from .records import LaunchRecord, Outcome
-from .scenario import parse_scenario
+from ..campaign import Campaign
+from ..campaign.meta import CampaignMeta
+from ..errors import ColdstartError
+from ..records import LaunchRecord, Outcome
+from ..scenario import parse_scenario
 from .stats import Rate, rate
 
 __all__ = ["CountRow", "DeviceRow", "OverlapSummary", "RaceSummary", "InfraErrorRow",
@@ -276,25 +277,26 @@ def _scenario_key(url: str) -> str:
         return url
 
 
-def _until_verdict_note(meta: dict[str, Any]) -> tuple[str, ...]:
+def _until_verdict_note(meta: CampaignMeta) -> tuple[str, ...]:
     """A note for a campaign run under ``--until-verdict`` (``campaign.json``'s
-    ``until_verdict``, see :meth:`kit.sequential.StopRule.to_meta`), or the baseline of an
-    interleaved run (its ``interleaved``), so that a rule's stop is not mistaken for an
-    interrupted run."""
-    kept = meta.get("until_verdict")
-    if isinstance(kept, dict):
-        head = (f"run under --until-verdict against {kept.get('baseline')}"
-                f"{', interleaved' if kept.get('interleaved') else ''}")
-    elif isinstance(meta.get("interleaved"), dict):  # the baseline's side
-        kept = meta["interleaved"]
-        head = f"baseline of a run interleaved with {kept.get('candidate')}"
+    ``until_verdict``), or the baseline of an interleaved run (its ``interleaved``), so that
+    a rule's stop is not mistaken for an interrupted run."""
+    rule, pair = meta.until_verdict, meta.interleaved
+    if rule is not None:
+        head = (f"run under --until-verdict against {rule.baseline}"
+                f"{', interleaved' if rule.interleaved else ''} (signature {rule.signature}, "
+                f"ceiling {rule.ceiling})")
+        stopped, why = rule.stopped, rule.why
+    elif pair is not None:  # the baseline's side
+        head = (f"baseline of a run interleaved with {pair.candidate} (signature "
+                f"{pair.rule.get('signature')}, ceiling {pair.rule.get('ceiling')})")
+        stopped, why = pair.stopped, pair.why
     else:
         return ()
-    head += f" (signature {kept.get('signature')}, ceiling {kept.get('ceiling')})"
-    if kept.get("stopped") is True:
-        return (f"{head}: stopped by the rule: {kept.get('why')}",)
-    if kept.get("stopped") is False:
-        return (f"{head}: ended without settling: {kept.get('why')}",)
+    if stopped is True:
+        return (f"{head}: stopped by the rule: {why}",)
+    if stopped is False:
+        return (f"{head}: ended without settling: {why}",)
     return (f"{head}: interrupted before the rule settled",)
 
 
@@ -302,13 +304,12 @@ def unfinished_note(campaign: Campaign) -> str | None:
     """``"campaign made 3 of its 30 planned launches (...)"`` for a campaign that was
     interrupted before its ``launches`` (``campaign.json``), else ``None``; a campaign run
     under a sequential rule that ended (settled or not) is finished."""
-    planned = campaign.meta.get("launches")
+    planned = campaign.meta.launches
     made = len({r.index for r in campaign.records})
-    if not isinstance(planned, int) or made >= planned:
+    if made >= planned:
         return None
-    for key in ("until_verdict", "interleaved"):
-        kept = campaign.meta.get(key)  # stopped: None while running, then True or False
-        if isinstance(kept, dict) and kept.get("stopped") is not None:
+    for kept in (campaign.meta.until_verdict, campaign.meta.interleaved):
+        if kept is not None and kept.stopped is not None:  # None while running
             return None  # ended under its rule (settled, or nothing more it could do)
     return (f"campaign made {made} of its {planned} planned launches (interrupted: finish it "
             f"with --resume)")
@@ -339,8 +340,8 @@ def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],
     else:
         records = list(campaign_or_records)
         first = records[0] if records else None
-        meta = {"label": first.label, "target": first.target,
-                "scenario": _scenario_key(first.scenario)} if first else {}
+        meta = CampaignMeta(label=first.label, target=first.target,
+                            scenario=_scenario_key(first.scenario), launches=0) if first else None
         path, notes, unfinished = None, (), None
     counted = [r for r in records if r.counted]
     n = len(counted)
@@ -356,12 +357,11 @@ def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],
                                           if r.outcome is Outcome.CRASHED),
                                       len(mine_counted), confidence),
                                  len(mine) - len(mine_counted)))
-    planned = meta.get("launches")
     return CampaignSummary(
-        label=str(meta.get("label", "")), target=str(meta.get("target", "")),
-        scenario=str(meta.get("scenario", "")),
-        scenario_description=str(meta.get("scenario_description", "")),
-        path=path, planned_launches=planned if isinstance(planned, int) else None,
+        label=meta.label if meta else "", target=meta.target if meta else "",
+        scenario=meta.scenario if meta else "",
+        scenario_description=meta.scenario_description if meta else "",
+        path=path, planned_launches=meta.launches if meta and path else None,
         records=len(records), counted=n, crashed=rate(len(crashed), n, confidence),
         outcomes=_rows(collections.Counter(r.outcome.value for r in counted), n, confidence),
         crash_classes=_rows(classes, n, confidence),

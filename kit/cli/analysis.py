@@ -6,14 +6,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 from pathlib import Path
 from typing import Any
 
-from .campaign import iter_campaign_dirs, load_campaign
-from .cli_common import SLOW_RULE_LAUNCHES, check_directory_arg, fraction_arg, stderr_console
-from .errors import ExitCode, UsageError
-from .verdict import DEFAULT_SIGNATURE, Comparison, Verdict, VerdictSettings
+from ..campaign import iter_campaign_dirs, load_campaign
+from .options import fraction_arg
+from .run import check_directory_arg, stderr_console
+from ..errors import ExitCode, UsageError
+from ..analysis.verdict import DEFAULT_SIGNATURE, Comparison, Verdict, VerdictSettings
 
 __all__ = ["register", "fail_verdicts"]
 
@@ -82,7 +82,7 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     _settings_options(plan, signature=False)
     plan.add_argument("--candidate-rate", type=_rate_or_zero, default=0.0,
                       help="the candidate's assumed true rate (default 0: the fix works)")
-    from .sequential import add_design_options
+    from .options import add_design_options
 
     add_design_options(plan, prefix="sequential rule: ")
     plan.add_argument("--json", action="store_true", help="print JSON")
@@ -150,7 +150,7 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
                   f"{c.upper:.2%}")
     console.print(table)
     if dec.test is not None:
-        from .verdict import p_text
+        from ..analysis.verdict import p_text
 
         line = (f"one-sided p = {p_text(dec.p, s.alpha)} (Fisher "
                 f"{p_text(dec.test.fisher_p, s.alpha)}")
@@ -178,9 +178,9 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .report import report_dict, write_reports
-    from .summary import summarize
-    from .verdict import compare_campaigns
+    from ..report import report_dict, write_reports
+    from ..analysis.summary import summarize
+    from ..analysis.verdict import compare_campaigns
 
     for path in (args.baseline, args.candidate):
         if not Path(path).is_dir():
@@ -190,7 +190,8 @@ def _compare(args: argparse.Namespace) -> int:
     if args.out:
         check_directory_arg(Path(args.out), "--out")
     baseline, candidate = load_campaign(args.baseline), load_campaign(args.candidate)
-    taken = _rule_settings(args, candidate.meta.get("until_verdict"))
+    rule = candidate.meta.until_verdict
+    taken = _rule_settings(args, rule.to_dict() if rule is not None else None)
     settings = VerdictSettings(signature=args.signature, alpha=args.alpha,
                                ceiling=args.ceiling, power=args.power)
     comparison = compare_campaigns(baseline, candidate, settings)
@@ -202,7 +203,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.json:
         data = report_dict([summarize(baseline), summarize(candidate)], comparison,
                            fail_on=failing)
-        from .report.json_report import dumps
+        from ..report.json_report import dumps
 
         print(dumps(data), end="")
     else:
@@ -234,9 +235,9 @@ def _rule_settings(args: argparse.Namespace, kept: Any) -> list[str]:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from .sequential import SprtDesign
-    from .stats import launches_to_bound_with_power, launches_to_see, lower_bound, plan_launches
-    from .verdict import check_signature, count_target
+    from ..analysis.plan import plan_sequential
+    from ..analysis.stats import lower_bound
+    from ..analysis.verdict import check_signature, count_target
 
     if args.signature is not None and not args.baseline:
         raise UsageError("plan's --signature only applies with --baseline DIR (it picks the "
@@ -259,39 +260,14 @@ def _plan(args: argparse.Namespace) -> int:
                                    f"bound, {p_b:.3g}.")
     else:
         p_b = args.baseline_rate
-    design_rate = args.design_rate if args.design_rate is not None else args.ceiling / 4
-    if not design_rate < args.ceiling:
-        raise UsageError(f"design rate {design_rate} is not below the ceiling {args.ceiling}",
-                         "use e.g. a quarter of the ceiling")
-    plan = plan_launches(p_b, ceiling=args.ceiling, alpha=args.alpha, power=args.power,
-                         candidate_rate=args.candidate_rate)
-    # the sequential rule's suggested --launches: twice what a fixed-size candidate needs at
-    # the design rate, or against this baseline (a rare baseline needs a long candidate for
-    # the exact test), so that a run still undecided there is rare
-    clean_plan = plan if args.candidate_rate == 0 else plan_launches(
-        p_b, ceiling=args.ceiling, alpha=args.alpha, power=args.power)
-    cap = 2 * max(launches_to_bound_with_power(design_rate, ceiling=args.ceiling,
-                                               alpha=args.alpha, power=1 - args.beta),
-                  clean_plan.candidate_launches)
-    if cap >= SLOW_RULE_LAUNCHES:
-        stderr_console().print(f"computing the sequential rule's exact thresholds for {cap} "
-                               f"launches (this can take a minute)")
-    design = SprtDesign(args.ceiling, design_rate, args.alpha, args.beta, cap)
-    rates = sorted({0.0, args.candidate_rate, design.design_rate, args.ceiling, p_b})
-    operating = [design.operating(r, cap) for r in rates]
-    see = launches_to_see(p_b, 1 - args.alpha)
+    result = plan_sequential(p_b, ceiling=args.ceiling, alpha=args.alpha, power=args.power,
+                             candidate_rate=args.candidate_rate, beta=args.beta,
+                             design_rate=args.design_rate,
+                             log=stderr_console().print)
+    plan, clean_plan, cap, design = result.fixed, result.clean_fixed, result.cap, result.design
+    operating, see = result.operating, result.baseline_launches_to_see
     if args.json:
-        print(json.dumps({"fixed_design": plan.to_dict(),
-                          "baseline_launches_to_see_target": see,
-                          "sequential": {"ceiling": design.ceiling,
-                                         "design_rate": design.design_rate,
-                                         "alpha": design.alpha, "beta": design.beta,
-                                         "clean_launches": design.clean_launches(),
-                                         "max_launches": cap,
-                                         "lr_upper": math.exp(design.upper),
-                                         "lr_lower": math.exp(design.lower),
-                                         "operating": [o.to_dict() for o in operating]}},
-                         indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
         return 0
     from rich.table import Table
 
@@ -334,9 +310,9 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import write_reports
-    from .summary import render_summary, summarize
-    from .verdict import check_signature
+    from ..report import write_reports
+    from ..analysis.summary import render_summary, summarize
+    from ..analysis.verdict import check_signature
 
     if args.signature:
         check_signature(args.signature)

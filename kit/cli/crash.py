@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .crash import (HINTS, CrashRecord, RuleSet, classify, load_rules, parse_host, parse_text,
+from ..crash import (HINTS, CrashRecord, RuleSet, classify, load_rules, parse_host, parse_text,
                     symbolize_android, symbolize_apple)
-from .crash.signature import normalize_frame
-from .errors import UsageError
+from ..crash.signature import normalize_frame
+from ..errors import UsageError
 
 __all__ = ["register"]
 

@@ -1,4 +1,4 @@
-"""The host target: the native desktop workload on onnxruntime with the XNNPACK EP.
+"""The host runtime: onnxruntime with the XNNPACK EP, and the native workload built on it.
 
 Three kinds of runtime (:class:`Runtime`), prepared once by :func:`prepare_runtime` and
 described by ``<cache>/runtimes/<name>/runtime.json``:
@@ -14,9 +14,7 @@ described by ``<cache>/runtimes/<name>/runtime.json``:
 * ``ort-root``: a user's own ORT build (``include/`` and ``lib/``), e.g. with the fix of
   PR #32489; built with the host's ``g++`` and an rpath to ``lib/``.
 
-:class:`HostLauncher` makes one cold launch per call: a fresh workload process, its protocol
-lines read from stdout, its stderr (thousands of "Schema error" lines from Debian's
-libraries, and any crash backtrace) written straight to ``artifacts/<id>/stderr.txt``.
+The launches themselves are :mod:`kit.targets.host.launcher`'s.
 """
 
 from __future__ import annotations
@@ -29,24 +27,19 @@ import platform
 import re
 import shlex
 import shutil
-import signal
-import socket
 import subprocess
 import time
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from ..campaign import LaunchContext, utc_now
-from ..errors import InfraError, UsageError
-from ..modelset import ModelSet, cache_dir, scores_match
-from ..protocol import iter_events
-from ..records import LaunchRecord, Outcome, SessionTiming
-from ..scenario import Scenario
-from ..witness import race as witness_race
+from ...campaign import utc_now
+from ...errors import InfraError, UsageError
+from ...modelset import ModelSet, cache_dir
+from ...scenario import Scenario
 
-__all__ = ["Runtime", "prepare_runtime", "load_runtime", "build_workload", "HostLauncher",
-           "check_scenario", "POISON_ENV", "runtime_dir", "DEFAULT_RUNTIME", "run_compiler"]
+__all__ = ["Runtime", "prepare_runtime", "load_runtime", "build_workload", "check_scenario",
+           "POISON_ENV", "runtime_dir", "DEFAULT_RUNTIME", "run_compiler"]
 
 DEFAULT_RUNTIME = "debian"
 DEBIAN_SUITE = "trixie"
@@ -57,9 +50,6 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 #: 0x55, and the per-thread cache, whose chunks are never perturbed, is turned off.
 POISON_ENV = {"MALLOC_PERTURB_": "85", "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}
 _CXXFLAGS = ("-std=c++17", "-O2", "-g", "-rdynamic", "-pthread")
-_SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}
-
-
 def runtime_dir(name: str) -> Path:
     """``<cache>/runtimes/<name>`` (see :func:`kit.modelset.cache_dir`)."""
     if not _NAME_RE.match(name):
@@ -400,184 +390,3 @@ def check_scenario(scenario: Scenario, modelset: ModelSet) -> None:
                          "add them to models=, raise sessions=, or set infer=0")
 
 
-def _signal_name(number: int | None) -> str | None:
-    return None if number is None else _SIGNAL_NAMES.get(number, f"SIG{number}")
-
-
-def _crash_block(stderr_text: str) -> str:
-    start = stderr_text.find("COLDSTART-CRASH signal=")
-    if start < 0:
-        return ""
-    end = stderr_text.find("COLDSTART-CRASH end", start)
-    return stderr_text[start:] if end < 0 else stderr_text[start:end + len("COLDSTART-CRASH end")]
-
-
-def _placement_summary(fields: dict[str, Any]) -> dict[str, Any] | None:
-    placement = fields.get("placement")
-    if not isinstance(placement, list):
-        return None
-    totals: dict[str, int] = {}
-    for entry in placement:
-        for ep, count in (entry.get("nodes") or {}).items():
-            totals[ep] = totals.get(ep, 0) + int(count)
-    return {"source": "ORT verbose 'Node placements' log", "totals": totals,
-            "per_session": placement}
-
-
-class HostLauncher:
-    """Cold-launches the host workload: one fresh process per :meth:`launch`.
-
-    Args:
-        runtime: a built :class:`Runtime`.
-        modelset: the verified model set (paths, clip, expected scores).
-        poison: turn on glibc heap poisoning (:data:`POISON_ENV`).
-        preload: other shared libraries to preload, or ``()``.
-        witness: the built race witness (:func:`kit.witness.build_witness`) to preload, or
-            ``None``. With it, each launch's witness output goes to
-            ``artifacts/<id>/witness.jsonl`` and becomes ``LaunchRecord.race``; without it,
-            ``race`` says the witness was unavailable and why (XNNPACK linked statically,
-            or turned off), never that no race happened.
-    """
-
-    target = "host"
-
-    def __init__(self, runtime: Runtime, modelset: ModelSet, poison: bool = False,
-                 preload: tuple[str, ...] = (), witness: str | None = None) -> None:
-        self.runtime = runtime
-        self.modelset = modelset
-        self.poison = poison
-        self.witness = witness
-        if witness is not None:
-            preload = (*preload, witness)
-        self.preload = preload
-        self._race_off_reason = (witness_race.STATIC_REASON if runtime.xnnpack_library is None
-                                 else witness_race.OFF_REASON)
-        self.device = f"host:{socket.gethostname()}"
-        self._expected = modelset.expected()
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._model_args: list[str] = []
-        for model in modelset.models:
-            self._model_args += ["--model", f"{model.role}:{model.name}:{model.path}"]
-        self._env = dict(os.environ)
-        if poison:
-            self._env.update(POISON_ENV)
-        if preload:
-            self._env["LD_PRELOAD"] = " ".join(preload)
-
-    def argv(self, scenario: Scenario) -> list[str]:
-        """The workload's argv for one launch of ``scenario``."""
-        expected = ",".join(repr(float(s)) for s in self._expected["scores"])
-        return self.runtime.command(
-            "--scenario", scenario.to_url(), *self._model_args,
-            "--clip", str(self.modelset.clip), "--expected", expected,
-            "--tolerance", repr(float(self._expected["tolerance"]["abs"])))
-
-    def abort(self) -> None:
-        """Kill the launch in flight, if any (Ctrl-C)."""
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-    def launch(self, ctx: LaunchContext) -> LaunchRecord:
-        """One cold launch; see the module doc. Never raises for what the workload does.
-
-        Raises:
-            InfraError: the workload could not be started at all.
-        """
-        started_at = utc_now()
-        t0 = time.monotonic()
-        stderr_path = ctx.artifacts_dir / "stderr.txt"
-        witness_path = ctx.artifacts_dir / "witness.jsonl"
-        env = self._env
-        if self.witness is not None:
-            env = {**self._env, witness_race.ENV_FILE: str(witness_path)}
-        hung = False
-        with open(stderr_path, "wb") as err:
-            try:
-                proc = subprocess.Popen(self.argv(ctx.scenario), stdout=subprocess.PIPE,
-                                        stderr=err, stdin=subprocess.DEVNULL, env=env,
-                                        start_new_session=True)
-            except OSError as exc:
-                raise InfraError(f"cannot start the workload: {exc}",
-                                 "run `coldstart runtime build`") from None
-            self._proc = proc
-            try:
-                out, _ = proc.communicate(timeout=ctx.timeout_s)
-            except subprocess.TimeoutExpired:
-                hung = True
-                os.killpg(proc.pid, signal.SIGKILL)
-                out, _ = proc.communicate()
-            finally:
-                self._proc = None
-        wall_ms = (time.monotonic() - t0) * 1000.0
-        stdout = out.decode("utf-8", "replace")
-        (ctx.artifacts_dir / "stdout.txt").write_text(stdout)
-        artifacts = [f"{ctx.artifacts_rel}/stdout.txt", f"{ctx.artifacts_rel}/stderr.txt"]
-        if self.witness is None:
-            race = witness_race.unavailable(self._race_off_reason)
-        else:
-            race = witness_race.read_witness_file(witness_path).to_dict()
-            if witness_path.exists():
-                artifacts.append(f"{ctx.artifacts_rel}/witness.jsonl")
-        events = list(iter_events(stdout.splitlines(), ctx.launch_id))
-        phases = {e.phase: e.t_ms for e in events if e.phase != "error"}
-        fields: dict[str, Any] = {}
-        for event in events:
-            fields.update(event.fields)
-        last_phase = next((e.phase for e in reversed(events) if e.phase != "error"), None)
-        error = next((e.fields.get("message") for e in events if e.phase == "error"), None)
-        rc = proc.returncode
-        signal_no = -rc if rc < 0 and not hung else None
-        scores = [float(s) for s in fields.get("scores") or []]
-        ok, diff = scores_match(self._expected, scores) if scores else (False, None)
-        record: dict[str, Any] = dict(
-            launch_id=ctx.launch_id, index=ctx.index, attempt=ctx.attempt, label=ctx.label,
-            target=self.target, device=self.device, scenario=ctx.scenario.to_url(),
-            last_phase=last_phase, phases=phases, started_at=started_at, wall_ms=wall_ms,
-            sessions=[SessionTiming(**s) for s in fields.get("sessions") or []],
-            ort_version=fields.get("ort_version"), eps=list(fields.get("eps") or []),
-            xnnpack_nodes=_placement_summary(fields), scores=scores,
-            max_score_diff=None if diff is None or diff == float("inf") else diff,
-            exit_code=rc if rc >= 0 else None, signal=signal_no,
-            signal_name=_signal_name(signal_no), error=error, artifacts=artifacts, race=race)
-        if hung:
-            record.update(outcome=Outcome.HUNG,
-                          error=f"no done within {ctx.timeout_s:g} s; killed")
-        elif signal_no is not None:
-            record.update(outcome=Outcome.CRASHED, **self._crash_fields(ctx, signal_no,
-                                                                       stderr_path, artifacts))
-        elif error is not None:
-            record.update(outcome=Outcome.APP_ERROR)
-        elif "done" in phases and rc == 0:
-            outcome = Outcome.COMPLETED
-            if ctx.scenario.infer and not ok:
-                outcome = Outcome.WRONG_OUTPUT
-            record.update(outcome=outcome)
-        elif rc == 2 and not events:
-            tail = stderr_path.read_text(errors="replace").strip().splitlines()[-1:]
-            raise InfraError(f"the workload rejected its arguments: {' '.join(tail)}",
-                             "rebuild it with `coldstart runtime build --force`")
-        else:  # exited on its own before done, without reporting an error
-            record.update(outcome=Outcome.CRASHED,
-                          error=f"exited with status {rc} before done")
-        return LaunchRecord(**record)
-
-    def _crash_fields(self, ctx: LaunchContext, signal_no: int, stderr_path: Path,
-                      artifacts: list[str]) -> dict[str, Any]:
-        from .. import crash as crashlib
-
-        block = _crash_block(stderr_path.read_text(errors="replace"))
-        crash_path = ctx.artifacts_dir / "crash.txt"
-        crash_path.write_text(f"signal {signal_no} ({_signal_name(signal_no)})\n{block}\n")
-        artifacts.append(f"{ctx.artifacts_rel}/crash.txt")
-        try:
-            record = crashlib.parse_host(signal_no, block)
-            record = dataclasses.replace(record, raw_artifact=f"{ctx.artifacts_rel}/crash.txt")
-            verdict = crashlib.classify(record)
-        except Exception as exc:  # a kit bug must not lose a finished launch's record
-            return {"crash_class": "unparsed", "error": f"crash analysis failed: {exc!r}"}
-        return {"crash": record.to_dict(), "crash_class": verdict.crash_class,
-                "signature": verdict.signature}

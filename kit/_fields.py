@@ -1,0 +1,114 @@
+"""Typed reads of parsed JSON objects (campaign.json, launch records): every field is checked
+for its type, and a wrong one is a one-line :class:`~kit.errors.DataError` naming the file
+and the field, never a traceback from deep inside the kit."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from .errors import DataError
+
+__all__ = ["FieldReader", "type_name"]
+
+
+def type_name(value: Any) -> str:
+    """``a string``, ``a number``, ``null``... for messages."""
+    return "null" if value is None else {bool: "a boolean", int: "a number", float: "a number",
+                                         str: "a string", list: "a list",
+                                         dict: "an object"}.get(type(value), type(value).__name__)
+
+
+class FieldReader:
+    """Reads typed fields from one JSON object.
+
+    Args:
+        data: the object.
+        where: what it is, for messages (``runs/x/campaign.json``, ``... line 7``).
+        hint: what the user should do about a bad field.
+    """
+
+    def __init__(self, data: Mapping[str, Any], where: str, hint: str | None = None) -> None:
+        self.data = data
+        self.where = where
+        self.hint = hint
+
+    def fail(self, key: str, want: str) -> DataError:
+        """The error for ``key`` not being ``want``."""
+        return DataError(f"{self.where}: {key} must be {want}, not "
+                         f"{type_name(self.data.get(key))}", self.hint)
+
+    def str(self, key: str, default: str | None = None) -> str:
+        value = self.data.get(key, default)
+        if not isinstance(value, str):
+            raise self.fail(key, "a string")
+        return value
+
+    def opt_str(self, key: str) -> str | None:
+        value = self.data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise self.fail(key, "a string or null")
+        return value
+
+    def int(self, key: str, default: int | None = None, low: int = 0) -> int:
+        value = self.data.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise self.fail(key, f"a whole number >= {low}")
+        return value
+
+    def opt_int(self, key: str, low: int | None = None) -> int | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool) or (
+                low is not None and value < low):
+            raise self.fail(key, "a whole number or null")
+        return value
+
+    def num(self, key: str, default: float | None = None) -> float:
+        value = self.data.get(key, default)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(
+                value):
+            raise self.fail(key, "a number")
+        return float(value)
+
+    def opt_num(self, key: str) -> float | None:
+        return None if self.data.get(key) is None else self.num(key)
+
+    def opt_bool(self, key: str) -> bool | None:
+        value = self.data.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise self.fail(key, "true, false or null")
+        return value
+
+    def obj(self, key: str) -> dict[str, Any]:
+        value = self.data.get(key, {})
+        if not isinstance(value, dict):
+            raise self.fail(key, "an object")
+        return dict(value)
+
+    def opt_obj(self, key: str) -> dict[str, Any] | None:
+        value = self.data.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise self.fail(key, "an object or null")
+        return value
+
+    def objs(self, key: str) -> list[dict[str, Any]]:
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise self.fail(key, "a list of objects")
+        return [dict(v) for v in value]
+
+    def strs(self, key: str) -> list[str]:
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(key, "a list of strings")
+        return list(value)
+
+    def nums(self, key: str) -> list[float]:
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                for v in value):
+            raise self.fail(key, "a list of numbers")
+        return [float(v) for v in value]

@@ -1,0 +1,279 @@
+"""Sequential stopping for ``coldstart run ... --until-verdict``: stop a campaign as soon as
+``compare`` would be settled, with stated error rates.
+
+The rule (derived in docs/verdict.md, checked by ``benchmarks/bench_sequential.py``):
+
+* The candidate's target events feed a sequential probability ratio test (Wald 1945) of
+  H0: rate = ``ceiling`` against H1: rate = ``design_rate`` (default ``ceiling / 4``). After
+  ``n`` counted launches with ``x`` events the likelihood ratio is
+  ``LR = (p1/c)^x * ((1-p1)/(1-c))^(n-x)``.
+* Stop with **fixed** when ``LR`` reaches the upper threshold *and* ``compare`` on the data
+  so far says ``fixed`` (positive control, exact test, Clopper-Pearson bound below the
+  ceiling). Stop with **not below the ceiling** when ``LR`` falls to the lower threshold and
+  the bound is not below the ceiling. Otherwise go on, up to the campaign's ``--launches``,
+  where ``compare`` judges the campaign as a fixed-size one.
+* The thresholds are exact for that truncation (:func:`_calibrate`): a dynamic program over
+  (launches, events) gives the rule's chance of ending ``fixed`` at the ceiling (<= alpha;
+  at any higher rate it is lower) and at the design rate (>= 1 - beta), truncation and
+  the bound included, and the thresholds are the least conservative that keep both. Wald's
+  thresholds (``1/alpha`` and ``beta``, valid for any length by Ville's inequality) are kept
+  for a design without ``max_launches``; they need 7% more launches for a clean candidate,
+  23% more at the design rate and 35% more at the ceiling.
+
+With a finished baseline (:func:`make_stop_rule`) only the candidate runs. When both builds
+can run (:func:`run_interleaved`), launches alternate baseline, candidate, baseline, ... (one
+round per launcher set); the baseline pauses once its positive control makes the exact test
+significant against the candidate as it will stand at its earliest possible ``fixed`` stop,
+and the candidate goes on alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import os
+from typing import Any, Protocol, Sequence
+
+from ..campaign import Campaign, load_campaign
+from ..errors import UsageError
+from ..records import LaunchRecord
+from .sprt import OperatingPoint, SprtDesign, SprtState, _bound_below
+from .stats import fisher_p_vector, significant
+from .verdict import (DEFAULT_SIGNATURE, Verdict, VerdictSettings, clean_launches_to_fixed,
+                      count_target, decide)
+
+__all__ = ["StopRule", "InterleavedRule", "Side", "make_stop_rule", "interleave",
+           "SprtState", "SprtDesign", "OperatingPoint"]
+
+
+@dataclasses.dataclass(frozen=True)
+class StopRule:
+    """``should_stop`` for :func:`kit.campaign.run_campaign`: the candidate runs against a
+    finished baseline. Call with all the candidate's records so far (infra errors included;
+    they are ignored).
+
+    Attributes:
+        design: the SPRT; settings: the verdict's settings (signature, alpha, ceiling).
+        baseline_events, baseline_n: the baseline's target events and eligible launches.
+    """
+
+    design: SprtDesign
+    settings: VerdictSettings
+    baseline_events: int
+    baseline_n: int
+
+    def decision(self, records: Sequence[LaunchRecord]) -> tuple[bool, str]:
+        """``(stop, why)`` for the candidate's ``records``."""
+        return self.decision_counts(*count_target(records, self.settings.signature))
+
+    def out_of_reach(self, x_c: int) -> bool:
+        """Whether ``fixed`` cannot be reached within ``max_launches`` any more: even with
+        no further event, ``compare`` on ``x_c`` in ``max_launches`` launches would not say
+        fixed (its bound and its exact test only get worse with more events, and better
+        with more launches). Never, for a design without ``max_launches``."""
+        cap = self.design.max_launches
+        if cap is None:
+            return False
+        return not (_bound_below(x_c, cap, self.settings.ceiling, self.settings.alpha)
+                    and _compare_says_fixed(self.baseline_events, self.baseline_n, x_c, cap,
+                                            self.settings))
+
+    def decision_counts(self, x_c: int, n_c: int) -> tuple[bool, str]:
+        """``(stop, why)`` for ``x_c`` target events in ``n_c`` counted candidate launches."""
+        if self.out_of_reach(x_c):
+            return True, (f"fixed is out of reach within {self.design.max_launches} launches "
+                          f"({x_c} {self.settings.signature} in the candidate against the "
+                          f"baseline's {self.baseline_events}/{self.baseline_n})")
+        state = self.design.state(x_c, n_c)
+        if state is SprtState.NOT_BELOW:
+            return True, (f"the candidate's {self.settings.signature} rate is not below the "
+                          f"{self.settings.ceiling:g} ceiling ({x_c}/{n_c}, LR <= "
+                          f"{math.exp(self.design.lower):.3g}): compare says not-fixed, or "
+                          f"inconclusive while its interval still reaches below the ceiling, "
+                          f"and more launches would most likely not make it fixed")
+        if state is SprtState.BELOW_CEILING:
+            if _compare_says_fixed(self.baseline_events, self.baseline_n, x_c, n_c,
+                                   self.settings):
+                return True, (f"fixed: {x_c}/{n_c} candidate launches against the "
+                              f"baseline's {self.baseline_events}/{self.baseline_n}")
+        return False, f"{x_c}/{n_c}: {state.value}"
+
+    def __call__(self, records: list[LaunchRecord]) -> bool:
+        return self.decision(records)[0]
+
+    def to_meta(self, baseline: str, stopped: bool | None, why: str) -> dict[str, Any]:
+        """What ``campaign.json`` keeps under ``until_verdict``: the baseline and its
+        counts, the verdict settings, the design and its thresholds (as LRs), and how the
+        run ended (``stopped`` is ``None`` while it runs); :func:`resume_rule` reads it
+        back on ``--resume``."""
+        return {**_rule_meta(self.design, self.settings, baseline, stopped, why),
+                "baseline_events": self.baseline_events, "baseline_n": self.baseline_n}
+
+
+def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[LaunchRecord],
+                   settings: VerdictSettings = VerdictSettings(), *,
+                   design_rate: float | None = None, beta: float = 0.2,
+                   max_launches: int | None = None) -> StopRule:
+    """Build the stopping rule for a candidate campaign against a finished baseline.
+
+    Args:
+        baseline: the baseline campaign, its directory, or its records.
+        settings: signature, alpha and ceiling, as ``compare`` will use them.
+        design_rate: H1's rate (default ``ceiling / 4``).
+        beta: chance of missing ``fixed`` when the candidate is at ``design_rate``.
+        max_launches: the candidate campaign's ``--launches`` (exact thresholds for it;
+            ``None``: Wald's).
+
+    Raises:
+        UsageError: the baseline is missing, or never showed the target (no positive
+            control: the rule could never stop with ``fixed``), or ``max_launches`` is too
+            few for these error rates, or for the exact test against this baseline.
+    """
+    if isinstance(baseline, (str, os.PathLike)):
+        baseline = load_campaign(baseline)
+    records = baseline.records if isinstance(baseline, Campaign) else list(baseline)
+    x_b, n_b = count_target(records, settings.signature)
+    if x_b == 0:
+        raise UsageError(f"the baseline never reproduced {settings.signature} ({x_b}/{n_b} "
+                         f"launches), so --until-verdict could never stop with fixed",
+                         "make the baseline crash first (heap poisoning, more sessions, more "
+                         "cores), or run without --until-verdict")
+    design = SprtDesign(settings.ceiling, design_rate if design_rate is not None else
+                        settings.ceiling / 4, settings.alpha, beta, max_launches)
+    rule = StopRule(design, settings, x_b, n_b)
+    if rule.out_of_reach(0):
+        more = clean_launches_to_fixed(x_b, n_b, 0, 0, alpha=settings.alpha,
+                                       ceiling=settings.ceiling)  # Fisher's: an upper bound
+        if more is not None and max_launches is not None and more > max_launches:
+            from .stats import _first_true
+
+            more = _first_true(lambda n: _compare_says_fixed(x_b, n_b, 0, n, settings),
+                               max_launches + 1, more)  # compare's own tests (Boschloo)
+        need = f"at least {more}" if more is not None else "more than 10,000,000"
+        raise UsageError(f"the baseline's {x_b}/{n_b} {settings.signature} could not be shown "
+                         f"higher than even a clean candidate of {max_launches} launches "
+                         f"(a clean candidate needs {need})",
+                         "give --launches that large, or make more baseline launches "
+                         "(`coldstart run ... --out BASELINE_DIR --resume --launches M`)")
+    return rule
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _compare_says_fixed(x_b: int, n_b: int, x_c: int, n_c: int,
+                        settings: VerdictSettings) -> bool:
+    """Whether ``compare`` says ``fixed`` for these counts, with its own tests (Boschloo's
+    where more powerful than Fisher's), cached: the rules ask again after every launch."""
+    return decide(x_b, n_b, x_c, n_c, settings, with_needed=False).verdict is Verdict.FIXED
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _fisher_p(x_b: int, n_b: int, x_c: int, n_c: int) -> float:
+    """Fisher's one-sided p, cached: the rule asks after every round, mostly for tables
+    it has seen (simulations ask for the same ones thousands of times)."""
+    return float(fisher_p_vector(x_b, n_b, x_c, n_c))
+
+
+def _rule_meta(design: SprtDesign, settings: VerdictSettings, baseline: str,
+               stopped: bool | None, why: str) -> dict[str, Any]:
+    """The fields every rule keeps in ``campaign.json`` (see :meth:`StopRule.to_meta`)."""
+    return {"baseline": baseline, "signature": settings.signature, "alpha": design.alpha,
+            "beta": design.beta, "ceiling": design.ceiling,
+            "design_rate": design.design_rate, "max_launches": design.max_launches,
+            "lr_upper": math.exp(design.upper), "lr_lower": math.exp(design.lower),
+            "stopped": stopped, "why": why}
+
+
+@dataclasses.dataclass(frozen=True)
+class InterleavedRule:
+    """Which build still needs launches when both run, alternating.
+
+    The candidate needs launches until its SPRT leaves :attr:`SprtState.CONTINUE`: "not
+    below the ceiling" ends the run; "below the ceiling" ends it with ``fixed`` once
+    ``compare`` agrees, and until then only the baseline goes on. The baseline needs
+    launches until it has shown the target and Fisher's one-sided p is <= alpha against the
+    candidate as it will stand at its earliest possible ``fixed`` stop: its events so far in
+    :meth:`SprtDesign.first_fixed_launch` launches (or more, if it already has them). It
+    resumes if a later candidate event raises that p again.
+    """
+
+    design: SprtDesign
+    settings: VerdictSettings
+
+    def to_meta(self, baseline: str, stopped: bool | None, why: str) -> dict[str, Any]:
+        """What ``campaign.json`` keeps under ``until_verdict`` for an interleaved run: the
+        fields of :meth:`StopRule.to_meta` (without the baseline's counts, which change as
+        it runs) and ``"interleaved": True``; :func:`resume_rule` reads it back."""
+        return {**_rule_meta(self.design, self.settings, baseline, stopped, why),
+                "interleaved": True}
+
+    def needs_counts(self, x_b: int, n_b: int, x_c: int, n_c: int) -> tuple[bool, bool, str]:
+        """``(baseline needs more, candidate needs more, why)`` from target counts."""
+        state = self.design.state(x_c, n_c)
+        sig = self.settings.signature
+        if state is SprtState.NOT_BELOW:
+            return False, False, (f"the candidate's {sig} rate is not below the "
+                                  f"{self.settings.ceiling:g} ceiling ({x_c}/{n_c})")
+        if state is SprtState.BELOW_CEILING:
+            if _compare_says_fixed(x_b, n_b, x_c, n_c, self.settings):
+                return False, False, f"fixed: baseline {x_b}/{n_b}, candidate {x_c}/{n_c}"
+            return True, False, (f"the candidate ({x_c}/{n_c}) is below the ceiling; the "
+                                 f"baseline ({x_b}/{n_b}) does not yet show it is lower")
+        n_at_stop = max(n_c, self.design.first_fixed_launch(x_c))
+        baseline_ok = x_b > 0 and significant(_fisher_p(x_b, n_b, x_c, n_at_stop),
+                                              self.settings.alpha)
+        return not baseline_ok, True, f"baseline {x_b}/{n_b}, candidate {x_c}/{n_c}: {state}"
+
+
+class Side(Protocol):
+    """One build as :func:`interleave` drives it (a campaign, or a simulated one).
+
+    ``slots`` is how many launch indices have been started, ``launches`` the most allowed,
+    ``counts(signature)`` the target's ``(events, eligible launches)``, and ``step()`` makes
+    the next round of launches (one per launcher)."""
+
+    @property
+    def slots(self) -> int: ...
+
+    @property
+    def launches(self) -> int: ...
+
+    def counts(self, signature: str) -> tuple[int, int]: ...
+
+    def step(self) -> None: ...
+
+
+def interleave(baseline: Side, candidate: Side, rule: InterleavedRule | None) -> str:
+    """Alternate rounds of ``baseline`` and ``candidate`` until ``rule`` says neither needs
+    more launches, both reach their ``launches``, or the baseline reaches its ``launches``
+    without a target event (no positive control: only inconclusive is possible).
+    Returns why it stopped."""
+    sig = rule.settings.signature if rule is not None else DEFAULT_SIGNATURE
+    why = "both builds reached their launches"
+    while True:
+        need_b = need_c = True
+        if rule is not None:
+            x_b, n_b = baseline.counts(sig)
+            need_b, need_c, why = rule.needs_counts(x_b, n_b, *candidate.counts(sig))
+            if not (need_b or need_c):
+                return why
+            if baseline.slots >= baseline.launches and x_b == 0:
+                return (f"the baseline never reproduced {sig} in its {baseline.launches} "
+                        f"launches (no positive control)")
+        ran = False
+        for side, need in ((baseline, need_b), (candidate, need_c)):
+            if need and side.slots < side.launches:
+                side.step()
+                ran = True
+        if not ran:
+            if rule is None:
+                return why
+            full = [side.slots >= side.launches for side in (baseline, candidate)]
+            if all(full):
+                return f"both builds reached their launches ({why})"
+            which = "baseline" if full[0] else "candidate"
+            side = baseline if full[0] else candidate
+            return (f"the {which} reached its {side.launches} launches and the other build "
+                    f"needs no more ({why})")
+
+

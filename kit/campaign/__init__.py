@@ -1,0 +1,20 @@
+"""Campaigns: a directory of launches of one build (:mod:`.store`, :mod:`.meta`), the loop
+that fills it (:mod:`.loop`), interleaved runs of two builds (:mod:`.interleave`) and the
+session that runs a whole request (:mod:`.session`, imported on its own: it needs the
+analysis layer)."""
+
+from __future__ import annotations
+
+from .loop import (CampaignObserver, LaunchContext, Launcher, RetryPolicy, abandoned_slots,
+                   run_campaign)
+from .meta import SCHEMA_VERSION, CampaignMeta, PairMeta, RuleMeta, read_meta, write_meta
+from .store import (LABEL_RE, LOCK_NAME, Campaign, CampaignStore, check_label, check_out_dir,
+                    iter_campaign_dirs, launch_id_for, load_campaign, prepare_store,
+                    tool_versions, update_meta, utc_now)
+
+__all__ = ["Campaign", "CampaignStore", "CampaignMeta", "RuleMeta", "PairMeta",
+           "LaunchContext", "Launcher", "CampaignObserver", "RetryPolicy", "run_campaign",
+           "abandoned_slots", "load_campaign", "prepare_store", "update_meta", "read_meta",
+           "write_meta", "iter_campaign_dirs", "check_label", "check_out_dir",
+           "launch_id_for", "utc_now", "tool_versions", "LABEL_RE", "LOCK_NAME",
+           "SCHEMA_VERSION"]

@@ -1,0 +1,246 @@
+"""``campaign.json`` as typed values: :class:`CampaignMeta`, with the ``--until-verdict``
+rule it ran under (:class:`RuleMeta`).
+
+The file is read once per command (:func:`read_meta`), checked field by field, and written
+whole and atomically (:func:`write_meta`). Keys this kit does not know are kept in ``extra``
+and written back, so a newer kit's campaign survives an older kit's resume. Schema
+(version :data:`SCHEMA_VERSION`)::
+
+    {"schema": 1, "label": str, "target": str, "scenario": str (canonical URL, no id),
+     "scenario_description": str, "launches": int, "created_at": str (ISO 8601 UTC),
+     "devices": [{...}], "build": {...}, "tools": {...}, "options": {...},
+     "until_verdict": RuleMeta | absent,   # a run under --until-verdict
+     "interleaved": {"candidate": str, **RuleMeta} | absent}   # the baseline of such a run
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .._bounded import read_bytes_bounded
+from .._fields import FieldReader, type_name
+from ..errors import DataError
+
+__all__ = ["SCHEMA_VERSION", "CampaignMeta", "RuleMeta", "PairMeta", "read_meta", "write_meta",
+           "META_MAX_BYTES"]
+
+SCHEMA_VERSION = 1
+#: campaign.json is a few KiB; anything this large is not one
+META_MAX_BYTES = 4 * 1024 * 1024
+_HINT = "restore campaign.json from a backup, or start a new campaign in another directory"
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleMeta:
+    """The ``--until-verdict`` rule a campaign ran under, as ``campaign.json`` keeps it.
+
+    Attributes:
+        baseline: the baseline campaign's directory (absolute for interleaved runs).
+        signature, alpha, ceiling: the verdict settings (``compare`` takes them when left
+            out).
+        beta, design_rate, max_launches: the sequential design.
+        stopped: ``None`` while the run goes on, then whether it stopped settled.
+        why: how it ended (or ``not finished``).
+        interleaved: the run made both builds' launches, alternating.
+        baseline_events, baseline_n: the finished baseline's target counts (``None`` for an
+            interleaved run, whose baseline grows).
+        extra: the design's own numbers (thresholds...) and options such as
+            ``baseline_runtime``, kept as they are.
+    """
+
+    baseline: str
+    signature: str
+    alpha: float
+    ceiling: float
+    beta: float
+    design_rate: float
+    max_launches: int | None
+    stopped: bool | None
+    why: str
+    interleaved: bool = False
+    baseline_events: int | None = None
+    baseline_n: int | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    _KNOWN = ("baseline", "signature", "alpha", "ceiling", "beta", "design_rate",
+              "max_launches", "stopped", "why", "interleaved", "baseline_events", "baseline_n")
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> "RuleMeta":
+        """Raises DataError naming ``where`` and the field when a field has the wrong type."""
+        if not isinstance(data, dict):
+            raise DataError(f"{where} must be an object, not {type_name(data)}", _HINT)
+        c = FieldReader(data, where, _HINT)
+        ceiling = c.num("ceiling", 0.05)  # defaults: compare's, for a rule kept partly
+        return cls(baseline=c.str("baseline", ""),
+                   signature=c.str("signature", "xnnpack-allocator-uaf"),
+                   alpha=c.num("alpha", 0.05), ceiling=ceiling, beta=c.num("beta", 0.2),
+                   design_rate=c.num("design_rate", ceiling / 4),
+                   max_launches=c.opt_int("max_launches"),
+                   stopped=c.opt_bool("stopped"), why=c.str("why", ""),
+                   interleaved=bool(c.opt_bool("interleaved")),
+                   baseline_events=c.opt_int("baseline_events"),
+                   baseline_n=c.opt_int("baseline_n"),
+                   extra={k: v for k, v in data.items() if k not in cls._KNOWN})
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"baseline": self.baseline, "signature": self.signature,
+                               "alpha": self.alpha, "beta": self.beta, "ceiling": self.ceiling,
+                               "design_rate": self.design_rate,
+                               "max_launches": self.max_launches, **self.extra,
+                               "stopped": self.stopped, "why": self.why}
+        if self.interleaved:
+            out["interleaved"] = True
+        if self.baseline_events is not None:
+            out["baseline_events"] = self.baseline_events
+            out["baseline_n"] = self.baseline_n
+        return out
+
+    def ended(self, stopped: bool | None, why: str) -> "RuleMeta":
+        """The same rule with how the run ended."""
+        return dataclasses.replace(self, stopped=stopped, why=why)
+
+
+@dataclasses.dataclass(frozen=True)
+class PairMeta:
+    """What the baseline of an interleaved run keeps under ``interleaved``: the candidate
+    campaign that drives it, how the run ended, and the run's rule as written there.
+
+    Attributes:
+        candidate: the candidate campaign's directory (absolute).
+        stopped, why: as :class:`RuleMeta`'s (``None``/``not finished`` while it runs).
+        rule: every other key, as it is.
+    """
+
+    candidate: str
+    stopped: bool | None = None
+    why: str = ""
+    rule: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> "PairMeta":
+        """Raises DataError naming ``where`` and the field when a field has the wrong type."""
+        if not isinstance(data, dict):
+            raise DataError(f"{where} must be an object, not {type_name(data)}", _HINT)
+        c = FieldReader(data, where, _HINT)
+        return cls(candidate=c.str("candidate"), stopped=c.opt_bool("stopped"),
+                   why=c.str("why", ""),
+                   rule={k: v for k, v in data.items()
+                         if k not in ("candidate", "stopped", "why")})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"candidate": self.candidate, **self.rule, "stopped": self.stopped,
+                "why": self.why}
+
+
+@dataclasses.dataclass(frozen=True)
+class CampaignMeta:
+    """A campaign's ``campaign.json`` (module doc). Frozen: change it with
+    :func:`dataclasses.replace` and :func:`write_meta`. ``until_verdict`` is the rule of a
+    run under ``--until-verdict``; ``interleaved`` marks the baseline of an interleaved
+    run."""
+
+    label: str
+    target: str
+    scenario: str
+    launches: int
+    schema: int = SCHEMA_VERSION
+    scenario_description: str = ""
+    created_at: str = ""
+    devices: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    build: dict[str, Any] = dataclasses.field(default_factory=dict)
+    tools: dict[str, Any] = dataclasses.field(default_factory=dict)
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    until_verdict: RuleMeta | None = None
+    interleaved: PairMeta | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    _KNOWN = ("schema", "label", "target", "scenario", "scenario_description", "launches",
+              "created_at", "devices", "build", "tools", "options", "until_verdict",
+              "interleaved")
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "campaign.json") -> "CampaignMeta":
+        """Check and type a parsed ``campaign.json``.
+
+        Raises:
+            DataError: not an object, or a field of the wrong type (one line naming it).
+        """
+        if not isinstance(data, dict):
+            raise DataError(f"{where} must hold a JSON object, not {type_name(data)}", _HINT)
+        c = FieldReader(data, where, _HINT)
+        schema = c.int("schema", SCHEMA_VERSION, low=1)
+        if schema > SCHEMA_VERSION:
+            raise DataError(f"{where} has schema {schema}, newer than this kit's "
+                            f"{SCHEMA_VERSION}", "upgrade coldstart to read it")
+        rule = data.get("until_verdict")
+        pair = data.get("interleaved")
+        return cls(label=c.str("label"), target=c.str("target"), scenario=c.str("scenario"),
+                   launches=c.int("launches"), schema=schema,
+                   scenario_description=c.str("scenario_description", ""),
+                   created_at=c.str("created_at", ""), devices=c.objs("devices"),
+                   build=c.obj("build"), tools=c.obj("tools"), options=c.obj("options"),
+                   until_verdict=None if rule is None else RuleMeta.from_dict(
+                       rule, f"{where}: until_verdict"),
+                   interleaved=None if pair is None else PairMeta.from_dict(
+                       pair, f"{where}: interleaved"),
+                   extra={k: v for k, v in data.items() if k not in cls._KNOWN})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of ``campaign.json`` (known keys first, then ``extra``)."""
+        out: dict[str, Any] = {"schema": self.schema, "label": self.label,
+                               "target": self.target, "scenario": self.scenario,
+                               "scenario_description": self.scenario_description,
+                               "launches": self.launches, "created_at": self.created_at,
+                               "devices": list(self.devices), "build": dict(self.build),
+                               "tools": dict(self.tools), "options": dict(self.options)}
+        if self.until_verdict is not None:
+            out["until_verdict"] = self.until_verdict.to_dict()
+        if self.interleaved is not None:
+            out["interleaved"] = self.interleaved.to_dict()
+        out.update(self.extra)
+        return out
+
+
+def read_meta(path: str | os.PathLike[str]) -> CampaignMeta:
+    """Read ``<path>/campaign.json`` (bounded: :data:`META_MAX_BYTES`).
+
+    Raises:
+        UsageError: the directory or the file is missing, or not a regular file.
+        DataError: not JSON, or a field of the wrong type.
+    """
+    directory = Path(path)
+    meta_path = directory / "campaign.json"
+    data = read_bytes_bounded(meta_path, META_MAX_BYTES, what="campaign.json",
+                              missing_hint="point at a directory made by `coldstart run`",
+                              missing=_missing(directory))
+    try:
+        parsed = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise DataError(f"{meta_path} is not valid JSON ({str(exc)[:80]})", _HINT) from None
+    return CampaignMeta.from_dict(parsed, str(meta_path))
+
+
+def _missing(directory: Path) -> str:
+    if not directory.exists():
+        return f"{directory} does not exist"
+    if not directory.is_dir():
+        return f"{directory} is a file, not a campaign directory"
+    return f"{directory} is not a campaign (no campaign.json)"
+
+
+def write_meta(path: str | os.PathLike[str], meta: CampaignMeta) -> None:
+    """Write ``<path>/campaign.json`` atomically (a temporary file, fsynced, then renamed)."""
+    directory = Path(path)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "campaign.json"
+    tmp = directory / "campaign.json.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(meta.to_dict(), indent=2) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, target)

@@ -1,0 +1,548 @@
+"""A campaign directory: ``campaign.json``, ``launches.jsonl`` and ``artifacts/`` (DESIGN.md).
+
+* ``campaign.json`` (:mod:`kit.campaign.meta`): label, target, scenario, planned launches,
+  devices, build provenance, tool versions, options, the rule. Complete from the moment it
+  is made, rewritten atomically.
+* ``launches.jsonl``: one :class:`~kit.records.LaunchRecord` per line, each written whole in
+  one ``write`` call, then flushed and fsynced, so ``Ctrl-C`` or ``kill -9`` never loses a
+  finished launch. A line cut by ``kill -9`` mid-write is ignored by readers and cut off by
+  the next append. A write that fails (disk full, file-size limit) is truncated back, so no
+  half line is left, and tried again while space may return.
+* ``artifacts/<launch-id>/``: raw output, crash text, log excerpts.
+* ``.coldstart.lock``: held (``flock``) by the one process that writes the campaign; a
+  second writer is refused with the holder's pid. Readers never lock; they can ask whether
+  a writer holds it (:meth:`CampaignStore.writer_pid`).
+
+Reading is bounded and streamed: a record line over :data:`MAX_RECORD_BYTES` or one that is
+not a valid record is a one-line :class:`~kit.errors.DataError` naming the line, and so are
+duplicate launch ids; ``coldstart repair`` rewrites such a file keeping what it can.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as _dt
+import errno
+import fcntl
+import json
+import os
+import platform
+import re
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from .._bounded import MiB, iter_lines_bounded
+from ..errors import DataError, InfraError, UsageError
+from ..records import LaunchRecord
+from ..scenario import Scenario, parse_scenario
+from .meta import SCHEMA_VERSION, CampaignMeta, read_meta, write_meta
+
+__all__ = ["Campaign", "CampaignStore", "load_campaign", "prepare_store", "update_meta",
+           "iter_campaign_dirs", "check_label", "LABEL_RE", "SCHEMA_VERSION", "launch_id_for",
+           "utc_now", "tool_versions", "MAX_RECORD_BYTES", "LOCK_NAME", "check_out_dir",
+           "repair_campaign", "RepairReport"]
+
+LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
+#: a record is a few KiB (a crash with all its frames, tens): a longer line is not one
+MAX_RECORD_BYTES = 8 * MiB
+LOCK_NAME = ".coldstart.lock"
+#: how long an append that fails for want of space keeps trying before the campaign stops
+WRITE_RETRY_S = 60.0
+_NO_SPACE = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+_REPAIR = "coldstart repair {path}"
+
+
+def utc_now() -> str:
+    """Current UTC time, ISO 8601 with milliseconds and ``Z``."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+
+
+def check_label(label: str) -> str:
+    """Validate a build label (``[A-Za-z0-9][A-Za-z0-9._-]{0,39}``). Raises UsageError."""
+    if not isinstance(label, str) or not LABEL_RE.match(label):
+        shown = label[:60] + "..." if isinstance(label, str) and len(label) > 60 else label
+        raise UsageError(f"label {shown!r} is invalid",
+                         "use 1-40 characters from A-Z a-z 0-9 . _ - starting with a letter "
+                         "or digit, e.g. baseline or patched-1.21")
+    return label
+
+
+def launch_id_for(label: str, index: int, attempt: int) -> str:
+    """``<label>-<index:05d>``, with ``.r<attempt>`` appended for retries (attempt >= 2)."""
+    base = f"{label}-{index:05d}"
+    return base if attempt == 1 else f"{base}.r{attempt}"
+
+
+def tool_versions() -> dict[str, str]:
+    """Versions of the kit, Python and the OS, for ``campaign.json``."""
+    from .. import __version__
+
+    return {"coldstart": __version__, "python": platform.python_version(),
+            "platform": platform.platform()}
+
+
+@dataclasses.dataclass
+class Campaign:
+    """A loaded campaign: ``meta`` (``campaign.json``), ``records`` (every line of
+    ``launches.jsonl``, retries included, in file order), ``path`` and ``notes`` (what a
+    reader should know: a cut last line, a writer still running)."""
+
+    path: Path
+    meta: CampaignMeta
+    records: list[LaunchRecord]
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.meta.label
+
+    @property
+    def scenario(self) -> Scenario:
+        return parse_scenario(self.meta.scenario)
+
+    @property
+    def counted(self) -> list[LaunchRecord]:
+        """Records that enter rates: every outcome but ``infra-error``."""
+        return [r for r in self.records if r.counted]
+
+    @property
+    def infra_errors(self) -> list[LaunchRecord]:
+        return [r for r in self.records if not r.counted]
+
+    def iter_records(self) -> Iterator[LaunchRecord]:
+        """The records again, streamed from the file (for analyses that must not hold a
+        large campaign in memory); raises as :meth:`CampaignStore.iter_records`."""
+        return CampaignStore(self.path).iter_records()
+
+
+class CampaignStore:
+    """Reads and appends one campaign directory. :meth:`append` is thread-safe; one process
+    writes a campaign at a time (:meth:`lock`)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.meta_path = self.path / "campaign.json"
+        self.launches_path = self.path / "launches.jsonl"
+        self.lock_path = self.path / LOCK_NAME
+        self._append_lock = threading.Lock()
+        self._lock_fd: int | None = None
+
+    def exists(self) -> bool:
+        """Whether the directory holds a campaign (``campaign.json``)."""
+        return self.meta_path.is_file()
+
+    def read_meta(self) -> CampaignMeta:
+        """``campaign.json``, typed. Raises UsageError (missing) or DataError (invalid)."""
+        return read_meta(self.path)
+
+    def write_meta(self, meta: CampaignMeta) -> None:
+        """Write ``campaign.json`` atomically."""
+        write_meta(self.path, meta)
+
+    # -- locking ---------------------------------------------------------------------------
+    def lock(self) -> None:
+        """Become the campaign's one writer (an exclusive ``flock`` on ``.coldstart.lock``,
+        held until :meth:`unlock` or the process ends, ``kill -9`` included).
+
+        Raises:
+            UsageError: another process holds it (its pid is named).
+        """
+        if self._lock_fd is not None:
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                     0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_pid(fd)
+            os.close(fd)
+            who = f"pid {holder}" if holder else "another process"
+            raise UsageError(f"{self.path} is being written by another coldstart ({who})",
+                             "wait for it to finish, or stop it; two processes never write "
+                             "one campaign") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        """Release :meth:`lock` (the lock file stays: an empty lock is harmless)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def writer_pid(self) -> int | None:
+        """The pid of a process writing this campaign now, else ``None`` (never blocks)."""
+        try:
+            fd = os.open(self.lock_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read_pid(fd) or -1
+        finally:
+            os.close(fd)
+        return None
+
+    # -- records ---------------------------------------------------------------------------
+    def iter_records(self, *, dedupe_check: bool = True) -> Iterator[LaunchRecord]:
+        """Stream the records of ``launches.jsonl`` (none for a missing file). A last line
+        with no newline (cut by ``kill -9``) is skipped.
+
+        Raises:
+            DataError: a line over :data:`MAX_RECORD_BYTES`, a line that is not a valid
+                record, or (``dedupe_check``) a launch id or a counted launch slot seen
+                twice; the message names the line and the repair command.
+        """
+        if not self.launches_path.exists() and not self.launches_path.is_symlink():
+            return
+        repair = _REPAIR.format(path=self.path)
+        seen_ids: set[str] = set()
+        counted: set[int] = set()
+        for line in iter_lines_bounded(self.launches_path, MAX_RECORD_BYTES,
+                                       what="launches.jsonl"):
+            if not line.complete:
+                return  # cut by kill -9: the next append removes it
+            where = f"{self.launches_path} line {line.number}"
+            if line.too_long:
+                raise DataError(f"{where} is longer than {MAX_RECORD_BYTES // MiB} MiB: not a "
+                                f"launch record", f"`{repair}` keeps the readable records")
+            if not line.data.strip():
+                continue
+            try:
+                data = json.loads(line.data)
+            except (ValueError, RecursionError):
+                raise DataError(f"{where} is not JSON", f"`{repair}` keeps the readable "
+                                                        f"records") from None
+            record = LaunchRecord.from_dict(data, where)
+            if dedupe_check:
+                if record.launch_id in seen_ids or (record.counted and record.index in counted):
+                    what = (f"launch id {record.launch_id}" if record.launch_id in seen_ids
+                            else f"launch slot {record.index}")
+                    raise DataError(f"{where} repeats {what}: two processes wrote this "
+                                    f"campaign, and its counts would be wrong",
+                                    f"`{repair}` keeps the first record of each launch")
+                seen_ids.add(record.launch_id)
+                if record.counted:
+                    counted.add(record.index)
+            yield record
+
+    def read_records(self) -> tuple[list[LaunchRecord], list[str]]:
+        """Every record (see :meth:`iter_records`, which raises the same) and notes: a cut
+        last line is noted."""
+        records = list(self.iter_records())
+        notes = []
+        tail = self._cut_tail_bytes()
+        if tail:
+            notes.append(f"dropped an incomplete last line ({tail} bytes)")
+        return records, notes
+
+    def _cut_tail_bytes(self) -> int:
+        try:
+            with open(self.launches_path, "rb") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                if not size:
+                    return 0
+                back = min(size, MAX_RECORD_BYTES + 1)
+                fh.seek(size - back)
+                data = fh.read(back)
+        except OSError:
+            return 0
+        return len(data) - (data.rfind(b"\n") + 1)
+
+    def append(self, record: LaunchRecord, *, retry_s: float = WRITE_RETRY_S,
+               sleep: Any = time.sleep) -> None:
+        """Append one record as one JSON line (one write, then flush and fsync).
+
+        A last line left without its newline by ``kill -9`` is cut off first (here, not
+        when the campaign is opened, so that a refused ``--resume`` changes nothing). A
+        write that fails is truncated back to where it began, so no half line is left; for
+        want of space (ENOSPC, EFBIG, EDQUOT) it is tried again with backoff for up to
+        ``retry_s`` seconds.
+
+        Raises:
+            InfraError: the record could not be written (the path and the cause are named;
+                the campaign stops with exit 3 and ``--resume`` goes on from here).
+        """
+        data = (json.dumps(record.to_dict(), separators=(",", ":")) + "\n").encode("utf-8")
+        deadline = time.monotonic() + retry_s
+        delay = 0.5
+        with self._append_lock:
+            while True:
+                try:
+                    self._write_line(data)
+                    return
+                except OSError as exc:
+                    if exc.errno not in _NO_SPACE or time.monotonic() + delay > deadline:
+                        raise InfraError(f"cannot record launch {record.launch_id} in "
+                                         f"{self.launches_path}: "
+                                         f"{exc.strerror or exc}",
+                                         "free space (or raise the file-size limit), then "
+                                         "go on with `--resume`") from None
+                sleep(delay)
+                delay = min(delay * 2, 8.0)
+
+    def _write_line(self, data: bytes) -> None:
+        fd = os.open(self.launches_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                     0o644)
+        try:
+            end = os.lseek(fd, 0, os.SEEK_END)
+            if end:
+                back = min(end, MAX_RECORD_BYTES + 1)
+                tail = os.pread(fd, back, end - back)
+                if not tail.endswith(b"\n"):
+                    end = end - back + tail.rfind(b"\n") + 1
+                    os.ftruncate(fd, end)
+            try:
+                written = 0
+                while written < len(data):
+                    written += os.pwrite(fd, data[written:], end + written)
+                os.fsync(fd)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, end)
+                raise
+        finally:
+            os.close(fd)
+
+    def artifacts_dir(self, launch_id: str) -> tuple[Path, str]:
+        """Create an empty ``artifacts/<launch-id>/`` and return (absolute, relative) paths.
+        Leftovers of an interrupted attempt with the same id (this campaign's own: only its
+        one writer gets here) are removed first."""
+        rel = f"artifacts/{launch_id}"
+        path = self.path / rel
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        return path, rel
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def load_campaign(path: str | os.PathLike[str]) -> Campaign:
+    """Load a campaign directory, read-only.
+
+    Raises:
+        UsageError: ``path`` has no ``campaign.json``.
+        DataError: ``campaign.json`` or a record is invalid (see
+            :meth:`CampaignStore.iter_records`).
+    """
+    store = CampaignStore(path)
+    meta = store.read_meta()
+    records, notes = store.read_records()
+    pid = store.writer_pid()
+    if pid is not None:
+        notes.append("a campaign in progress: another coldstart "
+                     f"({'pid ' + str(pid) if pid > 0 else 'process'}) is still writing it; "
+                     f"these are its records so far")
+    return Campaign(path=Path(path), meta=meta, records=records, notes=notes)
+
+
+def check_out_dir(path: Path, flag: str = "--out") -> None:
+    """Refuse a directory that a fresh campaign cannot be made in: one that holds anything
+    but (at most) a stale lock file.
+
+    Raises:
+        UsageError: it is a file, or holds a campaign, or holds other files.
+    """
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise UsageError(f"{flag} {path} is a file", "choose a directory")
+    if (path / "campaign.json").exists():
+        raise UsageError(f"{path} already holds a campaign",
+                         "pass --resume to go on with it, or choose another --out")
+    others = [p.name for p in path.iterdir() if p.name != LOCK_NAME]
+    if others:
+        shown = ", ".join(sorted(others)[:3]) + (", ..." if len(others) > 3 else "")
+        raise UsageError(f"{flag} {path} is not empty ({shown}) and holds no campaign",
+                         "give a new or empty directory; a campaign never moves into other "
+                         "files")
+
+
+def prepare_store(out: str | os.PathLike[str], *, label: str, target: str,
+                  scenario: Scenario, launches: int, resume: bool,
+                  meta_extra: dict[str, Any] | None = None) -> tuple[CampaignStore,
+                                                                     list[LaunchRecord]]:
+    """Create (or reopen with ``resume``) a campaign directory. The caller holds (or takes)
+    no lock here; :mod:`kit.campaign.session` locks before it calls this.
+
+    On ``resume``, nothing in ``campaign.json`` is changed here: the caller writes a new
+    ``launches`` once its own checks have passed, so that a refused command changes nothing.
+
+    Returns:
+        The store and the records already in it (empty for a new campaign).
+
+    Raises:
+        UsageError: without ``resume``: the directory holds a campaign or other files; with
+            ``resume``: no campaign there, or the stored label, target or scenario differ,
+            or ``launches`` is fewer than the campaign has made or plans.
+        DataError: the campaign's files are invalid.
+    """
+    check_label(label)
+    store = CampaignStore(out)
+    if not resume:
+        check_out_dir(store.path)
+        meta = CampaignMeta(label=label, target=target, scenario=scenario.key(),
+                            scenario_description=scenario.describe(), launches=launches,
+                            created_at=utc_now(), tools=tool_versions())
+        meta = _merged(meta, meta_extra or {})
+        store.write_meta(meta)
+        store.launches_path.touch()
+        return store, []
+    if not store.exists():
+        if store.path.exists() and not store.path.is_dir():
+            raise UsageError(f"--out {store.path} is a file", "give the campaign's directory")
+        raise UsageError(f"nothing to resume: {store.path} holds no campaign",
+                         "drop --resume to start one, or fix --out")
+    meta = store.read_meta()
+    for key, want in (("label", label), ("target", target), ("scenario", scenario.key())):
+        if getattr(meta, key) != want:
+            raise UsageError(f"cannot resume {store.path}: its {key} is "
+                             f"{getattr(meta, key)!r}, not {want!r}",
+                             "resume with the same options, or choose another --out")
+    records, _notes = store.read_records()  # a cut last line is cut by append()
+    used = 1 + max((r.index for r in records), default=-1)
+    if launches < used:
+        raise UsageError(f"cannot resume {store.path} with {launches} launches: it already "
+                         f"has {used}", "resume with at least that many --launches")
+    if launches < meta.launches:  # it would read as finished
+        raise UsageError(f"cannot resume {store.path} with {launches} launches: it plans "
+                         f"{meta.launches}", "resume without --launches (compare and report "
+                                             "use an unfinished campaign as it is)")
+    return store, records
+
+
+def _merged(meta: CampaignMeta, changes: dict[str, Any]) -> CampaignMeta:
+    """``meta`` with ``changes``: field name -> value; ``build``, ``options`` and ``tools``
+    dicts are merged one level deep; ``until_verdict`` and ``interleaved`` take their typed
+    value or a dict merged into the old one; unknown names go to ``extra``."""
+    from .meta import PairMeta, RuleMeta
+
+    updates: dict[str, Any] = {}
+    extra = dict(meta.extra)
+    typed = {"until_verdict": RuleMeta, "interleaved": PairMeta}
+    for key, value in changes.items():
+        if key in ("build", "options", "tools") and isinstance(value, dict):
+            updates[key] = {**getattr(meta, key), **value}
+        elif key in typed and isinstance(value, dict):
+            old = getattr(meta, key)
+            updates[key] = typed[key].from_dict({**(old.to_dict() if old else {}), **value},
+                                                f"{meta.label}'s {key}")
+        elif key in {f.name for f in dataclasses.fields(CampaignMeta)}:
+            updates[key] = value
+        else:
+            extra[key] = value
+    return dataclasses.replace(meta, extra=extra, **updates)
+
+
+def update_meta(store: CampaignStore, **changes: Any) -> CampaignMeta:
+    """Merge ``changes`` into ``campaign.json`` (see :func:`_merged`) and write it."""
+    meta = _merged(store.read_meta(), changes)
+    store.write_meta(meta)
+    return meta
+
+
+def iter_campaign_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Expand paths into campaign directories (a path without ``campaign.json`` is searched
+    one level down, so ``runs/`` finds ``runs/baseline`` and ``runs/patched``)."""
+    found: list[Path] = []
+    seen: set[Path] = set()
+    for raw in paths:
+        path = Path(raw)
+        if (path / "campaign.json").exists():
+            candidates = [path]
+        elif path.is_dir():
+            candidates = sorted(p.parent for p in path.glob("*/campaign.json"))
+        else:
+            candidates = []
+        for candidate in candidates:  # a campaign named twice is reported once
+            if candidate.resolve() not in seen:
+                seen.add(candidate.resolve())
+                found.append(candidate)
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class RepairReport:
+    """What :func:`repair_campaign` did: records kept, lines dropped (with why, the first
+    few), and the backup of the old file."""
+
+    kept: int
+    dropped: int
+    reasons: tuple[str, ...]
+    backup: Path | None
+
+
+def repair_campaign(path: str | os.PathLike[str]) -> RepairReport:
+    """Rewrite ``launches.jsonl`` keeping every valid record once: lines that are not valid
+    records (too long, not JSON, wrong fields) are dropped, and of records that repeat a
+    launch id, or a counted launch slot, the first is kept. The old file is kept beside it as
+    ``launches.jsonl.bak-<time>``; nothing is changed when nothing needs repair.
+
+    Raises:
+        UsageError: no campaign there, or another process writes it.
+    """
+    store = CampaignStore(path)
+    store.read_meta()  # a campaign, or a one-line error
+    store.lock()
+    try:
+        kept: list[bytes] = []
+        reasons: list[str] = []
+        dropped = 0
+        ids: set[str] = set()
+        slots: set[int] = set()
+        if store.launches_path.exists():
+            for line in iter_lines_bounded(store.launches_path, MAX_RECORD_BYTES,
+                                           what="launches.jsonl"):
+                why = None
+                record = None
+                if line.too_long:
+                    why = "longer than a record can be"
+                elif not line.data.strip():
+                    continue
+                else:
+                    try:
+                        record = LaunchRecord.from_dict(json.loads(line.data), "record")
+                    except (ValueError, RecursionError, DataError) as exc:
+                        why = (exc.message if isinstance(exc, DataError) else "not JSON")
+                if record is not None and (record.launch_id in ids or (
+                        record.counted and record.index in slots)):
+                    why = f"repeats {record.launch_id}"
+                if not line.complete:
+                    why = why or "cut by an interrupted write"
+                if why is not None:
+                    dropped += 1
+                    if len(reasons) < 5:
+                        reasons.append(f"line {line.number}: {why[:120]}")
+                    continue
+                assert record is not None
+                ids.add(record.launch_id)
+                if record.counted:
+                    slots.add(record.index)
+                kept.append(line.data + b"\n")
+        if not dropped:
+            return RepairReport(len(kept), 0, (), None)
+        backup = store.path / f"launches.jsonl.bak-{utc_now().replace(':', '')}"
+        os.replace(store.launches_path, backup)
+        tmp = store.path / "launches.jsonl.tmp"
+        with open(tmp, "wb") as fh:
+            fh.writelines(kept)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, store.launches_path)
+        return RepairReport(len(kept), dropped, tuple(reasons), backup)
+    finally:
+        store.unlock()

@@ -1,0 +1,178 @@
+"""``coldstart run <target>``: one generic command over the target registry.
+
+Each target's command-line module (:mod:`kit.cli.targets`) adds its own options and maps
+them to the target's typed configuration; this module adds the campaign options, turns the
+arguments into a :class:`~kit.campaign.session.CampaignRequest` (with ``--resume``, reading
+``campaign.json`` once for what was left out), runs it, and renders what the session
+reports: progress on stderr, records on stdout with ``--json``, then the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import shlex
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..campaign.loop import RetryPolicy
+from ..campaign.meta import CampaignMeta
+from ..campaign.session import CampaignRequest, SessionResult, resume_command, run_session
+from ..campaign.store import CampaignStore, check_label, load_campaign
+from ..errors import UsageError
+from ..scenario import KEYS_HELP, Scenario, parse_scenario
+from ..targets.base import BUILTIN, target_entry
+from .options import add_campaign_options, rule_from_args
+from .progress import ProgressView, stderr_console
+
+__all__ = ["register", "build_request", "check_directory_arg", "stderr_console",
+           "cli_module", "render_result"]
+
+
+def check_directory_arg(path: Path, flag: str) -> None:
+    """Refuse a directory option that cannot become a directory: the path, or the nearest
+    part of it that exists, is a file.
+
+    Raises:
+        UsageError: ``flag PATH is a file`` or ``... PART is a file``.
+    """
+    if not str(path).strip():
+        raise UsageError(f"{flag} is empty", "give a directory")
+    for part in (path, *path.parents):
+        if part.exists():
+            if not part.is_dir():
+                what = f"{flag} {path} is a file" if part == path else \
+                    f"{flag} {path} cannot be made: {part} is a file"
+                raise UsageError(what, "choose a directory")
+            return
+
+
+def cli_module(target: str) -> ModuleType:
+    """The command-line module of ``target`` (``kit.cli.targets.<name>``)."""
+    return importlib.import_module(target_entry(target).cli_module)
+
+
+def register(commands: argparse._SubParsersAction, run_targets: argparse._SubParsersAction
+             ) -> None:
+    """Add ``run <target>`` for every registered target, and each target module's other
+    commands (``runtime``, ``devices``)."""
+    seen: set[str] = set()
+    for name, entry in BUILTIN.items():
+        module = importlib.import_module(entry.cli_module)
+        if entry.cli_module not in seen and hasattr(module, "register_commands"):
+            module.register_commands(commands)
+        seen.add(entry.cli_module)
+        parser = run_targets.add_parser(name, help=entry.description,
+                                        description=module.description(name))
+        module.add_arguments(parser, name)
+        add_campaign_options(parser, default_timeout_s=module.default_timeout_s(name))
+        parser.epilog = KEYS_HELP
+        parser.set_defaults(func=_run, target=name)
+
+
+def _resume_meta(args: argparse.Namespace) -> CampaignMeta | None:
+    """``campaign.json`` of the campaign to resume (read once), else ``None``."""
+    if not getattr(args, "resume", False):
+        return None
+    if not args.out and not args.label:
+        raise UsageError("--resume needs the campaign to resume", "pass --out DIR")
+    out = Path(args.out) if args.out else Path("runs") / args.label
+    store = CampaignStore(out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file", "give the campaign's directory")
+    if not store.exists():
+        raise UsageError(f"nothing to resume: {out} holds no campaign",
+                         "drop --resume to start one, or fix --out")
+    meta = store.read_meta()
+    if meta.interleaved is not None:
+        raise UsageError(f"{out} is the baseline of the interleaved run "
+                         f"{meta.interleaved.candidate}: resuming it alone would ignore the "
+                         f"run's rule", f"resume that run: coldstart run {meta.target} "
+                                        f"--resume --out "
+                                        f"{shlex.quote(meta.interleaved.candidate)}")
+    return meta
+
+
+def _scenario(args: argparse.Namespace, meta: CampaignMeta | None) -> Scenario:
+    text = args.scenario or (meta.scenario if meta is not None else "")
+    scenario = parse_scenario(text)
+    if scenario.id is not None:
+        raise UsageError("the scenario sets id, but launch ids are set by the kit",
+                         "drop id= from --scenario")
+    return scenario
+
+
+def build_request(target: str, args: argparse.Namespace) -> CampaignRequest:
+    """The :class:`CampaignRequest` of parsed ``coldstart run <target>`` arguments (with
+    ``--resume``, what was left out is the campaign's).
+
+    Raises:
+        UsageError: bad arguments, or ones that contradict the campaign being resumed.
+    """
+    module = cli_module(target)
+    meta = _resume_meta(args)
+    if args.label == "":
+        raise UsageError("--label is empty", "give a label such as baseline or patched")
+    if args.out is not None and not str(args.out).strip():
+        raise UsageError("--out is empty", "give the campaign's directory, e.g. runs/baseline")
+    scenario = _scenario(args, meta)
+    label = args.label if args.label is not None else (meta.label if meta else scenario.mode)
+    check_label(label)
+    out = Path(args.out) if args.out else Path("runs") / label
+    check_directory_arg(out, "--out")
+    launches = args.launches if args.launches is not None else (
+        meta.launches if meta is not None else args.default_launches)
+    kept_timeout = meta.options.get("timeout_s") if meta is not None else None
+    timeout_s = args.timeout if args.timeout is not None else (
+        float(kept_timeout) if isinstance(kept_timeout, (int, float))
+        and not isinstance(kept_timeout, bool) else args.default_timeout_s)
+    kept_rule = meta.until_verdict if meta is not None else None
+    rule = rule_from_args(args, kept_rule, out, args.launches if meta is not None else None)
+    config = module.config_from_args(target, args, meta, timeout_s)
+    baseline_hook = getattr(module, "baseline_from_args", None)
+    if baseline_hook is not None:
+        baseline = baseline_hook(target, args, meta, timeout_s, rule)
+        if baseline is not None:
+            import dataclasses
+
+            assert rule is not None  # the hook refuses a baseline build without a rule
+            base_config, base_options = baseline
+            rule = dataclasses.replace(rule, baseline_config=base_config,
+                                       baseline_options=base_options)
+    if rule is not None and rule.interleaved:
+        check_directory_arg(Path(rule.baseline), "--until-verdict")
+    retry = RetryPolicy(max_attempts=args.max_attempts, budget=args.infra_budget)
+    return CampaignRequest(target=target, config=config, scenario=scenario, label=label,
+                           out=out, launches=launches, timeout_s=timeout_s, retry=retry,
+                           resume=bool(args.resume), rule=rule)
+
+
+def _run(args: argparse.Namespace) -> int:
+    request = build_request(args.target, args)
+    dirs = [request.out] + ([request.rule.baseline] if request.rule is not None
+                            and request.rule.interleaved else [])
+    args.campaign_dir = " and ".join(str(d) for d in dirs)  # for the interrupt message
+    console = stderr_console()
+    with ProgressView(console, json_out=args.json) as view:
+        result = run_session(request, view)
+    return render_result(request, result, console)
+
+
+def render_result(request: CampaignRequest, result: SessionResult, console: Any) -> int:
+    """Print how the session ended (the rule, each campaign's summary, abandoned launches)
+    and return its exit code."""
+    from ..analysis.summary import render_summary, summarize
+
+    if result.rule_why is not None:
+        console.print(f"until-verdict: {'stopped: ' if result.rule_stopped else 'not settled: '}"
+                      f"{result.rule_why}", markup=False, highlight=False, soft_wrap=True)
+        if result.compare is not None:
+            console.print(f"verdict: {shlex.join(result.compare)}", markup=False,
+                          highlight=False, soft_wrap=True)
+    for campaign in result.campaigns:
+        render_summary(summarize(load_campaign(campaign.path)), console)
+    lost = result.abandoned_text(resume_command(request.target, request.out))
+    if lost:
+        console.print(f"[bold red]{lost}[/]", highlight=False, soft_wrap=True)
+    return int(result.exit_code)

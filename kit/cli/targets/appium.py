@@ -1,0 +1,123 @@
+"""``coldstart run appium``: cold launches through an Appium server (local, grid or farm).
+
+Bad input exits 2 with one line before anything runs: an unreachable server, capabilities
+the server refuses, a driver without app lifecycle commands, a bad ``--caps`` file or app
+id. Credentials in ``--server`` and secret-looking capabilities are redacted from every
+line printed and everything stored (:mod:`kit.redact`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Callable
+
+from ...errors import UsageError
+from ...targets import appium
+from ...targets.appium_target import AppiumRunConfig, AppiumTarget
+from ...targets.base import PreparedTarget
+from ..options import seconds_arg
+
+__all__ = ["add_arguments", "config_from_args", "setup_target", "load_caps", "description",
+           "default_timeout_s"]
+
+
+def description(name: str) -> str:
+    return ("One session per device; per launch: terminate, start with the scenario's deep "
+            "link (iOS: launch arguments and environment with --poison), poll the status "
+            "element, the app state and the platform log, and collect the crash text of any "
+            "death.")
+
+
+def default_timeout_s(name: str) -> float:
+    return 90.0
+
+
+def add_arguments(run: argparse.ArgumentParser, name: str) -> None:
+    """The options of ``run appium``."""
+    run.add_argument("--server", required=True, metavar="URL",
+                     help="Appium server URL, e.g. http://127.0.0.1:4723 or "
+                          "https://USER:KEY@hub.example/wd/hub (credentials are redacted)")
+    run.add_argument("--platform", required=True, choices=[p.value for p in appium.Platform],
+                     help="android (UiAutomator2) or ios (XCUITest)")
+    run.add_argument("--app-id", default="org.coldstart.app", metavar="ID",
+                     help="package / bundle id of the app (default %(default)s)")
+    run.add_argument("--app", default=None, metavar="PATH_OR_URL",
+                     help="app to install (appium:app): .apk, .app, .ipa, or a farm's app "
+                          "reference; omit when installed already")
+    run.add_argument("--caps", default=None, metavar="FILE",
+                     help="JSON object of extra capabilities, passed through (udid, farm "
+                          "options...); they override the kit's defaults")
+    run.add_argument("--poison", action="store_true",
+                     help="iOS: Apple malloc debugging through mobile: launchApp's "
+                          "environment (Android: use a GWP-ASan/HWASan build)")
+    run.add_argument("--deliver", choices=("url", "args"), default="url",
+                     help="iOS: scenario as the deep link (default) or as launch arguments")
+    run.add_argument("--status-id", default=appium.STATUS_TEST_ID, metavar="TESTID",
+                     help="testID of the app's status element (default %(default)s)")
+    run.add_argument("--poll", type=_duration, default=0.25, metavar="S",
+                     help="seconds between polls (default %(default)g)")
+    run.add_argument("--report-wait", type=_duration, default=appium.DEFAULT_REPORT_WAIT_S,
+                     metavar="S", help="seconds to wait for crash text after a death "
+                                       "(default %(default)g)")
+
+
+def config_from_args(name: str, args: argparse.Namespace, meta: Any,
+                     timeout_s: float) -> AppiumRunConfig:
+    """The :class:`~kit.targets.appium_target.AppiumRunConfig` of ``run appium``.
+
+    Raises:
+        UsageError: ``--caps`` is not a JSON object file.
+    """
+    session = appium.AppiumConfig(server_url=args.server,
+                                  platform=appium.Platform(args.platform), app_id=args.app_id,
+                                  caps=load_caps(args.caps), app=args.app, poison=args.poison,
+                                  deliver=args.deliver, status_test_id=args.status_id,
+                                  poll_s=args.poll, report_wait_s=args.report_wait)
+    return AppiumRunConfig(session=session, timeout_s=timeout_s)
+
+
+def load_caps(path: str | None) -> dict[str, Any]:
+    """Read ``--caps``: a JSON object (W3C capabilities; vendor keys such as
+    ``bstack:options`` pass through).
+
+    Raises:
+        UsageError: the file is missing, not JSON, or not an object.
+    """
+    if not path:
+        return {}
+    from ..._bounded import MiB, read_bytes_bounded
+
+    raw = read_bytes_bounded(path, MiB, what="--caps", missing_hint="pass a JSON file of "
+                                                                     "capabilities")
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"--caps {path} is not valid JSON: {str(exc)[:100]}",
+                         "fix the file (a JSON object)") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--caps {path} is not a JSON object", "e.g. {\"appium:udid\": \"...\"}")
+    return data
+
+
+def setup_target(args: argparse.Namespace, log: Callable[[str], None] = lambda _m: None
+                 ) -> PreparedTarget:
+    """Prepare an Appium target from parsed ``coldstart run appium`` arguments (checks the
+    server, opens the session): what a program that drives the launchers itself calls.
+
+    Raises:
+        UsageError: see :meth:`kit.targets.appium_target.AppiumTarget.prepare`.
+        InfraError: the server went away while the session was being created.
+    """
+    from ...scenario import parse_scenario
+
+    timeout_s = args.timeout if args.timeout is not None else default_timeout_s("appium")
+    return AppiumTarget().prepare(config_from_args("appium", args, None, timeout_s),
+                                  parse_scenario(args.scenario or ""), log)
+
+
+def _duration(text: str) -> float:
+    value = seconds_arg(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 is out of range (0, 600] seconds")
+    return value

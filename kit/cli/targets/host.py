@@ -1,0 +1,186 @@
+"""``coldstart runtime prepare|build|info`` and the options of ``coldstart run host``
+(:class:`kit.targets.host.HostConfig`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ...campaign.meta import CampaignMeta
+from ...errors import UsageError
+from ...targets import host
+
+__all__ = ["register_commands", "add_arguments", "config_from_args", "baseline_from_args",
+           "description", "default_timeout_s"]
+
+
+def description(name: str) -> str:
+    return "One fresh workload process per launch, on the prepared runtime."
+
+
+def default_timeout_s(name: str) -> float:
+    return 30.0
+
+
+def _log(message: str) -> None:
+    print(f"runtime: {message}", file=sys.stderr, flush=True)
+
+
+def register_commands(commands: argparse._SubParsersAction) -> None:
+    """Add ``runtime`` (prepare, build, info)."""
+    runtime = commands.add_parser("runtime", help="prepare the host's onnxruntime with "
+                                                  "XNNPACK and build the native workload")
+    sub = runtime.add_subparsers(dest="runtime_command", metavar="ACTION")
+    sub.required = True
+    name = argparse.ArgumentParser(add_help=False)
+    name.add_argument("--runtime", "--name", dest="runtime", default=host.DEFAULT_RUNTIME,
+                      metavar="NAME", help="runtime name (default: debian)")
+    prepare = sub.add_parser("prepare", parents=[name],
+                             help="make an ORT with the XNNPACK EP available (system package, "
+                                  "a Debian 13 root, or --ort-root)")
+    prepare.add_argument("--ort-root", metavar="DIR",
+                         help="your own ORT build (include/ and lib/), e.g. with a fix")
+    prepare.add_argument("--mirror", default=host.DEFAULT_MIRROR,
+                         help="Debian mirror for the root (default: %(default)s)")
+    prepare.add_argument("--force", action="store_true", help="prepare again from scratch")
+    prepare.add_argument("--no-build", action="store_true",
+                         help="do not build the workload afterwards")
+    prepare.set_defaults(func=_prepare)
+    build = sub.add_parser("build", parents=[name],
+                           help="compile the workload with the runtime's compiler and headers")
+    build.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    build.set_defaults(func=_build)
+    info = sub.add_parser("info", parents=[name], help="show a prepared runtime as JSON")
+    info.set_defaults(func=_info)
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    """The options of ``run host``."""
+    # its own --runtime, not the `runtime` commands' parent: parents share their actions
+    parser.add_argument("--runtime", "--name", dest="runtime", default=None, metavar="NAME",
+                        help=f"runtime name (default: {host.DEFAULT_RUNTIME}; with --resume: "
+                             f"the campaign's)")
+    parser.add_argument("--poison", action="store_true", default=None,
+                        help="glibc heap poisoning: MALLOC_PERTURB_=85 with the tcache off "
+                             "(with --resume: as the campaign ran)")
+    parser.add_argument("--witness", action=argparse.BooleanOptionalAction, default=None,
+                        help="preload the race witness, which logs every xnn_initialize call "
+                             "and marks launches where two allocators reached XNNPACK "
+                             "(default: on when onnxruntime links XNNPACK as a shared library; "
+                             "with --resume: as the campaign ran)")
+    parser.add_argument("--models", metavar="DIR", default=None,
+                        help="model set folder (default: the checkout's models/)")
+    parser.add_argument("--baseline-runtime", metavar="NAME", default=None,
+                        help="with --until-verdict DIR: make the baseline's launches too, on "
+                             "this runtime, alternating with this run's (DIR is made, or "
+                             "continued); each build makes at most --launches, and both stop "
+                             "as soon as the verdict is settled")
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    runtime = host.prepare_runtime(args.runtime, ort_root=args.ort_root, force=args.force,
+                                   mirror=args.mirror, log=_log)
+    if not args.no_build:
+        runtime = host.build_workload(runtime, force=args.force, log=_log)
+        _build_witness_if_supported(runtime, args.force)
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    runtime = host.build_workload(host.load_runtime(args.runtime), force=args.force, log=_log)
+    _build_witness_if_supported(runtime, args.force)
+    return 0
+
+
+def _build_witness_if_supported(runtime: host.Runtime, force: bool) -> None:
+    from ... import witness
+
+    supported, reason = witness.witness_supported(runtime)
+    if supported:
+        witness.build_witness(runtime, force=force, log=_log)
+    else:
+        _log(f"no race witness: {reason}")
+
+
+def _info(args: argparse.Namespace) -> int:
+    runtime = host.load_runtime(args.runtime)
+    print(json.dumps({**runtime.__dict__, "loader": runtime.loader}, indent=2))
+    return 0
+
+
+def _kept(meta: CampaignMeta | None) -> tuple[str | None, bool | None, bool | None]:
+    """The runtime, poison and witness a campaign ran with (``None`` each: unknown)."""
+    if meta is None:
+        return None, None, None
+    from ... import witness
+
+    runtime = meta.build.get("runtime")
+    note = meta.options.get("witness")
+    kept_witness = True if note == "on" else (
+        False if note == f"off: {witness.OFF_REASON}" else None)
+    return (runtime if isinstance(runtime, str) and runtime else None,
+            meta.options.get("poison") == "glibc", kept_witness)
+
+
+def config_from_args(name: str, args: argparse.Namespace, meta: CampaignMeta | None,
+                     timeout_s: float) -> host.HostConfig:
+    """``--runtime``, ``--poison`` and ``--witness`` left out: with ``--resume``, as the
+    campaign ran (``campaign.json``'s build and options), else the defaults.
+
+    Raises:
+        UsageError: ``--runtime`` other than the resumed campaign's.
+    """
+    runtime, poison, witness = _kept(meta)
+    if args.runtime is not None and runtime is not None and args.runtime != runtime:
+        raise UsageError(f"cannot resume {args.out} with --runtime {args.runtime}: it ran on "
+                         f"runtime {runtime}", "resume without --runtime")
+    return host.HostConfig(runtime=args.runtime or runtime or host.DEFAULT_RUNTIME,
+                           models=args.models,
+                           poison=bool(args.poison if args.poison is not None else poison),
+                           witness=args.witness if args.witness is not None else witness,
+                           timeout_s=timeout_s)
+
+
+def baseline_from_args(name: str, args: argparse.Namespace, meta: CampaignMeta | None,
+                       timeout_s: float, rule: Any) -> tuple[host.HostConfig,
+                                                             dict[str, Any]] | None:
+    """The baseline build of an interleaved run (``--baseline-runtime``, or the resumed
+    campaign's), as a config and what ``campaign.json`` keeps of it; ``None`` for a run
+    against a finished baseline (or without a rule).
+
+    Raises:
+        UsageError: ``--baseline-runtime`` without ``--until-verdict``, the run's own
+            runtime, an unprepared one, or one given on resuming a run against a finished
+            baseline.
+    """
+    kept = meta.until_verdict if meta is not None else None
+    base = args.baseline_runtime
+    if kept is not None:
+        kept_runtime = kept.extra.get("baseline_runtime")
+        if not kept.interleaved:
+            if base is not None:
+                raise UsageError(f"cannot resume {args.out} with --baseline-runtime: it was "
+                                 f"started against a finished baseline",
+                                 "resume without --baseline-runtime")
+            return None
+        if base is not None and base != kept_runtime:
+            raise UsageError(f"cannot resume {args.out} with --baseline-runtime {base}: its "
+                             f"baseline ran on runtime {kept_runtime}",
+                             "resume without --baseline-runtime")
+        base = kept_runtime if isinstance(kept_runtime, str) else None
+    if base is None:
+        return None
+    if rule is None:
+        raise UsageError("--baseline-runtime needs --until-verdict DIR, the directory for the "
+                         "baseline's campaign", "add --until-verdict runs/baseline")
+    candidate = config_from_args(name, args, meta, timeout_s)
+    if base == candidate.runtime:
+        raise UsageError(f"--baseline-runtime is this run's own runtime ({base})",
+                         "give the runtime of the build to compare against, e.g. "
+                         "--runtime patched --baseline-runtime debian")
+    host.load_runtime(base)  # prepared, or a one-line error before any build
+    return (host.HostConfig(runtime=base, models=candidate.models, poison=candidate.poison,
+                            witness=candidate.witness, timeout_s=timeout_s),
+            {"baseline_runtime": base})

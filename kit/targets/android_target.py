@@ -1,0 +1,181 @@
+"""The Android target as a campaign session sees it: :class:`AndroidConfig` and
+:class:`AndroidTarget` (devices over an adb server or adbd directly; see
+:mod:`kit.targets.android` for the launcher and :mod:`kit.targets.adb_transport` for the
+transports)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import UsageError
+from ..records import LaunchRecord
+from ..redact import redact_text
+from ..scenario import Scenario
+from . import adb_transport as adbt
+from .base import LogFn, PreparedTarget
+
+__all__ = ["AndroidConfig", "AndroidTarget", "TARGETS", "open_transports", "list_devices"]
+
+
+@dataclasses.dataclass(frozen=True)
+class AndroidConfig:
+    """An Android campaign's settings.
+
+    Attributes:
+        serials: device serials on the adb server (empty with no ``direct``: the only one).
+        direct: ``HOST:PORT`` addresses of adbd to talk to directly (adb-shell).
+        adb_server: ``HOST:PORT`` of the adb server (``None``: the environment's, else
+            127.0.0.1:5037).
+        adbkey: the private key for ``direct`` (``None``: ~/.android/adbkey).
+        auth_timeout_s: how long a direct device may take to accept the key.
+        apk: the APK to install (its provenance is recorded), or ``None`` with ``package``.
+        package: the installed app's package when no APK is given.
+        poison: ``gwp-asan`` or ``malloc-debug`` (:class:`kit.targets.android.PoisonMode`),
+            or ``None``.
+        poll_s, report_wait_s, reconnect_s: see :class:`kit.targets.android.AndroidTimeouts`.
+        timeout_s: a launch's timeout (kept in the campaign's options).
+    """
+
+    serials: tuple[str, ...] = ()
+    direct: tuple[str, ...] = ()
+    adb_server: str | None = None
+    adbkey: str | None = None
+    auth_timeout_s: float = 30.0
+    apk: str | None = None
+    package: str | None = None
+    poison: str | None = None
+    poll_s: float = 1.0
+    report_wait_s: float = 8.0
+    reconnect_s: float = 60.0
+    timeout_s: float = 60.0
+
+
+def list_devices(server: tuple[str, int] | None, direct: Sequence[str],
+                 key_path: Path | None = None, auth_timeout_s: float = 30.0
+                 ) -> list[adbt.DeviceInfo]:
+    """Every device the adb server lists (``server`` None: skip it) plus each ``direct``
+    address, described (model, ABI, SDK) when usable.
+
+    Raises:
+        TransportError: the adb server does not answer and cannot be started.
+    """
+    found: list[adbt.DeviceInfo] = []
+    if server is not None:
+        host, port = server
+        adbt.ensure_server(host, port)
+        for serial, state in adbt.list_server_devices(host, port):
+            if state != "device" or not adbt.SERIAL_RE.match(serial):
+                found.append(adbt.DeviceInfo(serial, state, "server"))
+                continue
+            found.append(adbt.describe(adbt.ServerTransport(serial, host, port)))
+    for address in direct:
+        transport = adbt.DirectTransport(address, key_path=key_path,
+                                         auth_timeout_s=auth_timeout_s)
+        try:
+            found.append(adbt.describe(transport))
+        finally:
+            transport.close()
+    return found
+
+
+def open_transports(serials: Sequence[str], direct: Sequence[str],
+                    server: tuple[str, int], key_path: Path | None = None,
+                    auth_timeout_s: float = 30.0) -> list[adbt.AdbTransport]:
+    """Transports for the requested devices; with none requested, the only device the
+    server lists.
+
+    Raises:
+        UsageError: no device, several devices and none chosen, a serial given twice.
+    """
+    chosen = list(serials)
+    transports: list[adbt.AdbTransport] = []
+    if not chosen and not direct:
+        host, port = server
+        adbt.ensure_server(host, port)
+        ready = [s for s, state in adbt.list_server_devices(host, port) if state == "device"]
+        if not ready:
+            raise UsageError("no device", "connect one or start an emulator; "
+                             "`coldstart devices` lists what adb sees")
+        if len(ready) > 1:
+            raise UsageError(f"{len(ready)} devices are connected",
+                             "choose with --serial (repeat it to use several)")
+        chosen = ready
+    if len(set(chosen) | set(direct)) != len(chosen) + len(direct):
+        raise UsageError("a device is given twice", "pass each --serial / --direct once")
+    if chosen:
+        host, port = server
+        adbt.ensure_server(host, port)
+        for serial in chosen:
+            transport = adbt.ServerTransport(serial, host, port)
+            if transport.state() == "absent":
+                transport.connect_tcp()  # a host:port serial the server has not met yet
+            transports.append(transport)
+    transports += [adbt.DirectTransport(a, key_path=key_path, auth_timeout_s=auth_timeout_s)
+                   for a in direct]
+    return transports
+
+
+class AndroidTarget:
+    """:class:`kit.targets.base.Target` for Android: one launcher per device."""
+
+    name = "android"
+
+    def prepare(self, config: AndroidConfig, scenario: Scenario, log: LogFn) -> PreparedTarget:
+        """Check the APK, open the transports and prepare every device.
+
+        Raises:
+            UsageError: no app, an APK without the coldstart:// activity, bad devices.
+            InfraError: a device cannot be reached.
+        """
+        from . import android
+
+        apk = android.inspect_apk(config.apk) if config.apk else None
+        if apk is None and not config.package:
+            raise UsageError("no app given", "pass --apk APK (installs it) or --package PKG "
+                                             "(already installed)")
+        if apk is not None and apk.link_activity is None:
+            raise UsageError(f"activity not found: {Path(apk.path).name} declares no activity "
+                             f"for {android.APP_SCHEME}:// links",
+                             "build the coldstart app (its MainActivity has the intent filter)")
+        package = apk.package if apk is not None else config.package
+        assert package is not None
+        poison = android.PoisonMode(config.poison) if config.poison else None
+        server = adbt.server_address(config.adb_server)
+        key = Path(config.adbkey).expanduser() if config.adbkey else None
+        transports = open_transports(config.serials, config.direct, server, key,
+                                     config.auth_timeout_s)
+        setups = [android.prepare_device(t, package=package, apk=apk, poison=poison,
+                                         log=lambda m: log(f"android: {m}"))
+                  for t in transports]
+        timeouts = android.AndroidTimeouts(poll_s=config.poll_s,
+                                           report_wait_s=config.report_wait_s,
+                                           reconnect_s=config.reconnect_s)
+        launchers = [android.AndroidLauncher(t, s, timeouts)
+                     for t, s in zip(transports, setups)]
+        build: dict[str, Any] = {"package": package}
+        if apk is not None:
+            build.update(apk.provenance())
+        options = {"poison": config.poison,
+                   "poison_methods": {s.serial: s.poison_method for s in setups},
+                   "timeout_s": config.timeout_s, "report_wait_s": config.report_wait_s,
+                   "reconnect_timeout_s": config.reconnect_s, "poll_s": config.poll_s,
+                   "adb_server": redact_text(f"{server[0]}:{server[1]}")}
+
+        def close() -> None:
+            for launcher in launchers:
+                launcher.close()
+
+        return PreparedTarget(target=self.name, launchers=launchers, build=build,
+                              options=options, devices=[s.to_dict() for s in setups],
+                              close=close, finish=_reported_ort)
+
+
+def _reported_ort(records: Sequence[LaunchRecord]) -> dict[str, Any]:
+    """The ORT versions the app reported: the binding pins none, so only the app knows."""
+    return {"ort_versions_reported": sorted({r.ort_version for r in records
+                                             if r.ort_version})}
+
+
+TARGETS = (AndroidTarget(),)

@@ -1,0 +1,86 @@
+"""The Appium target as a campaign session sees it: :class:`AppiumRunConfig` and
+:class:`AppiumTarget` (one Appium session per device, local, grid or device farm; see
+:mod:`kit.targets.appium` for the launcher)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from ..errors import UsageError
+from ..scenario import Scenario
+from .base import LogFn, PreparedTarget
+
+__all__ = ["AppiumRunConfig", "AppiumTarget", "TARGETS", "APP_ID_RE"]
+
+#: Android package names and iOS bundle ids.
+APP_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_-]+)+$")
+
+
+@dataclasses.dataclass(frozen=True)
+class AppiumRunConfig:
+    """An Appium campaign's settings.
+
+    Attributes:
+        session: the Appium session's settings (:class:`kit.targets.appium.AppiumConfig`:
+            server URL, platform, app id, capabilities, poison, delivery, polling).
+        timeout_s: a launch's timeout (kept in the campaign's options).
+    """
+
+    session: Any
+    timeout_s: float = 90.0
+
+
+class AppiumTarget:
+    """:class:`kit.targets.base.Target` for a device behind an Appium server."""
+
+    name = "appium"
+
+    def prepare(self, config: AppiumRunConfig, scenario: Scenario, log: LogFn
+                ) -> PreparedTarget:
+        """Check the server and open the session (credentials in the server URL and the
+        capabilities are redacted from every log and record from here on).
+
+        Raises:
+            UsageError: a bad app id, a server that is not Appium, capabilities it refuses,
+                a driver without app lifecycle. InfraError: the server went away.
+        """
+        from ..redact import install_log_redaction
+        from . import appium
+
+        cfg = config.session
+        redactor = install_log_redaction(urls=[cfg.server_url])
+        redactor.add_secrets_from(cfg.caps)
+        if not APP_ID_RE.match(cfg.app_id):
+            raise UsageError(f"--app-id {cfg.app_id[:80]!r} is not a package or bundle id",
+                             "e.g. org.coldstart.app")
+        info = appium.check_server(cfg.server_url, redactor)
+        version = (info.get("build") or {}).get("version")
+        launcher = appium.AppiumLauncher(cfg, redactor)
+        launcher.open()  # a refusal is the only line the user sees
+        log(f"appium: server {redactor.url(cfg.server_url)} "
+            f"(Appium {version or 'unknown version'}), session open")
+        session = launcher.session
+        platform = cfg.platform.value
+        options = redactor.value({
+            "server": redactor.url(cfg.server_url), "server_version": version,
+            "platform": platform, "capabilities": appium.build_capabilities(cfg),
+            "poison": "apple-malloc" if cfg.poison and platform == "ios" else None,
+            "deliver": cfg.deliver, "status_test_id": cfg.status_test_id,
+            "poll_s": cfg.poll_s, "report_wait_s": cfg.report_wait_s,
+            "timeout_s": config.timeout_s, "log_types": launcher.log_types})
+        device_caps = session.capabilities if session is not None else {}
+        devices = [redactor.value({
+            "id": launcher.device, "kind": f"appium-{platform}",
+            "session_id": session.session_id if session is not None else None,
+            "platform_version": device_caps.get("platformVersion") or
+            device_caps.get("appium:platformVersion"),
+            "device_name": device_caps.get("deviceName") or
+            device_caps.get("appium:deviceName")})]
+        build = redactor.value({"app": cfg.app, "app_id": cfg.app_id})
+        return PreparedTarget(target=self.name, launchers=[launcher], build=build,
+                              options=options, devices=devices, close=launcher.close)
+
+
+TARGETS = (AppiumTarget(),)

@@ -1,0 +1,117 @@
+"""The host target: the native desktop workload on onnxruntime with the XNNPACK EP.
+
+* :mod:`.runtime`: the runtimes (a Debian 13 root, the system's ORT, a user's ORT build),
+  prepared once, and the workload built on each;
+* :mod:`.launcher`: one cold launch per call, a fresh workload process;
+* here: :class:`HostConfig` and :class:`HostTarget`, what a campaign session prepares.
+
+The launcher module is imported on first use (``HostLauncher`` below), so that the race
+witness's build code can use the runtimes without an import cycle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from ...errors import UsageError
+from ...scenario import Scenario
+from ..base import LogFn, PreparedTarget
+from .runtime import (DEBIAN_SUITE, DEFAULT_MIRROR, DEFAULT_RUNTIME, POISON_ENV, Runtime,
+                      build_workload, check_scenario, load_runtime, prepare_runtime,
+                      run_compiler, runtime_dir)
+
+__all__ = ["HostConfig", "HostTarget", "TARGETS", "HostLauncher", "Runtime",
+           "prepare_runtime", "load_runtime", "build_workload", "check_scenario",
+           "run_compiler", "runtime_dir", "POISON_ENV", "DEFAULT_RUNTIME", "DEFAULT_MIRROR",
+           "DEBIAN_SUITE"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "HostLauncher":
+        from .launcher import HostLauncher
+
+        return HostLauncher
+    raise AttributeError(name)
+
+
+@dataclasses.dataclass(frozen=True)
+class HostConfig:
+    """A host campaign's settings.
+
+    Attributes:
+        runtime: the prepared runtime's name (``coldstart runtime prepare --name``).
+        models: the model set folder (``None``: the checkout's ``models/``).
+        poison: glibc heap poisoning (:data:`POISON_ENV`).
+        witness: preload the race witness; ``None``: on where onnxruntime links XNNPACK as
+            a shared library, else off.
+        timeout_s: a launch's timeout (kept in the campaign's options).
+    """
+
+    runtime: str = DEFAULT_RUNTIME
+    models: str | None = None
+    poison: bool = False
+    witness: bool | None = None
+    timeout_s: float = 30.0
+
+
+def _witness_for(runtime: Runtime, wanted: bool | None, log: LogFn) -> tuple[str | None, str]:
+    """The witness library to preload (or ``None``) and the campaign's note about it.
+
+    Raises:
+        UsageError: ``witness=True`` on a runtime with static XNNPACK, or the witness
+            cannot be built (see :func:`kit.witness.build_witness`).
+    """
+    from ... import witness
+
+    supported, reason = witness.witness_supported(runtime)
+    if wanted and not supported:
+        raise UsageError(f"--witness cannot work on runtime {runtime.name!r}: {reason}",
+                         "drop --witness")
+    if wanted is False:
+        return None, f"off: {witness.OFF_REASON}"
+    if not supported:
+        return None, f"off: {reason}"
+    # quiet when the library is current: errors after this must stay the only line
+    return witness.witness_library(runtime) or witness.build_witness(runtime, log=log), "on"
+
+
+class HostTarget:
+    """:class:`kit.targets.base.Target` for the host: one launcher, this machine."""
+
+    name = "host"
+
+    def prepare(self, config: HostConfig, scenario: Scenario, log: LogFn) -> PreparedTarget:
+        """Check the models, the scenario and the runtime, and build the launcher.
+
+        Raises:
+            UsageError, DataError: bad scenario, missing or tampered models, runtime not
+                ready.
+        """
+        from ... import modelset
+        from .launcher import HostLauncher
+
+        ms = modelset.load_modelset(config.models)
+        modelset.require_verified(ms)
+        check_scenario(scenario, ms)
+        runtime = load_runtime(config.runtime)
+        if runtime.workload_hash is None:
+            runtime = build_workload(runtime, log=log)
+        runtime.command()  # a workload binary that is gone: one line now, not infra errors
+        witness_lib, witness_note = _witness_for(runtime, config.witness, log)
+        launcher = HostLauncher(runtime, ms, poison=config.poison, witness=witness_lib)
+        build = {"runtime": runtime.name, "kind": runtime.kind,
+                 "ort_library": runtime.ort_library,
+                 "ort_library_sha256": modelset.sha256_file(Path(runtime.ort_library)),
+                 "xnnpack_library": runtime.xnnpack_library, "workload": runtime.workload,
+                 "workload_hash": runtime.workload_hash, "witness_library": witness_lib}
+        options = {"poison": "glibc" if config.poison else None, "timeout_s": config.timeout_s,
+                   "env": dict(POISON_ENV) if config.poison else {},
+                   "witness": witness_note, "model_set": ms.fingerprint()}
+        return PreparedTarget(target=self.name, launchers=[launcher], build=build,
+                              options=options,
+                              devices=[{"id": launcher.device, "kind": "host"}])
+
+
+TARGETS = (HostTarget(),)

@@ -1,0 +1,156 @@
+"""Cold-launches of the host workload: one fresh process per launch, its protocol lines read
+from stdout, its stderr (thousands of "Schema error" lines from Debian's libraries, and any
+crash backtrace) written straight to ``artifacts/<id>/stderr.txt``; what was observed goes
+through the one outcome table (:mod:`kit.observe`)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from ...campaign import LaunchContext, utc_now
+from ...errors import InfraError
+from ...modelset import ModelSet, scores_match
+from ...observe import Observation, ProcessEnd, crash_evidence, make_record
+from ...protocol import iter_events
+from ...records import LaunchRecord
+from ...scenario import Scenario
+from ...witness import race as witness_race
+from .runtime import POISON_ENV, Runtime
+
+__all__ = ["HostLauncher"]
+
+
+def _crash_block(stderr_text: str) -> str:
+    start = stderr_text.find("COLDSTART-CRASH signal=")
+    if start < 0:
+        return ""
+    end = stderr_text.find("COLDSTART-CRASH end", start)
+    return stderr_text[start:] if end < 0 else stderr_text[start:end + len("COLDSTART-CRASH end")]
+
+
+class HostLauncher:
+    """Cold-launches the host workload: one fresh process per :meth:`launch`.
+
+    Args:
+        runtime: a built :class:`Runtime`.
+        modelset: the verified model set (paths, clip, expected scores).
+        poison: turn on glibc heap poisoning (:data:`POISON_ENV`).
+        preload: other shared libraries to preload, or ``()``.
+        witness: the built race witness (:func:`kit.witness.build_witness`) to preload, or
+            ``None``. With it, each launch's witness output goes to
+            ``artifacts/<id>/witness.jsonl`` and becomes ``LaunchRecord.race``; without it,
+            ``race`` says the witness was unavailable and why (XNNPACK linked statically,
+            or turned off), never that no race happened.
+    """
+
+    target = "host"
+
+    def __init__(self, runtime: Runtime, modelset: ModelSet, poison: bool = False,
+                 preload: tuple[str, ...] = (), witness: str | None = None) -> None:
+        self.runtime = runtime
+        self.modelset = modelset
+        self.poison = poison
+        self.witness = witness
+        if witness is not None:
+            preload = (*preload, witness)
+        self.preload = preload
+        self._race_off_reason = (witness_race.STATIC_REASON if runtime.xnnpack_library is None
+                                 else witness_race.OFF_REASON)
+        self.device = f"host:{socket.gethostname()}"
+        self._expected = modelset.expected()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._model_args: list[str] = []
+        for model in modelset.models:
+            self._model_args += ["--model", f"{model.role}:{model.name}:{model.path}"]
+        self._env = dict(os.environ)
+        if poison:
+            self._env.update(POISON_ENV)
+        if preload:
+            self._env["LD_PRELOAD"] = " ".join(preload)
+
+    def argv(self, scenario: Scenario) -> list[str]:
+        """The workload's argv for one launch of ``scenario``."""
+        expected = ",".join(repr(float(s)) for s in self._expected["scores"])
+        return self.runtime.command(
+            "--scenario", scenario.to_url(), *self._model_args,
+            "--clip", str(self.modelset.clip), "--expected", expected,
+            "--tolerance", repr(float(self._expected["tolerance"]["abs"])))
+
+    def abort(self) -> None:
+        """Kill the launch in flight, if any (Ctrl-C)."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def launch(self, ctx: LaunchContext) -> LaunchRecord:
+        """One cold launch; see the module doc. Never raises for what the workload does.
+
+        Raises:
+            InfraError: the workload could not be started, or it rejected its arguments.
+        """
+        started_at = utc_now()
+        t0 = time.monotonic()
+        stderr_path = ctx.artifacts_dir / "stderr.txt"
+        witness_path = ctx.artifacts_dir / "witness.jsonl"
+        env = self._env
+        if self.witness is not None:
+            env = {**self._env, witness_race.ENV_FILE: str(witness_path)}
+        hung = False
+        with open(stderr_path, "wb") as err:
+            try:
+                proc = subprocess.Popen(self.argv(ctx.scenario), stdout=subprocess.PIPE,
+                                        stderr=err, stdin=subprocess.DEVNULL, env=env,
+                                        start_new_session=True)
+            except OSError as exc:
+                raise InfraError(f"cannot start the workload: {exc}",
+                                 "run `coldstart runtime build`") from None
+            self._proc = proc
+            try:
+                out, _ = proc.communicate(timeout=ctx.timeout_s)
+            except subprocess.TimeoutExpired:
+                hung = True
+                os.killpg(proc.pid, signal.SIGKILL)
+                out, _ = proc.communicate()
+            finally:
+                self._proc = None
+        wall_ms = (time.monotonic() - t0) * 1000.0
+        stdout = out.decode("utf-8", "replace")
+        (ctx.artifacts_dir / "stdout.txt").write_text(stdout)
+        artifacts = [f"{ctx.artifacts_rel}/stdout.txt", f"{ctx.artifacts_rel}/stderr.txt"]
+        if self.witness is None:
+            race = witness_race.unavailable(self._race_off_reason)
+        else:
+            race = witness_race.read_witness_file(witness_path).to_dict()
+            if witness_path.exists():
+                artifacts.append(f"{ctx.artifacts_rel}/witness.jsonl")
+        events = tuple(iter_events(stdout.splitlines(), ctx.launch_id))
+        rc = proc.returncode
+        if rc == 2 and not events and not hung:
+            tail = stderr_path.read_text(errors="replace").strip().splitlines()[-1:]
+            raise InfraError(f"the workload rejected its arguments: {' '.join(tail)[:200]}",
+                             "rebuild it with `coldstart runtime build --force`")
+        if hung:
+            end, signal_no = ProcessEnd.TIMED_OUT, None
+        elif rc < 0:
+            end, signal_no = ProcessEnd.SIGNALED, -rc
+        else:
+            end, signal_no = ProcessEnd.EXITED, None
+        evidence = None
+        if signal_no is not None:
+            block = _crash_block(stderr_path.read_text(errors="replace"))
+            evidence, rel = crash_evidence(block, ctx.artifacts_dir, ctx.artifacts_rel,
+                                           "crash.txt", host_signal=signal_no)
+            artifacts.append(rel)
+        observation = Observation(events=events, end=end, timeout_s=ctx.timeout_s,
+                                  infer=ctx.scenario.infer, exit_code=rc if rc >= 0 else None,
+                                  signal=signal_no, crash=evidence,
+                                  check_scores=lambda s: scores_match(self._expected, s))
+        return make_record(ctx, target=self.target, device=self.device,
+                           observation=observation, started_at=started_at, wall_ms=wall_ms,
+                           artifacts=artifacts, race=race)
