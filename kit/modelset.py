@@ -37,7 +37,13 @@ import zipfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ._bounded import MiB, open_regular, read_bytes_bounded
+from ._fields import FieldReader, type_name
 from .errors import DataError, InfraError, UsageError
+
+#: expected.json and manifest.json are a few KiB; the clip a few hundred
+_EXPECTED_MAX_BYTES = MiB
+_CLIP_MAX_BYTES = 64 * MiB
 
 __all__ = ["ModelSet", "ModelFile", "load_modelset", "fetch", "verify", "read_clip",
            "run_pipeline", "compute_expected", "default_models_dir", "cache_dir",
@@ -112,23 +118,38 @@ class ModelSet:
         for model in self.models:
             digest.update(f"{model.name}={model.sha256};".encode())
         digest.update(f"clip={self.clip_sha256};".encode())
-        try:
-            digest.update(self.expected_path.read_bytes())
-        except FileNotFoundError:
-            raise DataError(f"{self.expected_path} is missing",
-                            "restore models/expected.json (git checkout models/)") from None
+        digest.update(read_bytes_bounded(
+            self.expected_path, _EXPECTED_MAX_BYTES, what="expected.json",
+            missing=f"{self.expected_path} is missing",
+            missing_hint="restore models/expected.json (git checkout models/)"))
         return digest.hexdigest()[:16]
 
     def expected(self) -> dict[str, Any]:
-        """``expected.json`` as a dict. Raises :class:`DataError` when missing or invalid."""
+        """``expected.json`` as a dict, checked: ``scores`` a non-empty list of finite
+        numbers, ``tolerance.abs`` a positive number.
+
+        Raises:
+            DataError: missing, not JSON, too large, or of the wrong shape.
+        """
+        hint = "restore it from git (git checkout models/expected.json) or recompute it"
+        raw = read_bytes_bounded(self.expected_path, _EXPECTED_MAX_BYTES, what="expected.json",
+                                 missing=f"{self.expected_path} is missing",
+                                 missing_hint="run `coldstart models expected` to compute it")
         try:
-            return json.loads(self.expected_path.read_text())
-        except FileNotFoundError:
-            raise DataError(f"{self.expected_path} is missing",
-                            "run `coldstart models expected` to compute it") from None
-        except ValueError as exc:
-            raise DataError(f"{self.expected_path} is not valid JSON: {exc}",
-                            "restore it from git or recompute it") from None
+            data = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            raise DataError(f"{self.expected_path} is not valid JSON: {str(exc)[:80]}",
+                            hint) from None
+        where = str(self.expected_path)
+        if not isinstance(data, dict):
+            raise DataError(f"{where} must hold a JSON object, not {type_name(data)}", hint)
+        scores = FieldReader(data, where, hint).nums("scores")
+        if not scores:
+            raise DataError(f"{where}: scores is empty", hint)
+        tolerance = FieldReader(data, where, hint).obj("tolerance")
+        if FieldReader(tolerance, f"{where}: tolerance", hint).num("abs") <= 0:
+            raise DataError(f"{where}: tolerance.abs must be above 0", hint)
+        return data
 
 
 def load_modelset(models_dir: str | os.PathLike[str] | None = None) -> ModelSet:
@@ -141,7 +162,10 @@ def load_modelset(models_dir: str | os.PathLike[str] | None = None) -> ModelSet:
     root = Path(models_dir) if models_dir is not None else default_models_dir()
     manifest = root / "manifest.json"
     try:
-        data = json.loads(manifest.read_text())
+        data = json.loads(read_bytes_bounded(manifest, _EXPECTED_MAX_BYTES, what="manifest",
+                                             missing=f"no model set manifest at {manifest}",
+                                             missing_hint="pass --models DIR pointing at the "
+                                                          "checkout's models/ folder"))
         models = tuple(ModelFile(name=m["name"], role=m["role"], member=m["member"],
                                  path=root / m["file"], size=int(m["size"]),
                                  sha256=m["sha256"]) for m in data["models"])
@@ -157,11 +181,22 @@ def load_modelset(models_dir: str | os.PathLike[str] | None = None) -> ModelSet:
                         "restore it from git") from None
 
 
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks."""
+def sha256_file(path: Path, limit: int = 4 << 30) -> str:
+    """Hex sha256 of a regular file, read in 1 MiB blocks.
+
+    Raises:
+        UsageError: not a regular file (a device such as /dev/zero, a FIFO: see
+            :func:`kit._bounded.open_regular`).
+        DataError: larger than ``limit`` bytes (default 4 GiB).
+    """
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    seen = 0
+    with os.fdopen(open_regular(path, "file"), "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
+            seen += len(block)
+            if seen > limit:
+                raise DataError(f"{path} is larger than {limit} bytes",
+                                "is it the right file? it is refused rather than read whole")
             digest.update(block)
     return digest.hexdigest()
 
@@ -178,16 +213,29 @@ def verify(modelset: ModelSet) -> list[tuple[str, str]]:
     for model in modelset.models:
         if not model.path.exists():
             problems.append((f"{model.path} is missing", fetch_hint))
-        elif sha256_file(model.path) != model.sha256:
+        elif _digest(model.path, model.size) != model.sha256:
             problems.append((f"{model.path} does not match its pinned sha256: it was changed "
                              "or corrupted", fetch_hint.rstrip("`") + " --force`"))
     if not modelset.clip.exists():
         problems.append((f"{modelset.clip} is missing", "restore it from git"))
-    elif sha256_file(modelset.clip) != modelset.clip_sha256:
+    elif _digest(modelset.clip, _CLIP_MAX_BYTES) != modelset.clip_sha256:
         problems.append((f"{modelset.clip} does not match its pinned sha256",
                          "restore it from git, or remake it and update the manifest and "
                          "expected.json"))
+    try:
+        modelset.expected()
+    except DataError as exc:
+        problems.append((exc.message, exc.hint or "restore models/expected.json"))
     return problems
+
+
+def _digest(path: Path, limit: int) -> str | None:
+    """:func:`sha256_file`, or ``None`` for a file that cannot be the pinned one (not a
+    regular file, or larger than ``limit``)."""
+    try:
+        return sha256_file(path, limit=limit)
+    except (UsageError, DataError):
+        return None
 
 
 def require_verified(modelset: ModelSet) -> None:

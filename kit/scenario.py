@@ -214,7 +214,8 @@ class Scenario:
 
 def _check(ok: bool, key: str, value: object, expected: str) -> None:
     if not ok:
-        raise UsageError(f"scenario key {key}={value!r} is invalid: expected {expected}", _HINT)
+        raise UsageError(f"scenario key {key}={_shown(repr(value), 60)} is invalid: expected "
+                         f"{expected}", _HINT)
 
 
 def _split_pairs(text: str) -> list[tuple[str, str]]:
@@ -247,11 +248,19 @@ def _split_pairs(text: str) -> list[tuple[str, str]]:
         raise UsageError(f"scenario {text!r} is not KEY=VALUE pairs joined by &", _HINT) from None
 
 
+def _shown(value: str, limit: int = 40) -> str:
+    """``value`` for an error message, cut to ``limit`` characters."""
+    return value if len(value) <= limit else f"{value[:limit]}... ({len(value)} characters)"
+
+
 def _as_int(key: str, value: str) -> int:
     if not re.fullmatch(r"-?[0-9]+", value):
-        raise UsageError(f"scenario key {key}={value!r} is invalid: expected a whole number",
-                         _HINT)
-    return int(value) if len(value) <= 7 else 10**7  # out of every range: the range check says so
+        raise UsageError(f"scenario key {key}={_shown(value)!r} is invalid: expected a whole "
+                         f"number", _HINT)
+    if len(value.lstrip("-").lstrip("0")) > 7:  # out of every range, and int() of a huge
+        raise UsageError(f"scenario key {key}={_shown(value)} is invalid: out of range",
+                         _HINT)                # string is slow
+    return int(value)
 
 
 def _as_flag(key: str, value: str) -> bool:

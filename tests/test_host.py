@@ -19,16 +19,10 @@ import pytest
 from kit.campaign import load_campaign
 from kit.modelset import load_modelset
 from kit.records import Outcome
+from tests.conftest import coldstart, one_line_error
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.host
-
-
-def coldstart(*args: str, env: dict | None = None, timeout: float = 300
-              ) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kit.cli", *args], cwd=ROOT, text=True,
-                          capture_output=True, env={**os.environ, **(env or {})},
-                          timeout=timeout)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -175,15 +169,6 @@ def test_poison_sets_glibc_perturb_in_the_record(tmp_path: Path) -> None:
     assert campaign.meta.options["poison"] == "glibc"
 
 
-def _one_line_error(proc: subprocess.CompletedProcess, fragment: str) -> None:
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    errors = [line for line in lines if line.startswith("coldstart: error: ")]
-    assert errors == lines[-1:], proc.stderr  # one error line, last (progress lines before it)
-    assert fragment in errors[0]
-    assert "Traceback" not in proc.stderr
-
-
 def test_tampered_model_is_refused(tmp_path: Path) -> None:
     models = tmp_path / "models"
     shutil.copytree(ROOT / "models", models)
@@ -191,7 +176,7 @@ def test_tampered_model_is_refused(tmp_path: Path) -> None:
     data[1000] ^= 0xFF
     (models / "embedding_model.onnx").write_bytes(bytes(data))
     proc = coldstart("run", "host", "--models", str(models), "--out", str(tmp_path / "c"))
-    _one_line_error(proc, "embedding_model.onnx does not match its pinned sha256")
+    one_line_error(proc, "embedding_model.onnx does not match its pinned sha256")
     assert f"coldstart models fetch --models {models} --force" in proc.stderr
 
 
@@ -200,7 +185,7 @@ def test_missing_model_says_fetch(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "models", models)
     (models / "melspectrogram.onnx").unlink()
     proc = coldstart("models", "verify", "--models", str(models))
-    _one_line_error(proc, "melspectrogram.onnx is missing")
+    one_line_error(proc, "melspectrogram.onnx is missing")
     assert f"run `coldstart models fetch --models {models}`" in proc.stderr
 
 
@@ -212,13 +197,13 @@ def test_missing_model_says_fetch(tmp_path: Path) -> None:
 ])
 def test_bad_scenarios_are_refused(tmp_path: Path, scenario: str, fragment: str) -> None:
     proc = coldstart("run", "host", "--scenario", scenario, "--out", str(tmp_path / "c"))
-    _one_line_error(proc, fragment)
+    one_line_error(proc, fragment)
 
 
 def test_unprepared_runtime_says_what_to_do(tmp_path: Path) -> None:
     proc = coldstart("run", "host", "--out", str(tmp_path / "c"),
                      env={"COLDSTART_CACHE": str(tmp_path / "empty-cache")})
-    _one_line_error(proc, "host runtime 'debian' is not prepared")
+    one_line_error(proc, "host runtime 'debian' is not prepared")
     assert "coldstart runtime prepare" in proc.stderr
 
 
@@ -232,7 +217,7 @@ def test_workload_that_fails_to_compile_is_a_usage_error(tmp_path: Path) -> None
     env = {"COLDSTART_CACHE": str(tmp_path / "cache")}
     proc = coldstart("runtime", "prepare", "--name", "broken", "--ort-root", str(ort),
                      env=env)
-    _one_line_error(proc, "the workload failed to compile")
+    one_line_error(proc, "the workload failed to compile")
     assert "not a real ORT header" in proc.stderr
     # an --ort-root without ORT makes nothing in the cache
     proc = coldstart("runtime", "prepare", "--name", "empty", "--ort-root",
@@ -253,7 +238,7 @@ def test_prepare_without_root_privileges_says_what_to_do(tmp_path: Path) -> None
     proc = subprocess.run(cmd, cwd=ROOT, text=True, capture_output=True,
                           env={**os.environ, "COLDSTART_CACHE": str(cache), "HOME": str(cache)})
     shutil.rmtree(cache, ignore_errors=True)
-    _one_line_error(proc, "needs root")
+    one_line_error(proc, "needs root")
     assert "--ort-root" in proc.stderr
 
 
@@ -275,7 +260,7 @@ def test_resume_takes_the_campaigns_own_options_and_refuses_other_settings(tmp_p
     assert all(r.scenario.count("mode=serial") == 1 for r in campaign.records)
     proc = coldstart("run", "host", "--out", str(out), "--resume", "--launches", "3",
                      "--timeout", "20", "--poison")
-    _one_line_error(proc, "cannot resume")
+    one_line_error(proc, "cannot resume")
     assert "options.poison was None, now 'glibc'" in proc.stderr
     assert len(load_campaign(out).records) == 2
 
@@ -291,20 +276,20 @@ def test_resume_without_launches_keeps_the_campaigns_own(tmp_path: Path) -> None
 
 
 def test_resume_of_nothing_and_scenario_ids_are_refused(tmp_path: Path) -> None:
-    _one_line_error(coldstart("run", "host", "--out", str(tmp_path / "none"), "--resume"),
+    one_line_error(coldstart("run", "host", "--out", str(tmp_path / "none"), "--resume"),
                     "nothing to resume")
-    _one_line_error(coldstart("run", "host", "--out", str(tmp_path / "c"), "--scenario",
+    one_line_error(coldstart("run", "host", "--out", str(tmp_path / "c"), "--scenario",
                               "id=mine"), "launch ids are set by the kit")
-    _one_line_error(coldstart("run", "host", "--out", str(tmp_path / "c"), "--label", ""),
+    one_line_error(coldstart("run", "host", "--out", str(tmp_path / "c"), "--label", ""),
                     "--label is empty")
     (tmp_path / "afile").write_text("x")
-    _one_line_error(coldstart("run", "host", "--out", str(tmp_path / "afile")),
+    one_line_error(coldstart("run", "host", "--out", str(tmp_path / "afile")),
                     "is a file")
 
 
 def test_sessions_that_leave_out_a_pipeline_model_are_refused_up_front(tmp_path: Path) -> None:
     proc = coldstart("run", "host", "--scenario", "sessions=2", "--out", str(tmp_path / "c"))
-    _one_line_error(proc, "infer=1 needs the keyword model(s) among the 2 sessions created")
+    one_line_error(proc, "infer=1 needs the keyword model(s) among the 2 sessions created")
     assert not (tmp_path / "c").exists()
 
 

@@ -24,6 +24,7 @@ from kit.campaign import load_campaign, prepare_store, update_meta
 from kit.modelset import cache_dir
 from kit.records import Outcome
 from kit.scenario import parse_scenario
+from tests.conftest import coldstart
 from tests.test_summary import record
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,11 +32,6 @@ DOUBLE = ROOT / "tests" / "doubles" / "crashing_workload.py"
 pytestmark = pytest.mark.host
 RULE = ["--signature", "other-native-crash", "--ceiling", "0.3", "--launches", "40",
         "--no-witness", "--scenario", "mode=serial"]
-
-
-def coldstart(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kit.cli", *args], cwd=ROOT, text=True,
-                          capture_output=True, env={**os.environ, **env}, timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,16 +21,13 @@ from kit.records import Outcome
 from kit.targets.host import load_runtime
 from kit.witness import (ENV_FILE, OFF_REASON, STATIC_REASON, build_witness, parse_witness,
                          read_witness_file, witness_library)
+from tests.conftest import coldstart
+from tests.conftest import one_line_error as _one_line_error
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "witness"
 HEX = re.compile(r"^0x[0-9a-f]+$")
 pytestmark = pytest.mark.host
-
-
-def coldstart(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kit.cli", *args], cwd=ROOT, text=True,
-                          capture_output=True, env={**os.environ, **(env or {})}, timeout=300)
 
 
 def campaign(out: Path, *args: str, launches: int = 3) -> list:
@@ -40,11 +36,8 @@ def campaign(out: Path, *args: str, launches: int = 3) -> list:
     return load_campaign(out).records
 
 
-def one_line_error(proc: subprocess.CompletedProcess, fragment: str) -> None:
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("coldstart: error: "), proc.stderr
-    assert fragment in lines[0] and "Traceback" not in proc.stderr
+def one_line_error(proc, fragment: str) -> str:
+    return _one_line_error(proc, fragment, progress=False)
 
 
 @pytest.fixture(scope="module")

@@ -324,6 +324,9 @@ def run_session(request: CampaignRequest, observer: SessionObserver) -> SessionR
 def _open_for_run(request: CampaignRequest, store: CampaignStore, made: list[_Made]
                   ) -> CampaignMeta | None:
     """Lock ``store``; check what is there. Returns its meta on resume, else ``None``."""
+    holder = store.writer_pid()
+    if holder is not None:  # named before anything else is said about the directory
+        store.lock()  # raises, naming the holder
     if not request.resume:
         check_out_dir(store.path)
     _lock(store, made)

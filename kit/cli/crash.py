@@ -22,6 +22,18 @@ __all__ = ["register"]
 _TOP_FRAMES = 3
 
 
+def _signal_number(text: str) -> int:
+    """argparse type: a POSIX signal number, 1..64 (Linux's real-time signals included)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a signal number") from None
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"signal {value} is out of range 1..64 (e.g. 11 for "
+                                         f"SIGSEGV, 6 for SIGABRT)")
+    return value
+
+
 def register(commands: argparse._SubParsersAction, run_targets: argparse._SubParsersAction
              ) -> None:
     """Add ``crash`` and its subcommands."""
@@ -34,7 +46,7 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
                              "rule with a shipped rule's id replaces it)")
     common.add_argument("--hint", choices=HINTS, default=None,
                         help="format family, to skip detection")
-    common.add_argument("--signal", type=int, default=None, metavar="N",
+    common.add_argument("--signal", type=_signal_number, default=None, metavar="N",
                         help="read the files as host workload output that died by signal N")
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")
     classify_p = sub.add_parser("classify", parents=[common],
