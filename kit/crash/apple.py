@@ -1,4 +1,4 @@
-"""Apple crash reports: ``.ips`` (JSON), legacy ``.crash`` text, JetsamEvent, lldb stops.
+"""Apple crash reports: ``.ips`` (JSON), legacy ``.crash`` text and its pieces, JetsamEvent.
 
 Formats (notes/crash-formats.md sections 4-5; Apple, "Interpreting the JSON format of a
 crash report", developer.apple.com/documentation/xcode):
@@ -15,8 +15,8 @@ crash report", developer.apple.com/documentation/xcode):
   ``0xADDR 0xLOAD + offset``; ``Binary Images:`` lines give image bases and UUIDs.
 * JetsamEvent: ``processes[]`` with the killed one carrying ``reason``
   (``per-process-limit``, ``vm-pageshortage``...).
-* lldb: ``* thread #N, ..., stop reason = EXC_BAD_ACCESS (code=1, address=0x...)`` and
-  ``frame #N: 0xADDR module`symbol + off [at file:line]``.
+
+lldb output is read by :mod:`kit.crash.debugger`.
 
 A JSON body cut short is repaired by closing its open brackets after the last complete
 value (the partial element is dropped and noted); invalid JSON falls back to regular
@@ -31,10 +31,10 @@ from typing import Any, Sequence
 
 from ._draft import Draft
 from ._text import basename, parse_int, signal_number
+from .ips_salvage import parse_ips_fragment, read_jetsam_entry, termination_kind
 from .record import Frame
 
-__all__ = ["parse_ips", "read_crash_text", "read_lldb", "close_truncated_json",
-           "looks_like_crash_text"]
+__all__ = ["parse_ips", "read_crash_text", "close_truncated_json", "looks_like_crash_text"]
 
 _PLATFORMS = {1: "macos", 2: "ios", 6: "macos", 7: "ios", 11: "ios"}  # Mach-O platform ids
 _SIMULATOR_PLATFORMS = {7}
@@ -170,6 +170,10 @@ def parse_ips(draft: Draft, text: str) -> None:
     if bug_type == "298" or ("processes" in body and "largestProcess" in body):
         _read_jetsam(draft, header, body)
         return
+    if "rpages" in body and "reason" in body and "procName" not in body:
+        read_jetsam_entry(draft, _str(body.get("name")), _int(body.get("pid")),
+                          _str(body.get("reason")), _int(body.get("rpages")))
+        return
     if header and not body:
         draft.note("ips: only the header line could be read")
         _salvage_ips(draft, rest)
@@ -204,6 +208,17 @@ def parse_ips(draft: Draft, text: str) -> None:
     region = _str(body.get("vmRegionInfo"))
     if region:
         draft.set("cause", region.strip().split("\n")[0])
+    termination = _dict(body.get("termination"))
+    reasons = " ".join(str(r) for r in _list(termination.get("reasons")))
+    ended_by = termination_kind(_str(termination.get("namespace")),
+                                _int(termination.get("code")),
+                                f"{_str(termination.get('indicator')) or ''} {reasons}")
+    if ended_by is not None:
+        draft.kind = ended_by
+        draft.set("message", (reasons or _str(termination.get("indicator")) or
+                              _str(termination.get("namespace")) or "").strip() or None)
+        draft.note(f"terminated by the system ({termination.get('namespace')}): "
+                   + ("a watchdog, not a crash" if ended_by == "anr" else "out of memory"))
     asi = _dict(body.get("asi"))
     messages = [str(m) for values in asi.values() for m in _list(values)]
     draft.set("abort_message", "\n".join(messages) or None)
@@ -296,20 +311,11 @@ def _read_jetsam(draft: Draft, header: dict[str, Any], body: dict[str, Any]) -> 
         draft.note(f"{len(killed)} processes killed in this event; read {chosen.get('name')!r}")
 
 
-_SALVAGE = {
-    "exception": re.compile(r'"type"\s*:\s*"(EXC_\w+)"'),
-    "signal_name": re.compile(r'"signal"\s*:\s*"(SIG\w+)"'),
-    "process": re.compile(r'"procName"\s*:\s*"([^"\\]{1,200})"'),
-}
-
-
 def _salvage_ips(draft: Draft, text: str) -> None:
-    for name, pattern in _SALVAGE.items():
-        m = pattern.search(text)
-        if m is not None:
-            draft.set(name, m.group(1))
-    if draft.get("signal_name"):
-        draft.set("signal", signal_number(draft.get("signal_name"), darwin=True))
+    fragment = Draft(platform=draft.platform, source=draft.source)
+    parse_ips_fragment(fragment, text)
+    for name in ("exception", "signal_name", "signal", "process", "code", "fault_address"):
+        draft.set(name, fragment.get(name))
     if draft.get("exception") or draft.get("signal_name"):
         draft.kind = "native"
         draft.note("fields salvaged from invalid JSON by pattern; frames not read")
@@ -318,32 +324,148 @@ def _salvage_ips(draft: Draft, text: str) -> None:
 # Legacy .crash text ------------------------------------------------------------------------
 
 _CRASHED = re.compile(r"^Thread (?P<n>\d+) Crashed:{1,2}\s*(?P<queue>.*)$")
-_THREAD_ANY = re.compile(r"^Thread (?P<n>\d+)(?: name:\s*(?P<name>.*)|:| Crashed.*)?\s*$")
+_THREAD_ANY = re.compile(r"^Thread (?P<n>\d+)(?: name:\s*(?P<name>.*)|::\s*(?P<queue>.*)|:| Crashed.*)?"
+                         r"\s*$")
 _TEXT_FRAME = re.compile(r"^(?P<idx>\d{1,4})\s+(?P<image>\S.*?)\s+(?P<addr>0x[0-9a-fA-F]{1,16})"
                          r"(?:\s+(?P<rest>.*))?$")
 _SYM_OFF = re.compile(r"^(?P<sym>.*?) \+ (?P<off>\d+)(?: \((?P<file>[^()]*?):(?P<line>\d+)\))?\s*$")
+_SYM_FILE = re.compile(r"^(?P<sym>.*?) \((?P<file>[^()\s]+):(?P<line>\d+)\)\s*$")
 _IMAGE = re.compile(r"^\s*(?P<start>0x[0-9a-fA-F]+)\s*-\s*(?:0x[0-9a-fA-F]+|\?\?\?)\s+\+?"
                     r"(?P<what>.*?)\s*<(?P<uuid>[0-9a-fA-F-]{32,36})>\s*(?P<path>.*)$")
 _LEB = -1  # block key of the "Last Exception Backtrace:" frames
+_UNNAMED = -2  # block key of frames before any thread header (a paste of frames alone)
 _HEADER = re.compile(r"^(?P<key>[A-Z][A-Za-z /]+?):\s*(?P<value>.*)$")
+_MARKS = (
+    (re.compile(r"^Exception Type:", re.M), "an 'Exception Type:' line"),
+    (re.compile(r"^Termination Reason:", re.M), "a 'Termination Reason:' line"),
+    (re.compile(r"^(?:Triggered by|Crashed) Thread:", re.M), "a 'Triggered by Thread:' line"),
+    (re.compile(r"^Thread \d+ (?:Crashed|name:)", re.M), "a 'Thread N Crashed:' line"),
+    (re.compile(r"^Incident Identifier:", re.M), "an 'Incident Identifier:' line"),
+    (re.compile(r"^Reason: .*\bjetsam\b", re.M), "a jetsam 'Reason:' line"),
+)
+_FRAME_MARK = re.compile(r"^\d{1,4}\s+\S[^\n]*?\s0x[0-9a-fA-F]{4,16}\s+\S", re.M)
+_ANDROID_IMAGE = re.compile(r"\.(?:so|apk|oat|odex)$|^/(?:data|system|apex)/")
+
+
+def crash_text_marks(text: str) -> str | None:
+    """Why ``text`` is legacy Apple ``.crash`` text or a piece of it (a header line, or two
+    Apple frame lines ``N  image  0xADDR ...``), or ``None``."""
+    for pattern, what in _MARKS:
+        if pattern.search(text):
+            return f"{what}: a legacy Apple .crash report, or a piece of one"
+    if len(_FRAME_MARK.findall(text[:200_000])) >= 2:
+        return "Apple frame lines ('N  image  0xADDR symbol + off'): a piece of a .crash report"
+    return None
 
 
 def looks_like_crash_text(text: str) -> bool:
-    """True for legacy Apple ``.crash`` text (Exception Type + a crashed thread)."""
-    return bool(re.search(r"^Exception Type:", text, re.M)) and bool(
-        re.search(r"^(Thread \d+ Crashed|Crashed Thread:|Triggered by Thread:)", text, re.M))
+    """True for legacy Apple ``.crash`` text or a piece of it (see :func:`crash_text_marks`)."""
+    return crash_text_marks(text) is not None
+
+
+class _TextState:
+    """What the header lines of a ``.crash`` text said, beyond record fields."""
+
+    def __init__(self) -> None:
+        self.crashed: int | None = None
+        self.names: dict[int, str] = {}
+        self.termination: list[str] = []
+        self.namespace: str | None = None
+        self.term_code: int | None = None
+        self.exception_line = False
+        self.simulator = False
+
+
+def _header(draft: Draft, state: _TextState, key: str, value: str) -> None:
+    if key == "Exception Type":
+        state.exception_line = True
+        exc, _, sig = value.partition(" (")
+        exc, sig = exc.strip(), sig.rstrip(")").strip()
+        if exc.startswith("SIG") and not sig:
+            exc, sig = "", exc  # "Exception Type: SIGSEGV" (PLCrashReporter, Bugly)
+        draft.set("exception", exc if exc and exc != "Unknown" else None)
+        draft.set("signal_name", sig or None)
+        draft.set("signal", signal_number(sig, darwin=True))
+    elif key in ("Exception Subtype", "Exception Codes"):
+        at = _ADDRESS_AT.search(value)
+        if at is not None:
+            draft.set("fault_address", at.group(1).lower())
+        if key == "Exception Subtype" or not value.startswith("0x"):
+            draft.set("code", value.split(" at ")[0].strip() or None)
+    elif key in ("Triggered by Thread", "Crashed Thread"):
+        state.crashed = parse_int(value.split()[0]) if value.split() else None
+        queue = value.partition("Dispatch queue:")[2].strip()
+        if queue and state.crashed is not None:
+            state.names.setdefault(state.crashed, queue)
+    elif key == "Process":
+        name, _, pid = value.partition("[")
+        draft.set("process", name.strip() or None)
+        draft.set("pid", parse_int(pid.rstrip("]")))
+    elif key in ("Date/Time", "Date"):
+        draft.set("timestamp", value)
+    elif key == "Code Type":
+        draft.set("abi", _abi(value))
+    elif key == "OS Version":
+        if value.startswith(("macOS", "Mac OS")) and not state.simulator:
+            draft.platform = "macos"
+        elif value.startswith("Android"):
+            draft.platform = "android"
+    elif key in ("Parent Process", "Coalition") and ("launchd_sim" in value
+                                                     or "CoreSimulator" in value):
+        state.simulator = True
+        draft.platform = "ios"
+    elif key == "VM Region Info":
+        draft.set("cause", value)
+    elif key in ("Termination Reason", "Termination Description", "Reason"):
+        state.termination.append(value)
+        ns = re.match(r"(?:Namespace )?([A-Z][A-Z_]+),? (?:Code )?(0x[0-9a-fA-F]+|\d+)", value)
+        if key == "Termination Reason" and ns is not None:
+            state.namespace = ns.group(1)
+            state.term_code = parse_int(ns.group(2), 16 if ns.group(2).startswith("0x")
+                                        else 10)
+            if ns.group(1) == "SIGNAL" and draft.get("signal") is None:
+                draft.set("signal", state.term_code)
+    elif key == "Termination Signal" and draft.get("signal") is None:
+        number = re.search(r":\s*(\d+)\s*$", value)
+        draft.set("signal", parse_int(number.group(1)) if number else None)
+
+
+def _frame(draft: Draft, images: dict[str, tuple[int, str, str]],
+           entry: tuple[int, str, int, str | None]) -> Frame:
+    idx, image, addr, rest = entry
+    base, uuid, path = images.get(image, (None, None, None))
+    symbol = offset = file = line_no = None
+    pc = hex(addr - base) if base is not None and addr >= base else None
+    rest = (rest or "").strip()
+    if rest.startswith("[inlined] "):
+        rest = rest[len("[inlined] "):]
+    sm = _SYM_OFF.match(rest) or _SYM_FILE.match(rest)
+    if sm is not None and sm.group("sym").startswith("0x") and "off" in sm.groupdict():
+        pc = hex(parse_int(sm.group("off")) or 0)  # unsymbolicated: "0xLOAD + offset"
+    elif sm is not None:
+        symbol = sm.group("sym").strip() or None
+        offset = parse_int(sm.groupdict().get("off"))
+        file, line_no = sm.group("file"), parse_int(sm.group("line"))
+    elif rest:
+        symbol = rest
+    return Frame(index=idx, module=image, symbol=symbol, offset=offset, pc=pc, build_id=uuid,
+                 path=path or None, file=file, line=line_no)
 
 
 def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
-    """Read legacy ``.crash`` text (iOS ``Report Version: 104``, macOS ``12``)."""
+    """Read legacy ``.crash`` text (iOS ``Report Version: 104``, macOS ``12``) or a piece of
+    it: a header block alone, a crashing thread's frames alone (with or without its
+    ``Thread N Crashed:`` line), an excerpt that starts at ``Exception Type`` or
+    ``Termination Reason``. A watchdog termination (``0x8badf00d``, FRONTBOARD /
+    SPRINGBOARD) is kind ``anr``, a jetsam one ``oom``; a report of an Android process in
+    Apple's layout (Sentry) is platform ``android``."""
     if draft.format in ("unknown", ""):
         draft.format = "crash-text"
     draft.kind = "native"
-    crashed: int | None = None
-    names: dict[int, str] = {}
+    state = _TextState()
     images: dict[str, tuple[int, str, str]] = {}
     blocks: dict[int, list[tuple[int, str, int, str | None]]] = {}
-    current: int | None = None
+    current: int | None = _UNNAMED
     asi: list[str] | None = None
     for raw in lines:
         line = raw.rstrip()
@@ -359,20 +481,17 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
             continue
         m = _CRASHED.match(line)
         if m is not None:
-            crashed = parse_int(m.group("n"))
-            current = crashed
+            state.crashed = current = parse_int(m.group("n"))
             queue = m.group("queue").strip()
-            if queue and crashed is not None:
-                names.setdefault(crashed, queue)
+            if queue and current is not None:
+                state.names.setdefault(current, queue)
             continue
         t = _THREAD_ANY.match(line)
         if t is not None:
-            n = parse_int(t.group("n"))
-            if t.group("name") and n is not None:
-                names[n] = t.group("name").strip()
-                current = None
-            else:
-                current = n
+            current = parse_int(t.group("n"))
+            name = (t.group("name") or t.group("queue") or "").strip()
+            if name and current is not None:
+                state.names[current] = name
             continue
         im = _IMAGE.match(line)
         if im is not None:
@@ -397,132 +516,56 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
         if h is None:
             continue
         key, value = h.group("key").strip(), h.group("value").strip()
-        if key == "Exception Type":
-            exc, _, sig = value.partition(" (")
-            draft.set("exception", exc.strip() or None)
-            sig = sig.rstrip(")").strip()
-            draft.set("signal_name", sig or None)
-            draft.set("signal", signal_number(sig, darwin=True))
-        elif key in ("Exception Subtype", "Exception Codes"):
-            at = _ADDRESS_AT.search(value)
-            if at is not None:
-                draft.set("fault_address", at.group(1).lower())
-            if key == "Exception Subtype" or not value.startswith("0x"):
-                draft.set("code", value.split(" at ")[0].strip() or None)
-        elif key in ("Triggered by Thread", "Crashed Thread"):
-            crashed = parse_int(value.split()[0]) if value.split() else None
-            queue = value.partition("Dispatch queue:")[2].strip()
-            if queue and crashed is not None:
-                names.setdefault(crashed, queue)
-        elif key == "Process":
-            name, _, pid = value.partition("[")
-            draft.set("process", name.strip() or None)
-            draft.set("pid", parse_int(pid.rstrip("]")))
-        elif key == "Date/Time":
-            draft.set("timestamp", value)
-        elif key == "Code Type":
-            draft.set("abi", _abi(value))
-        elif key == "OS Version" and value.startswith(("macOS", "Mac OS")):
-            draft.platform = "macos"
-        elif key == "VM Region Info":
-            draft.set("cause", value)
-        elif key == "Application Specific Information":
+        if key == "Application Specific Information":
             asi = [value] if value else []
+        else:
+            _header(draft, state, key, value)
     if asi is not None:
         draft.set("abort_message", "\n".join(asi) or None)
+    _finish_text(draft, state, images, blocks)
+
+
+def _finish_text(draft: Draft, state: _TextState, images: dict[str, tuple[int, str, str]],
+                 blocks: dict[int, list[tuple[int, str, int, str | None]]]) -> None:
+    if state.simulator:
+        draft.note("report from an iOS simulator")
     leb = blocks.pop(_LEB, [])
     if leb:
         draft.note(_leb_note(len(leb), [(rest or "").split(" + ")[0] for _, _, _, rest in leb]))
-    if crashed is None:
+    ended_by = termination_kind(state.namespace, state.term_code, " ".join(state.termination))
+    if ended_by is not None:
+        draft.kind = ended_by
+        draft.set("message", state.termination[-1] if state.termination else None)
+        draft.note(f"terminated by the system ({state.namespace or 'see the reason'}): "
+                   + ("a watchdog, not a crash" if ended_by == "anr" else "out of memory"))
+    crashed = state.crashed
+    block = blocks.get(crashed, []) if crashed is not None else []
+    if not block and _UNNAMED in blocks:
+        block = blocks[_UNNAMED]
+        draft.note("frames without a 'Thread N Crashed:' line: read as the crashing thread's")
+    elif crashed is None and len(blocks) == 1:
+        crashed, block = next(iter(blocks.items()))
+        draft.note(f"only thread {crashed}'s frames, no 'Thread N Crashed:' line: read as the "
+                   "crashing thread's")
+    if crashed is None and not block:
         draft.note("no crashed thread named (no 'Thread N Crashed:' / 'Triggered by Thread:')")
-        return
-    draft.set("thread_index", crashed)
-    draft.set("thread_name", names.get(crashed))
-    block = blocks.get(crashed, [])
-    if not block:
-        draft.note(f"no frames for crashed thread {crashed} (report cut?)")
-    for idx, image, addr, rest in block:
-        base, uuid, path = images.get(image, (None, None, None))
-        symbol = offset = file = line_no = None
-        pc = hex(addr - base) if base is not None and addr >= base else None
-        sm = _SYM_OFF.match(rest or "")
-        if sm is not None:
-            if sm.group("sym").startswith("0x"):  # unsymbolicated: "0xLOAD + offset"
-                pc = hex(parse_int(sm.group("off")) or 0)
-                base_text = sm.group("sym")
-                if base is None:
-                    base = parse_int(base_text, 16)
-            else:
-                symbol, offset = sm.group("sym"), parse_int(sm.group("off"))
-                file, line_no = sm.group("file"), parse_int(sm.group("line"))
-        elif rest:
-            symbol = rest.strip()
-        draft.add_frame(Frame(index=idx, module=image, symbol=symbol, offset=offset, pc=pc,
-                              build_id=uuid, path=path or None, file=file, line=line_no))
-    if draft.get("exception") is None:
+    elif crashed is not None:
+        draft.set("thread_index", crashed)
+        draft.set("thread_name", state.names.get(crashed))
+        if not block:
+            draft.note(f"no frames for crashed thread {crashed} (report cut?)")
+    for entry in block:
+        draft.add_frame(_frame(draft, images, entry))
+    if draft.frames and all(_ANDROID_IMAGE.search(f.module or "") for f in draft.frames):
+        draft.platform = "android"
+    if draft.platform == "android":
+        draft.note("an Android crash in Apple's report layout (a crash reporter's export)")
+    if not state.exception_line:
         draft.note("no Exception Type line")
+    if draft.get("signal") is not None and draft.get("signal_name") is None:
+        draft.set("signal_name", _DARWIN_NAMES.get(draft.get("signal")))
     _mark_js_fatal(draft)
 
 
-# lldb -------------------------------------------------------------------------------------
-
-_LLDB_STOP = re.compile(r"^\s*\* thread #(?P<n>\d+)(?P<attrs>.*?), stop reason = (?P<reason>.*)$")
-_LLDB_FRAME = re.compile(r"^\s*\*?\s*frame #(?P<idx>\d+): (?P<addr>0x[0-9a-fA-F]+)"
-                         r"(?: (?P<mod>[^`\s]+)`(?P<sym>.*?))?"
-                         r"(?: \+ (?P<off>\d+))?"
-                         r"(?: at (?P<file>[^:\s]+):(?P<line>\d+)(?::\d+)?)?\s*$")
-
-
-def read_lldb(draft: Draft, lines: Sequence[str]) -> None:
-    """Read an lldb ``thread backtrace`` of the stopped thread."""
-    draft.format = "lldb"
-    draft.kind = "native"
-    stopped = False
-    for line in lines:
-        m = _LLDB_STOP.match(line)
-        if m is not None:
-            if stopped:
-                break
-            stopped = True
-            draft.set("thread_index", parse_int(m.group("n")))
-            attrs = m.group("attrs")
-            name = re.search(r"name = '([^']*)'", attrs) or re.search(r"queue = '([^']*)'", attrs)
-            draft.set("thread_name", name.group(1) if name else None)
-            reason = m.group("reason").strip()
-            exc = re.match(r"(EXC_\w+)(?: \((.*)\))?", reason)
-            if exc is not None:
-                draft.set("exception", exc.group(1))
-                detail = exc.group(2) or ""
-                code = re.search(r"code=(\w+)", detail)
-                addr = re.search(r"address=(0x[0-9a-fA-F]+)", detail)
-                draft.set("code", code.group(1) if code else None)
-                draft.set("fault_address", addr.group(1).lower() if addr else None)
-                draft.set("signal_name", {"EXC_BAD_ACCESS": "SIGSEGV", "EXC_CRASH": "SIGABRT",
-                                          "EXC_BREAKPOINT": "SIGTRAP",
-                                          "EXC_BAD_INSTRUCTION": "SIGILL"}.get(exc.group(1)))
-            else:
-                sig = re.match(r"signal (SIG\w+)(?::\s*(.*))?", reason)
-                if sig is not None:
-                    draft.platform = "linux"
-                    draft.set("signal_name", sig.group(1))
-                    addr = re.search(r"address:? (0x[0-9a-fA-F]+)", reason)
-                    draft.set("fault_address", addr.group(1).lower() if addr else None)
-                    draft.set("code", (sig.group(2) or "").split(" (")[0] or None)
-            draft.set("signal", signal_number(draft.get("signal_name"),
-                                              darwin=draft.platform != "linux"))
-            continue
-        if not stopped:
-            continue
-        f = _LLDB_FRAME.match(line)
-        if f is None:
-            if line.strip().startswith("* thread #") or (line.strip().startswith("thread #")
-                                                         and draft.frames):
-                break
-            continue
-        draft.add_frame(Frame(index=parse_int(f.group("idx")) or 0, module=f.group("mod"),
-                              symbol=f.group("sym") or None, offset=parse_int(f.group("off")),
-                              file=f.group("file"), line=parse_int(f.group("line"))))
-    if not stopped:
-        draft.note("no '* thread #N ... stop reason' line")
-    elif draft.platform != "linux":
-        draft.note("lldb output does not say which Apple platform; assumed ios")
+_DARWIN_NAMES = {4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 8: "SIGFPE", 9: "SIGKILL",
+                 10: "SIGBUS", 11: "SIGSEGV", 12: "SIGSYS"}
