@@ -36,7 +36,7 @@ def _strip_quotes(lines: list[str]) -> tuple[list[str], bool]:
 
 def _strip_runner_prefix(lines: list[str]) -> tuple[list[str], str | None]:
     body = [ln for ln in lines if ln.strip()]
-    if len(body) < 3:
+    if len(body) < 3 or not any(_CTEST.match(ln) for ln in body[:3]):
         return lines, None
     counts = Counter(m.group(1) for ln in body if (m := _CTEST.match(ln)))
     if not counts:
@@ -56,12 +56,14 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
     only when the text holds an entity and no plain double quote. Never raises.
     """
     notes: list[str] = []
+    if not (">" in text or "```" in text or "~~~" in text or "`" in text[:4] or ": " in text
+            or "&" in text):
+        return text, notes
     lines = text.split("\n")
-    lines, quoted = _strip_quotes(lines)
+    lines, quoted = _strip_quotes(lines) if ">" in text else (lines, False)
     if quoted:
         notes.append("pasted as a quote: '> ' markers removed")
-    fenced = [ln for ln in lines if _FENCE.match(ln)]
-    if fenced:
+    if "```" in text or "~~~" in text:
         lines = [ln for ln in lines if not _FENCE.match(ln)]
     if lines and lines[0].startswith("`") and not lines[0].startswith("``"):
         lines[0] = lines[0][1:]

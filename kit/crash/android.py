@@ -264,7 +264,8 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
             java_at = i
         elif anr_at is None and msg.lstrip().startswith("ANR in "):
             anr_at = i
-        elif traces_at is None and _TRACES_START.match(msg.strip()):
+        elif traces_at is None and ("-----" in msg or "THREADS" in msg or "histogram" in msg
+                                    or "prio=" in msg) and _TRACES_START.match(msg.strip()):
             traces_at = i
         elif lmk_at is None and ("lowmemorykiller" in (line.tag or "") or line.tag == "lmkd"
                                  or "lowmemorykiller" in msg) and _LMK.search(msg):
@@ -278,8 +279,11 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
                                    ("ANR traces", traces_at), ("low-memory kill", lmk_at))
              if at is not None]
     others = found
-    exc_at = console.find_console_exception(msgs) if not native and java_at is None else None
-    summary_at = console.find_anr_summary(msgs) if exc_at is None else None
+    exc_at = summary_at = None
+    if not native and java_at is None:
+        exc_at = console.find_console_exception(msgs)
+        if exc_at is None and anr_at is None and traces_at is None:
+            summary_at = console.find_anr_summary(msgs)
     if native:
         _read_native(draft, lines, tomb, fatal_at, headline)
     elif java_at is not None:

@@ -335,13 +335,16 @@ _IMAGE = re.compile(r"^\s*(?P<start>0x[0-9a-fA-F]+)\s*-\s*(?:0x[0-9a-fA-F]+|\?\?
 _LEB = -1  # block key of the "Last Exception Backtrace:" frames
 _UNNAMED = -2  # block key of frames before any thread header (a paste of frames alone)
 _HEADER = re.compile(r"^(?P<key>[A-Z][A-Za-z /]+?):\s*(?P<value>.*)$")
-_MARKS = (
-    (re.compile(r"^Exception Type:", re.M), "an 'Exception Type:' line"),
-    (re.compile(r"^Termination Reason:", re.M), "a 'Termination Reason:' line"),
-    (re.compile(r"^(?:Triggered by|Crashed) Thread:", re.M), "a 'Triggered by Thread:' line"),
-    (re.compile(r"^Thread \d+ (?:Crashed|name:)", re.M), "a 'Thread N Crashed:' line"),
-    (re.compile(r"^Incident Identifier:", re.M), "an 'Incident Identifier:' line"),
-    (re.compile(r"^Reason: .*\bjetsam\b", re.M), "a jetsam 'Reason:' line"),
+_MARKS = (  # (a substring that must be there, the line's pattern, what it is)
+    ("Exception Type:", re.compile(r"^Exception Type:", re.M), "an 'Exception Type:' line"),
+    ("Termination Reason:", re.compile(r"^Termination Reason:", re.M),
+     "a 'Termination Reason:' line"),
+    (" Thread:", re.compile(r"^(?:Triggered by|Crashed) Thread:", re.M),
+     "a 'Triggered by Thread:' line"),
+    ("Thread ", re.compile(r"^Thread \d+ (?:Crashed|name:)", re.M), "a 'Thread N Crashed:' line"),
+    ("Incident Identifier:", re.compile(r"^Incident Identifier:", re.M),
+     "an 'Incident Identifier:' line"),
+    ("jetsam", re.compile(r"^Reason: .*\bjetsam\b", re.M), "a jetsam 'Reason:' line"),
 )
 _FRAME_MARK = re.compile(r"^\d{1,4}\s+\S[^\n]*?\s0x[0-9a-fA-F]{4,16}\s+\S", re.M)
 _ANDROID_IMAGE = re.compile(r"\.(?:so|apk|oat|odex)$|^/(?:data|system|apex)/")
@@ -350,10 +353,11 @@ _ANDROID_IMAGE = re.compile(r"\.(?:so|apk|oat|odex)$|^/(?:data|system|apex)/")
 def crash_text_marks(text: str) -> str | None:
     """Why ``text`` is legacy Apple ``.crash`` text or a piece of it (a header line, or two
     Apple frame lines ``N  image  0xADDR ...``), or ``None``."""
-    for pattern, what in _MARKS:
-        if pattern.search(text):
+    sample = text[:200_000]
+    for needle, pattern, what in _MARKS:
+        if needle in sample and pattern.search(sample):
             return f"{what}: a legacy Apple .crash report, or a piece of one"
-    if len(_FRAME_MARK.findall(text[:200_000])) >= 2:
+    if "0x" in sample and len(_FRAME_MARK.findall(sample)) >= 2:
         return "Apple frame lines ('N  image  0xADDR symbol + off'): a piece of a .crash report"
     return None
 

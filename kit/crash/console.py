@@ -73,6 +73,8 @@ def read_headline_signal(draft: Draft, lines: Sequence[str]) -> int | None:
     """Read a console's signal headline into ``draft`` (signal, code, fault address, cause,
     thread name); returns its line index, or ``None`` when the top lines hold none."""
     for i, line in _top(lines):
+        if "SIG" not in line:
+            continue
         m = _CRASHLYTICS.match(line) or _CAUSE_SIG.match(line) or _SIG_COLON.match(line)
         bugly = _BUGLY.search(line) if m is None else None
         if m is None and bugly is None:
@@ -128,7 +130,9 @@ def read_headline_frames(draft: Draft, lines: Sequence[str], start: int) -> None
 def find_anr_summary(lines: Sequence[str]) -> int | None:
     """Index of an ANR summary headline in the top lines, or ``None``."""
     for i, line in _top(lines):
-        if _ANR_WORD.match(line) or ANR_REASON.search(line):
+        if ("ANR" in line or "out" in line or "ervice" in line or "Respond" in line or
+                "Intent" in line or "responding" in line) and (
+                    _ANR_WORD.match(line) or ANR_REASON.search(line)):
             return i
     return None
 
@@ -163,8 +167,8 @@ def find_console_exception(lines: Sequence[str]) -> int | None:
         if line.strip() == "### Stacktrace ###" or line.strip() == "### Reason ###":
             return i
     for i, line in enumerate(lines):
-        if _METRO.match(line):  # Metro prints the component stack of earlier errors first
-            return i
+        if ("ERROR" in line or "FATAL" in line) and _METRO.match(line):
+            return i  # Metro prints the component stack of earlier errors first
     return None
 
 

@@ -48,6 +48,8 @@ _OBJECT = r'"\s*{key}\s*"\s*:\s*\{{(?P<v>[^{{}}]*)\}}'
 def looks_like_ips_fragment(text: str) -> bool:
     """True when at least two different ``.ips`` keys (or two frame objects) appear."""
     sample = text[:200_000]
+    if '"' not in sample or not any(k in sample for k in _KEYS):
+        return False
     keys = {m.group(1) for m in _KEY.finditer(sample)}
     return len(keys) >= 2 or len(_FRAME.findall(sample)) >= 2
 

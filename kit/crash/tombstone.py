@@ -161,7 +161,8 @@ def tombstone_tags(lines: Sequence[object]) -> frozenset[str]:
         tag = getattr(line, "tag", None)
         msg = getattr(line, "msg", "")
         if tag and tag not in TOMBSTONE_TAGS and (
-                _STAR.match(msg) or msg.strip() == "backtrace:" or _PID.search(msg)):
+                ("***" in msg and _STAR.match(msg)) or msg.strip() == "backtrace:"
+                or ("pid: " in msg and _PID.search(msg))):
             extra.add(tag)
     return TOMBSTONE_TAGS | extra
 
