@@ -35,14 +35,14 @@ def check_regular_file(path: str | Path, what: str) -> os.stat_result:
         info = os.stat(path)
     except OSError as exc:
         raise UsageError(f"cannot read {what} {clip(path)}: {exc.strerror or exc}",
-                         f"pass {what} files that exist") from None
+                         "pass files that exist") from None
     for test, kind in _KINDS:
         if test(info.st_mode):
             raise UsageError(f"{what} {clip(path)} is {kind}, not a regular file",
-                             f"pass a regular {what} file")
+                             "pass a regular file")
     if not stat.S_ISREG(info.st_mode):
         raise UsageError(f"{what} {clip(path)} is not a regular file",
-                         f"pass a regular {what} file")
+                         "pass a regular file")
     return info
 
 
@@ -65,7 +65,7 @@ def read_limited(path: str | Path, limit: int, what: str) -> bytes:
             data = handle.read(limit + 1)
     except OSError as exc:
         raise UsageError(f"cannot read {what} {clip(path)}: {exc.strerror or exc}",
-                         f"pass {what} files that are readable") from None
+                         "pass files that are readable") from None
     if len(data) > limit:
         raise too_big
     return data

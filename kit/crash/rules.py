@@ -126,11 +126,10 @@ class Rule:
     def _checks(self, record: CrashRecord, frames: Sequence[NormalFrame]
                 ) -> Iterator[tuple[bool, str | None, str]]:
         """Each check in order: ``(passed, trail line or None, explanation)``."""
-        yield (not self.kinds or record.kind in self.kinds), (
-            None if not self.kinds or record.kind in self.kinds
-            else f"kind {record.kind} is not {'/'.join(self.kinds)}"), (
-            f"kind {record.kind}" + (f" is one of {'/'.join(self.kinds)}" if self.kinds
-                                     else " (any kind)"))
+        kind_ok = not self.kinds or record.kind in self.kinds
+        text = None if kind_ok else f"kind {record.kind} is not {'/'.join(self.kinds)}"
+        yield kind_ok, text, text or (f"kind {record.kind}" + (
+            f" is one of {'/'.join(self.kinds)}" if self.kinds else " (any kind)"))
         abort = record.abort_message or ""
         veto = next((p.pattern for p in self.reject_abort_messages
                      if abort and p.search(abort)), None)
