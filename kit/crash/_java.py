@@ -63,6 +63,16 @@ _EXPO = re.compile(r"^\s*at (?P<loc>\S+?|\[native code\]):(?P<line>\d+|null)(?::
 _COMPONENT = re.compile(r"^\s*in (?P<fn>[\w$.()]+)(?: \(created by [\w$.()]+\))?(?: \(at .*\))?\s*$")
 
 
+def _js_module(loc: str) -> str | None:
+    """The file a JS location names: a URL's path without its query (Metro's bundle URLs
+    carry ``?platform=ios&dev=true...``, or ``//&platform=...``)."""
+    if not loc or loc.isdigit():
+        return None
+    if "://" in loc:
+        loc = re.split(r"[?&]", loc, maxsplit=1)[0].rstrip("/")
+    return basename(loc) or None
+
+
 def js_frame(index: int, line: str) -> Frame | None:
     """One JavaScript frame line (any shape in the module docs), or ``None``."""
     for pattern in (_EXPO, _AT_LOC, _ADDRESS_AT):
@@ -71,8 +81,7 @@ def js_frame(index: int, line: str) -> Frame | None:
             loc = m.groupdict().get("loc") or ""
             if loc == "[native code]":
                 loc = ""
-            return Frame(index=index, symbol=m.group("fn"),
-                         module=basename(loc) if loc and not loc.isdigit() else None,
+            return Frame(index=index, symbol=m.group("fn"), module=_js_module(loc),
                          file=loc if loc and not loc.isdigit() else None,
                          line=parse_int(m.group("line")), offset=parse_int(m.group("col")))
     m = _AT_BARE.match(line) or _COMPONENT.match(line)
@@ -87,7 +96,7 @@ def js_frame(index: int, line: str) -> Frame | None:
     elif loc.isdigit() and lineno is not None and col is None:
         loc, lineno, col = "", loc, lineno  # Hermes: fn@line:col
     return Frame(index=index, symbol=m.group("fn") or "<anonymous>",
-                 module=basename(loc) if loc else None, file=loc or None,
+                 module=_js_module(loc), file=loc or None,
                  line=parse_int(lineno), offset=parse_int(col))
 
 

@@ -31,7 +31,8 @@ from typing import Any, Sequence
 
 from ._draft import Draft
 from ._text import basename, parse_int, signal_number
-from .ips_salvage import parse_ips_fragment, read_jetsam_entry, termination_kind
+from .ips_salvage import (looks_like_ips_fragment, parse_ips_fragment, read_jetsam_entry,
+                          termination_kind)
 from .record import Frame
 
 __all__ = ["parse_ips", "read_crash_text", "close_truncated_json", "looks_like_crash_text"]
@@ -137,8 +138,17 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+#: Keys of which an ``.ips`` header or body has at least one.
+_REPORT_KEYS = {"procName", "exception", "threads", "bug_type", "termination", "processes",
+                "incident", "app_name", "name", "rpages", "faultingThread", "usedImages",
+                "timestamp", "pid"}
+
+
 def parse_ips(draft: Draft, text: str) -> None:
-    """Read an ``.ips`` report (header line + body, or a single JSON object) into ``draft``."""
+    """Read an ``.ips`` report (header line + body, or a single JSON object) into ``draft``;
+    a text that starts with ``{`` but is a piece of a frames or threads array is read by
+    :func:`~kit.crash.ips_salvage.parse_ips_fragment`."""
+    notes_before = len(draft.notes)
     first, _, rest = text.lstrip().partition("\n")
     header: dict[str, Any] = {}
     body: Any = None
@@ -166,6 +176,11 @@ def parse_ips(draft: Draft, text: str) -> None:
             _salvage_ips(draft, text)
             return
     body = _dict(body)
+    if not header and not _REPORT_KEYS & set(body) and looks_like_ips_fragment(text):
+        # "{...},{...}": a piece of a frames or threads array, not a report's body
+        del draft.notes[notes_before:]
+        parse_ips_fragment(draft, text)
+        return
     bug_type = str(header.get("bug_type") or body.get("bug_type") or "")
     if bug_type == "298" or ("processes" in body and "largestProcess" in body):
         _read_jetsam(draft, header, body)
@@ -378,6 +393,7 @@ class _TextState:
         self.term_code: int | None = None
         self.exception_line = False
         self.simulator = False
+        self.macos = False
 
 
 def _header(draft: Draft, state: _TextState, key: str, value: str) -> None:
@@ -397,6 +413,7 @@ def _header(draft: Draft, state: _TextState, key: str, value: str) -> None:
         if key == "Exception Subtype" or not value.startswith("0x"):
             draft.set("code", value.split(" at ")[0].strip() or None)
     elif key in ("Triggered by Thread", "Crashed Thread"):
+        state.macos = state.macos or key == "Crashed Thread"  # macOS names it so
         state.crashed = parse_int(value.split()[0]) if value.split() else None
         queue = value.partition("Dispatch queue:")[2].strip()
         if queue and state.crashed is not None:
@@ -409,6 +426,8 @@ def _header(draft: Draft, state: _TextState, key: str, value: str) -> None:
         draft.set("timestamp", value)
     elif key == "Code Type":
         draft.set("abi", _abi(value))
+    elif key == "Model" and value.startswith(("Mac", "iMac")):
+        state.macos = True
     elif key == "OS Version":
         if value.startswith(("macOS", "Mac OS")) and not state.simulator:
             draft.platform = "macos"
@@ -432,6 +451,13 @@ def _header(draft: Draft, state: _TextState, key: str, value: str) -> None:
     elif key == "Termination Signal" and draft.get("signal") is None:
         number = re.search(r":\s*(\d+)\s*$", value)
         draft.set("signal", parse_int(number.group(1)) if number else None)
+
+
+def _thread_name(text: str) -> str:
+    """A thread's name from ``Thread N name:`` / ``Thread N Crashed::`` text: the name, or
+    the dispatch queue when the thread has no name of its own."""
+    name, _, queue = text.partition("Dispatch queue:")
+    return name.strip() or queue.strip()
 
 
 def _frame(draft: Draft, images: dict[str, tuple[int, str, str]],
@@ -486,14 +512,16 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
         m = _CRASHED.match(line)
         if m is not None:
             state.crashed = current = parse_int(m.group("n"))
-            queue = m.group("queue").strip()
+            queue = _thread_name(m.group("queue"))
             if queue and current is not None:
                 state.names.setdefault(current, queue)
+            if ":: " in line or line.rstrip().endswith("::"):
+                state.macos = True  # "Thread N Crashed::" is macOS's spelling
             continue
         t = _THREAD_ANY.match(line)
         if t is not None:
             current = parse_int(t.group("n"))
-            name = (t.group("name") or t.group("queue") or "").strip()
+            name = _thread_name(t.group("name") or t.group("queue") or "")
             if name and current is not None:
                 state.names[current] = name
             continue
@@ -562,6 +590,8 @@ def _finish_text(draft: Draft, state: _TextState, images: dict[str, tuple[int, s
         draft.add_frame(_frame(draft, images, entry))
     if draft.frames and all(_ANDROID_IMAGE.search(f.module or "") for f in draft.frames):
         draft.platform = "android"
+    elif state.macos and not state.simulator and draft.platform == "ios":
+        draft.platform = "macos"
     if draft.platform == "android":
         draft.note("an Android crash in Apple's report layout (a crash reporter's export)")
     if not state.exception_line:

@@ -140,11 +140,10 @@ def find_anr_summary(lines: Sequence[str]) -> int | None:
 def read_anr_summary(draft: Draft, lines: Sequence[str], start: int) -> None:
     """An ANR summary: the reason as ``message``, then the main thread's Java frames."""
     draft.kind = "anr"
-    for line in lines[start:start + 4]:
-        m = ANR_REASON.search(line)
-        if m is not None:
-            draft.set("message", line[m.start():].strip())
-            break
+    reasons = [line[m.start():].strip() for line in lines[start:start + 4]
+               if (m := ANR_REASON.search(line)) is not None]
+    if reasons:  # the longest: a headline may repeat the reason without its details
+        draft.set("message", max(reasons, key=len))
     for line in lines[start:]:
         if not JAVA_FRAME_HINT.match(line):
             continue

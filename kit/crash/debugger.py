@@ -24,7 +24,7 @@ import re
 from typing import Sequence
 
 from ._draft import Draft
-from ._text import parse_int, signal_number
+from ._text import matching_open_paren, parse_int, signal_number
 from .record import Frame
 
 __all__ = ["read_lldb", "read_xcode_threads", "looks_like_xcode_threads", "read_ide_frames",
@@ -65,6 +65,16 @@ def _stop(draft: Draft, match: re.Match[str]) -> None:
         draft.set("code", (sig.group(2) or "").split(" (")[0] or None)
 
 
+def _without_argument_values(symbol: str) -> str:
+    """``f(self=0x15d58530, stop=NO)`` -> ``f``: lldb prints argument *values* of frames with
+    debug info; they differ in every report and are no part of the function's name."""
+    if symbol.endswith(")"):
+        start = matching_open_paren(symbol)
+        if start > 0 and "=" in symbol[start:]:
+            return symbol[:start].rstrip()
+    return symbol
+
+
 def _lldb_frame(m: re.Match[str]) -> Frame:
     index = parse_int(m.group("idx")) or 0
     rest = m.group("rest").strip()
@@ -76,7 +86,7 @@ def _lldb_frame(m: re.Match[str]) -> Frame:
     tail = _SYM_TAIL.match(symbol)
     assert tail is not None  # every group is optional
     return Frame(index=index, module=module.strip() or None,
-                 symbol=tail.group("sym").strip() or None, offset=parse_int(tail.group("off")),
+                 symbol=_without_argument_values(tail.group("sym").strip()) or None, offset=parse_int(tail.group("off")),
                  file=tail.group("file"), line=parse_int(tail.group("line")))
 
 

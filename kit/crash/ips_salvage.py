@@ -139,6 +139,8 @@ def parse_ips_fragment(draft: Draft, text: str) -> None:
     os_train = _str(text, "train") or ""
     if os_train.startswith(("macOS", "Mac OS")) or "/Users/" in (_str(text, "procPath") or ""):
         draft.platform = "macos"
+    elif not os_train.startswith(("iPhone OS", "iOS", "iPadOS")):
+        draft.note("partial .ips: the piece does not say which Apple platform; assumed ios")
     exception = _object(text, "exception")
     if exception is not None:
         draft.set("exception", _str(exception, "type"))

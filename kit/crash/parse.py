@@ -164,8 +164,12 @@ def _console_abort(text: str, notes: list[str]) -> Draft:
     draft.format = "console-abort"
     if "malloc: ***" in text or "dyld" in text or ".dylib" in text:
         draft.platform = "ios" if "/Developer/usr/lib/" in text else "macos"
-    if draft.kind == "unknown" and draft.get("abort_message"):
+    if draft.get("abort_message"):
         draft.kind = "native"
+        if "no signal and no backtrace: the workload did not crash by a signal" in draft.notes:
+            draft.notes.remove("no signal and no backtrace: the workload did not crash by a "
+                               "signal")
+        draft.note("console lines of an abort, no crash report")
     return draft
 
 
@@ -173,7 +177,7 @@ def _parse_android_or_host(text: str, notes: list[str], forced: bool) -> Draft:
     lines = text.split("\n")
     style, loglines = split_logcat(lines)
     raw = style == "raw"
-    draft = Draft(platform="android", source="logcat", format="unknown", notes=notes)
+    draft = Draft(platform="android", source="logcat", format="unknown", notes=list(notes))
     parse_android_log(draft, loglines, raw=raw)
     if draft.kind == "unknown" and not forced and looks_like_host_backtrace(lines):
         host = Draft(platform="linux", source="host-signal", format="host-backtrace",

@@ -114,7 +114,7 @@ def _stacks(lines: Sequence[str]) -> list[tuple[str, list[Frame]]]:
     for line in lines:
         section = _SECTION.match(line)
         if section is not None and "Location is" not in line:
-            stacks.append((section.group("what"), []))
+            stacks.append((section.group("what").rstrip(": "), []))
             continue
         access = _ACCESS.match(line)
         if access is not None and access.group("access").startswith("Previous"):
@@ -137,7 +137,8 @@ def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
     what = header.group("what") if header else ""
     head = re.match(r"^(?P<kind>.+?)(?: on | \(|$)", what)
     kind = head.group("kind").strip() if head else (summary.group("kind") if summary else "")
-    if not kind and re.search(r"freed by thread \S+ here", text) and _ACCESS.search(text):
+    if not kind and re.search(r"freed by thread \S+ here", text) and any(
+            _ACCESS.match(line) for line in lines):
         kind = "heap-use-after-free"
         draft.note("no ERROR line in the paste: an access and a 'freed by' stack, so a "
                    "heap-use-after-free")

@@ -85,6 +85,8 @@ def normalize_symbol(symbol: str, rust: bool = False) -> str:
     read is returned stripped).
     """
     symbol = _SOURCE_TAIL.sub("", symbol.strip())
+    if symbol.startswith("::"):  # the global namespace spelled out (IDE frame views)
+        symbol = symbol[2:]
     if symbol.startswith("[inlined] "):
         symbol = symbol[len("[inlined] "):]
     if not symbol or (_PLAIN.match(symbol) and not rust and "_GLOBAL__N_" not in symbol):
@@ -103,12 +105,17 @@ def normalize_symbol(symbol: str, rust: bool = False) -> str:
     return out or symbol
 
 
+#: Symbol texts that name no function (Apple's redacted system symbols, unknowns): the frame
+#: stands for its module, as a frame without a symbol does.
+_NO_SYMBOL = frozenset({"<redacted>", "???", "??", "<unknown>", "(Missing)"})
+
+
 def normalize_frame(frame: Frame, managed: bool = False) -> str:
     """The name a frame contributes: normalised symbol, else module, else ``@pc``.
 
     ``managed`` (Java/Kotlin/JS frames) keeps the symbol as printed.
     """
-    if frame.symbol:
+    if frame.symbol and frame.symbol not in _NO_SYMBOL:
         if managed or (frame.file or "").endswith((".java", ".kt", ".js")):
             return frame.symbol.strip()
         return normalize_symbol(frame.symbol, rust=(frame.file or "").endswith(".rs"))

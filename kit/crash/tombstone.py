@@ -213,7 +213,9 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
                 continue
             if in_frames:
                 stripped = line.strip()
-                if stripped.startswith("NOTE:") or (not stripped and not draft.frames):
+                # a blank line does not end the run: consoles (Play, Crashlytics) put one
+                # between frames; the next line that is not a frame does
+                if stripped.startswith("NOTE:") or not stripped:
                     continue
                 in_frames = False
                 done_frames = True
