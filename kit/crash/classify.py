@@ -161,7 +161,9 @@ def _native_abort(ctx: _Context) -> CrashClass | None:
     sig = {g for g in (r.signal_name, r.exception) if g} & _NATIVE_ABORTS
     unsignalled = r.signal_name is None and r.exception is None
     plumbing = abort_frames(r) if unsignalled else []
-    if sig or (r.abort_message and unsignalled) or plumbing:
+    uncaught = (r.signal_name is None and (r.abort_message or "").startswith(
+        "uncaught exception"))
+    if sig or (r.abort_message and (unsignalled or uncaught)) or plumbing:
         why = (f"signal {'/'.join(sorted(sig))}" if sig else "abort message without a signal"
                if r.abort_message else "no signal in the report, but the top frames abort ("
                + ", ".join(dict.fromkeys(plumbing)) + ")")

@@ -52,7 +52,8 @@ _ABORT_TEXT = re.compile(
     r"(?:free|malloc|realloc|munmap_chunk|corrupted|double free)[^:]*(?:\(\))?: .*|"
     r"double free or corruption.*|corrupted size vs\. prev_size.*|\*\*\* stack smashing .*|"
     r"\*\*\* buffer overflow detected .*|.*Assertion [`'].*' failed\.|"
-    r".*malloc: \*\*\* error for object .*|libc\+\+abi(?:\.dylib)?: terminating.*)$")
+    r".*malloc: \*\*\* error for object .*|libc\+\+abi(?:\.dylib)?: terminating.*|"
+    r".*\*\*\* Terminating app due to uncaught exception .*)$")
 _SIGNAL_WORDS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                  "Illegal instruction": "SIGILL", "Floating point exception": "SIGFPE",
                  "Trace/breakpoint trap": "SIGTRAP", "Killed": "SIGKILL"}
@@ -118,7 +119,9 @@ def _frame_from_line(index: int, line: str) -> Frame | None:
 _CONSOLE_ABORT = re.compile(r"^(?:.*\bterminated by signal SIG[A-Z]+|.*malloc: \*\*\* error for "
                             r"object |\s*libc\+\+abi(?:\.dylib)?: terminating|terminate called |"
                             r".*Assertion [`'].*' failed\.|(?:Segmentation fault|Aborted) \(core "
-                            r"dumped\))", re.M)
+                            r"dumped\)|Fatal Python error: |\w+: (?:segmentation fault|abort|bus "
+                            r"error|illegal instruction)\b|.*\*\*\* Terminating app due to "
+                            r"uncaught exception)", re.M | re.I)
 _GDB_PROMPT = re.compile(r"^\(gdb\) (?:bt|backtrace|where|thread apply all bt)\b")
 _GDB_TAIL = re.compile(r"^(?:at|from) \S")
 
@@ -196,9 +199,11 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
             abort_lines.append(stripped)
             continue
         if draft.get("signal_name") is None:
+            lowered = stripped.lower()
             for words, name in _SIGNAL_WORDS.items():
                 if stripped.startswith(words) or stripped.endswith(words) or \
-                        f"({words})" in stripped:
+                        f"({words})" in stripped or re.match(
+                            rf"^\w+: {words.lower()}\b", lowered):
                     draft.set("signal_name", name)
                     break
             else:

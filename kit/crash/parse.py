@@ -162,7 +162,9 @@ def _console_abort(text: str, notes: list[str]) -> Draft:
     draft = Draft(platform="linux", source="console", format="console-abort", notes=notes)
     read_host_output(draft, text.split("\n"))
     draft.format = "console-abort"
-    if "malloc: ***" in text or "dyld" in text or ".dylib" in text:
+    if "Terminating app due to uncaught exception" in text:
+        draft.platform = "ios"  # an NSException's last words (Xcode console), assumed iOS
+    elif "malloc: ***" in text or "dyld" in text or ".dylib" in text:
         draft.platform = "ios" if "/Developer/usr/lib/" in text else "macos"
     if draft.get("abort_message"):
         draft.kind = "native"
@@ -170,6 +172,11 @@ def _console_abort(text: str, notes: list[str]) -> Draft:
             draft.notes.remove("no signal and no backtrace: the workload did not crash by a "
                                "signal")
         draft.note("console lines of an abort, no crash report")
+        if "RCTFatal" in draft.get("abort_message") or "Unhandled JS Exception" in \
+                draft.get("abort_message"):
+            draft.kind = "js"
+            draft.set("message", draft.get("abort_message"))
+            draft.note("React Native fatal JS error (RCTFatal) ended the process")
     return draft
 
 

@@ -57,7 +57,8 @@ _REPORTER_NOTE = re.compile(r"\s+\[(?P<note>[^\]\[]*)\]\s*$")
 _NOTE_BUILD_ID = re.compile(r"::(?P<id>[0-9a-fA-F]{16,64})$")
 _BUILD_ID = re.compile(r"\s*\(BuildId: (?P<id>[0-9a-fA-F]*)\)?\s*$")
 _APK_OFFSET = re.compile(r"\s*\(offset (?P<off>0x[0-9a-fA-F]+)\)\s*$")
-_SYMBOL_OFFSET = re.compile(r"^(?P<sym>.*?)\+(?P<off>\d+)$")
+# "(symbol+28)"; consoles write "(symbol + 28)", which must not leave "symbol " behind
+_SYMBOL_OFFSET = re.compile(r"^(?P<sym>.*?)\s*\+\s*(?P<off>\d+)$")
 _TOTAL = re.compile(r"^\s*(?P<n>\d+) total frames\s*$")
 _ABORT_END = re.compile(r"^\s*(?:backtrace:|#\d+ pc |\d+ total frames|signal \d+ |"
                         r"(?:x0|r0|rax|eax) |\*\*\* \*\*\*|pid: \d+)")
@@ -94,9 +95,9 @@ def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
             if not inner.startswith("offset 0x") and inner != "deleted":
                 sm = _SYMBOL_OFFSET.match(inner)
                 if sm is not None:
-                    symbol, offset = sm.group("sym"), parse_int(sm.group("off"))
+                    symbol, offset = sm.group("sym").strip(), parse_int(sm.group("off"))
                 else:
-                    symbol = inner
+                    symbol = inner.strip()
                 rest = rest[:start].rstrip()
     elif " (" in rest:
         # "(symbol+off" with no closing paren: the line was cut inside the symbol
@@ -254,7 +255,8 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
             saw_signal = True
             draft.set("signal", parse_int(sm.group("num")), override=True)
             draft.set("signal_name", sm.group("name"), override=True)
-            draft.set("code", sm.group("code_name") or sm.group("code"), override=True)
+            code = (sm.group("code_name") or "").split(" from pid ")[0] or sm.group("code")
+            draft.set("code", code, override=True)
             draft.set("fault_address", _hex_address(sm.group("addr")), override=True)
             continue
         km = _KEY.match(stripped)
