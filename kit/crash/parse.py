@@ -27,6 +27,7 @@ fits; ``hint`` skips it); :func:`detect_family` returns the family and why:
 from __future__ import annotations
 
 import re
+from typing import Any, Callable
 
 from ._draft import Draft
 from ._paste import tidy_paste
@@ -106,6 +107,21 @@ def detect_family(text: str) -> tuple[str, str]:
                       "logcat, crash-console export) or host output"
 
 
+#: family -> (platform, source, format, reader, whether the reader takes lines)
+_READERS: dict[str, tuple[str, str, str, Callable[[Draft, Any], None], bool]] = {
+    "ips": ("ios", "ips", "ips", parse_ips, False),
+    "jetsam": ("ios", "ips", "ips", parse_ips, False),
+    "ips-partial": ("ios", "ips", "ips-partial", parse_ips_fragment, False),
+    "dropbox": ("android", "dropbox", "dropbox", parse_dropbox, False),
+    "sanitizer": ("linux", "sanitizer", "sanitizer", read_sanitizer, True),
+    "crash-text": ("ios", "crash-text", "crash-text", read_crash_text, True),
+    "lldb": ("ios", "lldb", "lldb", read_lldb, True),
+    "xcode": ("ios", "debugger", "xcode-threads", read_xcode_threads, True),
+    "ide-frames": ("unknown", "debugger", "ide-frames", read_ide_frames, True),
+    "host": ("linux", "host-signal", "host-backtrace", read_host_output, True),
+}
+
+
 def _parse(text: str | bytes, hint: str | None) -> CrashRecord:
     text, notes = decode(text)
     family = None
@@ -121,38 +137,14 @@ def _parse(text: str | bytes, hint: str | None) -> CrashRecord:
     notes.extend(tidied)
     forced = family is not None
     family = family or detect_family(text)[0]
-    if family in ("ips", "jetsam"):
-        draft = Draft(platform="ios", source="ips", format="ips", notes=notes)
-        parse_ips(draft, text)
-    elif family == "ips-partial":
-        draft = Draft(platform="ios", source="ips", format="ips-partial", notes=notes)
-        parse_ips_fragment(draft, text)
-    elif family == "exit-info":
+    if family == "exit-info":
         return _from_exit_info(text, notes)
-    elif family == "dropbox":
-        draft = Draft(platform="android", source="dropbox", format="dropbox", notes=notes)
-        parse_dropbox(draft, text)
-    elif family == "sanitizer":
-        draft = Draft(platform="linux", source="sanitizer", format="sanitizer", notes=notes)
-        read_sanitizer(draft, text.split("\n"))
-    elif family == "crash-text":
-        draft = Draft(platform="ios", source="crash-text", format="crash-text", notes=notes)
-        read_crash_text(draft, text.split("\n"))
-    elif family == "lldb":
-        draft = Draft(platform="ios", source="lldb", format="lldb", notes=notes)
-        read_lldb(draft, text.split("\n"))
-    elif family == "xcode":
-        draft = Draft(platform="ios", source="debugger", format="xcode-threads", notes=notes)
-        read_xcode_threads(draft, text.split("\n"))
-    elif family == "ide-frames":
-        draft = Draft(platform="unknown", source="debugger", format="ide-frames", notes=notes)
-        read_ide_frames(draft, text.split("\n"))
-    elif family == "host":
-        draft = Draft(platform="linux", source="host-signal", format="host-backtrace",
-                      notes=notes)
-        read_host_output(draft, text.split("\n"))
-    elif family == "console":
+    if family == "console":
         draft = _console_abort(text, notes)
+    elif family in _READERS:
+        platform, source, fmt, reader, by_lines = _READERS[family]
+        draft = Draft(platform=platform, source=source, format=fmt, notes=notes)
+        reader(draft, text.split("\n") if by_lines else text)
     else:
         draft = _parse_android_or_host(text, notes, forced=forced)
     return draft.build()
