@@ -39,7 +39,7 @@ __all__ = ["HEADLINE_LINES", "read_headline_signal", "find_anr_summary", "read_a
 HEADLINE_LINES = 8
 
 _SIG = r"SIG(?:SEGV|BUS|ILL|FPE|ABRT|TRAP|SYS|KILL)"
-_CRASHLYTICS = re.compile(r"^\W*Crashed:\s*(?P<thread>[^:]{1,80}?)\s*:\s*(?P<sig>" + _SIG
+_CRASHLYTICS = re.compile(r"^\W*Crashed:\s*(?P<thread>[^:]{1,80}?)\s*:?\s+(?P<sig>" + _SIG
                           + r")(?:\s+(?P<addr>0x[0-9a-fA-F]+))?\s*\W*$")
 _CAUSE_SIG = re.compile(r"^\W*(?P<cause>[^:]{1,160}?)\s*:\s*(?P<sig>" + _SIG
                         + r")\s+(?P<addr>0x[0-9a-fA-F]+)\s*\W*$")
@@ -53,7 +53,7 @@ ANR_REASON = re.compile(r"Input dispatching timed out|keyDispatchingTimedOut|Bro
 _ANR_WORD = re.compile(r"^\W{0,4}ANR\b")
 _FATAL = re.compile(r"^\s*Fatal Exception: (?P<rest>\S.*)$")
 _PLAY_EXC = re.compile(r"^\s*Exception (?P<rest>[A-Za-z_$][\w$]*(?:\.[\w$]+)+:?.*)$")
-_JS_ERROR = (r"(?:[A-Z]\w*Error|Invariant Violation|Unhandled JS Exception|"
+_JS_ERROR = (r"(?:(?:[A-Z]\w*)?Error|Invariant Violation|Unhandled JS Exception|"
              r"Unhandled promise rejection)\b")
 _METRO = re.compile(r"^\s*(?:ERROR|FATAL)\s+\[?(?P<rest>" + _JS_ERROR + r".*?)\]?\s*$")
 _JS_HEAD = re.compile(r"^\s*\[?(?P<rest>" + _JS_ERROR + r"[^\n]*)$")
