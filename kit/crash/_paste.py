@@ -25,6 +25,8 @@ _QUOTE = re.compile(r"^[ \t]{0,3}>(?: |$)")
 _FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
 _CTEST = re.compile(r"^(\d{1,5}): ")
 _ENTITY = re.compile(r"&(?:quot|lt|gt|amp|#39|#x27);")
+_QUOTE_ANY = re.compile(r"^[ \t]{0,3}>(?: |$)", re.M)
+_CTEST_ANY = re.compile(r"\A\s*\d{1,5}: ")
 
 
 def _strip_quotes(lines: list[str]) -> tuple[list[str], bool]:
@@ -56,11 +58,13 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
     only when the text holds an entity and no plain double quote. Never raises.
     """
     notes: list[str] = []
-    if not (">" in text or "```" in text or "~~~" in text or "`" in text[:4] or ": " in text
-            or "&" in text):
+    quotes = _QUOTE_ANY.search(text) is not None
+    runner = _CTEST_ANY.search(text) is not None
+    if not (quotes or runner or "```" in text or "~~~" in text or "`" in text[:4]
+            or "`" in text[-4:] or "&" in text):
         return text, notes
     lines = text.split("\n")
-    lines, quoted = _strip_quotes(lines) if ">" in text else (lines, False)
+    lines, quoted = _strip_quotes(lines) if quotes else (lines, False)
     if quoted:
         notes.append("pasted as a quote: '> ' markers removed")
     if "```" in text or "~~~" in text:
@@ -69,7 +73,7 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
         lines[0] = lines[0][1:]
     if lines and lines[-1].rstrip().endswith("`") and not lines[-1].rstrip().endswith("``"):
         lines[-1] = lines[-1].rstrip()[:-1]
-    lines, prefix = _strip_runner_prefix(lines)
+    lines, prefix = _strip_runner_prefix(lines) if runner else (lines, None)
     if prefix is not None:
         notes.append(f"a test runner's '{prefix}' line prefix removed")
     text = "\n".join(lines)

@@ -55,6 +55,7 @@ _EXC_LINE = re.compile(r"^(?P<exc>EXC_[A-Z_]+)(?:\s+(?P<code>[A-Z][A-Z_0-9]+))?"
                        r"(?:\s+(?P<addr>0x[0-9a-fA-F]+))?\s*$")
 _EXC_SIGNALS = {"EXC_BAD_ACCESS": "SIGSEGV", "EXC_CRASH": "SIGABRT", "EXC_BREAKPOINT": "SIGTRAP",
                 "EXC_BAD_INSTRUCTION": "SIGILL", "EXC_ARITHMETIC": "SIGFPE"}
+_NAMESPACE = re.compile(r"(?:Namespace )?([A-Z][A-Z_]+),? (?:Code )?(0x[0-9a-fA-F]+|\d+)")
 _ANDROID_IMAGE = re.compile(r"\.(?:so|apk|oat|odex)$|^/(?:data|system|apex)/")
 
 
@@ -140,7 +141,7 @@ def _header(draft: Draft, state: _TextState, key: str, value: str) -> None:
         draft.set("cause", value)
     elif key in ("Termination Reason", "Termination Description", "Reason"):
         state.termination.append(value)
-        ns = re.match(r"(?:Namespace )?([A-Z][A-Z_]+),? (?:Code )?(0x[0-9a-fA-F]+|\d+)", value)
+        ns = _NAMESPACE.match(value)
         if key == "Termination Reason" and ns is not None:
             state.namespace = ns.group(1)
             state.term_code = parse_int(ns.group(2), 16 if ns.group(2).startswith("0x")

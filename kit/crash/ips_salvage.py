@@ -21,6 +21,7 @@ crashes: a watchdog (``FRONTBOARD``/``SPRINGBOARD`` namespaces, code ``0x8badf00
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ._draft import Draft
@@ -61,18 +62,23 @@ def _unescape(value: str) -> str:
     return first.replace("\\/", "/").replace('\\"', '"')
 
 
+@functools.lru_cache(maxsize=64)
+def _key_pattern(shape: str, key: str) -> re.Pattern[str]:
+    return re.compile(shape.format(key=key))
+
+
 def _str(text: str, key: str) -> str | None:
-    m = re.search(_STR.format(key=key), text)
+    m = _key_pattern(_STR, key).search(text)
     return _unescape(m.group("v")).strip() or None if m else None
 
 
 def _num(text: str, key: str) -> int | None:
-    m = re.search(_NUM.format(key=key), text)
+    m = _key_pattern(_NUM, key).search(text)
     return parse_int(m.group("v")) if m else None
 
 
 def _object(text: str, key: str) -> str | None:
-    m = re.search(_OBJECT.format(key=key), text)
+    m = _key_pattern(_OBJECT, key).search(text)
     return m.group("v") if m else None
 
 
