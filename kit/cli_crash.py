@@ -35,8 +35,9 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
                              "rule with a shipped rule's id replaces it)")
     common.add_argument("--hint", choices=HINTS, default=None,
                         help="format family, to skip detection")
-    common.add_argument("--signal", type=int, default=None, metavar="N",
-                        help="read the files as host workload output that died by signal N")
+    common.add_argument("--signal", type=_signal_arg, default=None, metavar="N",
+                        help="read the files as host workload output that died by signal N "
+                             "(1 to 64)")
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")
     classify_p = sub.add_parser("classify", parents=[common],
                                 help="detect each file's format, read it and class the crash")
@@ -60,6 +61,17 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
                          help="extra rule file or directory to check with the shipped ones")
     rules_p.add_argument("--json", action="store_true", help="print JSON")
     rules_p.set_defaults(func=_rules)
+
+
+def _signal_arg(text: str) -> int:
+    """``--signal``: a signal number from 1 to 64 (issue #13: 999 was silently ignored)."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if not 1 <= number <= 64:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a signal number (1 to 64)")
+    return number
 
 
 def _data(path_text: str) -> bytes:

@@ -158,3 +158,11 @@ def test_explain_says_family_fields_and_every_rule_check(
     assert row["family"] == "android"
     assert "  NO: no ORT allocator callback frame in the top 4 meaningful frames" in \
         row["explain"]
+
+
+def test_a_signal_out_of_range_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    path = DATA / "host" / "backtrace-demangled-release.txt"
+    with pytest.raises(SystemExit) as stop:
+        main(["crash", "classify", "--signal", "999", str(path)])
+    assert stop.value.code == 2
+    assert "'999' is not a signal number (1 to 64)" in capsys.readouterr().err
