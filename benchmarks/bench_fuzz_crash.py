@@ -1,6 +1,7 @@
 """Benchmark: the crash parsers' fuzz run at 10,000 inputs per parser.
 
-Runs ``tests/test_crash_fuzz.py`` (hypothesis, ``deadline=None``) with
+Runs ``tests/test_crash_fuzz.py`` (hypothesis, ``deadline=None``; every fixture family,
+the public pastes and the written-here ones, mutated, and `explain` too) with
 ``COLDSTART_FUZZ_EXAMPLES`` set (default 10,000) and prints the wall time per parser and in
 all. The default test run uses 150 inputs per parser to keep CI fast; this is the long run.
 

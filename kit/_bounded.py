@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 from typing import Iterator
 
 from .errors import DataError, UsageError
@@ -26,27 +25,34 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
+def _shown(path: str | os.PathLike[str]) -> str:
+    text = str(path)
+    return text if len(text) <= 200 else f"{text[:200]}... ({len(text)} characters)"
+
+
 def open_regular(path: str | os.PathLike[str], what: str, *, missing: str | None = None,
                  missing_hint: str = "check the path") -> int:
     """Open ``path`` read-only and return its descriptor, refusing anything but a regular
     file.
 
     Raises:
-        UsageError: it does not exist (``missing`` is then the message), or it is a device,
-            FIFO, socket or directory.
+        UsageError: it does not exist (``missing`` is then the message), cannot be read, or
+            is a device, FIFO, socket or directory (messages cut long paths).
     """
+    shown = _shown(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise UsageError(missing or f"{what} {path} does not exist", missing_hint) from None
+    except (FileNotFoundError, NotADirectoryError):
+        raise UsageError(missing or f"{what} {shown} does not exist", missing_hint) from None
     except IsADirectoryError:
-        raise UsageError(f"{what} {path} is a directory", "give a regular file") from None
-    except NotADirectoryError:
-        raise UsageError(missing or f"{what} {path} does not exist", missing_hint) from None
+        raise UsageError(f"{what} {shown} is a directory", "give a regular file") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {shown}: {exc.strerror or exc}",
+                         "check the path and its permissions") from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise UsageError(f"{what} {path} is {_kind(mode)}, not a regular file",
+        raise UsageError(f"{what} {shown} is {_kind(mode)}, not a regular file",
                          "give a regular file")
     os.set_blocking(fd, True)
     return fd
@@ -65,7 +71,7 @@ def read_bytes_bounded(path: str | os.PathLike[str], limit: int, *, what: str = 
     with os.fdopen(fd, "rb") as fh:
         data = fh.read(limit + 1)
     if len(data) > limit:
-        raise DataError(f"{what} {path} is larger than {_size(limit)}",
+        raise DataError(f"{what} {_shown(path)} is larger than {_size(limit)}",
                         "is it the right file? it is refused rather than read whole")
     return data
 
@@ -130,8 +136,3 @@ def iter_lines_bounded(path: str | os.PathLike[str], max_line: int, *, what: str
         if skipping or buf:
             number += 1
             yield Line(number, b"" if skipping else bytes(buf), skipping, False)
-
-
-def path_of(path: str | os.PathLike[str]) -> Path:
-    """``path`` as a :class:`~pathlib.Path` (for messages)."""
-    return Path(path)

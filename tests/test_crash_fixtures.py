@@ -2,7 +2,18 @@
 
 Each row names every CrashRecord field the parser must set (all others must stay ``None``),
 the first three frames with every field, the notes, the crash class, the rule and the
-signature. The fixtures were written for this kit (no public report is copied).
+signature, and where the report comes from (``source``).
+
+Two kinds of fixture:
+
+* ``public/**``: real crash reports that other people pasted in public GitHub issues and
+  pull requests (onnxruntime, XNNPACK, ExecuTorch, TensorFlow Lite, React Native, Expo,
+  Flutter, Firebase ...), kept as pasted; each row's ``source`` gives the URL and every edit
+  made (most are cut where the stored copy of the issue ends, none is otherwise changed);
+* everything else: written for this kit, in the real format of each family, where no public
+  report of that shape exists (the target signature under every tool, near misses, cut and
+  garbled files); ``source.written_here`` says so and ``source.spec`` (for the newer ones)
+  which format the file follows.
 """
 
 from __future__ import annotations
@@ -27,6 +38,18 @@ def _parse(case: dict[str, Any]) -> CrashRecord:
     if "host_signal" in case:
         return parse_host(case["host_signal"], data)
     return parse_text(data)
+
+
+def test_every_row_says_where_its_report_comes_from() -> None:
+    for case in CASES:
+        source = case["source"]
+        if case["file"].startswith("public/"):
+            assert source["url"].startswith("https://github.com/"), case["file"]
+            assert source["edits"], case["file"]
+            assert "written_here" not in source
+        else:
+            assert source["written_here"] is True, case["file"]
+    assert sum(c["file"].startswith("public/") for c in CASES) >= 40
 
 
 def test_every_fixture_has_a_row() -> None:

@@ -1,9 +1,12 @@
 """Property-based tests: mutated fixtures and random input never make a parser raise.
 
 Every parser (``parse_text`` with detection and with each hint, ``parse_host``,
-``parse_exit_info``) gets mutated fixtures (cut, sliced, duplicated, bytes flipped or
-inserted, lines swapped) and random text and bytes. The record must come back whole: no
-internal error note, classifiable, JSON-serialisable.
+``parse_exit_info``, and ``explain``) gets mutated fixtures (cut, sliced, duplicated, bytes
+flipped or inserted, lines swapped, quoted, prefixed, wrapped) and random text and bytes.
+The fixtures are every file of tests/data/crashes, the public pastes of every family
+included (console exports, ANR summaries and traces pieces, Apple .crash and .ips pieces,
+sanitizer, gdb, lldb and Xcode output). The record must come back whole: no internal error
+note, classifiable, JSON-serialisable.
 
 Examples per parser: ``COLDSTART_FUZZ_EXAMPLES`` (default 150, to keep CI fast);
 ``benchmarks/bench_fuzz_crash.py`` runs 10,000 per parser.
@@ -21,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kit.crash import (CRASH_CLASSES, CrashRecord, ExitInfo, classify, parse_exit_info,
-                       parse_host, parse_text)
+from kit.crash import (CRASH_CLASSES, CrashRecord, ExitInfo, classify, explain,
+                       parse_exit_info, parse_host, parse_text)
 
 DATA = Path(__file__).parent / "data" / "crashes"
 FIXTURES = sorted(p.read_bytes() for p in DATA.rglob("*")
@@ -39,7 +42,7 @@ def mutated(draw: st.DrawFn) -> bytes:
     for _ in range(draw(st.integers(1, 4))):
         size = len(data)
         kind = draw(st.sampled_from(["cut", "delete", "duplicate", "flip", "insert",
-                                     "swap", "crlf"]))
+                                     "swap", "crlf", "quote", "prefix", "wrap"]))
         a = draw(st.integers(0, size))
         b = draw(st.integers(a, min(size, a + 400)))
         if kind == "cut":
@@ -61,6 +64,15 @@ def mutated(draw: st.DrawFn) -> bytes:
             data = bytearray(b"\n".join(lines))
         elif kind == "crlf":
             data = bytearray(bytes(data).replace(b"\n", b"\r\n"))
+        elif kind == "quote":  # pasted as an e-mail or Markdown quote
+            data = bytearray(b"> " + bytes(data).replace(b"\n", b"\n> "))
+        elif kind == "prefix":  # a test runner's or a logger's line prefix
+            prefix = draw(st.sampled_from([b"714: ", b"\t", b"    ", b"`", b"&quot;"]))
+            data = bytearray(prefix + bytes(data).replace(b"\n", b"\n" + prefix))
+        elif kind == "wrap" and size:  # hard-wrapped at a random column, inside tokens
+            width = draw(st.integers(20, 200))
+            data = bytearray(b"\n".join(bytes(data[i:i + width])
+                                        for i in range(0, size, width)))
     return bytes(data)
 
 
@@ -81,7 +93,8 @@ def _check(record: CrashRecord) -> None:
 
 
 # one hint per distinct code path (tombstone/logcat/android and ips/jetsam share theirs)
-_HINTS = ("android", "dropbox", "exit-info", "ips", "crash-text", "lldb", "host")
+_HINTS = ("android", "dropbox", "exit-info", "ips", "crash-text", "lldb", "host",
+          "ips-partial", "sanitizer", "xcode", "ide-frames", "console")
 PARSERS: dict[str, Callable[[bytes | str], CrashRecord]] = {
     "parse_text": lambda d: parse_text(d),
     **{f"parse_text-{h}": functools.partial(parse_text, hint=h) for h in _HINTS},
@@ -107,3 +120,11 @@ def test_parse_exit_info_never_raises(data: bytes | str) -> None:
     entries = parse_exit_info(data)
     assert all(isinstance(e, ExitInfo) for e in entries)
     json.dumps([e.to_dict() for e in entries])
+
+
+@FUZZ
+@given(ANY_INPUT)
+def test_explain_never_raises(data: bytes | str) -> None:
+    result = explain(data)
+    _check(result.record)
+    assert result.lines and result.lines[-1].startswith("result: ")

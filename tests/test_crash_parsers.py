@@ -28,6 +28,11 @@ DATA = Path(__file__).parent / "data" / "crashes"
      "studio", "libc", 5501, "Fatal signal 7"),
     ("2025-03-14 11:15:07.402 5501-5544/com.coldstart.wakeword A/libc: Fatal signal 7",
      "studio", "libc", 5501, "Fatal signal 7"),
+    ("08-17 19:29:52.131: E/CRASH(8989): backtrace:", "time", "CRASH", 8989, "backtrace:"),
+    ("08-17 19:29:52.131 E/CRASH( 8989): backtrace:", "time", "CRASH", 8989, "backtrace:"),
+    ("2025-03-31\t13:17:21.785\t23022\t23022\tF\t\tDEBUG\t\t#33 pc 003127b5  /x/libart.so "
+     "(f+1) (BuildId: 72ac)", "tabs", "DEBUG", 23022, "#33 pc 003127b5  /x/libart.so (f+1) "
+     "(BuildId: 72ac)"),
 ])
 def test_logcat_prefix_styles(line: str, style: str, tag: str, pid: int, msg: str) -> None:
     got_style, lines = split_logcat([line, line])
@@ -155,3 +160,137 @@ def test_bytes_and_empty_input() -> None:
     assert parse_text(b"\xff\xfe\x00").format == "unknown"
     record = parse_text("\ufeff" + (DATA / "ios" / "jetsam.ips").read_text())
     assert record.format == "ips-jetsam" and record.process == "ColdstartWakeword"
+
+
+def test_paste_marks_are_removed_and_said() -> None:
+    from kit.crash._paste import tidy_paste
+    quoted, notes = tidy_paste("> Exception Type: Unknown (SIGSEGV)\n> \n> Thread 0 Crashed:")
+    assert quoted == "Exception Type: Unknown (SIGSEGV)\n\nThread 0 Crashed:"
+    assert notes == ["pasted as a quote: '> ' markers removed"]
+    ctest, notes = tidy_paste("714: READ of size 4\n714:     #0 0x1 in f()\n714: freed by")
+    assert ctest.startswith("READ of size 4\n    #0") and notes == [
+        "a test runner's '714: ' line prefix removed"]
+    html, notes = tidy_paste("&quot;main&quot; prio=5 tid=1 NATIVE")
+    assert html == '"main" prio=5 tid=1 NATIVE' and notes == ["HTML entities (&quot; ...) decoded"]
+    fenced, notes = tidy_paste("```\nsignal 11 (SIGSEGV)\n```")
+    assert fenced == "signal 11 (SIGSEGV)" and notes == []
+    plain = "F/libc ( 1): Fatal signal 11 (SIGSEGV) > 3"
+    assert tidy_paste(plain) == (plain, [])
+
+
+def test_pid_is_never_read_from_ppid() -> None:
+    record = parse_text("*** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***\n"
+                        "Process info: ppid: 669, tid: 669\n"
+                        "pid: 8110, tid: 8120, name: worker  >>> com.example <<<\n"
+                        "signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x8\n")
+    assert (record.pid, record.tid, record.thread_name) == (8110, 8120, "worker")
+
+
+def test_a_reporter_note_is_not_part_of_the_module() -> None:
+    frame, note = parse_frame_line("#01 pc 000000000001c13c /lib/arm64/libmarsxlog.so "
+                                   "[arm64-v8a::866a6e82e131530d00bcf0311d1a9863]")
+    assert frame is not None
+    assert (frame.module, frame.path, frame.build_id) == (
+        "libmarsxlog.so", "/lib/arm64/libmarsxlog.so", "866a6e82e131530d00bcf0311d1a9863")
+    assert note == ("frame #01: the reporter's note [arm64-v8a::866a6e82e131530d00bcf0311d1a9863]"
+                    " is not part of the module name")
+
+
+def test_ips_piece_wrapped_inside_tokens_is_read_by_keys() -> None:
+    piece = ('{"imageOffset":9056,"symbol":"__cxa_throw","symbolLocation":92,"imageIndex":23},'
+             '{"imageOffset":83628,"symbol":"_dispatch_workloop_work\ner_thread","\n'
+             'symbolLocation":720,"imageIndex":25}]},{"id":5,"frames":[]')
+    record = parse_text(piece)
+    assert (record.format, record.kind) == ("ips-partial", "native")
+    assert [(f.symbol, f.offset, f.pc) for f in record.frames] == [
+        ("__cxa_throw", 92, "0x2360"), ("_dispatch_workloop_worker_thread", 720, "0x146ac")]
+
+
+def test_sanitizer_frame_shapes() -> None:
+    from kit.crash.sanitizer import parse_sanitizer_frame
+    frame = parse_sanitizer_frame("    #1 0x748e3f498884  (/opt/lib/libonnxruntime.so.1.17.1+"
+                                  "0x698884) (BuildId: 447ab91a)")
+    assert frame is not None
+    assert (frame.module, frame.pc, frame.symbol, frame.build_id) == (
+        "libonnxruntime.so.1.17.1", "0x698884", None, "447ab91a")
+    frame = parse_sanitizer_frame("    #2 MlasStoreFloat32x4(float*, float vector[4]) /src/mlas/"
+                                  "mlasi.h:398:18 (libonnxruntime.so.0.4.0+0x484aa4)")
+    assert frame is not None
+    assert (frame.symbol, frame.file, frame.line, frame.module) == (
+        "MlasStoreFloat32x4(float*, float vector[4])", "/src/mlas/mlasi.h", 398,
+        "libonnxruntime.so.0.4.0")
+    frame = parse_sanitizer_frame("    #5 0x5639aa97ffd6 in testcase main.c:25")
+    assert frame is not None and (frame.symbol, frame.file, frame.line) == ("testcase", "main.c", 25)
+
+
+def test_lldb_frames_lose_argument_values_and_name_their_platform() -> None:
+    record = parse_text("* thread #1, name = 'ui', stop reason = signal SIGSEGV: invalid address "
+                        "(fault address: 0x5)\n  * frame #0: 0x96879d38 libflutter.so\n"
+                        "    frame #1: 0xb0eade88 libutils.so`android::Looper::pollInner(int) + 612\n"
+                        "    frame #2: 0x000ef47e IVPlayer`f(self=0x15d58530, n=2) at F.m:262:3\n")
+    assert record.platform == "android"
+    assert [(f.module, f.symbol, f.offset, f.file) for f in record.frames] == [
+        ("libflutter.so", None, None, None),
+        ("libutils.so", "android::Looper::pollInner(int)", 612, None),
+        ("IVPlayer", "f", None, "F.m")]
+
+
+def test_gdb_frames_continued_on_the_next_line_are_joined() -> None:
+    record = parse_host(11, "Program terminated with signal 11, Segmentation fault.\n"
+                            "#0  a::f (this=0x1,\nsrc=0x2, n=3) at src/a.cc:364\n"
+                            "(gdb) bt\n"
+                            "#0  a::f (this=0x1,\nsrc=0x2, n=3) at src/a.cc:364\n"
+                            "#1  0x00002aaaaaac12a3 in a::g (this=0x1)\nat src/a.cc:2023\n")
+    assert [(f.index, f.symbol, f.file, f.line) for f in record.frames] == [
+        (0, "a::f", "src/a.cc", 364), (1, "a::g", "src/a.cc", 2023)]
+
+
+@pytest.mark.parametrize("line,symbol,file,line_no", [
+    ("  at android.os.Handler.handleCallback (Handler.java:938)", "android.os.Handler.handleCallback",
+     "Handler.java", 938),
+    ("  at java.lang.reflect.Method.invoke", "java.lang.reflect.Method.invoke", None, None),
+    ("2 com.facebook.react.bridge.ModuleHolder.getModule(SourceFile:168)",
+     "com.facebook.react.bridge.ModuleHolder.getModule", "SourceFile", 168),
+    ("    MessageQueue.java:-2 - android.os.MessageQueue.nativePollOnce",
+     "android.os.MessageQueue.nativePollOnce", "MessageQueue.java", -2),
+    ("com.facebook.react.bridge.JavaMethodWrapper.invoke (JavaMethodWrapper.java:372);",
+     "com.facebook.react.bridge.JavaMethodWrapper.invoke", "JavaMethodWrapper.java", 372),
+])
+def test_java_frame_shapes(line: str, symbol: str, file: str | None, line_no: int | None) -> None:
+    from kit.crash._java import java_frame
+    frame = java_frame(0, line)
+    assert frame is not None and (frame.symbol, frame.file, frame.line) == (symbol, file, line_no)
+
+
+@pytest.mark.parametrize("line,symbol,module,line_no", [
+    ("runPipeline@1:215731", "runPipeline", None, 1),
+    ("apply@-1", "apply", None, None),
+    ("anonymous (address at@1:1082033", "anonymous", None, 1),
+    ("    at ExpoRoot (http://192.168.1.153:8081/node_modules/expo-router/entry.bundle//&platform"
+     "=ios&dev=true:148418:28)", "ExpoRoot", "entry.bundle", 148418),
+    ("at src/pipeline.ts:41:23 in runPipeline", "runPipeline", "pipeline.ts", 41),
+    ("at [native code]:null in callFunctionReturnFlushedQueue", "callFunctionReturnFlushedQueue",
+     None, None),
+])
+def test_js_frame_shapes(line: str, symbol: str, module: str | None, line_no: int | None) -> None:
+    from kit.crash._java import js_frame
+    frame = js_frame(0, line)
+    assert frame is not None and (frame.symbol, frame.module, frame.line) == (
+        symbol, module, line_no)
+
+
+@pytest.mark.parametrize("name,family", [
+    ("public/macos/ips-fragment-frames-array.ips", "ips-partial"),
+    ("public/host/asan-uaf-ctest-prefix.txt", "sanitizer"),
+    ("public/ios/frames-only-no-header.txt", "crash-text"),
+    ("public/ios/watchdog-header-only.crash", "crash-text"),
+    ("public/android/lldb-android-libflutter.txt", "lldb"),
+    ("ios/xcode-navigator-xnnpack-create.txt", "xcode"),
+    ("public/android/anr-summary-reanimated.txt", "android"),
+])
+def test_detect_family_says_why(name: str, family: str) -> None:
+    from kit.crash import detect_family
+    from kit.crash._paste import tidy_paste
+    text, _ = tidy_paste((DATA / name).read_text())
+    got, why = detect_family(text)
+    assert got == family and why

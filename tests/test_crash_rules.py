@@ -14,35 +14,51 @@ from kit.errors import DataError
 DATA = Path(__file__).parent / "data" / "crashes"
 RULE = "onnxruntime-32461-xnnpack-allocator-uaf"
 
-# the three crash sites of BACKGROUND.md, on every platform the fixtures cover
+# the three crash sites of BACKGROUND.md, on every platform and in every tool's output
 TARGETS = {
     "creation": ["android/tombstone-full-xnnpack-create.txt",
                  "android/logcat-studio-xnnpack-softmax.txt", "ios/xnnpack-create.ips",
-                 "host/backtrace-mangled-create.txt"],
+                 "host/backtrace-mangled-create.txt",
+                 # google/XNNPACK#8946: a console export, ORT inside a Rust .so, no signal
+                 "public/android/xnnpack-8946-reporter-softmax.txt",
+                 "host/asan-uaf-xnnpack-allocator.txt", "ios/xcode-navigator-xnnpack-create.txt",
+                 "android/tombstone-mte-ppid-line.txt"],
     "inference": ["android/logcat-threadtime-xnnpack-reshape.txt",
                   "ios/lldb-xnnpack-reshape.txt", "host/gdb-reshape.txt"],
     "release": ["android/logcat-brief-xnnpack-release.txt",
                 "android/dropbox-system-tombstone-gwpasan.txt", "ios/xnnpack-release.crash",
-                "host/backtrace-demangled-release.txt"],
+                "host/backtrace-demangled-release.txt",
+                "android/crashlytics-copy-no-signal.txt",  # no signal: the chain decides
+                "ios/ips-ort-static-in-app-release.ips"],  # ORT inside the app binary
 }
 NEAR_MISSES = {
     "android/logcat-abort-cxx-exception.txt": "abort",  # ORT_ENFORCE throw in the callback
     "android/logcat-abort-resize-capability.txt": "abort",  # EP capability check throws
+    "public/android/ort-23826-xnnpack-ep-terminating.txt": "abort",  # the #32298 abort
     "host/abort-terminate.txt": "abort",
     "ios/abort-cxx-exception.crash": "abort",  # uncaught C++ exception, Apple legacy text
+    "public/macos/tflite-xnnpack-delegate-terminate.txt": "abort",  # TFLite delegate throw
     "android/tombstone-executorch-xnnpack.txt": "other-native-crash",  # XNNPACK's own alloc
+    "public/android/executorch-5264-xnnexecutor.txt": "other-native-crash",
+    "android/tflite-xnnpack-weights-cache.txt": "other-native-crash",  # xnn_create_* in TFLite
     "android/dropbox-native-crash-mlas.txt": "other-native-crash",  # ORT contrib op
+    "public/ios/lldb-ort-genai-929-contrib-op.txt": "other-native-crash",
+    "public/macos/lldb-ort-17867-mlas.txt": "other-native-crash",  # ORT CPU EP (MLAS)
+    "public/android/ort-26921-cpu-ep-run.txt": "other-native-crash",
+    "public/host/tsan-ort-1162-mlas-race.txt": "other-native-crash",
     "android/play-console-copy.txt": "other-native-crash",  # reporter junk symbols
-    "android/crashlytics-copy-no-signal.txt": "other-native-crash",  # no signal: hints only
     "macos/mlas-unsymbolicated.crash": "other-native-crash",  # unsymbolized ORT frames
+    "public/android/ort-4103-brief-sigbus-unsymbolized.txt": "other-native-crash",
     "android/tombstone-no-frames.txt": "other-native-crash",
+    "public/android/ort-22013-raw-tombstone-no-frames.txt": "other-native-crash",
     "ios/unsymbolicated.ips": "other-native-crash",
+    "host/tsan-race-xnnpack-statics.txt": "other-native-crash",  # the mechanism, no crash
 }
 
 
 def _load(name: str) -> CrashRecord:
     data = (DATA / name).read_bytes()
-    if name.startswith("host/"):
+    if name.startswith("host/") and "san-" not in name:
         return parse_host(6 if "abort" in name else 11, data)
     return parse_text(data)
 
@@ -241,3 +257,89 @@ def test_exit_that_is_not_a_crash_is_unparsed_with_its_reason() -> None:
     assert result.signature == ("EMPTY: not a crash the kit can class (exit reason EXIT_SELF "
                                 "is not a crash)")
     assert result.trail[-1].startswith("fallback: ")
+
+
+def test_absent_signal_is_not_a_wrong_signal() -> None:
+    frames = ["onnxruntime::xnnpack::(anonymous namespace)::xnn_aligned_allocate(void*, "
+              "unsigned long, unsigned long)", "xnn_create_softmax_nc_f32",
+              "onnxruntime::xnnpack::Softmax::Softmax(onnxruntime::OpKernelInfo const&)"]
+    unsignalled = _native(frames, signal=None)  # type: ignore[arg-type]
+    result = classify(unsignalled)
+    assert result.rule_id == RULE
+    assert f"rule {RULE}: no signal in the report (absent, not wrong): the frame chain " \
+           "decides" in result.trail
+    # a wrong signal still vetoes
+    assert classify(_native(frames, signal="SIGFPE")).rule_id is None
+    # and no signal with abort plumbing on top is an abort, not the target
+    aborted = classify(_native(["abort", "__cxa_throw"] + frames, signal=None))  # type: ignore[arg-type]
+    assert aborted.crash_class is CrashClass.ABORT
+    assert any("the top frames abort (abort, __cxa_throw)" in line for line in aborted.trail)
+
+
+def test_a_rule_can_require_a_signal(tmp_path: Path) -> None:
+    path = _write(tmp_path, """
+[[rule]]
+id = "needs-signal"
+crash_class = "other-native-crash"
+signals = ["SIGSEGV"]
+absent_signal = "reject"
+[[rule.chain]]
+frames = ['^my_fn$']
+""")
+    rules = load_rules(path)
+    result = classify(_native(["my_fn"], signal=None), rules)  # type: ignore[arg-type]
+    assert result.rule_id is None
+    assert "rule needs-signal: no: no signal in the report, and this rule needs one" in \
+        result.trail
+    assert classify(_native(["my_fn"]), rules).rule_id == "needs-signal"
+
+
+def test_a_memory_tool_cause_stands_for_the_signal() -> None:
+    record = CrashRecord(platform="linux", source="sanitizer", format="asan", kind="native",
+                         exception="AddressSanitizer: heap-use-after-free",
+                         frames=tuple(Frame(index=i, symbol=s) for i, s in enumerate(
+                             ["onnxruntime::xnnpack::(anonymous namespace)::xnn_deallocate",
+                              "xnn_delete_operator"])))
+    result = classify(record)
+    assert result.rule_id == RULE
+    assert f"rule {RULE}: cause matches 'use-after-free' (a memory tool saw the error)" in \
+        result.trail
+
+
+def test_a_race_on_the_allocator_statics_is_the_mechanism_not_a_crash() -> None:
+    result = classify(parse_text((DATA / "host/tsan-race-xnnpack-statics.txt").read_bytes()))
+    assert result.mechanism == RULE
+    assert result.rule_id is None
+    assert any(line.startswith("race: the data race touches") for line in result.trail)
+    other = classify(parse_text((DATA / "public/host/tsan-ort-1162-mlas-race.txt").read_bytes()))
+    assert other.mechanism is None
+    assert "race: a data race, on nothing a rule's race_frames name" in other.trail
+
+
+def test_a_traces_dump_without_frames_is_an_anr_not_unparsed() -> None:
+    # issue #15: the unparsed step ran before the one that reads the kind the parser found
+    record = parse_text((DATA / "public/android/anr-traces-header-only.txt").read_bytes())
+    assert (record.kind, record.frames, record.message) == ("anr", (), None)
+    result = classify(record)
+    assert result.crash_class is CrashClass.ANR
+    assert result.trail[1] == "unparsed: no (anr-traces, kind anr, 0 frames)"
+
+
+def test_a_catastrophic_user_pattern_times_out_instead_of_hanging(tmp_path: Path) -> None:
+    path = _write(tmp_path, """
+[frames]
+skip = ['^(a|aa)+$']
+[[rule]]
+id = "slow"
+crash_class = "abort"
+[[rule.chain]]
+frames = ['(a|aa)+$']
+""")
+    rules = load_rules(path)
+    record = _native(["a" * 60 + "b", "a" * 60 + "c"])
+    result = classify(record, rules)
+    assert result.rule_id is None
+    assert "rule slow: no: pattern '(a|aa)+$' timed out after 0.25 s; the rule is skipped " \
+           "(simplify the pattern)" in result.trail
+    assert "skip: user pattern '^(a|aa)+$' timed out; it skips nothing" in result.trail
+    assert classify(record, rules).rule_id is None  # disabled, not retried frame by frame

@@ -164,3 +164,15 @@ def test_read_build_id_of_non_elf(tmp_path: Path) -> None:
     path.write_bytes(b"\x7fELF garbage")
     assert read_build_id(path) == (None, False)
     assert read_build_id(tmp_path / "missing") == (None, False)
+
+
+def test_symbol_directory_with_a_fifo_and_a_device_link_is_indexed_without_blocking(
+        tmp_path: Path) -> None:
+    # issue #13: every input of the crash commands is bounded; a FIFO would block open()
+    import os
+    os.mkfifo(tmp_path / "libfifo.so")
+    (tmp_path / "libzero.so").symlink_to("/dev/zero")
+    (tmp_path / "notes.txt").write_text("not an ELF")
+    assert read_build_id(tmp_path / "libfifo.so") == (None, False)
+    assert read_build_id(tmp_path / "libzero.so") == (None, False)
+    assert symbolize_mod.index_elves(tmp_path) == ({}, {})

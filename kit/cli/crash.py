@@ -12,26 +12,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..crash import (HINTS, CrashRecord, RuleSet, classify, load_rules, parse_host, parse_text,
-                    symbolize_android, symbolize_apple)
+from ..crash import (HINTS, CrashRecord, RuleSet, classify, explain, load_rules, parse_host,
+                    parse_text, symbolize_android, symbolize_apple)
+from ..crash._io import MAX_CRASH_FILE_BYTES, read_limited
 from ..crash.signature import normalize_frame
 from ..errors import UsageError
 
 __all__ = ["register"]
 
 _TOP_FRAMES = 3
-
-
-def _signal_number(text: str) -> int:
-    """argparse type: a POSIX signal number, 1..64 (Linux's real-time signals included)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a signal number") from None
-    if not 1 <= value <= 64:
-        raise argparse.ArgumentTypeError(f"signal {value} is out of range 1..64 (e.g. 11 for "
-                                         f"SIGSEGV, 6 for SIGABRT)")
-    return value
 
 
 def register(commands: argparse._SubParsersAction, run_targets: argparse._SubParsersAction
@@ -46,11 +35,15 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
                              "rule with a shipped rule's id replaces it)")
     common.add_argument("--hint", choices=HINTS, default=None,
                         help="format family, to skip detection")
-    common.add_argument("--signal", type=_signal_number, default=None, metavar="N",
-                        help="read the files as host workload output that died by signal N")
+    common.add_argument("--signal", type=_signal_arg, default=None, metavar="N",
+                        help="read the files as host workload output that died by signal N "
+                             "(1 to 64)")
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")
     classify_p = sub.add_parser("classify", parents=[common],
                                 help="detect each file's format, read it and class the crash")
+    classify_p.add_argument("--explain", action="store_true",
+                            help="say which format family was detected and why, what was "
+                                 "read, and why each rule did or did not fire")
     classify_p.add_argument("files", nargs="+", metavar="FILE")
     classify_p.set_defaults(func=_classify)
     symbolize_p = sub.add_parser("symbolize", parents=[common],
@@ -70,13 +63,25 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     rules_p.set_defaults(func=_rules)
 
 
-def _read(path_text: str, args: argparse.Namespace) -> CrashRecord:
-    path = Path(path_text)
+def _signal_arg(text: str) -> int:
+    """``--signal``: a signal number from 1 to 64 (issue #13: 999 was silently ignored)."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}",
-                         "pass crash report files that exist") from None
+        number = int(text)
+    except ValueError:
+        number = 0
+    if not 1 <= number <= 64:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a signal number (1 to 64)")
+    return number
+
+
+def _data(path_text: str) -> bytes:
+    """A crash file's bytes: a regular file of at most 64 MiB (one line and exit 2 for a
+    device, a FIFO, a directory or a bigger file)."""
+    return read_limited(Path(path_text), MAX_CRASH_FILE_BYTES, "crash file")
+
+
+def _read(path_text: str, args: argparse.Namespace) -> CrashRecord:
+    data = _data(path_text)
     if args.signal is not None:
         return parse_host(args.signal, data)
     return parse_text(data, hint=args.hint)
@@ -125,11 +130,31 @@ def _load(args: argparse.Namespace) -> RuleSet:
 
 def _classify(args: argparse.Namespace) -> int:
     rules = _load(args)
+    if args.explain:
+        return _explain(args, rules)
     rows = []
     for name in args.files:
         record = _read(name, args)
         rows.append((name, record, classify(record, rules)))
     _render(rows, args.json)
+    return 0
+
+
+def _explain(args: argparse.Namespace, rules: RuleSet) -> int:
+    payload = []
+    for name in args.files:
+        result = explain(_data(name), rules, hint=args.hint, signal=args.signal)
+        if args.json:
+            payload.append({"file": name, "family": result.family, "why": result.why,
+                            "record": result.record.to_dict(),
+                            "classification": result.classification.to_dict(),
+                            "explain": list(result.lines)})
+            continue
+        print(f"== {name}")
+        for line in result.lines:
+            print(line)
+    if args.json:
+        print(json.dumps(payload, indent=2))
     return 0
 
 

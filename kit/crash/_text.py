@@ -9,6 +9,10 @@ and notes/crash-formats.md section 1):
 * Android Studio copies: ``YYYY-MM-DD HH:MM:SS.mmm PID-TID TAG pkg L msg`` (current) and
   ``YYYY-MM-DD HH:MM:SS.mmm PID-TID/pkg L/TAG: msg`` (older);
 * tag: ``L/TAG: msg``;
+* time (``-v time``, and Eclipse/DDMS copies with a colon after the time):
+  ``MM-DD HH:MM:SS.mmm[:] L/TAG( PID): msg``;
+* tabs (a copy from a table view, fields separated by tabs):
+  ``YYYY-MM-DD<TAB>HH:MM:SS.mmm<TAB>PID<TAB>TID<TAB>L<TAB>...TAG<TAB>...msg``;
 * raw: no prefix (a paste with the prefixes dropped).
 """
 
@@ -21,7 +25,16 @@ from collections import Counter
 from typing import Iterable
 
 __all__ = ["decode", "LogLine", "split_logcat", "signal_number", "signal_name",
-           "parse_int", "basename", "matching_open_paren"]
+           "parse_int", "basename", "matching_open_paren", "clip"]
+
+#: Most characters of user input echoed in an error line or a note (issue #13).
+ECHO_CHARS = 200
+
+
+def clip(value: object, limit: int = ECHO_CHARS) -> str:
+    """``repr``-free text of ``value`` cut to ``limit`` characters (``...`` marks a cut)."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 #: Most characters of input any parser looks at (a tombstone with every thread and the
 #: memory map is ~1 MB; anything beyond 8 MB is cut and the cut is noted).
@@ -87,10 +100,20 @@ _STUDIO_OLD = re.compile(
     + _LEVEL + r"/(?P<tag>[^:]+?): (?P<msg>.*)$")
 # F/DEBUG: backtrace:
 _TAG = re.compile(r"^" + _LEVEL + r"/(?P<tag>[\w.\-]+)\s*: (?P<msg>.*)$")
+# 08-17 19:29:52.131: E/CRASH(8989): backtrace:   (-v time; DDMS adds the colon)
+_TIME = re.compile(
+    r"^(?P<time>(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+):?\s+" + _LEVEL
+    + r"/(?P<tag>[^(\n]*?)\s*\(\s*(?P<pid>\d+)\): (?P<msg>.*)$")
+# 2025-03-31<TAB>13:17:21.785<TAB>23022<TAB>23022<TAB>F<TAB><TAB>DEBUG<TAB><TAB>#33 pc ...
+_TABS = re.compile(
+    r"^(?P<time>\d{4}-\d\d-\d\d\t\d\d:\d\d:\d\d\.\d+)\t(?P<pid>\d+)\t(?P<tid>\d+)\t"
+    + _LEVEL + r"\t+(?P<tag>[^\t]*)\t+(?P<msg>.*)$")
 
+# tabs first: a tab-separated line also fits threadtime's loose tag when its message holds
+# ": " (every frame's "BuildId: ")
 _STYLES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("threadtime", _THREADTIME), ("studio", _STUDIO_OLD), ("studio", _STUDIO),
-    ("brief", _BRIEF), ("tag", _TAG))
+    ("tabs", _TABS), ("threadtime", _THREADTIME), ("studio", _STUDIO_OLD), ("studio", _STUDIO),
+    ("time", _TIME), ("brief", _BRIEF), ("tag", _TAG))
 
 
 def _match(pattern: re.Pattern[str], line: str) -> LogLine | None:

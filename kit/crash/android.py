@@ -24,67 +24,45 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from . import console
 from ._draft import Draft
-from ._text import LogLine, basename, parse_int
+from ._java import JAVA_FRAME_HINT, java_frame, js_stack
+from ._text import LogLine, parse_int
 from .record import Frame
-from .tombstone import looks_like_tombstone, parse_frame_line, read_fatal_signal, read_tombstone
+from .tombstone import (FRAME_LINE, TOMBSTONE_TAGS, looks_like_tombstone, parse_frame_line,
+                        read_fatal_signal, read_tombstone, tombstone_tags)
 
 __all__ = ["read_java", "read_anr_log", "read_anr_traces", "read_lmk", "parse_android_log",
            "parse_dropbox", "TOMBSTONE_TAGS"]
 
-#: Logcat tags that carry the tombstone summary (debuggerd before Android 8, crash_dump and
-#: DEBUG since).
-TOMBSTONE_TAGS = frozenset({"DEBUG", "crash_dump32", "crash_dump64", "debuggerd",
-                            "debuggerd64"})
-
-_JAVA_FRAME = re.compile(r"^\s*at (?P<sym>[^\s(]+)\((?P<loc>[^)]*)\)?\s*$")
 _JAVA_EXC = re.compile(r"^\s*(?:Caused by: )?(?P<type>[A-Za-z_$][\w$]*(?:\.[\w$]+)+)"
                        r"(?::\s?(?P<msg>.*))?$")
-# fn@file:line:col, or Hermes' fn@line:col (a release bundle is one file, so no file name)
-_JS_FRAME = re.compile(r"^\s*(?P<fn>[^@\s]*)@(?P<loc>\S*?)"
-                       r"(?::(?P<line>\d+)(?::(?P<col>\d+))?)?\s*$")
 _LMK = re.compile(r"Kill(?:ing)? '(?P<proc>[^']*)' \((?P<pid>\d+)\)(?P<rest>.*)$")
 _TRACES_HEAD = re.compile(r"^----- pid (?P<pid>\d+) at (?P<time>.*?) -----\s*$")
+#: where an ANR traces dump (or a piece of one) starts: its pid block, its thread list
+_TRACES_START = re.compile(r'^(?:----- pid \d+ at .* -----|DALVIK THREADS\b.*|suspend all '
+                           r'histogram:.*|"main" prio=\d+ tid=1\b.*)\s*$')
 _THREAD_HEAD = re.compile(r'^"(?P<name>[^"]*)"(?P<rest>.*)$')
 _DROPBOX_HEAD = re.compile(r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?P<tag>\S+)"
                            r"(?: \((?P<what>.*)\))?\s*$")
-
-
-def _java_frame(index: int, line: str) -> Frame | None:
-    m = _JAVA_FRAME.match(line)
-    if m is None:
-        return None
-    loc = m.group("loc")
-    file, _, lineno = loc.partition(":")
-    return Frame(index=index, module=file or None, symbol=m.group("sym"),
-                 file=file or None, line=parse_int(lineno))
-
-
-def _js_frames(lines: Sequence[str]) -> list[Frame]:
-    frames: list[Frame] = []
-    for line in lines:
-        m = _JS_FRAME.match(line)
-        if m is None or not (m.group("fn") or m.group("loc")):
-            continue
-        loc, line, col = m.group("loc"), m.group("line"), m.group("col")
-        if loc.isdigit() and line is not None and col is None:
-            loc, line, col = "", loc, line  # Hermes: fn@line:col
-        frames.append(Frame(index=len(frames), symbol=m.group("fn") or "<anonymous>",
-                            module=basename(loc) if loc else None, file=loc or None,
-                            line=parse_int(line), offset=parse_int(col)))
-    return frames
+_JS_MESSAGE = re.compile(r"^(?:\w*Error|Invariant Violation|Unhandled JS Exception)\b")
+_WATCHDOG_THREAD = re.compile(r"^(?P<name>\S+) \(state = \w+\)")
 
 
 def read_java(draft: Draft, lines: Sequence[str]) -> None:
     """Read a ``FATAL EXCEPTION`` block (prefixes stripped, starting at its first line).
 
-    Sets ``kind`` to ``js`` for a React Native ``JavascriptException``, ``oom`` for
-    ``java.lang.OutOfMemoryError``, else ``java``.
+    Sets ``kind`` to ``js`` for a React Native JS error (a ``JavascriptException``, or an
+    exception class renamed by R8/ProGuard whose message is a JS error with its ``, stack:``
+    or ``js engine:``), ``anr`` for ANR-WatchDog's ``ANRError`` (its first cause holds the
+    main thread's stack), ``oom`` for ``java.lang.OutOfMemoryError``, else ``java``.
     """
     draft.set("signal", None)
     exc_seen = False
     message_lines: list[str] = []
     causes: list[str] = []
+    cause_frames: list[Frame] = []
+    cause_messages: list[str] = []
     in_top = True
     for line in lines:
         stripped = line.strip()
@@ -109,11 +87,14 @@ def read_java(draft: Draft, lines: Sequence[str]) -> None:
             m = _JAVA_EXC.match(stripped)
             if m is not None:
                 causes.append(m.group("type"))
+                cause_messages.append(m.group("msg") or "")
             continue
-        frame = _java_frame(len(draft.frames), line) if stripped.startswith("at ") else None
+        frame = java_frame(len(draft.frames), line) if JAVA_FRAME_HINT.match(line) else None
         if frame is not None:
             if in_top:
                 draft.add_frame(frame)
+            elif len(causes) == 1:
+                cause_frames.append(Frame(**{**frame.__dict__, "index": len(cause_frames)}))
             continue
         if in_top and not draft.frames and stripped:
             message_lines.append(stripped)
@@ -123,24 +104,44 @@ def read_java(draft: Draft, lines: Sequence[str]) -> None:
         draft.note("caused by: " + " <- ".join(causes))
     exception = draft.get("exception") or ""
     text = "\n".join(message_lines)
-    if exception.endswith("JavascriptException"):
-        draft.kind = "js"
-        head, _, stack = text.partition(", stack:")
-        head = head.split(", js engine:")[0]
-        draft.set("message", head.strip() or None)
-        js_type = re.match(r"^(\w*Error|\w*Exception)\b", head.strip())
-        draft.set("code", js_type.group(1) if js_type else None)
-        js_frames = _js_frames(stack.splitlines())
-        if js_frames:
-            # the JS stack is what identifies the error; the Java frames are RN plumbing
-            draft.frames = js_frames
-        else:
-            draft.note("no JS stack in the JavascriptException message")
+    if exception.endswith("JavascriptException") or (
+            _JS_MESSAGE.match(text.strip()) and (", stack:" in text or "js engine:" in text)):
+        _read_js_exception(draft, exception, text)
+    elif exception.endswith("ANRError"):
+        draft.kind = "anr"
+        draft.set("message", text.strip() or None)
+        if cause_frames:
+            draft.frames = cause_frames
+            thread = _WATCHDOG_THREAD.match(cause_messages[0])
+            if thread is not None:
+                draft.set("thread_name", thread.group("name"), override=True)
+            draft.note("ANR-WatchDog report: the frames are its first cause's (the main "
+                       "thread)")
     else:
         draft.kind = "oom" if exception == "java.lang.OutOfMemoryError" else "java"
         draft.set("message", text.strip() or None)
-    if exc_seen and not draft.frames and draft.kind != "js":
+    if exc_seen and not draft.frames and draft.kind not in ("js", "anr"):
         draft.note("no 'at' frames after the exception (cut?)")
+
+
+def _read_js_exception(draft: Draft, exception: str, text: str) -> None:
+    draft.kind = "js"
+    if not exception.endswith("JavascriptException"):
+        draft.note(f"exception class {exception} is not JavascriptException (renamed by R8/"
+                   "ProGuard?), but its message is a React Native JS error")
+    head, _, stack = text.partition(", stack:")
+    if not stack and "This error is located at:" in head:
+        head, _, stack = head.partition("This error is located at:")
+    head = head.split(", js engine:")[0]
+    draft.set("message", head.strip() or None)
+    js_type = re.match(r"^(\w*Error|\w*Exception)\b", head.strip())
+    draft.set("code", js_type.group(1) if js_type else None)
+    frames = js_stack(stack.splitlines())
+    if frames:
+        # the JS stack is what identifies the error; the Java frames are RN plumbing
+        draft.frames = frames
+    else:
+        draft.note("no JS stack in the JavascriptException message")
 
 
 def read_anr_log(draft: Draft, lines: Sequence[str]) -> None:
@@ -192,7 +193,7 @@ def read_anr_traces(draft: Draft, lines: Sequence[str]) -> None:
         if stripped.startswith("| sysTid="):
             draft.set("tid", parse_int(stripped.split("=")[1].split(" ")[0]))
         elif stripped.startswith("at "):
-            frame = _java_frame(len(draft.frames), stripped)
+            frame = java_frame(len(draft.frames), stripped)
             if frame is not None:
                 draft.add_frame(frame)
         elif stripped.startswith("native:"):
@@ -241,16 +242,21 @@ def _block(lines: Sequence[LogLine], start: int, same_tag: bool = True) -> list[
 def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None:
     """Find the death in logcat lines (prefixes stripped) and read it into ``draft``.
 
-    Priority when a log holds several: a native crash, then a JS error, a Java exception, an
-    ANR, a low-memory kill (the others are named in a note). ``raw`` means the prefixes were
-    absent, so every line counts as tombstone text.
+    Priority when a log holds several: a native crash (a tombstone, a ``Fatal signal``
+    line, or a crash console's signal headline), then a Java/JS exception (logcat or a
+    console export), an ANR (system log, traces dump, or a console's ANR summary), a
+    low-memory kill (the others are named in a note). ``raw`` means the prefixes were
+    absent, so every line counts as tombstone text. Shapes that come from a crash console
+    set ``draft.format`` (``crash-console``, ``anr-summary``, ``anr-stack``,
+    ``<kind>-console``, ``js-terminal``).
     """
     fatal_at = java_at = anr_at = traces_at = None
     lmk_at = None
+    tags = tombstone_tags(lines)
     tomb: list[str] = []
     for i, line in enumerate(lines):
         msg = line.msg
-        if raw or line.tag in TOMBSTONE_TAGS:
+        if raw or line.tag in tags:
             tomb.append(msg)
         if fatal_at is None and "Fatal signal " in msg:
             fatal_at = i
@@ -258,43 +264,99 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
             java_at = i
         elif anr_at is None and msg.lstrip().startswith("ANR in "):
             anr_at = i
-        elif traces_at is None and _TRACES_HEAD.match(msg.strip()):
+        elif traces_at is None and ("-----" in msg or "THREADS" in msg or "histogram" in msg
+                                    or "prio=" in msg) and _TRACES_START.match(msg.strip()):
             traces_at = i
         elif lmk_at is None and ("lowmemorykiller" in (line.tag or "") or line.tag == "lmkd"
                                  or "lowmemorykiller" in msg) and _LMK.search(msg):
             lmk_at = i
-    native = fatal_at is not None or looks_like_tombstone(tomb)
+    msgs = [ln.msg for ln in lines]
+    headline = console.read_headline_signal(Draft(platform="", source=""), msgs)
+    # under a tombstone tag one frame is enough (a paste cut to its crashing frame)
+    native = fatal_at is not None or looks_like_tombstone(tomb) or headline is not None or (
+        not raw and any(FRAME_LINE.match(t) for t in tomb))
     found = [name for name, at in (("Java exception", java_at), ("ANR", anr_at),
                                    ("ANR traces", traces_at), ("low-memory kill", lmk_at))
              if at is not None]
+    others = found
+    exc_at = summary_at = None
+    if not native and java_at is None:
+        exc_at = console.find_console_exception(msgs)
+        if exc_at is None and anr_at is None and traces_at is None:
+            summary_at = console.find_anr_summary(msgs)
     if native:
-        draft.kind = "native"
-        if fatal_at is not None:
-            read_fatal_signal(draft, lines[fatal_at].msg)
-        read_tombstone(draft, tomb)
-        if fatal_at is not None and not any(t.strip() for t in tomb if "Fatal signal" not in t):
-            draft.note("only the 'Fatal signal' line: no tombstone lines (log cut?)")
-        others = found
+        _read_native(draft, lines, tomb, fatal_at, headline)
     elif java_at is not None:
         read_java(draft, _block(lines, java_at))
         others = found[1:]
+    elif exc_at is not None:
+        block = console.console_exception_block(msgs, exc_at)
+        if block is None:
+            console.read_js_terminal(draft, msgs, exc_at)
+            draft.format = "js-terminal"
+        else:
+            read_java(draft, block)
+            draft.format = {"js": "js-fatal", "anr": "anr", "oom": "java-fatal"}.get(
+                draft.kind, "java-fatal") + "-console"
     elif anr_at is not None:
         read_anr_log(draft, _block(lines, anr_at))
         if traces_at is not None:
-            read_anr_traces(draft, [ln.msg for ln in lines[traces_at:]])
+            read_anr_traces(draft, msgs[traces_at:])
         others = [f for f in found if not f.startswith("ANR")]
     elif traces_at is not None:
-        read_anr_traces(draft, [ln.msg for ln in lines[traces_at:]])
+        read_anr_traces(draft, msgs[traces_at:])
+        others = [f for f in found if not f.startswith("ANR")]
+    elif summary_at is not None:
+        console.read_anr_summary(draft, msgs, summary_at)
+        draft.format = "anr-summary"
         others = [f for f in found if not f.startswith("ANR")]
     elif lmk_at is not None:
         read_lmk(draft, lines[lmk_at].msg)
         others = []
+    elif (js_at := console.looks_like_js_headline(msgs)) is not None:
+        console.read_js_terminal(draft, msgs, js_at)
+        draft.format = "js-terminal"
     else:
         draft.note("no crash found: no tombstone, Fatal signal, FATAL EXCEPTION, ANR or "
                    "low-memory kill lines")
         return
     if others:
         draft.note("the log also holds: " + ", ".join(others) + " (not used)")
+
+
+def _read_native(draft: Draft, lines: Sequence[LogLine], tomb: list[str], fatal_at: int | None,
+                 headline: int | None) -> None:
+    draft.kind = "native"
+    if fatal_at is not None:
+        read_fatal_signal(draft, lines[fatal_at].msg)
+    msgs = [ln.msg for ln in lines]
+    if headline is not None and fatal_at is None:
+        console.read_headline_signal(draft, msgs)
+        draft.format = "crash-console"
+    read_tombstone(draft, tomb)
+    if headline is not None and not draft.frames:
+        console.read_headline_frames(draft, msgs, headline)
+    if fatal_at is not None and not any(t.strip() for t in tomb if "Fatal signal" not in t):
+        draft.note("only the 'Fatal signal' line: no tombstone lines (log cut?)")
+    if draft.get("signal") is None and headline is None and "no tombstone header (star line / " \
+            "pid line): frames only" in draft.notes:
+        _thread_dump_as_anr(draft, msgs)
+
+
+def _thread_dump_as_anr(draft: Draft, msgs: Sequence[str]) -> None:
+    """A thread's stack with native frames followed by Java frames and no signal is not a
+    crash report: it is how Play Console exports an ANR (the main thread's stack)."""
+    after = [m for m in msgs if not FRAME_LINE.match(m)]
+    java = [f for f in (java_frame(0, m) for m in after if JAVA_FRAME_HINT.match(m)) if f]
+    if not java:
+        return
+    draft.kind = "anr"
+    draft.format = "anr-stack"
+    for frame in java:
+        draft.add_frame(Frame(**{**frame.__dict__, "index": len(draft.frames)}))
+    draft.notes.remove("no signal line")
+    draft.note("native frames then Java frames and no signal: a thread dump (Play Console "
+               "ANR export), read as an ANR")
 
 
 _AM_HEADERS = ("Process", "PID", "UID", "Flags", "Package", "Foreground", "Build",

@@ -1,4 +1,6 @@
-"""Apple crash reports: ``.ips`` (JSON), legacy ``.crash`` text, JetsamEvent, lldb stops.
+"""Apple crash reports: ``.ips`` (JSON) and JetsamEvent; legacy ``.crash`` text is read by
+:mod:`kit.crash.crash_text` (re-exported here), pieces of ``.ips`` bodies by
+:mod:`kit.crash.ips_salvage`.
 
 Formats (notes/crash-formats.md sections 4-5; Apple, "Interpreting the JSON format of a
 crash report", developer.apple.com/documentation/xcode):
@@ -9,14 +11,12 @@ crash report", developer.apple.com/documentation/xcode):
   ``triggered: true``); a frame is ``{imageIndex, imageOffset, symbol?, symbolLocation?,
   sourceFile?, sourceLine?}`` and its image ``usedImages[imageIndex]`` (``base``, ``uuid``,
   ``name``, ``path``). Numbers are decimal.
-* legacy text: ``Exception Type:  EXC_BAD_ACCESS (SIGSEGV)``, ``Exception Subtype:
-  KERN_INVALID_ADDRESS at 0x...``, ``Triggered by Thread:  N``, ``Thread N Crashed:`` and
-  frames ``idx  image<TAB>0xADDR symbol + offset (file:line)`` or, unsymbolicated,
-  ``0xADDR 0xLOAD + offset``; ``Binary Images:`` lines give image bases and UUIDs.
 * JetsamEvent: ``processes[]`` with the killed one carrying ``reason``
-  (``per-process-limit``, ``vm-pageshortage``...).
-* lldb: ``* thread #N, ..., stop reason = EXC_BAD_ACCESS (code=1, address=0x...)`` and
-  ``frame #N: 0xADDR module`symbol + off [at file:line]``.
+  (``per-process-limit``, ``vm-pageshortage``...), or one such process entry alone;
+* a ``termination`` by a watchdog (``FRONTBOARD`` ``0x8badf00d``) is kind ``anr``, by jetsam
+  ``oom`` (:func:`~kit.crash.ips_salvage.termination_kind`).
+
+lldb output is read by :mod:`kit.crash.debugger`.
 
 A JSON body cut short is repaired by closing its open brackets after the last complete
 value (the partial element is dropped and noted); invalid JSON falls back to regular
@@ -26,31 +26,21 @@ expressions over the text.
 from __future__ import annotations
 
 import json
-import re
-from typing import Any, Sequence
+from typing import Any
 
+from ._apple import ADDRESS_AT, abi, leb_note, mark_js_fatal
 from ._draft import Draft
 from ._text import basename, parse_int, signal_number
+from .crash_text import crash_text_marks, looks_like_crash_text, read_crash_text
+from .ips_salvage import (looks_like_ips_fragment, parse_ips_fragment, read_jetsam_entry,
+                          termination_kind)
 from .record import Frame
 
-__all__ = ["parse_ips", "read_crash_text", "read_lldb", "close_truncated_json",
-           "looks_like_crash_text"]
+__all__ = ["parse_ips", "read_crash_text", "close_truncated_json", "looks_like_crash_text",
+           "crash_text_marks"]
 
 _PLATFORMS = {1: "macos", 2: "ios", 6: "macos", 7: "ios", 11: "ios"}  # Mach-O platform ids
 _SIMULATOR_PLATFORMS = {7}
-_ADDRESS_AT = re.compile(r"\bat (0x[0-9a-fA-F]+)")
-# Apple "Code Type" / cpuType spellings -> the ABI names tombstones use
-_ABIS = {"ARM-64": "arm64", "ARM64": "arm64", "ARM64E": "arm64e", "X86-64": "x86_64",
-         "ARM": "arm", "X86": "x86", "ARM64_32": "arm64_32"}
-
-
-def _abi(text: str | None) -> str | None:
-    if not text:
-        return None
-    word = text.split(" (")[0].strip()
-    return _ABIS.get(word.upper(), word)
-
-
 def close_truncated_json(text: str) -> str | None:
     """``text`` cut back to its last complete nested value, with open brackets closed.
 
@@ -137,8 +127,17 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+#: Keys of which an ``.ips`` header or body has at least one.
+_REPORT_KEYS = {"procName", "exception", "threads", "bug_type", "termination", "processes",
+                "incident", "app_name", "name", "rpages", "faultingThread", "usedImages",
+                "timestamp", "pid"}
+
+
 def parse_ips(draft: Draft, text: str) -> None:
-    """Read an ``.ips`` report (header line + body, or a single JSON object) into ``draft``."""
+    """Read an ``.ips`` report (header line + body, or a single JSON object) into ``draft``;
+    a text that starts with ``{`` but is a piece of a frames or threads array is read by
+    :func:`~kit.crash.ips_salvage.parse_ips_fragment`."""
+    notes_before = len(draft.notes)
     first, _, rest = text.lstrip().partition("\n")
     header: dict[str, Any] = {}
     body: Any = None
@@ -166,9 +165,18 @@ def parse_ips(draft: Draft, text: str) -> None:
             _salvage_ips(draft, text)
             return
     body = _dict(body)
+    if not header and not _REPORT_KEYS & set(body) and looks_like_ips_fragment(text):
+        # "{...},{...}": a piece of a frames or threads array, not a report's body
+        del draft.notes[notes_before:]
+        parse_ips_fragment(draft, text)
+        return
     bug_type = str(header.get("bug_type") or body.get("bug_type") or "")
     if bug_type == "298" or ("processes" in body and "largestProcess" in body):
         _read_jetsam(draft, header, body)
+        return
+    if "rpages" in body and "reason" in body and "procName" not in body:
+        read_jetsam_entry(draft, _str(body.get("name")), _int(body.get("pid")),
+                          _str(body.get("reason")), _int(body.get("rpages")))
         return
     if header and not body:
         draft.note("ips: only the header line could be read")
@@ -189,7 +197,7 @@ def parse_ips(draft: Draft, text: str) -> None:
               or _str(header.get("name")))
     draft.set("pid", _int(body.get("pid")))
     draft.set("timestamp", _str(body.get("captureTime")) or _str(header.get("timestamp")))
-    draft.set("abi", _abi(_str(body.get("cpuType"))))
+    draft.set("abi", abi(_str(body.get("cpuType"))))
     exception = _dict(body.get("exception"))
     draft.set("exception", _str(exception.get("type")))
     sig = _str(exception.get("signal"))
@@ -198,12 +206,23 @@ def parse_ips(draft: Draft, text: str) -> None:
     subtype = _str(exception.get("subtype")) or ""
     codes = _str(exception.get("codes")) or ""
     draft.set("code", subtype.split(" at ")[0].strip() or None)
-    at = _ADDRESS_AT.search(subtype)
+    at = ADDRESS_AT.search(subtype)
     if at is not None:
         draft.set("fault_address", at.group(1).lower())
     region = _str(body.get("vmRegionInfo"))
     if region:
         draft.set("cause", region.strip().split("\n")[0])
+    termination = _dict(body.get("termination"))
+    reasons = " ".join(str(r) for r in _list(termination.get("reasons")))
+    ended_by = termination_kind(_str(termination.get("namespace")),
+                                _int(termination.get("code")),
+                                f"{_str(termination.get('indicator')) or ''} {reasons}")
+    if ended_by is not None:
+        draft.kind = ended_by
+        draft.set("message", (reasons or _str(termination.get("indicator")) or
+                              _str(termination.get("namespace")) or "").strip() or None)
+        draft.note(f"terminated by the system ({termination.get('namespace')}): "
+                   + ("a watchdog, not a crash" if ended_by == "anr" else "out of memory"))
     asi = _dict(body.get("asi"))
     messages = [str(m) for values in asi.values() for m in _list(values)]
     draft.set("abort_message", "\n".join(messages) or None)
@@ -248,30 +267,8 @@ def parse_ips(draft: Draft, text: str) -> None:
         draft.note(f"crashing thread {index} has no frames")
     leb = _list(body.get("lastExceptionBacktrace"))
     if leb:
-        draft.note(_leb_note(len(leb), [str(_dict(f).get("symbol") or "?") for f in leb]))
-    _mark_js_fatal(draft)
-
-
-#: What React Native's fatal JS error handler leaves in an Apple report: RCTFatal raises an
-#: NSException named RCTFatalException ("Unhandled JS Exception: ...") that aborts the app.
-_JS_FATAL_MARKS = ("RCTFatal", "Unhandled JS Exception")
-
-
-def _mark_js_fatal(draft: Draft) -> None:
-    """Class an abort raised by React Native's RCTFatal as a JS error (kind ``js``), as
-    Android's ``JavascriptException`` is: the app's JavaScript failed, not native code."""
-    text = "\n".join([str(draft.get("abort_message") or ""), *draft.notes])
-    if any(mark in text for mark in _JS_FATAL_MARKS):
-        draft.kind = "js"
-        draft.note("React Native fatal JS error (RCTFatal) ended the process")
-
-
-def _leb_note(count: int, symbols: list[str]) -> str:
-    """Note naming the top of an uncaught exception's backtrace (the frames stay the
-    crashing thread's, as in Apple's report)."""
-    top = ", ".join(symbols[:3])
-    return f"last exception backtrace ({count} frames; an uncaught exception ended the " \
-           f"process): {top}"
+        draft.note(leb_note(len(leb), [str(_dict(f).get("symbol") or "?") for f in leb]))
+    mark_js_fatal(draft)
 
 
 def _read_jetsam(draft: Draft, header: dict[str, Any], body: dict[str, Any]) -> None:
@@ -296,233 +293,11 @@ def _read_jetsam(draft: Draft, header: dict[str, Any], body: dict[str, Any]) -> 
         draft.note(f"{len(killed)} processes killed in this event; read {chosen.get('name')!r}")
 
 
-_SALVAGE = {
-    "exception": re.compile(r'"type"\s*:\s*"(EXC_\w+)"'),
-    "signal_name": re.compile(r'"signal"\s*:\s*"(SIG\w+)"'),
-    "process": re.compile(r'"procName"\s*:\s*"([^"\\]{1,200})"'),
-}
-
-
 def _salvage_ips(draft: Draft, text: str) -> None:
-    for name, pattern in _SALVAGE.items():
-        m = pattern.search(text)
-        if m is not None:
-            draft.set(name, m.group(1))
-    if draft.get("signal_name"):
-        draft.set("signal", signal_number(draft.get("signal_name"), darwin=True))
+    fragment = Draft(platform=draft.platform, source=draft.source)
+    parse_ips_fragment(fragment, text)
+    for name in ("exception", "signal_name", "signal", "process", "code", "fault_address"):
+        draft.set(name, fragment.get(name))
     if draft.get("exception") or draft.get("signal_name"):
         draft.kind = "native"
         draft.note("fields salvaged from invalid JSON by pattern; frames not read")
-
-
-# Legacy .crash text ------------------------------------------------------------------------
-
-_CRASHED = re.compile(r"^Thread (?P<n>\d+) Crashed:{1,2}\s*(?P<queue>.*)$")
-_THREAD_ANY = re.compile(r"^Thread (?P<n>\d+)(?: name:\s*(?P<name>.*)|:| Crashed.*)?\s*$")
-_TEXT_FRAME = re.compile(r"^(?P<idx>\d{1,4})\s+(?P<image>\S.*?)\s+(?P<addr>0x[0-9a-fA-F]{1,16})"
-                         r"(?:\s+(?P<rest>.*))?$")
-_SYM_OFF = re.compile(r"^(?P<sym>.*?) \+ (?P<off>\d+)(?: \((?P<file>[^()]*?):(?P<line>\d+)\))?\s*$")
-_IMAGE = re.compile(r"^\s*(?P<start>0x[0-9a-fA-F]+)\s*-\s*(?:0x[0-9a-fA-F]+|\?\?\?)\s+\+?"
-                    r"(?P<what>.*?)\s*<(?P<uuid>[0-9a-fA-F-]{32,36})>\s*(?P<path>.*)$")
-_LEB = -1  # block key of the "Last Exception Backtrace:" frames
-_HEADER = re.compile(r"^(?P<key>[A-Z][A-Za-z /]+?):\s*(?P<value>.*)$")
-
-
-def looks_like_crash_text(text: str) -> bool:
-    """True for legacy Apple ``.crash`` text (Exception Type + a crashed thread)."""
-    return bool(re.search(r"^Exception Type:", text, re.M)) and bool(
-        re.search(r"^(Thread \d+ Crashed|Crashed Thread:|Triggered by Thread:)", text, re.M))
-
-
-def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
-    """Read legacy ``.crash`` text (iOS ``Report Version: 104``, macOS ``12``)."""
-    if draft.format in ("unknown", ""):
-        draft.format = "crash-text"
-    draft.kind = "native"
-    crashed: int | None = None
-    names: dict[int, str] = {}
-    images: dict[str, tuple[int, str, str]] = {}
-    blocks: dict[int, list[tuple[int, str, int, str | None]]] = {}
-    current: int | None = None
-    asi: list[str] | None = None
-    for raw in lines:
-        line = raw.rstrip()
-        if asi is not None:
-            if not line.strip():
-                draft.set("abort_message", "\n".join(asi) or None)
-                asi = None
-            else:
-                asi.append(line.strip())
-            continue
-        if line.strip() == "Last Exception Backtrace:":
-            current = _LEB
-            continue
-        m = _CRASHED.match(line)
-        if m is not None:
-            crashed = parse_int(m.group("n"))
-            current = crashed
-            queue = m.group("queue").strip()
-            if queue and crashed is not None:
-                names.setdefault(crashed, queue)
-            continue
-        t = _THREAD_ANY.match(line)
-        if t is not None:
-            n = parse_int(t.group("n"))
-            if t.group("name") and n is not None:
-                names[n] = t.group("name").strip()
-                current = None
-            else:
-                current = n
-            continue
-        im = _IMAGE.match(line)
-        if im is not None:
-            path = im.group("path").strip()
-            name = basename(path) if path else im.group("what").split(" ")[0]
-            images.setdefault(name, (int(im.group("start"), 16),
-                                     im.group("uuid").replace("-", "").lower(), path))
-            words = im.group("what").split()
-            if words and words[0] != name:
-                images.setdefault(words[0], images[name])
-            continue
-        f = _TEXT_FRAME.match(line.strip()) if current is not None else None
-        if f is not None and current is not None:
-            blocks.setdefault(current, []).append(
-                (int(f.group("idx")), f.group("image").strip(), int(f.group("addr"), 16),
-                 f.group("rest")))
-            continue
-        if not line.strip():
-            current = None
-            continue
-        h = _HEADER.match(line)
-        if h is None:
-            continue
-        key, value = h.group("key").strip(), h.group("value").strip()
-        if key == "Exception Type":
-            exc, _, sig = value.partition(" (")
-            draft.set("exception", exc.strip() or None)
-            sig = sig.rstrip(")").strip()
-            draft.set("signal_name", sig or None)
-            draft.set("signal", signal_number(sig, darwin=True))
-        elif key in ("Exception Subtype", "Exception Codes"):
-            at = _ADDRESS_AT.search(value)
-            if at is not None:
-                draft.set("fault_address", at.group(1).lower())
-            if key == "Exception Subtype" or not value.startswith("0x"):
-                draft.set("code", value.split(" at ")[0].strip() or None)
-        elif key in ("Triggered by Thread", "Crashed Thread"):
-            crashed = parse_int(value.split()[0]) if value.split() else None
-            queue = value.partition("Dispatch queue:")[2].strip()
-            if queue and crashed is not None:
-                names.setdefault(crashed, queue)
-        elif key == "Process":
-            name, _, pid = value.partition("[")
-            draft.set("process", name.strip() or None)
-            draft.set("pid", parse_int(pid.rstrip("]")))
-        elif key == "Date/Time":
-            draft.set("timestamp", value)
-        elif key == "Code Type":
-            draft.set("abi", _abi(value))
-        elif key == "OS Version" and value.startswith(("macOS", "Mac OS")):
-            draft.platform = "macos"
-        elif key == "VM Region Info":
-            draft.set("cause", value)
-        elif key == "Application Specific Information":
-            asi = [value] if value else []
-    if asi is not None:
-        draft.set("abort_message", "\n".join(asi) or None)
-    leb = blocks.pop(_LEB, [])
-    if leb:
-        draft.note(_leb_note(len(leb), [(rest or "").split(" + ")[0] for _, _, _, rest in leb]))
-    if crashed is None:
-        draft.note("no crashed thread named (no 'Thread N Crashed:' / 'Triggered by Thread:')")
-        return
-    draft.set("thread_index", crashed)
-    draft.set("thread_name", names.get(crashed))
-    block = blocks.get(crashed, [])
-    if not block:
-        draft.note(f"no frames for crashed thread {crashed} (report cut?)")
-    for idx, image, addr, rest in block:
-        base, uuid, path = images.get(image, (None, None, None))
-        symbol = offset = file = line_no = None
-        pc = hex(addr - base) if base is not None and addr >= base else None
-        sm = _SYM_OFF.match(rest or "")
-        if sm is not None:
-            if sm.group("sym").startswith("0x"):  # unsymbolicated: "0xLOAD + offset"
-                pc = hex(parse_int(sm.group("off")) or 0)
-                base_text = sm.group("sym")
-                if base is None:
-                    base = parse_int(base_text, 16)
-            else:
-                symbol, offset = sm.group("sym"), parse_int(sm.group("off"))
-                file, line_no = sm.group("file"), parse_int(sm.group("line"))
-        elif rest:
-            symbol = rest.strip()
-        draft.add_frame(Frame(index=idx, module=image, symbol=symbol, offset=offset, pc=pc,
-                              build_id=uuid, path=path or None, file=file, line=line_no))
-    if draft.get("exception") is None:
-        draft.note("no Exception Type line")
-    _mark_js_fatal(draft)
-
-
-# lldb -------------------------------------------------------------------------------------
-
-_LLDB_STOP = re.compile(r"^\s*\* thread #(?P<n>\d+)(?P<attrs>.*?), stop reason = (?P<reason>.*)$")
-_LLDB_FRAME = re.compile(r"^\s*\*?\s*frame #(?P<idx>\d+): (?P<addr>0x[0-9a-fA-F]+)"
-                         r"(?: (?P<mod>[^`\s]+)`(?P<sym>.*?))?"
-                         r"(?: \+ (?P<off>\d+))?"
-                         r"(?: at (?P<file>[^:\s]+):(?P<line>\d+)(?::\d+)?)?\s*$")
-
-
-def read_lldb(draft: Draft, lines: Sequence[str]) -> None:
-    """Read an lldb ``thread backtrace`` of the stopped thread."""
-    draft.format = "lldb"
-    draft.kind = "native"
-    stopped = False
-    for line in lines:
-        m = _LLDB_STOP.match(line)
-        if m is not None:
-            if stopped:
-                break
-            stopped = True
-            draft.set("thread_index", parse_int(m.group("n")))
-            attrs = m.group("attrs")
-            name = re.search(r"name = '([^']*)'", attrs) or re.search(r"queue = '([^']*)'", attrs)
-            draft.set("thread_name", name.group(1) if name else None)
-            reason = m.group("reason").strip()
-            exc = re.match(r"(EXC_\w+)(?: \((.*)\))?", reason)
-            if exc is not None:
-                draft.set("exception", exc.group(1))
-                detail = exc.group(2) or ""
-                code = re.search(r"code=(\w+)", detail)
-                addr = re.search(r"address=(0x[0-9a-fA-F]+)", detail)
-                draft.set("code", code.group(1) if code else None)
-                draft.set("fault_address", addr.group(1).lower() if addr else None)
-                draft.set("signal_name", {"EXC_BAD_ACCESS": "SIGSEGV", "EXC_CRASH": "SIGABRT",
-                                          "EXC_BREAKPOINT": "SIGTRAP",
-                                          "EXC_BAD_INSTRUCTION": "SIGILL"}.get(exc.group(1)))
-            else:
-                sig = re.match(r"signal (SIG\w+)(?::\s*(.*))?", reason)
-                if sig is not None:
-                    draft.platform = "linux"
-                    draft.set("signal_name", sig.group(1))
-                    addr = re.search(r"address:? (0x[0-9a-fA-F]+)", reason)
-                    draft.set("fault_address", addr.group(1).lower() if addr else None)
-                    draft.set("code", (sig.group(2) or "").split(" (")[0] or None)
-            draft.set("signal", signal_number(draft.get("signal_name"),
-                                              darwin=draft.platform != "linux"))
-            continue
-        if not stopped:
-            continue
-        f = _LLDB_FRAME.match(line)
-        if f is None:
-            if line.strip().startswith("* thread #") or (line.strip().startswith("thread #")
-                                                         and draft.frames):
-                break
-            continue
-        draft.add_frame(Frame(index=parse_int(f.group("idx")) or 0, module=f.group("mod"),
-                              symbol=f.group("sym") or None, offset=parse_int(f.group("off")),
-                              file=f.group("file"), line=parse_int(f.group("line"))))
-    if not stopped:
-        draft.note("no '* thread #N ... stop reason' line")
-    elif draft.platform != "linux":
-        draft.note("lldb output does not say which Apple platform; assumed ios")

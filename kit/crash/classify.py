@@ -5,7 +5,10 @@ each looks at the record, writes one line to the trail (``<step>: <what it saw>`
 decides a class or passes, so a report can show why a crash got its class. The first step
 that decides ends the pipeline:
 
-1. ``unparsed``: nothing was read (unknown format, or no signal, exception nor frame);
+1. ``unparsed``: nothing was read (unknown format, or no signal, exception nor frame); a
+   record whose kind the parser read (an ANR traces dump, a jetsam entry) is read;
+   ``race``: a data-race report (ThreadSanitizer) touching a rule's ``race_frames`` is
+   that defect's *mechanism*: noted (and :attr:`Classification.mechanism` set), not decided;
 2. ``known-signatures``: the rules of the :class:`~kit.crash.rules.RuleSet` in order (the
    shipped #32461 rule first), each with its own sub-trail;
 3. ``managed-death``: JS errors, ANRs, out-of-memory kills, uncaught Java exceptions
@@ -24,7 +27,7 @@ from typing import Any, Callable
 
 from .record import CrashRecord
 from .rules import RuleSet, load_rules
-from .signature import NormalFrame, make_signature, meaningful_frames
+from .signature import NormalFrame, abort_frames, make_signature, meaningful_frames
 
 __all__ = ["CrashClass", "Classification", "classify", "default_rules"]
 
@@ -54,17 +57,22 @@ class Classification:
             ``EMPTY: <reason>``.
         rule_id: id of the known-signature rule that matched, or ``None``.
         trail: one line per pipeline step, in order (``<step>: <what it saw>``).
+        mechanism: id of the rule whose defect's mechanism a data-race report shows (its
+            ``race_frames``), or ``None``. A race is evidence of the mechanism tier, never
+            a crash of the rule's class.
     """
 
     crash_class: CrashClass
     signature: str
     rule_id: str | None
     trail: tuple[str, ...]
+    mechanism: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (``crash_class`` as its string)."""
         return {"crash_class": self.crash_class.value, "signature": self.signature,
-                "rule_id": self.rule_id, "trail": list(self.trail)}
+                "rule_id": self.rule_id, "trail": list(self.trail),
+                "mechanism": self.mechanism}
 
 
 @dataclasses.dataclass
@@ -75,10 +83,16 @@ class _Context:
     trail: list[str]
     rule_id: str | None = None
     unparsed_reason: str | None = None
+    mechanism: str | None = None
 
 
 _NATIVE_ABORTS = {"SIGABRT", "EXC_CRASH"}
 _Step = tuple[str, Callable[[_Context], "CrashClass | None"]]
+
+
+#: Kinds that a parser only sets when it recognised the death itself (an ANR traces dump,
+#: a jetsam entry, a JS error): such a record is read even with no frame or message.
+_DEATH_KINDS = ("anr", "oom", "js", "java")
 
 
 def _unparsed(ctx: _Context) -> CrashClass | None:
@@ -86,12 +100,32 @@ def _unparsed(ctx: _Context) -> CrashClass | None:
     if r.format == "unknown" and not (r.frames or r.signal_name or r.exception):
         why = r.notes[-1] if r.notes else "no known format"
         ctx.unparsed_reason = f"format unknown ({why})"
+    elif r.kind in _DEATH_KINDS:
+        pass  # the parser read the kind of death: the managed-death step decides
     elif not (r.frames or r.signal_name or r.exception or r.message or r.abort_message):
         ctx.unparsed_reason = "no signal, exception, message or frame was read"
     if ctx.unparsed_reason is not None:
         ctx.trail.append(f"unparsed: {ctx.unparsed_reason} -> unparsed")
         return CrashClass.UNPARSED
     ctx.trail.append(f"unparsed: no ({r.format}, kind {r.kind}, {len(r.frames)} frames)")
+    return None
+
+
+def _race(ctx: _Context) -> CrashClass | None:
+    r = ctx.record
+    said = " ".join(g for g in (r.exception, r.cause) if g)
+    if "data race" not in said:
+        return None
+    names = [f.name for f in ctx.frames] + [
+        n for n in r.notes if n.startswith(("other stack", "race location"))]
+    for rule in ctx.rules.rules:
+        hit = rule.race_hit(names)
+        if hit is not None:
+            ctx.mechanism = rule.id
+            ctx.trail.append(f"race: the data race touches {hit!r}: the mechanism of "
+                             f"{rule.issue or rule.id} (a race report is not a crash)")
+            return None
+    ctx.trail.append("race: a data race, on nothing a rule's race_frames name")
     return None
 
 
@@ -125,8 +159,14 @@ def _native_abort(ctx: _Context) -> CrashClass | None:
     if r.kind != "native":
         return None
     sig = {g for g in (r.signal_name, r.exception) if g} & _NATIVE_ABORTS
-    if sig or (r.abort_message and r.signal_name is None and r.exception is None):
-        why = f"signal {'/'.join(sorted(sig))}" if sig else "abort message without a signal"
+    unsignalled = r.signal_name is None and r.exception is None
+    plumbing = abort_frames(r) if unsignalled else []
+    uncaught = (r.signal_name is None and (r.abort_message or "").startswith(
+        "uncaught exception"))
+    if sig or (r.abort_message and (unsignalled or uncaught)) or plumbing:
+        why = (f"signal {'/'.join(sorted(sig))}" if sig else "abort message without a signal"
+               if r.abort_message else "no signal in the report, but the top frames abort ("
+               + ", ".join(dict.fromkeys(plumbing)) + ")")
         ctx.trail.append(f"native-abort: {why} -> abort")
         return CrashClass.ABORT
     return None
@@ -151,7 +191,7 @@ def _fallback(ctx: _Context) -> CrashClass:
 
 
 _PIPELINE: tuple[_Step, ...] = (
-    ("unparsed", _unparsed), ("known-signatures", _known_signatures),
+    ("unparsed", _unparsed), ("race", _race), ("known-signatures", _known_signatures),
     ("managed-death", _managed_death), ("native-abort", _native_abort),
     ("native-crash", _native_crash))
 
@@ -199,4 +239,4 @@ def classify(record: CrashRecord, rules: RuleSet | None = None) -> Classificatio
     if decided is CrashClass.UNPARSED and signature.startswith("EMPTY"):
         signature = f"EMPTY: {ctx.unparsed_reason}"
     return Classification(crash_class=decided, signature=signature, rule_id=ctx.rule_id,
-                          trail=tuple(ctx.trail))
+                          trail=tuple(ctx.trail), mechanism=ctx.mechanism)

@@ -10,7 +10,10 @@ gdb's ``bt``):
   unsigned long, unsigned long)+0x40) [0x7f...]``), or a bare demangled ``symbol+0x40``;
 * ``[0x7f...]`` alone; any of these after a ``#N``/``N:`` index;
 * gdb: ``#0  0x00007f... in sym (args) from /lib/libx.so`` / ``... at file.cc:37``;
-  ``#1  <signal handler called>``.
+  ``#1  <signal handler called>``; a frame whose argument list, ``at file:line`` or
+  ``from lib`` went on to the next line (gdb wraps long frames; pastes wrap at 80
+  columns) is joined first; when the paste holds a ``(gdb) bt`` prompt, the frames after
+  the last one are read (the ``#0`` gdb prints when it stops is a repeat).
 
 Frames printed from inside a signal handler start with the handler itself and the libc
 signal trampoline (``__restore_rt``, unsymbolized in ``backtrace_symbols`` output as
@@ -31,7 +34,8 @@ from ._text import (basename, decode, matching_open_paren, parse_int, signal_nam
                     signal_number)
 from .record import CrashRecord, Frame
 
-__all__ = ["parse_host", "read_host_output", "looks_like_host_backtrace"]
+__all__ = ["parse_host", "read_host_output", "looks_like_host_backtrace",
+           "looks_like_console_abort"]
 
 _TOMBSTONE_FRAME = re.compile(r"^\s*#\d+\s+pc\s")
 _INDEX = re.compile(r"^\s*(?:#\s?\d{1,4}[:.]?|\d{1,4}[:.])\s+")
@@ -47,7 +51,9 @@ _ABORT_TEXT = re.compile(
     r"active exception|\s*what\(\):\s+.*|libc\+\+abi: terminating.*|Fatal glibc error: .*|"
     r"(?:free|malloc|realloc|munmap_chunk|corrupted|double free)[^:]*(?:\(\))?: .*|"
     r"double free or corruption.*|corrupted size vs\. prev_size.*|\*\*\* stack smashing .*|"
-    r"\*\*\* buffer overflow detected .*|.*Assertion `.*' failed\.)$")
+    r"\*\*\* buffer overflow detected .*|.*Assertion [`'].*' failed\.|"
+    r".*malloc: \*\*\* error for object .*|libc\+\+abi(?:\.dylib)?: terminating.*|"
+    r".*\*\*\* Terminating app due to uncaught exception .*)$")
 _SIGNAL_WORDS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                  "Illegal instruction": "SIGILL", "Floating point exception": "SIGFPE",
                  "Trace/breakpoint trap": "SIGTRAP", "Killed": "SIGKILL"}
@@ -110,6 +116,41 @@ def _frame_from_line(index: int, line: str) -> Frame | None:
                  offset=offset, pc=pc)
 
 
+_CONSOLE_ABORT = re.compile(r"^(?:.*\bterminated by signal SIG[A-Z]+|.*malloc: \*\*\* error for "
+                            r"object |\s*libc\+\+abi(?:\.dylib)?: terminating|terminate called |"
+                            r".*Assertion [`'].*' failed\.|(?:Segmentation fault|Aborted) \(core "
+                            r"dumped\)|Fatal Python error: |\w+: (?:segmentation fault|abort|bus "
+                            r"error|illegal instruction)\b|.*\*\*\* Terminating app due to "
+                            r"uncaught exception)", re.M | re.I)
+_GDB_PROMPT = re.compile(r"^\(gdb\) (?:bt|backtrace|where|thread apply all bt)\b")
+_GDB_TAIL = re.compile(r"^(?:at|from) \S")
+
+
+def looks_like_console_abort(text: str) -> bool:
+    """True when the text holds a console line of an abort (``libc++abi: terminating``,
+    ``malloc: *** error for object``, ``terminate called``, a failed assertion, a shell's
+    ``terminated by signal SIGABRT`` or ``Aborted (core dumped)``)."""
+    return _CONSOLE_ABORT.search(text) is not None
+
+
+def _join_gdb_lines(lines: Sequence[str]) -> list[str]:
+    """gdb frames continued on the next line joined back (see the module docs), and only the
+    frames after the last ``(gdb) bt`` prompt kept when there is one."""
+    start = 0
+    for i, line in enumerate(lines):
+        if _GDB_PROMPT.match(line.strip()):
+            start = i + 1
+    out: list[str] = []
+    for line in lines[start:]:
+        stripped = line.strip()
+        if out and stripped and not stripped.startswith("#") and out[-1].lstrip().startswith(
+                "#") and (out[-1].count("(") > out[-1].count(")") or _GDB_TAIL.match(stripped)):
+            out[-1] = out[-1].rstrip() + " " + stripped
+            continue
+        out.append(line)
+    return out
+
+
 def looks_like_host_backtrace(lines: Sequence[str]) -> bool:
     """True when at least two lines read as backtrace_symbols or gdb frames."""
     hits = 0
@@ -133,28 +174,36 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
     frames: list[Frame] = []
     abort_lines: list[str] = []
     in_run = done = False
+    all_lines = list(lines)
+    lines = _join_gdb_lines(all_lines)
     for line in lines:
         stripped = line.strip()
         if not stripped:
             if in_run:
                 done = True
             continue
-        if not done:
-            frame = _frame_from_line(len(frames), stripped) if (
-                "[0x" in stripped or "+0x" in stripped or stripped.startswith("#")) else None
-            if frame is not None:
-                in_run = True
-                frames.append(frame)
-                continue
-            if in_run and len(frames) >= 1:
-                done = True
+        if done:
+            break
+        frame = _frame_from_line(len(frames), stripped) if (
+            "[0x" in stripped or "+0x" in stripped or stripped.startswith("#")) else None
+        if frame is not None:
+            in_run = True
+            frames.append(frame)
+        elif in_run:
+            done = True
+    for line in all_lines:
+        stripped = line.strip()
+        if not stripped or (stripped.startswith("#") and _frame_from_line(0, stripped)):
+            continue
         if _ABORT_TEXT.match(stripped) and len(abort_lines) < 8:
             abort_lines.append(stripped)
             continue
         if draft.get("signal_name") is None:
+            lowered = stripped.lower()
             for words, name in _SIGNAL_WORDS.items():
                 if stripped.startswith(words) or stripped.endswith(words) or \
-                        f"({words})" in stripped:
+                        f"({words})" in stripped or re.match(
+                            rf"^\w+: {words.lower()}\b", lowered):
                     draft.set("signal_name", name)
                     break
             else:

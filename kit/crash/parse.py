@@ -1,41 +1,62 @@
 """``parse_text``: detect which crash report a text is and read it into a CrashRecord.
 
-Detection order (first that fits; ``hint`` skips it):
+Paste marks are removed first (:mod:`kit.crash._paste`). Detection order (first that
+fits; ``hint`` skips it); :func:`detect_family` returns the family and why:
 
-1. ``{`` first: Apple ``.ips`` / JetsamEvent JSON (:mod:`kit.crash.apple`);
-2. ``ApplicationExitInfo #N``: ``dumpsys activity exit-info`` (the newest entry);
-3. a line of ``=`` plus ``YYYY-MM-DD HH:MM:SS <tag> (`` or ``Drop box contents:``: DropBox;
-4. ``Exception Type:`` with a crashed thread: legacy Apple ``.crash`` text;
-5. ``* thread #N ... stop reason =``: lldb;
-6. Android text (any logcat prefix, or none): tombstone, ``Fatal signal``, FATAL EXCEPTION,
-   JavascriptException, ANR, lmkd (:mod:`kit.crash.android`);
-7. a glibc ``backtrace_symbols`` / gdb backtrace: host (:mod:`kit.crash.host`);
-8. otherwise a record of format ``unknown`` saying so.
+1. ``{`` first: Apple ``.ips`` / JetsamEvent JSON, or a lone JetsamEvent process entry
+   (:mod:`kit.crash.apple`);
+2. ``.ips`` keys (``imageOffset``, ``procName``, ``exception`` ...) without the leading
+   ``{``: a piece of an ``.ips`` body (:mod:`kit.crash.ips_salvage`);
+3. ``ApplicationExitInfo #N``: ``dumpsys activity exit-info`` (the newest entry);
+4. a line of ``=`` plus ``YYYY-MM-DD HH:MM:SS <tag> (`` or ``Drop box contents:``: DropBox;
+5. a sanitizer's report (ASan, HWASan, TSan, MSan, LSan, UBSan; a piece of one):
+   :mod:`kit.crash.sanitizer`;
+6. legacy Apple ``.crash`` text or a piece of it (``Exception Type:``, ``Termination
+   Reason:``, ``Thread N Crashed:``, Apple frame lines ...);
+7. ``* thread #N ... stop reason =`` or ``frame #N: 0x`` lines: lldb; ``Thread N Queue :`` /
+   ``#N<TAB>0x... in``: Xcode's debug navigator (:mod:`kit.crash.debugger`);
+8. Android text (any logcat prefix, or none): tombstone, ``Fatal signal``, FATAL EXCEPTION,
+   JavascriptException, ANR, lmkd, crash-console exports (:mod:`kit.crash.android`,
+   :mod:`kit.crash.console`);
+9. a glibc ``backtrace_symbols`` / gdb backtrace: host (:mod:`kit.crash.host`); an IDE's
+   frame list; console lines of an abort (``libc++abi: terminating``, ``malloc: ***``,
+   ``terminated by signal SIGABRT``);
+10. otherwise a record of format ``unknown`` saying so.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any, Callable
 
 from ._draft import Draft
+from ._paste import tidy_paste
 from ._text import decode, signal_name, split_logcat
 from .android import parse_android_log, parse_dropbox
-from .apple import looks_like_crash_text, parse_ips, read_crash_text, read_lldb
+from .apple import crash_text_marks, parse_ips, read_crash_text
+from .debugger import (looks_like_ide_frames, looks_like_xcode_threads, read_ide_frames, read_lldb,
+                       read_xcode_threads)
 from .exitinfo import ExitReason, parse_exit_info
-from .host import looks_like_host_backtrace, read_host_output
+from .host import looks_like_console_abort, looks_like_host_backtrace, read_host_output
+from .ips_salvage import looks_like_ips_fragment, parse_ips_fragment
 from .record import CrashRecord
+from .sanitizer import looks_like_sanitizer, read_sanitizer
 
-__all__ = ["parse_text", "HINTS"]
+__all__ = ["parse_text", "detect_family", "HINTS"]
 
 #: Values accepted for ``hint`` (a format family).
 HINTS = ("android", "tombstone", "logcat", "dropbox", "exit-info", "ips", "jetsam",
-         "crash-text", "lldb", "host")
+         "crash-text", "lldb", "host", "ips-partial", "sanitizer", "xcode", "ide-frames",
+         "console")
 
 _DROPBOX = re.compile(r"^(?:={20,}\s*\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(|Drop box contents:)",
                       re.M)
-_LLDB = re.compile(r"^\s*\* thread #\d+.*stop reason = ", re.M)
+_LLDB = re.compile(r"^\s*\* thread #\d+.*stop reason = |^\s*\*?\s*frame #\d+: 0x[0-9a-fA-F]+.*\n"
+                   r"\s*\*?\s*frame #\d+: 0x", re.M)
 _CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS")
 _EXIT_INFO = re.compile(r"^\s*ApplicationExitInfo #\d+", re.M)
+_TRACES = re.compile(r'^\s*(?:----- pid \d+ at |DALVIK THREADS|"main" prio=\d+ tid=1\b|suspend all '
+                     r'histogram:)', re.M)
 
 
 def parse_text(text: str | bytes, hint: str | None = None) -> CrashRecord:
@@ -58,19 +79,47 @@ def parse_text(text: str | bytes, hint: str | None = None) -> CrashRecord:
                            notes=(f"internal parser error: {type(exc).__name__}: {exc}",))
 
 
-def _detect(text: str) -> str | None:
+def detect_family(text: str) -> tuple[str, str]:
+    """``(family, why)`` for a report's text (already decoded and tidied): the family the
+    detection order in the module docs picks, and the marks that picked it. ``family`` is
+    one of :data:`HINTS`, or ``android`` for every Android/host text."""
     head = text.lstrip()[:1]
     if head == "{":
-        return "ips"
+        return "ips", "the text starts with '{': Apple .ips JSON (or a JetsamEvent entry)"
+    if looks_like_ips_fragment(text):
+        return "ips-partial", ".ips keys (imageOffset, procName, exception ...) without the " \
+                              "leading '{': a piece of an .ips body"
     if _EXIT_INFO.search(text):
-        return "exit-info"
+        return "exit-info", "an 'ApplicationExitInfo #N' entry"
     if _DROPBOX.search(text):
-        return "dropbox"
-    if looks_like_crash_text(text):
-        return "crash-text"
+        return "dropbox", "a DropBox entry header (a line of '=' and 'date time tag (')"
+    why = looks_like_sanitizer(text)
+    if why:
+        return "sanitizer", why
+    why = crash_text_marks(text)
+    if why:
+        return "crash-text", why
     if _LLDB.search(text):
-        return "lldb"
-    return None
+        return "lldb", "an lldb stop line ('* thread #N ... stop reason =') or 'frame #N:' lines"
+    if looks_like_xcode_threads(text):
+        return "xcode", "Xcode debug-navigator lines ('Thread N Queue :', '#N<TAB>0x... in')"
+    return "android", "no Apple, sanitizer or debugger marks: Android log text (tombstone, " \
+                      "logcat, crash-console export) or host output"
+
+
+#: family -> (platform, source, format, reader, whether the reader takes lines)
+_READERS: dict[str, tuple[str, str, str, Callable[[Draft, Any], None], bool]] = {
+    "ips": ("ios", "ips", "ips", parse_ips, False),
+    "jetsam": ("ios", "ips", "ips", parse_ips, False),
+    "ips-partial": ("ios", "ips", "ips-partial", parse_ips_fragment, False),
+    "dropbox": ("android", "dropbox", "dropbox", parse_dropbox, False),
+    "sanitizer": ("linux", "sanitizer", "sanitizer", read_sanitizer, True),
+    "crash-text": ("ios", "crash-text", "crash-text", read_crash_text, True),
+    "lldb": ("ios", "lldb", "lldb", read_lldb, True),
+    "xcode": ("ios", "debugger", "xcode-threads", read_xcode_threads, True),
+    "ide-frames": ("unknown", "debugger", "ide-frames", read_ide_frames, True),
+    "host": ("linux", "host-signal", "host-backtrace", read_host_output, True),
+}
 
 
 def _parse(text: str | bytes, hint: str | None) -> CrashRecord:
@@ -80,51 +129,76 @@ def _parse(text: str | bytes, hint: str | None) -> CrashRecord:
         if hint in HINTS:
             family = hint
         else:
-            notes.append(f"unknown hint {hint!r} ignored (known: {', '.join(HINTS)})")
+            notes.append(f"unknown hint {hint[:40]!r} ignored (known: {', '.join(HINTS)})")
     if not text.strip():
         return CrashRecord(platform="unknown", source="unknown", format="unknown",
                            notes=tuple(notes + ["empty input"]))
-    family = family or _detect(text)
-    if family in ("ips", "jetsam"):
-        draft = Draft(platform="ios", source="ips", format="ips", notes=notes)
-        parse_ips(draft, text)
-    elif family == "exit-info":
+    text, tidied = tidy_paste(text)
+    notes.extend(tidied)
+    forced = family is not None
+    family = family or detect_family(text)[0]
+    if family == "exit-info":
         return _from_exit_info(text, notes)
-    elif family == "dropbox":
-        draft = Draft(platform="android", source="dropbox", format="dropbox", notes=notes)
-        parse_dropbox(draft, text)
-    elif family == "crash-text":
-        draft = Draft(platform="ios", source="crash-text", format="crash-text", notes=notes)
-        read_crash_text(draft, text.split("\n"))
-    elif family == "lldb":
-        draft = Draft(platform="ios", source="lldb", format="lldb", notes=notes)
-        read_lldb(draft, text.split("\n"))
-    elif family == "host":
-        draft = Draft(platform="linux", source="host-signal", format="host-backtrace",
-                      notes=notes)
-        read_host_output(draft, text.split("\n"))
+    if family == "console":
+        draft = _console_abort(text, notes)
+    elif family in _READERS:
+        platform, source, fmt, reader, by_lines = _READERS[family]
+        draft = Draft(platform=platform, source=source, format=fmt, notes=notes)
+        reader(draft, text.split("\n") if by_lines else text)
     else:
-        draft = _parse_android_or_host(text, notes, forced=family is not None)
+        draft = _parse_android_or_host(text, notes, forced=forced)
     return draft.build()
+
+
+def _console_abort(text: str, notes: list[str]) -> Draft:
+    draft = Draft(platform="linux", source="console", format="console-abort", notes=notes)
+    read_host_output(draft, text.split("\n"))
+    draft.format = "console-abort"
+    if "Terminating app due to uncaught exception" in text:
+        draft.platform = "ios"  # an NSException's last words (Xcode console), assumed iOS
+    elif "malloc: ***" in text or "dyld" in text or ".dylib" in text:
+        draft.platform = "ios" if "/Developer/usr/lib/" in text else "macos"
+    if draft.get("abort_message"):
+        draft.kind = "native"
+        if "no signal and no backtrace: the workload did not crash by a signal" in draft.notes:
+            draft.notes.remove("no signal and no backtrace: the workload did not crash by a "
+                               "signal")
+        draft.note("console lines of an abort, no crash report")
+        if "RCTFatal" in draft.get("abort_message") or "Unhandled JS Exception" in \
+                draft.get("abort_message"):
+            draft.kind = "js"
+            draft.set("message", draft.get("abort_message"))
+            draft.note("React Native fatal JS error (RCTFatal) ended the process")
+    return draft
 
 
 def _parse_android_or_host(text: str, notes: list[str], forced: bool) -> Draft:
     lines = text.split("\n")
     style, loglines = split_logcat(lines)
     raw = style == "raw"
-    draft = Draft(platform="android", source="logcat", format="unknown", notes=notes)
+    draft = Draft(platform="android", source="logcat", format="unknown", notes=list(notes))
     parse_android_log(draft, loglines, raw=raw)
     if draft.kind == "unknown" and not forced and looks_like_host_backtrace(lines):
         host = Draft(platform="linux", source="host-signal", format="host-backtrace",
                      notes=list(notes))
         read_host_output(host, lines)
         return host
+    if draft.kind == "unknown" and not forced and looks_like_ide_frames(lines):
+        ide = Draft(platform="unknown", source="debugger", format="ide-frames",
+                    notes=list(notes))
+        read_ide_frames(ide, lines)
+        return ide
+    if draft.kind == "unknown" and not forced and looks_like_console_abort(text):
+        return _console_abort(text, list(notes))
     if draft.kind == "unknown":
         if not forced:
             draft.platform = "unknown"
             draft.source = "unknown"
         draft.format = "unknown"
         draft.note("no known crash report format found")
+        return draft
+    if draft.format != "unknown":  # a crash-console shape named itself
+        draft.source = "terminal" if draft.format == "js-terminal" else "crash-reporter"
         return draft
     crash_buffer = "--------- beginning of crash" in text
     has_fatal = draft.kind == "native" and any("Fatal signal " in ln.msg for ln in loglines)
@@ -144,7 +218,7 @@ def _parse_android_or_host(text: str, notes: list[str], forced: bool) -> Draft:
         name = label.get(draft.kind, draft.kind)
         if draft.get("exception") == "lmkd kill":
             name = "lmkd"
-        elif draft.kind == "anr" and draft.get("thread_name") == "main" and raw:
+        elif draft.kind == "anr" and raw and _TRACES.search(text):
             name = "anr-traces"
         draft.format = f"{name}-{style}" if not raw else name
     return draft

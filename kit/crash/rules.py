@@ -13,6 +13,11 @@ A rule file holds any of (see docs/crash.md for the full reference)::
     kinds = ["native"]                 # record kinds the rule applies to
     signals = ["SIGSEGV", "EXC_BAD_ACCESS"]         # signal name or exception type, any of
     abort_messages = ['Scudo ERROR']   # these abort messages satisfy ``signals`` too
+    causes = ['use-after-free']        # so do these causes (GWP-ASan, MTE, a sanitizer)
+    absent_signal = "accept"           # a report with no signal at all: the chain decides
+                                       # ("reject": the rule needs a signal)
+    race_frames = ['CreatePreferredAllocators']     # a data-race report touching these is
+                                       # this defect's mechanism (said in the trail)
     reject_abort_messages = ['terminating']         # any of these vetoes the rule
     reject_frames = ['XNNWeightsCache']             # a meaningful frame like this vetoes it
     window = 16                        # meaningful frames looked at
@@ -25,7 +30,14 @@ A rule file holds any of (see docs/crash.md for the full reference)::
 Patterns are Python regular expressions, searched (``re.search``) in normalised frame
 names (:mod:`kit.crash.signature`: arguments and template arguments dropped), so they match
 symbols, never library names. Every pattern is compiled at load; a bad file raises
-:class:`~kit.errors.DataError` naming the file, the line and the rule.
+:class:`~kit.errors.DataError` naming the file, the line and the rule. The user's patterns
+run with a time bound (:mod:`kit.crash._patterns`): one that times out is reported in the
+trail and its rule does not match.
+
+A report with no signal and no exception (a crash console's export, a paste cut above its
+signal line) is not a report with the wrong signal: unless the top frames show an abort,
+``signals`` is then waived (``absent_signal = "accept"``, the default) and said so in the
+trail, and the frame chain decides.
 """
 
 from __future__ import annotations
@@ -34,11 +46,14 @@ import dataclasses
 import re
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..errors import DataError
+from ._io import MAX_RULE_FILE_BYTES, read_limited
+from ._patterns import Pattern, PatternError, PatternTimeout, UserPattern, compile_pattern
+from ._text import clip
 from .record import CrashRecord
-from .signature import NormalFrame
+from .signature import NormalFrame, abort_frames
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,7 +70,8 @@ KINDS = ("native", "java", "js", "anr", "oom", "unknown")
 SHIPPED_RULES_DIR = Path(__file__).resolve().parent.parent / "data" / "rules"
 
 _RULE_KEYS = {"id", "crash_class", "title", "issue", "description", "kinds", "signals",
-              "abort_messages", "reject_abort_messages", "reject_frames", "window", "chain"}
+              "abort_messages", "reject_abort_messages", "reject_frames", "window", "chain",
+              "causes", "absent_signal", "race_frames"}
 _STEP_KEYS = {"name", "frames", "within"}
 _FILE_KEYS = {"frames", "rule"}
 
@@ -65,7 +81,7 @@ class ChainStep:
     """One link of a rule's frame chain: any of ``patterns`` within ``within`` frames."""
 
     name: str
-    patterns: tuple[re.Pattern[str], ...]
+    patterns: tuple[Pattern, ...]
     within: int
 
     def find(self, frames: Sequence[NormalFrame], start: int) -> int | None:
@@ -97,55 +113,144 @@ class Rule:
     issue: str | None
     kinds: tuple[str, ...]
     signals: tuple[str, ...]
-    abort_messages: tuple[re.Pattern[str], ...]
-    reject_abort_messages: tuple[re.Pattern[str], ...]
-    reject_frames: tuple[re.Pattern[str], ...]
+    abort_messages: tuple[Pattern, ...]
+    reject_abort_messages: tuple[Pattern, ...]
+    reject_frames: tuple[Pattern, ...]
     window: int
     chain: tuple[ChainStep, ...]
     origin: str
+    causes: tuple[Pattern, ...] = ()
+    absent_signal: str = "accept"
+    race_frames: tuple[Pattern, ...] = ()
 
-    def evaluate(self, record: CrashRecord, frames: Sequence[NormalFrame]) -> RuleMatch:
-        """Check ``record`` (with its meaningful ``frames``) against this rule."""
-        trail: list[str] = []
-
-        def fail(reason: str) -> RuleMatch:
-            trail.append(f"no: {reason}")
-            return RuleMatch(False, tuple(trail))
-
-        if self.kinds and record.kind not in self.kinds:
-            return fail(f"kind {record.kind} is not {'/'.join(self.kinds)}")
+    def _checks(self, record: CrashRecord, frames: Sequence[NormalFrame]
+                ) -> Iterator[tuple[bool, str | None, str]]:
+        """Each check in order: ``(passed, trail line or None, explanation)``."""
+        kind_ok = not self.kinds or record.kind in self.kinds
+        text = None if kind_ok else f"kind {record.kind} is not {'/'.join(self.kinds)}"
+        yield kind_ok, text, text or (f"kind {record.kind}" + (
+            f" is one of {'/'.join(self.kinds)}" if self.kinds else " (any kind)"))
         abort = record.abort_message or ""
-        for pattern in self.reject_abort_messages:
-            if abort and pattern.search(abort):
-                return fail(f"abort message matches reject pattern {pattern.pattern!r}")
+        veto = next((p.pattern for p in self.reject_abort_messages
+                     if abort and p.search(abort)), None)
+        text = f"abort message matches reject pattern {veto!r}" if veto else None
+        yield veto is None, text, text or "no abort message the rule rejects"
         if self.signals:
-            got = {g for g in (record.signal_name, record.exception) if g}
-            by_abort = next((p.pattern for p in self.abort_messages if abort and p.search(abort)),
-                            None)
-            if got & set(self.signals):
-                trail.append(f"signal {'/'.join(sorted(got & set(self.signals)))} accepted")
-            elif by_abort is not None:
-                trail.append(f"abort message matches {by_abort!r} (allocator error)")
-            else:
-                shown = "/".join(sorted(str(g) for g in got)) or "none"
-                return fail(f"signal {shown} is not one of {', '.join(self.signals)}")
+            yield self._signal_check(record, abort)
         window = list(frames[:self.window])
-        for pattern in self.reject_frames:
-            hit = next((f for f in window if pattern.search(f.name)), None)
-            if hit is not None:
-                return fail(f"frame #{hit.frame.index} {hit.name} matches reject pattern "
-                            f"{pattern.pattern!r}")
+        hit = None
+        joined = self._joined_rejects()
+        if joined is None or any(joined.search(f.name) for f in window):
+            for pattern in self.reject_frames:
+                found = next((f for f in window if pattern.search(f.name)), None)
+                if found is not None:
+                    hit = (found, pattern.pattern)
+                    break
+        text = (f"frame #{hit[0].frame.index} {hit[0].name} matches reject pattern {hit[1]!r}"
+                if hit else None)
+        yield hit is None, text, text or f"no frame the rule rejects in the top {self.window}"
         start = 0
         for step in self.chain:
-            found = step.find(window, start)
-            if found is None:
+            if start < 0:
+                yield False, None, f"{step.name}: not looked for (an earlier step failed)"
+                continue
+            found_at = step.find(window, start)
+            if found_at is None:
                 where = "top" if start == 0 else f"next after #{window[start - 1].frame.index}"
-                return fail(f"no {step.name} frame in the {where} {step.within} "
-                            "meaningful frames")
-            hit = window[found]
-            trail.append(f"{step.name}: #{hit.frame.index} {hit.name}")
-            start = found + 1
+                text = f"no {step.name} frame in the {where} {step.within} meaningful frames"
+                start = -1
+                yield False, text, text
+                continue
+            step_hit = window[found_at]
+            text = f"{step.name}: #{step_hit.frame.index} {step_hit.name}"
+            start = found_at + 1
+            yield True, text, text
+
+    def _joined_rejects(self) -> re.Pattern[str] | None:
+        """The shipped reject patterns as one ``re`` alternation (a quick test before the
+        one-by-one search that names the pattern); ``None`` for a user's rule."""
+        cached = self.__dict__.get("_rejects", False)
+        if cached is False:
+            shipped = all(isinstance(p, re.Pattern) for p in self.reject_frames)
+            cached = re.compile("|".join(f"(?:{p.pattern})" for p in self.reject_frames)
+                                or r"(?!)") if shipped else None
+            object.__setattr__(self, "_rejects", cached)
+        return cached
+
+    def _signal_check(self, record: CrashRecord, abort: str) -> tuple[bool, str | None, str]:
+        got = {g for g in (record.signal_name, record.exception) if g}
+        if got & set(self.signals):
+            text = f"signal {'/'.join(sorted(got & set(self.signals)))} accepted"
+            return True, text, text
+        by_abort = next((p.pattern for p in self.abort_messages if abort and p.search(abort)),
+                        None)
+        if by_abort is not None:
+            text = f"abort message matches {by_abort!r} (allocator error)"
+            return True, text, text
+        said = " ".join(g for g in (record.cause, record.exception) if g)
+        by_cause = next((p.pattern for p in self.causes if said and p.search(said)), None)
+        if by_cause is not None:
+            text = f"cause matches {by_cause!r} (a memory tool saw the error)"
+            return True, text, text
+        if not got and record.kind == "native":
+            plumbing = abort_frames(record)
+            if plumbing:
+                text = ("no signal in the report, and the top frames abort ("
+                        + ", ".join(dict.fromkeys(plumbing)) + "): not one of "
+                        + ", ".join(self.signals))
+                return False, text, text
+            if self.absent_signal == "accept":
+                text = ("no signal in the report (absent, not wrong): the frame chain "
+                        "decides")
+                return True, text, text
+            text = "no signal in the report, and this rule needs one"
+            return False, text, text
+        shown = "/".join(sorted(str(g) for g in got)) or "none"
+        text = f"signal {shown} is not one of {', '.join(self.signals)}"
+        return False, text, text
+
+    def evaluate(self, record: CrashRecord, frames: Sequence[NormalFrame]) -> RuleMatch:
+        """Check ``record`` (with its meaningful ``frames``) against this rule; the first
+        check that fails ends it. A user pattern that times out fails the rule."""
+        trail: list[str] = []
+        try:
+            for passed, line, _ in self._checks(record, frames):
+                if not passed:
+                    trail.append(f"no: {line}")
+                    return RuleMatch(False, tuple(trail))
+                if line:
+                    trail.append(line)
+        except PatternTimeout as exc:
+            trail.append(f"no: {exc}; the rule is skipped (simplify the pattern)")
+            return RuleMatch(False, tuple(trail))
         return RuleMatch(True, tuple(trail))
+
+    def explain(self, record: CrashRecord, frames: Sequence[NormalFrame]
+                ) -> tuple[bool, list[str]]:
+        """Every check, passed (``ok``) or not (``NO``), without stopping at the first
+        failure: ``(matched, lines)``."""
+        lines: list[str] = []
+        matched = True
+        try:
+            for passed, _, text in self._checks(record, frames):
+                matched = matched and passed
+                lines.append(f"{'ok' if passed else 'NO'}: {text}")
+        except PatternTimeout as exc:
+            lines.append(f"NO: {exc}; the rule is skipped")
+            matched = False
+        return matched, lines
+
+    def race_hit(self, names: Sequence[str]) -> str | None:
+        """The first ``race_frames`` pattern found in ``names`` (frame names and the other
+        stacks of a data-race report), or ``None``."""
+        for pattern in self.race_frames:
+            for name in names:
+                try:
+                    if pattern.search(name):
+                        return pattern.pattern
+                except PatternTimeout:
+                    return None
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,17 +258,35 @@ class RuleSet:
     """Rules in evaluation order, the frame skip list, and the files they came from."""
 
     rules: tuple[Rule, ...]
-    skip: tuple[re.Pattern[str], ...]
+    skip: tuple[Pattern, ...]
     sources: tuple[str, ...]
     _skip_re: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
+    _user_skip: tuple[UserPattern, ...] = dataclasses.field(init=False, repr=False,
+                                                            compare=False)
 
     def __post_init__(self) -> None:
-        joined = "|".join(f"(?:{p.pattern})" for p in self.skip) or r"(?!)"
+        shipped = [p for p in self.skip if not isinstance(p, UserPattern)]
+        joined = "|".join(f"(?:{p.pattern})" for p in shipped) or r"(?!)"
         object.__setattr__(self, "_skip_re", re.compile(joined))
+        object.__setattr__(self, "_user_skip",
+                           tuple(p for p in self.skip if isinstance(p, UserPattern)))
 
     def is_skipped(self, name: str) -> bool:
-        """True if a normalised frame name is on the skip list."""
-        return self._skip_re.search(name) is not None
+        """True if a normalised frame name is on the skip list (a user skip pattern that
+        timed out skips nothing; :meth:`timed_out` names it)."""
+        if self._skip_re.search(name) is not None:
+            return True
+        for pattern in self._user_skip:
+            try:
+                if pattern.search(name):
+                    return True
+            except PatternTimeout:
+                continue
+        return False
+
+    def timed_out(self) -> list[str]:
+        """The user skip patterns that timed out so far in this process."""
+        return [p.pattern for p in self._user_skip if p.timed_out]
 
     def get(self, rule_id: str) -> Rule | None:
         """The rule with this id, or ``None``."""
@@ -178,12 +301,14 @@ def _line_of(text: str, needle: str) -> int | None:
 
 
 class _Loader:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, user: bool) -> None:
         self.path = path
+        self.user = user
+        data = read_limited(path, MAX_RULE_FILE_BYTES, "rule file")
         try:
-            self.text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DataError(f"cannot read rule file {path}: {exc}",
+            self.text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(f"cannot read rule file {clip(path)}: {exc}",
                             "pass a readable UTF-8 TOML file") from None
 
     def error(self, problem: str, rule_id: str | None = None, needle: str | None = None
@@ -194,12 +319,12 @@ class _Loader:
                     or _line_of(self.text, needle))
         if line is None and rule_id:
             line = _line_of(self.text, f'"{rule_id}"') or _line_of(self.text, f"'{rule_id}'")
-        where = f"{self.path}:{line}" if line else str(self.path)
-        what = f" rule {rule_id!r}:" if rule_id else ""
+        where = f"{clip(self.path)}:{line}" if line else clip(self.path)
+        what = f" rule {clip(rule_id, 80)!r}:" if rule_id else ""
         return DataError(f"{where}:{what} {problem}",
                          "fix the rule file (format: docs/crash.md, 'Rule files')")
 
-    def patterns(self, value: Any, key: str, rule_id: str | None) -> tuple[re.Pattern[str], ...]:
+    def patterns(self, value: Any, key: str, rule_id: str | None) -> tuple[Pattern, ...]:
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -207,10 +332,10 @@ class _Loader:
         out = []
         for pattern in value:
             try:
-                out.append(re.compile(pattern))
-            except re.error as exc:
-                raise self.error(f"bad regular expression {pattern!r} in {key}: {exc}",
-                                 rule_id, pattern) from None
+                out.append(compile_pattern(pattern, self.user))
+            except PatternError as exc:
+                raise self.error(f"bad regular expression {clip(pattern, 80)!r} in {key}: "
+                                 f"{clip(exc, 120)}", rule_id, pattern) from None
         return tuple(out)
 
     def strings(self, value: Any, key: str, rule_id: str) -> tuple[str, ...]:
@@ -227,7 +352,7 @@ class _Loader:
             raise self.error(f"{key} must be a whole number from 1 to 64", rule_id, key)
         return value
 
-    def load(self) -> tuple[list[Rule], list[re.Pattern[str]]]:
+    def load(self) -> tuple[list[Rule], list[Pattern]]:
         try:
             data = tomllib.loads(self.text)
         except tomllib.TOMLDecodeError as exc:
@@ -288,6 +413,10 @@ class _Loader:
         for key in ("title", "issue", "description"):
             if key in raw and not isinstance(raw[key], str):
                 raise self.error(f"{key} must be a string", rule_id, key)
+        absent = raw.get("absent_signal", "accept")
+        if absent not in ("accept", "reject"):
+            raise self.error("absent_signal must be \"accept\" or \"reject\"", rule_id,
+                             "absent_signal")
         line = _line_of(self.text, f'"{rule_id}"') or _line_of(self.text, f"'{rule_id}'")
         return Rule(
             id=rule_id, crash_class=crash_class, title=raw.get("title", rule_id),
@@ -300,15 +429,18 @@ class _Loader:
             reject_frames=self.patterns(raw.get("reject_frames", []), "reject_frames",
                                         rule_id),
             window=self.positive(raw.get("window"), "window", rule_id, 16),
-            chain=tuple(chain), origin=f"{self.path}:{line}" if line else str(self.path))
+            chain=tuple(chain), origin=f"{self.path}:{line}" if line else str(self.path),
+            causes=self.patterns(raw.get("causes", []), "causes", rule_id),
+            absent_signal=absent,
+            race_frames=self.patterns(raw.get("race_frames", []), "race_frames", rule_id))
 
 
 def _rule_files(path: Path) -> list[Path]:
     if path.is_dir():
-        return sorted(p for p in path.glob("*.toml") if p.is_file())
-    if path.is_file():
-        return [path]
-    raise DataError(f"rule file or directory {path} does not exist",
+        return sorted(path.glob("*.toml"))[:200]
+    if path.exists():
+        return [path]  # read_limited refuses devices and FIFOs with one line
+    raise DataError(f"rule file or directory {clip(path)} does not exist",
                     "pass an existing .toml file or a directory of them")
 
 
@@ -327,20 +459,21 @@ def load_rules(path: str | Path | None = None) -> RuleSet:
         DataError: a file is unreadable, not TOML, or a rule is malformed (the message
             names the file, the line and the rule).
     """
-    files = _rule_files(SHIPPED_RULES_DIR)
+    files = [(f, False) for f in _rule_files(SHIPPED_RULES_DIR)]
     if path is not None:
-        files += _rule_files(Path(path))
+        files += [(f, True) for f in _rule_files(Path(path))]
     rules: dict[str, Rule] = {}
-    skip: list[re.Pattern[str]] = []
-    for file in files:
-        loaded, file_skip = _Loader(file).load()
+    skip: list[Pattern] = []
+    for file, user in files:
+        loader = _Loader(file, user)
+        loaded, file_skip = loader.load()
         seen: set[str] = set()
         for rule in loaded:
             if rule.id in seen:
-                raise _Loader(file).error("duplicate rule id in one file", rule.id)
+                raise loader.error("duplicate rule id in one file", rule.id)
             seen.add(rule.id)
             rules.pop(rule.id, None)
             rules[rule.id] = rule
         skip.extend(file_skip)
     return RuleSet(rules=tuple(rules.values()), skip=tuple(skip),
-                   sources=tuple(str(f) for f in files))
+                   sources=tuple(str(f) for f, _ in files))

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from .rules import RuleSet
 
 __all__ = ["SIGNATURE_FRAMES", "SIGNATURE_MAX_CHARS", "NormalFrame", "normalize_symbol",
-           "normalize_frame", "meaningful_frames", "make_signature", "mask_message"]
+           "normalize_frame", "meaningful_frames", "make_signature", "mask_message",
+           "abort_frames", "ABORT_FRAMES_LOOKED_AT"]
 
 SIGNATURE_FRAMES = 3
 SIGNATURE_MAX_CHARS = 255
@@ -63,6 +64,10 @@ def _tool() -> object:
 
 
 _PLAIN = re.compile(r"^[\w:.$~]+$")
+# a source location a parser left on a symbol: " /path/file.cc:30:12", " (file.cc:30)",
+# " at file.cc:30"
+_SOURCE_TAIL = re.compile(r"(?:\s+(?:at\s+)?/?[\w./+~-]*\.\w{1,5}:\d+(?::\d+)?|"
+                          r"\s+\([\w./+~-]+\.\w{1,5}:\d+(?::\d+)?\))\s*$")
 # siggen keeps the arguments of a call operator (``X::operator()(int)``); drop them too
 _CALL_OPERATOR_ARGS = re.compile(r"^(.*::operator\(\))\(.*\)(?: const)?$")
 # spellings of the anonymous namespace: gdb/GCC, MSVC/Socorro, clang's mangled name
@@ -79,7 +84,11 @@ def normalize_symbol(symbol: str, rust: bool = False) -> str:
     ``onnxruntime::xnnpack::MatMul::PrePack``. Never raises (a symbol the normaliser cannot
     read is returned stripped).
     """
-    symbol = symbol.strip()
+    symbol = _SOURCE_TAIL.sub("", symbol.strip())
+    if symbol.startswith("::"):  # the global namespace spelled out (IDE frame views)
+        symbol = symbol[2:]
+    if symbol.startswith("[inlined] "):
+        symbol = symbol[len("[inlined] "):]
     if not symbol or (_PLAIN.match(symbol) and not rust and "_GLOBAL__N_" not in symbol):
         return symbol
     symbol = _ANON.sub("(anonymous namespace)", symbol)
@@ -96,12 +105,17 @@ def normalize_symbol(symbol: str, rust: bool = False) -> str:
     return out or symbol
 
 
+#: Symbol texts that name no function (Apple's redacted system symbols, unknowns): the frame
+#: stands for its module, as a frame without a symbol does.
+_NO_SYMBOL = frozenset({"<redacted>", "???", "??", "<unknown>", "(Missing)"})
+
+
 def normalize_frame(frame: Frame, managed: bool = False) -> str:
     """The name a frame contributes: normalised symbol, else module, else ``@pc``.
 
     ``managed`` (Java/Kotlin/JS frames) keeps the symbol as printed.
     """
-    if frame.symbol:
+    if frame.symbol and frame.symbol not in _NO_SYMBOL:
         if managed or (frame.file or "").endswith((".java", ".kt", ".js")):
             return frame.symbol.strip()
         return normalize_symbol(frame.symbol, rust=(frame.file or "").endswith(".rs"))
@@ -132,7 +146,34 @@ def meaningful_frames(record: CrashRecord, rules: "RuleSet") -> tuple[list[Norma
     if skipped:
         trail.append("skip: " + ", ".join(skipped[:12]) + (
             f" and {len(skipped) - 12} more" if len(skipped) > 12 else ""))
+    for pattern in rules.timed_out():
+        trail.append(f"skip: user pattern {pattern[:80]!r} timed out; it skips nothing")
     return out, trail
+
+
+#: How many of a record's top frames :func:`abort_frames` looks at.
+ABORT_FRAMES_LOOKED_AT = 8
+# what a process calls when it ends itself: abort, the C++ and ObjC exception machinery,
+# assertions, allocator reports (bionic, glibc, Darwin, libc++abi, libstdc++, ART)
+_ABORT_PLUMBING = re.compile(
+    r"^(?:abort|raise|gsignal|tgkill|__?pthread_kill|__abort_with_payload|abort_with_payload|"
+    r"std::(?:__1::|__ndk1::)?(?:__)?terminate|std::__terminate|__cxa_(?:re)?throw|"
+    r"__cxxabiv1::failed_throw|demangling_terminate_handler|abort_message|__abort_message|"
+    r"__gnu_cxx::__verbose_terminate_handler|_objc_terminate|objc_exception_(?:re)?throw|"
+    r"-\[NSException raise\]|__assert2?|__assert_fail(?:_base)?|__assert_rtn|"
+    r"art::Runtime::Abort|__fortify_fatal|malloc_v?report|malloc_error_break)$")
+
+
+def abort_frames(record: CrashRecord) -> list[str]:
+    """Names of the abort plumbing among the top :data:`ABORT_FRAMES_LOOKED_AT` frames
+    (``abort``, ``__cxa_throw``, ``objc_exception_throw``, ``__assert2`` ...): when a report
+    has no signal, these say the process aborted itself."""
+    out = []
+    for frame in record.frames[:ABORT_FRAMES_LOOKED_AT]:
+        name = normalize_frame(frame).lstrip(":")
+        if name and _ABORT_PLUMBING.match(name):
+            out.append(name)
+    return out
 
 
 _VARIABLE = re.compile(r"0x[0-9a-fA-F]+|\d+")

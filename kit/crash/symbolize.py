@@ -19,13 +19,14 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..errors import InfraError, UsageError
-from ._text import basename
+from ._text import basename, clip
 from .record import CrashRecord, Frame
 
 __all__ = ["SymbolizeResult", "find_llvm_symbolizer", "read_build_id", "index_elves",
@@ -66,9 +67,12 @@ def read_build_id(path: str | Path) -> tuple[str | None, bool]:
     """``(build_id, has_symbols)`` of an ELF file; ``(None, False)`` if it is not one.
 
     ``has_symbols`` is true when the file keeps ``.symtab`` or ``.debug_info`` (unstripped).
-    Uses pyelftools; never raises for a bad file.
+    Uses pyelftools; never raises for a bad file. Anything but a regular file (a device, a
+    FIFO, a socket) is not read.
     """
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None, False  # a FIFO would block open(), a device read forever
         with open(path, "rb") as handle:
             if handle.read(4) != b"\x7fELF":
                 return None, False
@@ -104,7 +108,7 @@ def index_elves(directory: str | Path, max_files: int = 20000
     """
     root = Path(directory)
     if not root.is_dir():
-        raise UsageError(f"symbol directory {root} does not exist",
+        raise UsageError(f"symbol directory {clip(root)} does not exist",
                          "pass the folder holding the unstripped .so files")
     by_id: dict[str, tuple[Path, bool]] = {}
     by_name: dict[str, list[Path]] = {}

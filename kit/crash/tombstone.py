@@ -26,11 +26,17 @@ from ._text import basename, matching_open_paren, parse_int, signal_name, signal
 from .record import Frame
 
 __all__ = ["parse_frame_line", "read_tombstone", "read_fatal_signal", "looks_like_tombstone",
-           "FATAL_SIGNAL"]
+           "FATAL_SIGNAL", "FRAME_LINE", "TOMBSTONE_TAGS", "tombstone_tags"]
+
+#: Logcat tags that carry the tombstone summary (debuggerd before Android 8, crash_dump and
+#: DEBUG since).
+TOMBSTONE_TAGS = frozenset({"DEBUG", "crash_dump32", "crash_dump64", "debuggerd",
+                            "debuggerd64"})
 
 _STAR = re.compile(r"^\s*(?:\*\*\*\s*){4,}\s*$")
 # pid: 1234, tid: 1250, name: mqt_native_modu  >>> com.example.app <<<
-_PID = re.compile(r"pid: (?P<pid>\d+), tid: (?P<tid>\d+)(?:, name: (?P<name>.*?))?\s*"
+# "pid:" as a word: a "ppid: 1, tid: ..." line must not be taken for the crashing process
+_PID = re.compile(r"(?<![\w-])pid: (?P<pid>\d+), tid: (?P<tid>\d+)(?:, name: (?P<name>.*?))?\s*"
                   r">>> (?P<proc>.*?)(?: <<<|$)")
 # signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0000000000000008
 _SIGNAL = re.compile(r"^\s*signal (?P<num>\d+) \((?P<name>\w+)\)"
@@ -45,9 +51,14 @@ FATAL_SIGNAL = re.compile(
     r"(?: in tid (?P<tid>\d+) \((?P<tname>.*?)\))?(?:, pid (?P<pid>\d+)(?: \((?P<proc>.*?)\)?$)?)?")
 _FRAME = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+pc\s+(?:0x)?(?P<pc>[0-9a-fA-F]{1,16})\b\s*"
                     r"(?P<rest>.*)$")
+FRAME_LINE = _FRAME
+# a crash reporter's note after the mapping: Bugly's "[arm64-v8a::<build id>]"
+_REPORTER_NOTE = re.compile(r"\s+\[(?P<note>[^\]\[]*)\]\s*$")
+_NOTE_BUILD_ID = re.compile(r"::(?P<id>[0-9a-fA-F]{16,64})$")
 _BUILD_ID = re.compile(r"\s*\(BuildId: (?P<id>[0-9a-fA-F]*)\)?\s*$")
 _APK_OFFSET = re.compile(r"\s*\(offset (?P<off>0x[0-9a-fA-F]+)\)\s*$")
-_SYMBOL_OFFSET = re.compile(r"^(?P<sym>.*?)\+(?P<off>\d+)$")
+# "(symbol+28)"; consoles write "(symbol + 28)", which must not leave "symbol " behind
+_SYMBOL_OFFSET = re.compile(r"^(?P<sym>.*?)\s*\+\s*(?P<off>\d+)$")
 _TOTAL = re.compile(r"^\s*(?P<n>\d+) total frames\s*$")
 _ABORT_END = re.compile(r"^\s*(?:backtrace:|#\d+ pc |\d+ total frames|signal \d+ |"
                         r"(?:x0|r0|rax|eax) |\*\*\* \*\*\*|pid: \d+)")
@@ -84,9 +95,9 @@ def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
             if not inner.startswith("offset 0x") and inner != "deleted":
                 sm = _SYMBOL_OFFSET.match(inner)
                 if sm is not None:
-                    symbol, offset = sm.group("sym"), parse_int(sm.group("off"))
+                    symbol, offset = sm.group("sym").strip(), parse_int(sm.group("off"))
                 else:
-                    symbol = inner
+                    symbol = inner.strip()
                 rest = rest[:start].rstrip()
     elif " (" in rest:
         # "(symbol+off" with no closing paren: the line was cut inside the symbol
@@ -96,6 +107,14 @@ def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
             symbol = tail.rsplit("+", 1)[0] or None
             rest = rest[:cut]
             note = f"frame #{index:02d} cut inside its symbol"
+    nm = _REPORTER_NOTE.search(rest) if not rest.lstrip().startswith("[") else None
+    if nm is not None:
+        rest = rest[:nm.start()].rstrip()
+        idm = _NOTE_BUILD_ID.search(nm.group("note"))
+        if idm is not None and build_id is None:
+            build_id = idm.group("id").lower()
+        note = note or f"frame #{index:02d}: the reporter's note [{nm.group('note')}] is not " \
+                       "part of the module name"
     am = _APK_OFFSET.search(rest)
     if am is not None:
         rest = rest[:am.start()].rstrip()
@@ -134,11 +153,26 @@ def read_fatal_signal(draft: Draft, msg: str) -> bool:
     return True
 
 
+def tombstone_tags(lines: Sequence[object]) -> frozenset[str]:
+    """:data:`TOMBSTONE_TAGS` plus every logcat tag that carries a tombstone's star line,
+    pid line or ``backtrace:`` (vendor builds and engines log the tombstone under their own
+    tag: Unity's ``CRASH``, vivo's ``_V_EPM``). ``lines`` are :class:`~kit.crash._text.LogLine`."""
+    extra = set()
+    for line in lines:
+        tag = getattr(line, "tag", None)
+        msg = getattr(line, "msg", "")
+        if tag and tag not in TOMBSTONE_TAGS and (
+                ("***" in msg and _STAR.match(msg)) or msg.strip() == "backtrace:"
+                or ("pid: " in msg and _PID.search(msg))):
+            extra.add(tag)
+    return TOMBSTONE_TAGS | extra
+
+
 def looks_like_tombstone(lines: Sequence[str]) -> bool:
     """True if the lines hold a tombstone's star line, pid line or ``#NN pc`` frames."""
     frames = 0
     for line in lines:
-        if _STAR.match(line) or ("pid: " in line and ">>> " in line):
+        if _STAR.match(line) or (">>> " in line and _PID.search(line)):
             return True
         if _FRAME.match(line):
             frames += 1
@@ -180,7 +214,9 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
                 continue
             if in_frames:
                 stripped = line.strip()
-                if stripped.startswith("NOTE:") or (not stripped and not draft.frames):
+                # a blank line does not end the run: consoles (Play, Crashlytics) put one
+                # between frames; the next line that is not a frame does
+                if stripped.startswith("NOTE:") or not stripped:
                     continue
                 in_frames = False
                 done_frames = True
@@ -219,7 +255,8 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
             saw_signal = True
             draft.set("signal", parse_int(sm.group("num")), override=True)
             draft.set("signal_name", sm.group("name"), override=True)
-            draft.set("code", sm.group("code_name") or sm.group("code"), override=True)
+            code = (sm.group("code_name") or "").split(" from pid ")[0] or sm.group("code")
+            draft.set("code", code, override=True)
             draft.set("fault_address", _hex_address(sm.group("addr")), override=True)
             continue
         km = _KEY.match(stripped)

@@ -1,0 +1,83 @@
+"""Undo what pasting does to a crash report before any parser reads it.
+
+People paste reports into issues, chats and mail, and the paste leaves marks that no
+crash format has:
+
+* a quote marker on every line (``> `` from e-mail and Markdown replies);
+* Markdown code fences (`````` ``` ``````) and a back-quote stuck to the first or last line;
+* HTML entities (``&quot;main&quot;``) from trackers that were imported as HTML;
+* a log prefix of the test runner around the report (ctest's ``714: ``), the same on every
+  line.
+
+:func:`tidy_paste` removes these and says what it removed, so a note can tell the reader.
+It never touches a report that has none of them.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+
+__all__ = ["tidy_paste"]
+
+_QUOTE = re.compile(r"^[ \t]{0,3}>(?: |$)")
+_FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
+_CTEST = re.compile(r"^(\d{1,5}): ")
+_ENTITY = re.compile(r"&(?:quot|lt|gt|amp|#39|#x27);")
+_QUOTE_ANY = re.compile(r"^[ \t]{0,3}>(?: |$)", re.M)
+_CTEST_ANY = re.compile(r"\A\s*\d{1,5}: ")
+
+
+def _strip_quotes(lines: list[str]) -> tuple[list[str], bool]:
+    body = [ln for ln in lines if ln.strip()]
+    if not body or sum(1 for ln in body if _QUOTE.match(ln)) * 10 < len(body) * 8:
+        return lines, False
+    return [_QUOTE.sub("", ln, count=1) if _QUOTE.match(ln) else ln for ln in lines], True
+
+
+def _strip_runner_prefix(lines: list[str]) -> tuple[list[str], str | None]:
+    body = [ln for ln in lines if ln.strip()]
+    if len(body) < 3 or not any(_CTEST.match(ln) for ln in body[:3]):
+        return lines, None
+    counts = Counter(m.group(1) for ln in body if (m := _CTEST.match(ln)))
+    if not counts:
+        return lines, None
+    token, count = counts.most_common(1)[0]
+    if count * 10 < len(body) * 6:
+        return lines, None
+    prefix = f"{token}: "
+    return [ln[len(prefix):] if ln.startswith(prefix) else ln for ln in lines], prefix
+
+
+def tidy_paste(text: str) -> tuple[str, list[str]]:
+    """``text`` without paste marks, and one note per kind of mark removed.
+
+    Quote markers are removed only when at least 80 % of the non-empty lines carry one; a
+    test runner's ``N: `` prefix only when at least 60 % carry the same one; HTML entities
+    only when the text holds an entity and no plain double quote. Never raises.
+    """
+    notes: list[str] = []
+    quotes = _QUOTE_ANY.search(text) is not None
+    runner = _CTEST_ANY.search(text) is not None
+    if not (quotes or runner or "```" in text or "~~~" in text or "`" in text[:4]
+            or "`" in text[-4:] or "&" in text):
+        return text, notes
+    lines = text.split("\n")
+    lines, quoted = _strip_quotes(lines) if quotes else (lines, False)
+    if quoted:
+        notes.append("pasted as a quote: '> ' markers removed")
+    if "```" in text or "~~~" in text:
+        lines = [ln for ln in lines if not _FENCE.match(ln)]
+    if lines and lines[0].startswith("`") and not lines[0].startswith("``"):
+        lines[0] = lines[0][1:]
+    if lines and lines[-1].rstrip().endswith("`") and not lines[-1].rstrip().endswith("``"):
+        lines[-1] = lines[-1].rstrip()[:-1]
+    lines, prefix = _strip_runner_prefix(lines) if runner else (lines, None)
+    if prefix is not None:
+        notes.append(f"a test runner's '{prefix}' line prefix removed")
+    text = "\n".join(lines)
+    if _ENTITY.search(text) and '"' not in text:
+        text = html.unescape(text)
+        notes.append("HTML entities (&quot; ...) decoded")
+    return text, notes

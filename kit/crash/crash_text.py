@@ -1,0 +1,318 @@
+"""Legacy Apple ``.crash`` text, and the pieces of it people paste.
+
+Format (notes/crash-formats.md section 5; Apple TN2151 / "Examining the fields in a crash
+report"): a header (``Incident Identifier``, ``Process: name [pid]``, ``Code Type``, ``OS
+Version``, ``Exception Type:  EXC_BAD_ACCESS (SIGSEGV)``, ``Exception Subtype``,
+``Termination Reason``, ``Triggered by Thread:  N``), then ``Thread N Crashed:`` and frames
+``idx  image<TAB>0xADDR symbol + offset (file:line)`` or, unsymbolicated, ``0xADDR 0xLOAD +
+offset``; ``Binary Images:`` lines give image bases and UUIDs. Pieces read too: a header
+block alone, a thread's frames alone, an excerpt from ``Exception Type`` or ``Termination
+Reason``, a Crashlytics export (``Crashed: <queue>``, ``EXC_BAD_ACCESS KERN_INVALID_ADDRESS
+0x10``, ``Fatal Exception: <type>``), Sentry's export of an Android crash in this layout.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from ._apple import ADDRESS_AT, abi, leb_note, mark_js_fatal
+from ._draft import Draft
+from ._text import basename, parse_int, signal_number
+from .ips_salvage import termination_kind
+from .record import Frame
+
+__all__ = ["crash_text_marks", "looks_like_crash_text", "read_crash_text"]
+
+
+_CRASHED = re.compile(r"^Thread (?P<n>\d+) Crashed:{1,2}\s*(?P<queue>.*)$")
+_THREAD_ANY = re.compile(r"^Thread (?P<n>\d+)(?: name:\s*(?P<name>.*)|::\s*(?P<queue>.*)|:| Crashed.*)?"
+                         r"\s*$")
+_TEXT_FRAME = re.compile(r"^(?P<idx>\d{1,4})\s+(?P<image>\S.*?)\s+(?P<addr>0x[0-9a-fA-F]{1,16})"
+                         r"(?:\s+(?P<rest>.*))?$")
+_SYM_OFF = re.compile(r"^(?P<sym>.*?) \+ (?P<off>\d+)(?: \((?P<file>[^()]*?):(?P<line>\d+)\))?\s*$")
+_SYM_FILE = re.compile(r"^(?P<sym>.*?) \((?P<file>[^()\s]+):(?P<line>\d+)\)\s*$")
+_IMAGE = re.compile(r"^\s*(?P<start>0x[0-9a-fA-F]+)\s*-\s*(?:0x[0-9a-fA-F]+|\?\?\?)\s+\+?"
+                    r"(?P<what>.*?)\s*<(?P<uuid>[0-9a-fA-F-]{32,36})>\s*(?P<path>.*)$")
+_LEB = -1  # block key of the "Last Exception Backtrace:" frames
+_UNNAMED = -2  # block key of frames before any thread header (a paste of frames alone)
+_HEADER = re.compile(r"^(?P<key>[A-Z][A-Za-z /]+?):\s*(?P<value>.*)$")
+_MARKS = (  # (a substring that must be there, the line's pattern, what it is)
+    ("Exception Type:", re.compile(r"^Exception Type:", re.M), "an 'Exception Type:' line"),
+    ("Termination Reason:", re.compile(r"^Termination Reason:", re.M),
+     "a 'Termination Reason:' line"),
+    (" Thread:", re.compile(r"^(?:Triggered by|Crashed) Thread:", re.M),
+     "a 'Triggered by Thread:' line"),
+    ("Thread ", re.compile(r"^Thread \d+ (?:Crashed|name:)", re.M), "a 'Thread N Crashed:' line"),
+    ("Incident Identifier:", re.compile(r"^Incident Identifier:", re.M),
+     "an 'Incident Identifier:' line"),
+    ("jetsam", re.compile(r"^Reason: .*\bjetsam\b", re.M), "a jetsam 'Reason:' line"),
+    ("Crashed: ", re.compile(r"^Crashed: \S.*\n(?:EXC_|Fatal Exception:|\d+\s)", re.M),
+     "a Crashlytics 'Crashed:' headline over Apple frames"),
+)
+_FRAME_MARK = re.compile(r"^\d{1,4}\s+\S[^\n]*?\s0x[0-9a-fA-F]{4,16}\s+\S", re.M)
+_EXC_LINE = re.compile(r"^(?P<exc>EXC_[A-Z_]+)(?:\s+(?P<code>[A-Z][A-Z_0-9]+))?"
+                       r"(?:\s+(?P<addr>0x[0-9a-fA-F]+))?\s*$")
+_EXC_SIGNALS = {"EXC_BAD_ACCESS": "SIGSEGV", "EXC_CRASH": "SIGABRT", "EXC_BREAKPOINT": "SIGTRAP",
+                "EXC_BAD_INSTRUCTION": "SIGILL", "EXC_ARITHMETIC": "SIGFPE"}
+_NAMESPACE = re.compile(r"(?:Namespace )?([A-Z][A-Z_]+),? (?:Code )?(0x[0-9a-fA-F]+|\d+)")
+_ANDROID_IMAGE = re.compile(r"\.(?:so|apk|oat|odex)$|^/(?:data|system|apex)/")
+
+
+def crash_text_marks(text: str) -> str | None:
+    """Why ``text`` is legacy Apple ``.crash`` text or a piece of it (a header line, or two
+    Apple frame lines ``N  image  0xADDR ...``), or ``None``."""
+    sample = text[:200_000]
+    for needle, pattern, what in _MARKS:
+        if needle in sample and pattern.search(sample):
+            return f"{what}: a legacy Apple .crash report, or a piece of one"
+    if "0x" in sample and len(_FRAME_MARK.findall(sample)) >= 2:
+        return "Apple frame lines ('N  image  0xADDR symbol + off'): a piece of a .crash report"
+    return None
+
+
+def looks_like_crash_text(text: str) -> bool:
+    """True for legacy Apple ``.crash`` text or a piece of it (see :func:`crash_text_marks`)."""
+    return crash_text_marks(text) is not None
+
+
+class _TextState:
+    """What the header lines of a ``.crash`` text said, beyond record fields."""
+
+    def __init__(self) -> None:
+        self.crashed: int | None = None
+        self.names: dict[int, str] = {}
+        self.termination: list[str] = []
+        self.namespace: str | None = None
+        self.term_code: int | None = None
+        self.exception_line = False
+        self.simulator = False
+        self.macos = False
+        self.console_thread: str | None = None
+
+
+def _header(draft: Draft, state: _TextState, key: str, value: str) -> None:
+    if key == "Exception Type":
+        state.exception_line = True
+        exc, _, sig = value.partition(" (")
+        exc, sig = exc.strip(), sig.rstrip(")").strip()
+        if exc.startswith("SIG") and not sig:
+            exc, sig = "", exc  # "Exception Type: SIGSEGV" (PLCrashReporter, Bugly)
+        draft.set("exception", exc if exc and exc != "Unknown" else None)
+        draft.set("signal_name", sig or None)
+        draft.set("signal", signal_number(sig, darwin=True))
+    elif key in ("Exception Subtype", "Exception Codes"):
+        at = ADDRESS_AT.search(value)
+        if at is not None:
+            draft.set("fault_address", at.group(1).lower())
+        if key == "Exception Subtype" or not value.startswith("0x"):
+            draft.set("code", value.split(" at ")[0].strip() or None)
+    elif key in ("Triggered by Thread", "Crashed Thread"):
+        state.macos = state.macos or key == "Crashed Thread"  # macOS names it so
+        state.crashed = parse_int(value.split()[0]) if value.split() else None
+        queue = value.partition("Dispatch queue:")[2].strip()
+        if queue and state.crashed is not None:
+            state.names.setdefault(state.crashed, queue)
+    elif key == "Process":
+        name, _, pid = value.partition("[")
+        draft.set("process", name.strip() or None)
+        draft.set("pid", parse_int(pid.rstrip("]")))
+    elif key in ("Date/Time", "Date"):
+        draft.set("timestamp", value)
+    elif key == "Code Type":
+        draft.set("abi", abi(value))
+    elif key == "Crashed" and value:  # Crashlytics: "Crashed: <thread or queue>"
+        state.console_thread = value
+    elif key == "Fatal Exception" and value:  # Crashlytics: an uncaught ObjC/C++ exception
+        draft.set("exception", value.split(":")[0].strip() or None)
+        draft.set("abort_message", f"uncaught exception {value}")
+    elif key == "Model" and value.startswith(("Mac", "iMac")):
+        state.macos = True
+    elif key == "OS Version":
+        if value.startswith(("macOS", "Mac OS")) and not state.simulator:
+            draft.platform = "macos"
+        elif value.startswith("Android"):
+            draft.platform = "android"
+    elif key in ("Parent Process", "Coalition") and ("launchd_sim" in value
+                                                     or "CoreSimulator" in value):
+        state.simulator = True
+        draft.platform = "ios"
+    elif key == "VM Region Info":
+        draft.set("cause", value)
+    elif key in ("Termination Reason", "Termination Description", "Reason"):
+        state.termination.append(value)
+        ns = _NAMESPACE.match(value)
+        if key == "Termination Reason" and ns is not None:
+            state.namespace = ns.group(1)
+            state.term_code = parse_int(ns.group(2), 16 if ns.group(2).startswith("0x")
+                                        else 10)
+            if ns.group(1) == "SIGNAL" and draft.get("signal") is None:
+                draft.set("signal", state.term_code)
+    elif key == "Termination Signal" and draft.get("signal") is None:
+        number = re.search(r":\s*(\d+)\s*$", value)
+        draft.set("signal", parse_int(number.group(1)) if number else None)
+
+
+def _thread_name(text: str) -> str:
+    """A thread's name from ``Thread N name:`` / ``Thread N Crashed::`` text: the name, or
+    the dispatch queue when the thread has no name of its own."""
+    name, _, queue = text.partition("Dispatch queue:")
+    return name.strip() or queue.strip()
+
+
+def _frame(draft: Draft, images: dict[str, tuple[int, str, str]],
+           entry: tuple[int, str, int, str | None]) -> Frame:
+    idx, image, addr, rest = entry
+    base, uuid, path = images.get(image, (None, None, None))
+    symbol = offset = file = line_no = None
+    pc = hex(addr - base) if base is not None and addr >= base else None
+    rest = (rest or "").strip()
+    if rest.startswith("[inlined] "):
+        rest = rest[len("[inlined] "):]
+    sm = _SYM_OFF.match(rest) or _SYM_FILE.match(rest)
+    if sm is not None and sm.group("sym").startswith("0x") and "off" in sm.groupdict():
+        pc = hex(parse_int(sm.group("off")) or 0)  # unsymbolicated: "0xLOAD + offset"
+    elif sm is not None:
+        symbol = sm.group("sym").strip() or None
+        offset = parse_int(sm.groupdict().get("off"))
+        file, line_no = sm.group("file"), parse_int(sm.group("line"))
+    elif rest:
+        symbol = rest
+    return Frame(index=idx, module=image, symbol=symbol, offset=offset, pc=pc, build_id=uuid,
+                 path=path or None, file=file, line=line_no)
+
+
+def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
+    """Read legacy ``.crash`` text (iOS ``Report Version: 104``, macOS ``12``) or a piece of
+    it: a header block alone, a crashing thread's frames alone (with or without its
+    ``Thread N Crashed:`` line), an excerpt that starts at ``Exception Type`` or
+    ``Termination Reason``. A watchdog termination (``0x8badf00d``, FRONTBOARD /
+    SPRINGBOARD) is kind ``anr``, a jetsam one ``oom``; a report of an Android process in
+    Apple's layout (Sentry) is platform ``android``."""
+    if draft.format in ("unknown", ""):
+        draft.format = "crash-text"
+    draft.kind = "native"
+    state = _TextState()
+    images: dict[str, tuple[int, str, str]] = {}
+    blocks: dict[int, list[tuple[int, str, int, str | None]]] = {}
+    current: int | None = _UNNAMED
+    asi: list[str] | None = None
+    for raw in lines:
+        line = raw.rstrip()
+        if asi is not None:
+            if not line.strip():
+                draft.set("abort_message", "\n".join(asi) or None)
+                asi = None
+            else:
+                asi.append(line.strip())
+            continue
+        if line.strip() == "Last Exception Backtrace:":
+            current = _LEB
+            continue
+        m = _CRASHED.match(line)
+        if m is not None:
+            state.crashed = current = parse_int(m.group("n"))
+            queue = _thread_name(m.group("queue"))
+            if queue and current is not None:
+                state.names.setdefault(current, queue)
+            if ":: " in line or line.rstrip().endswith("::"):
+                state.macos = True  # "Thread N Crashed::" is macOS's spelling
+            continue
+        t = _THREAD_ANY.match(line)
+        if t is not None:
+            current = parse_int(t.group("n"))
+            name = _thread_name(t.group("name") or t.group("queue") or "")
+            if name and current is not None:
+                state.names[current] = name
+            continue
+        im = _IMAGE.match(line)
+        if im is not None:
+            path = im.group("path").strip()
+            name = basename(path) if path else im.group("what").split(" ")[0]
+            images.setdefault(name, (int(im.group("start"), 16),
+                                     im.group("uuid").replace("-", "").lower(), path))
+            words = im.group("what").split()
+            if words and words[0] != name:
+                images.setdefault(words[0], images[name])
+            continue
+        f = _TEXT_FRAME.match(line.strip()) if current is not None else None
+        if f is not None and current is not None:
+            blocks.setdefault(current, []).append(
+                (int(f.group("idx")), f.group("image").strip(), int(f.group("addr"), 16),
+                 f.group("rest")))
+            continue
+        if not line.strip():
+            current = None
+            continue
+        h = _HEADER.match(line)
+        if h is None:
+            exc = _EXC_LINE.match(line.strip())
+            if exc is not None:  # Crashlytics: "EXC_BAD_ACCESS KERN_INVALID_ADDRESS 0x10"
+                state.exception_line = True
+                draft.set("exception", exc.group("exc"))
+                draft.set("code", exc.group("code"))
+                draft.set("fault_address", (exc.group("addr") or "").lower() or None)
+                sig = _EXC_SIGNALS.get(exc.group("exc"))
+                draft.set("signal_name", sig)
+                draft.set("signal", signal_number(sig, darwin=True))
+            continue
+        key, value = h.group("key").strip(), h.group("value").strip()
+        if key == "Application Specific Information":
+            asi = [value] if value else []
+        else:
+            _header(draft, state, key, value)
+    if asi is not None:
+        draft.set("abort_message", "\n".join(asi) or None)
+    _finish_text(draft, state, images, blocks)
+
+
+def _finish_text(draft: Draft, state: _TextState, images: dict[str, tuple[int, str, str]],
+                 blocks: dict[int, list[tuple[int, str, int, str | None]]]) -> None:
+    if state.simulator:
+        draft.note("report from an iOS simulator")
+    leb = blocks.pop(_LEB, [])
+    if leb:
+        draft.note(leb_note(len(leb), [(rest or "").split(" + ")[0] for _, _, _, rest in leb]))
+    ended_by = termination_kind(state.namespace, state.term_code, " ".join(state.termination))
+    if ended_by is not None:
+        draft.kind = ended_by
+        draft.set("message", state.termination[-1] if state.termination else None)
+        draft.note(f"terminated by the system ({state.namespace or 'see the reason'}): "
+                   + ("a watchdog, not a crash" if ended_by == "anr" else "out of memory"))
+    crashed = state.crashed
+    block = blocks.get(crashed, []) if crashed is not None else []
+    if not block and _UNNAMED in blocks:
+        block = blocks[_UNNAMED]
+        if state.console_thread:
+            draft.set("thread_name", state.console_thread)
+        else:
+            draft.note("frames without a 'Thread N Crashed:' line: read as the crashing "
+                       "thread's")
+    elif crashed is None and len(blocks) == 1:
+        crashed, block = next(iter(blocks.items()))
+        draft.note(f"only thread {crashed}'s frames, no 'Thread N Crashed:' line: read as the "
+                   "crashing thread's")
+    if crashed is None and not block:
+        draft.note("no crashed thread named (no 'Thread N Crashed:' / 'Triggered by Thread:')")
+    elif crashed is not None:
+        draft.set("thread_index", crashed)
+        draft.set("thread_name", state.names.get(crashed))
+        if not block:
+            draft.note(f"no frames for crashed thread {crashed} (report cut?)")
+    for entry in block:
+        draft.add_frame(_frame(draft, images, entry))
+    if draft.frames and all(_ANDROID_IMAGE.search(f.module or "") for f in draft.frames):
+        draft.platform = "android"
+    elif state.macos and not state.simulator and draft.platform == "ios":
+        draft.platform = "macos"
+    if draft.platform == "android":
+        draft.note("an Android crash in Apple's report layout (a crash reporter's export)")
+    if not state.exception_line:
+        draft.note("no Exception Type line")
+    if draft.get("signal") is not None and draft.get("signal_name") is None:
+        draft.set("signal_name", _DARWIN_NAMES.get(draft.get("signal")))
+    mark_js_fatal(draft)
+
+
+_DARWIN_NAMES = {4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 8: "SIGFPE", 9: "SIGKILL",
+                 10: "SIGBUS", 11: "SIGSEGV", 12: "SIGSYS"}

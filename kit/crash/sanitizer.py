@@ -1,0 +1,185 @@
+"""Sanitizer reports: AddressSanitizer, HWASan, ThreadSanitizer, MemorySanitizer, LSan, UBSan.
+
+Layout (compiler-rt's report printers, asan_errors.cpp / tsan_report.cpp; the same on Linux,
+Android and Apple platforms)::
+
+    ==12345==ERROR: AddressSanitizer: heap-use-after-free on address 0x6020.. at pc 0x..
+    READ of size 8 at 0x602000000010 thread T2
+        #0 0x55d1c0a0 in symbol(args) /path/file.cc:30:12
+        #1 0x748e3f498884  (/path/libonnxruntime.so.1.17.1+0x698884) (BuildId: 447a..)
+    0x602000000010 is located 0 bytes inside of 16-byte region [...)
+    freed by thread T1 here:
+        #0 ...
+    previously allocated by thread T1 here:
+    SUMMARY: AddressSanitizer: heap-use-after-free /path/file.cc:30:12 in symbol
+
+    WARNING: ThreadSanitizer: data race (pid=60149)
+      Write of size 8 at 0x7b04.. by thread T2:
+        #0 symbol /path/file.cc:300:5 (libonnxruntime.so+0x123) (BuildId: ..)
+      Previous read of size 8 at 0x7b04.. by thread T1:
+        #0 ...
+      Location is global 'ns::stored_allocator' of size 16 at 0x.. (libx.so+0x..)
+
+The first stack (the faulting access) becomes the frames; the other stacks (``freed by``,
+``previously allocated by``, TSan's previous access) and TSan's location are summarised in
+notes. A frame's symbol loses its source path (``file``/``line``) and its ``(module+0xoff)``
+(``module``/``pc``). A piece of a report without the ``ERROR`` line still gives its kind when
+it can be told (an access plus a ``freed by`` stack is a use-after-free). A leak report
+(LSan) is not a crash: its kind stays ``unknown``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from ._draft import Draft
+from ._text import basename, matching_open_paren, parse_int, signal_number
+from .record import Frame
+from .signature import normalize_symbol
+
+__all__ = ["looks_like_sanitizer", "read_sanitizer", "parse_sanitizer_frame"]
+
+_TOOLS = {"AddressSanitizer": "asan", "HWAddressSanitizer": "hwasan",
+          "ThreadSanitizer": "tsan", "MemorySanitizer": "msan", "LeakSanitizer": "lsan",
+          "UndefinedBehaviorSanitizer": "ubsan"}
+_HEADER = re.compile(r"(?:==(?P<pid>\d+)==\s*)?(?:ERROR|WARNING): (?P<tool>" + "|".join(_TOOLS)
+                     + r"): (?P<what>.*?)\s*$")
+_SUMMARY = re.compile(r"^\s*SUMMARY: (?P<tool>\w+Sanitizer): (?P<kind>[\w-]+)")
+_ACCESS = re.compile(r"^\s*(?P<access>(?:Previous )?(?:READ|WRITE|[Rr]ead|[Ww]rite|[Aa]tomic "
+                     r"\w+)) of size (?P<size>\d+) at (?P<addr>0x[0-9a-fA-F]+)(?P<rest>.*)$")
+_SECTION = re.compile(r"^\s*(?P<what>freed by thread \S+ here|previously allocated by thread \S+ "
+                      r"here|allocated by thread \S+ here|Thread \S+ .*created by .*|"
+                      r"Previous .* by .*|Mutex .* created at|Location is .*):?\s*$")
+_FRAME = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+(?:(?P<addr>0x[0-9a-fA-F]+)\s+)?(?:in\s+)?"
+                    r"(?P<rest>.*?)\s*$")
+_MODULE = re.compile(r"^\((?P<mod>[^()]+?)\+(?P<off>0x[0-9a-fA-F]+)\)$")
+_BUILD_ID = re.compile(r"\s*\(BuildId: (?P<id>[0-9a-fA-F]+)\)\s*$")
+_SOURCE = re.compile(r"\s(?P<file>(?:[/.\w<>~-][^\s:]*)?\.\w+|<null>):(?P<line>\d+)(?::\d+)?$")
+_DETECT = re.compile(r"(?:ERROR|WARNING): (?:" + "|".join(_TOOLS) + r"):|SUMMARY: \w+Sanitizer:|"
+                     r"freed by thread T\d+ here:|previously allocated by thread T\d+ here:|"
+                     r"(?:READ|WRITE) of size \d+ at 0x[0-9a-fA-F]+ thread T\d+")
+_SIGNALS = {"SEGV": "SIGSEGV", "BUS": "SIGBUS", "FPE": "SIGFPE", "ILL": "SIGILL",
+            "ABRT": "SIGABRT", "stack-overflow": "SIGSEGV"}
+
+
+def looks_like_sanitizer(text: str) -> str:
+    """Why the text is a sanitizer report (or a piece of one), or ``""``."""
+    sample = text[:2_000_000]
+    if "Sanitizer" not in sample and " of size " not in sample and "freed by" not in sample:
+        return ""
+    m = _DETECT.search(sample)
+    return f"a sanitizer's report line ({m.group(0)!r})" if m else ""
+
+
+def parse_sanitizer_frame(line: str) -> Frame | None:
+    """One ``#N [0xADDR] [in] symbol [file:line[:col]] [(module+0xoff)] [(BuildId: ..)]``
+    frame of a sanitizer stack, or ``None``."""
+    m = _FRAME.match(line)
+    if m is None:
+        return None
+    rest = m.group("rest")
+    build_id = None
+    bm = _BUILD_ID.search(rest)
+    if bm is not None:
+        build_id = bm.group("id").lower()
+        rest = rest[:bm.start()].rstrip()
+    module = path = pc = None
+    if rest.endswith(")"):
+        start = matching_open_paren(rest)
+        mm = _MODULE.match(rest[start:]) if start >= 0 else None
+        if mm is not None:
+            path = mm.group("mod").split(":")[0]  # macOS prints "lib.dylib:arm64e+0x.."
+            module = basename(path)
+            pc = mm.group("off").lower()
+            rest = rest[:start].rstrip()
+    file = line_no = None
+    sm = _SOURCE.search(" " + rest)
+    if sm is not None and sm.start() > 0:
+        file, line_no = sm.group("file"), parse_int(sm.group("line"))
+        rest = (" " + rest)[:sm.start()].strip()
+    return Frame(index=parse_int(m.group("idx")) or 0, module=module, symbol=rest or None,
+                 pc=pc or (m.group("addr") or "").lower() or None, build_id=build_id, path=path,
+                 file=file, line=line_no)
+
+
+def _summary(frames: list[Frame]) -> str:
+    names = [normalize_symbol(f.symbol) if f.symbol else (f.module or "?") for f in frames[:3]]
+    return " | ".join(names) or "no frames"
+
+
+def _stacks(lines: Sequence[str]) -> list[tuple[str, list[Frame]]]:
+    """``(heading, frames)`` for each stack, in order; the first heading is ``access``."""
+    stacks: list[tuple[str, list[Frame]]] = [("access", [])]
+    for line in lines:
+        section = _SECTION.match(line)
+        if section is not None and "Location is" not in line:
+            stacks.append((section.group("what").rstrip(": "), []))
+            continue
+        access = _ACCESS.match(line)
+        if access is not None and access.group("access").startswith("Previous"):
+            stacks.append((line.strip().rstrip(":"), []))
+            continue
+        frame = parse_sanitizer_frame(line) if line.lstrip().startswith("#") else None
+        if frame is not None:
+            stacks[-1][1].append(frame)
+    return stacks
+
+
+def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
+    """Read a sanitizer report (see the module docs) into ``draft``."""
+    text = "\n".join(lines)
+    header = next((m for m in map(_HEADER.search, lines) if m), None)
+    summary = next((m for m in map(_SUMMARY.match, lines) if m), None)
+    tool = (header.group("tool") if header else summary.group("tool") if summary
+            else "AddressSanitizer")
+    draft.format = _TOOLS.get(tool, "sanitizer")
+    what = header.group("what") if header else ""
+    head = re.match(r"^(?P<kind>.+?)(?: on | \(|$)", what)
+    kind = head.group("kind").strip() if head else (summary.group("kind") if summary else "")
+    if not kind and re.search(r"freed by thread \S+ here", text) and any(
+            _ACCESS.match(line) for line in lines):
+        kind = "heap-use-after-free"
+        draft.note("no ERROR line in the paste: an access and a 'freed by' stack, so a "
+                   "heap-use-after-free")
+    if header is not None:
+        draft.set("pid", parse_int(header.group("pid")))
+    pid = re.search(r"\(pid=(\d+)\)", what)
+    draft.set("pid", parse_int(pid.group(1)) if pid else None)
+    if kind:
+        draft.set("exception", f"{tool}: {kind}")
+        draft.set("code", kind)
+    draft.kind = "unknown" if tool == "LeakSanitizer" else "native"
+    if tool == "LeakSanitizer":
+        draft.note("a leak report is not a crash")
+    sig = _SIGNALS.get(kind)
+    if sig is not None:
+        draft.set("signal_name", sig)
+        draft.set("signal", signal_number(sig))
+    addr = re.search(r"\baddress (0x[0-9a-fA-F]+)", what)
+    access = next((m for m in map(_ACCESS.match, lines) if m), None)
+    if addr is not None:
+        draft.set("fault_address", addr.group(1).lower())
+    elif access is not None:
+        draft.set("fault_address", access.group("addr").lower())
+    if access is not None:
+        thread = re.search(r"\bthread (T\d+)|\bby (main thread)", access.group("rest"))
+        if thread is not None:
+            draft.set("thread_name", thread.group(1) or thread.group(2))
+        draft.set("cause", f"{kind or tool}: {access.group('access')} of size "
+                           f"{access.group('size')} at {access.group('addr').lower()}")
+    location = re.search(r"^\s*Location is (?P<loc>.*?)(?: of size \d+)? at 0x", text, re.M)
+    if location is not None:
+        draft.note(f"race location: {location.group('loc')}")
+    stacks = _stacks(lines)
+    for heading, frames in stacks[1:]:
+        if frames:
+            draft.note(f"other stack ({heading}): {_summary(frames)}")
+    for frame in stacks[0][1] or next((f for h, f in stacks if f), []):
+        draft.add_frame(frame)
+    if not draft.frames:
+        draft.note("no stack frames in the sanitizer report")
+    if ".dylib" in text or "_osx_" in text:
+        draft.platform = "macos"
+    elif re.search(r"/data/app/|/system/lib|/apex/|-android", text):
+        draft.platform = "android"
