@@ -65,9 +65,8 @@ def _campaign(server_port: int, serials: list[str], apk: Path, launches: int, ou
               before: Any) -> tuple[list[Any], float]:
     from kit.campaign import prepare_store, run_campaign
     from kit.scenario import parse_scenario
-    from kit.targets.adb_transport import ServerTransport
-    from kit.targets.android import AndroidLauncher, AndroidTimeouts, inspect_apk, \
-        prepare_device
+    from kit.targets.android import AndroidLauncher, AndroidTimeouts, ServerTransport, \
+        inspect_apk, prepare_device
 
     info = inspect_apk(apk)
     transports = [ServerTransport(s, "127.0.0.1", server_port) for s in serials]
@@ -75,7 +74,7 @@ def _campaign(server_port: int, serials: list[str], apk: Path, launches: int, ou
     launchers = [AndroidLauncher(t, s, AndroidTimeouts(report_wait_s=3.0))
                  for t, s in zip(transports, setups)]
     for launcher in launchers:  # open each log follower outside the timing
-        launcher._ready()
+        launcher.open()
     scenario = parse_scenario("")
     store, records = prepare_store(out, label="bench", target="android", scenario=scenario,
                                    launches=launches, resume=False)

@@ -10,8 +10,9 @@ from typing import Iterator
 import pytest
 
 from kit.errors import UsageError
-from kit.targets import adb_transport as adbt
 from kit.targets import android
+from kit.targets import android as adbt
+from kit.targets.android import text as android_text
 from tests.doubles.android_adb_server import DeviceRig
 from tests.doubles.android_apk_double import ApkSpec, build_apk_double
 from tests.doubles.fake_adb_device import FakeAndroidDevice, FakeApp, LaunchScript
@@ -75,11 +76,11 @@ def test_dropbox_output_is_split_into_entries_with_time_and_tag() -> None:
     when = dt.datetime(2026, 5, 1, 12, 0, 2)
     text = dropbox_dump("SYSTEM_TOMBSTONE", [(when, "SYSTEM_TOMBSTONE", "pid: 1, tid: 2\n"),
                                              (when, "SYSTEM_TOMBSTONE", "pid: 3, tid: 4\n")], 5)
-    entries = android._dropbox_entries(text)
+    entries = android_text.dropbox_entries(text)
     assert [(t, tag) for t, tag, _ in entries] == [("2026-05-01 12:00:02",
                                                     "SYSTEM_TOMBSTONE")] * 2
     assert "pid: 3," in entries[1][2] and entries[1][2].startswith("=====")
-    assert android._dropbox_entries(dropbox_dump("x", [], 0)) == []
+    assert android_text.dropbox_entries(dropbox_dump("x", [], 0)) == []
 
 
 def test_apk_provenance(tmp_path: Path) -> None:
