@@ -96,7 +96,9 @@ class AppBehaviour:
     log_start: bool = True
 
     def last_phase(self) -> str:
-        """The last phase this launch reports."""
+        """The last phase this launch reports (``""``: none; ``after=""`` for ``vanish``)."""
+        if self.kind == "vanish" and self.after == "":
+            return ""
         if self.kind == "native-crash":
             return _CRASH_SITE_AFTER[self.site or "creation"]
         if self.kind in ("hang", "other-crash", "js-fatal", "js-error-fatal", "vanish",
@@ -687,7 +689,7 @@ class FakeAndroidDevice:
         gap_s = b.phase_gap_ms * self.slowness / 1000.0
         js_tid = pid + 27
         last = b.last_phase()
-        phases = _PHASES[:_PHASES.index(last) + 1]
+        phases = _PHASES[:_PHASES.index(last) + 1] if last else ()
         if b.kind in ("js-error",):
             phases = _PHASES[:_PHASES.index(b.after or "models-ready") + 1]
 

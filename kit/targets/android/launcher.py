@@ -345,20 +345,21 @@ class AndroidLauncher:
 
     def _begin(self, marker: str) -> str:
         """Make the device usable, force-stop the app, clear the logs; returns the device
-        clock. A failure before the launch is made is recovered here (reconnect, wait until
-        ready) up to three times: it costs no attempt.
+        clock. A failure before the launch is made (a drop noticed now, a reboot, a system
+        not up) is recovered here: one reconnect, then waits until ready; it costs no
+        attempt. A reconnect that fails is the campaign loop's to retry (its backoff).
 
         Raises:
             TransportError, DeviceNotReady: still failing.
         """
         for turn in range(3):
-            last = turn == 2
+            last, reconnecting = turn == 2, self._broken
             try:
                 self._connect()
                 out = self._calls.shell(_prep_command(self.package, marker),
                                         self.timeouts.call_s).output
             except TransportError:
-                if last:
+                if last or reconnecting:  # a reconnect already waited reconnect_s
                     raise
                 self._broken = True
                 continue

@@ -107,6 +107,9 @@ class DeviceInfo:
         return dataclasses.asdict(self)
 
 
+_ENDED = object()
+
+
 class LineStream:
     """Lines of a long-running command (``logcat``), read by a background thread.
 
@@ -121,7 +124,7 @@ class LineStream:
 
     def __init__(self, description: str, closer: Callable[[], Any] | None = None) -> None:
         self.description = description
-        self._lines: "queue.Queue[str]" = queue.Queue()
+        self._lines: "queue.Queue[Any]" = queue.Queue()
         self.ended = threading.Event()
         self.end_reason: str | None = None
         self._closer = closer
@@ -142,23 +145,27 @@ class LineStream:
         if not self.ended.is_set():
             self.end_reason = reason
             self.ended.set()
+            self._lines.put(_ENDED)  # wakes a reader waiting in get() at once
 
     def get(self, timeout_s: float) -> str | None:
         """The next line, or ``None`` after ``timeout_s`` (or at once when ended and empty)."""
         try:
-            return self._lines.get(timeout=max(0.0, timeout_s) if not self.ended.is_set()
+            line = self._lines.get(timeout=max(0.0, timeout_s) if not self.ended.is_set()
                                    else 0.0)
         except queue.Empty:
             return None
+        return None if line is _ENDED else line
 
     def drain(self) -> list[str]:
         """Every line waiting now."""
         out = []
         while True:
             try:
-                out.append(self._lines.get_nowait())
+                line = self._lines.get_nowait()
             except queue.Empty:
                 return out
+            if line is not _ENDED:
+                out.append(line)
 
     @property
     def alive(self) -> bool:
