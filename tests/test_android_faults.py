@@ -300,3 +300,22 @@ def test_a_device_gone_for_good_abandons_its_slots_and_exits_3(
                                               "g-00001.r2"]
     printed = capsys.readouterr()
     assert "2 of 2 planned launches of g were abandoned" in printed.out + printed.err
+
+
+def test_a_trimmed_image_without_log_and_service_tools_still_runs_its_campaign(
+        rigs: Rigs, apk: tuple[Path, str], tmp_path: Path) -> None:
+    # no `log` (no launch marker), no `service` (readiness by sys.boot_completed alone),
+    # and system_server's pid hidden from the shell: the checks that need them step aside
+    script = LaunchScript({"t-00001": B.native_crash("inference")})
+    rig = rigs.add(apk[1], script, missing_tools=("log", "service"),
+                   hidden_system_server=True)
+    out = tmp_path / "c"
+    assert run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
+                       "--launches", "3", "--label", "t", "--timeout", "3") == 0
+    recs, counted, infra = campaign(out)
+    assert infra == []
+    assert {k: (r.outcome, r.crash_class) for k, r in recs.items()} == {
+        "t-00000": (Outcome.COMPLETED, None),
+        "t-00001": (Outcome.CRASHED, "xnnpack-allocator-uaf"),
+        "t-00002": (Outcome.COMPLETED, None)}
+    assert recs["t-00002"].extra["android"]["stale_lines"] >= 1  # t-00001's late line

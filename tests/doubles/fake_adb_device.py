@@ -217,13 +217,21 @@ class FakeAndroidDevice:
         root: ``id -u`` prints 0 (``adb root`` on an emulator or userdebug image).
         on_drop: called by a ``drop`` behaviour with ``(offline_s, reboot)``; the test wires
             it to :meth:`FakeAdbd.drop`.
+        missing_tools: shell commands this image lacks (``log``, ``service``: a trimmed or
+            vendor image); they answer ``inaccessible or not found``, exit 127.
+        hidden_system_server: ``pidof system_server`` finds nothing (a /proc the shell
+            cannot read).
     """
 
     def __init__(self, serial_hint: str, apps: tuple[FakeApp, ...], script: LaunchScript,
                  model: str = "Pixel 8", abi: str = "arm64-v8a", sdk: int = 34,
                  slowness: float = 1.0, clock_offset_s: float = -7 * 3600 + 123.4,
                  report_delay_s: float = 0.3, root: bool = False,
-                 on_drop: Callable[[float, bool], None] | None = None) -> None:
+                 on_drop: Callable[[float, bool], None] | None = None,
+                 missing_tools: tuple[str, ...] = (), hidden_system_server: bool = False
+                 ) -> None:
+        self.missing_tools = frozenset(missing_tools)
+        self.hidden_system_server = hidden_system_server
         self.name = serial_hint
         self.apps = {a.apk_sha256: a for a in apps}
         self.script = script
@@ -397,7 +405,7 @@ class FakeAndroidDevice:
         argv = [a.replace("$?", str(last)) for a in argv]
         name, args = argv[0], argv[1:]
         handler = getattr(self, "_cmd_" + name.replace("-", "_"), None)
-        if handler is None:
+        if handler is None or name in self.missing_tools:
             out.write(f"/system/bin/sh: {name}: inaccessible or not found\n", fd=2)
             return 127
         return int(handler(args, out))
@@ -490,7 +498,7 @@ class FakeAndroidDevice:
     def _cmd_pidof(self, args: list[str], out: Stream) -> int:
         with self._lock:
             pids = [str(self._running[a]) for a in args if a in self._running]
-            if "system_server" in args and self.system_up():
+            if "system_server" in args and self.system_up() and not self.hidden_system_server:
                 pids.append(str(self.system_pid))
         if not pids:
             return 1

@@ -168,15 +168,16 @@ def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,
     expect_exit_info = window.sdk is None or window.sdk >= 30
     pid = window.pid
     while True:
-        out = transport.shell(command, call_timeout_s).output
-        sections = (out.split(mark + "\n") + [""] * len(parts))[:len(parts)]
+        result = transport.shell(command, call_timeout_s)
+        out = result.output
+        sections = (result.stdout.split(mark + "\n") + [""] * len(parts))[:len(parts)]
         exit_text, crash_text = sections[0], sections[1]
         boot_id, system_pid = sections[-2].strip(), sections[-1].strip()
         if boot_id and boot_id != window.boot_id:
             raise TransportError(f"{what} rebooted during the launch (boot id {window.boot_id}"
                                  f" -> {boot_id})", "the launch is retried once the device "
                                  "is up", state="rebooted")
-        down = NO_SERVICE.search("\n".join(sections[:-2]))
+        down = NO_SERVICE.search("\n".join(sections[:-2]) + result.stderr)
         if down is not None or (window.system_pid and system_pid != window.system_pid):
             why = f"`{down.group(0)}`" if down is not None else \
                 f"system_server pid {window.system_pid} -> {system_pid or 'none'}"

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import re
 import threading
 import time
 import uuid
@@ -65,6 +66,7 @@ _FOLLOW_SPECS = ("ReactNativeJS:V", "ActivityManager:I", "libc:F", "DEBUG:F",
 FOLLOW_COMMAND = shell_join(["logcat", "-v", "threadtime", "-b", "main", "-b", "system",
                              "-b", "crash", *_FOLLOW_SPECS])
 _PREP_MARK = "==coldstart-prep=="
+_NO_LOG_TOOL = re.compile(r"\blog: (?:inaccessible or not found|not found|No such file)")
 
 
 def _prep_command(package: str, marker: str) -> str:
@@ -221,6 +223,7 @@ class AndroidLauncher:
         self._abort = threading.Event()
         self._old_pids: collections.deque[int] = collections.deque(maxlen=256)
         self._pending: dict[str, Any] = {}
+        self._marks = True  # the device's `log` tool works (else: drop what came before)
 
     # -- lifecycle --------------------------------------------------------------------
     def abort(self) -> None:
@@ -356,16 +359,21 @@ class AndroidLauncher:
             last, reconnecting = turn == 2, self._broken
             try:
                 self._connect()
-                out = self._calls.shell(_prep_command(self.package, marker),
-                                        self.timeouts.call_s).output
+                result = self._calls.shell(_prep_command(self.package, marker),
+                                           self.timeouts.call_s)
             except TransportError:
                 if last or reconnecting:  # a reconnect already waited reconnect_s
                     raise
                 self._broken = True
                 continue
-            before, _, after = out.partition(_PREP_MARK + "\n")
+            # stderr (separate over shell v2) holds what failed; the values follow the mark
+            out, after = result.output, result.stdout.partition(_PREP_MARK + "\n")[2]
             lines = [ln.strip() for ln in (after.splitlines() + [""] * 4)[:4]]
-            down = NO_SERVICE.search(before)
+            down = NO_SERVICE.search(out)
+            if self._marks and _NO_LOG_TOOL.search(out):
+                self._marks = False
+                self._calls.note("no `log` tool: lines before a launch are dropped as they "
+                                 "stand when it begins")
             if self._system_pid == "" and not lines[3] and down is None and lines[0] == "1":
                 self._system_pid = None  # up, yet no system_server pid: not shown here
             if down is not None or lines[0] != "1" or (self._system_pid and not lines[3]):
@@ -393,7 +401,10 @@ class AndroidLauncher:
                  ) -> LaunchRecord:
         t = self.timeouts
         follower = self._follower
-        self._skip_to(marker, follower)
+        if self._marks:
+            self._skip_to(marker, follower)
+        else:
+            follower.drain()
         t_am = time.monotonic()
         am = self._calls.shell(shell_join(
             ["am", "start", "-W", "-a", "android.intent.action.VIEW", "-d",
@@ -439,13 +450,15 @@ class AndroidLauncher:
                            wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=artifacts,
                            android=android)
 
-    def _skip_to(self, marker: str, follower: Any) -> None:
-        """Drop the follower's lines up to this launch's marker.
+    def _skip_to(self, marker: str, follower: Any, wait_s: float = 5.0) -> None:
+        """Drop the follower's lines up to this launch's marker. A marker that does not
+        come within ``wait_s`` (a log that hides the tag) turns markers off for this device:
+        the launch goes on, dropping what came before it.
 
         Raises:
-            TransportError: the stream ended, or the marker did not come within ``call_s``.
+            TransportError: the stream ended.
         """
-        give_up = time.monotonic() + self.timeouts.call_s
+        give_up = time.monotonic() + wait_s
         while True:
             line = follower.get(min(0.25, max(0.0, give_up - time.monotonic())))
             if line is not None:
@@ -453,10 +466,14 @@ class AndroidLauncher:
                 if entry is not None and entry.tag == _MARK_TAG and entry.msg == marker:
                     return
                 continue
-            if not follower.alive or time.monotonic() >= give_up:
-                why = follower.end_reason or f"not within {self.timeouts.call_s:g} s"
-                raise TransportError(f"{self.device}: the log stream did not deliver the "
-                                     f"launch's marker ({why})", state="offline")
+            if not follower.alive:
+                raise TransportError(f"{self.device}: the log stream ended "
+                                     f"({follower.end_reason})", state="offline")
+            if time.monotonic() >= give_up:
+                self._marks = False
+                self._calls.note(f"the launch marker did not come within {wait_s:g} s: "
+                                 "markers off")
+                return
 
     def _watch(self, watch: _Watch, follower: Any, deadline: float, seen: list[str]) -> bool:
         """Read the log until ``done``, a death, ``error_grace_s`` after an ``error`` line,
