@@ -34,8 +34,28 @@ def campaign(out: Path) -> tuple[dict[str, Any], list[Any], list[Any]]:
     return records_by_id(out), list(loaded.counted), list(loaded.infra_errors)
 
 
+def play(rigs: Rigs, apk: tuple[Path, str], out: Path, script: LaunchScript, launches: str,
+         label: str, timeout: str, *args: str, **device_kw: Any) -> tuple[DeviceRig, int]:
+    """Run ``coldstart run android`` on one new scripted device over the adb server;
+    returns the device and the exit code."""
+    rig = rigs.add(apk[1], script, **device_kw)
+    return rig, run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
+                            "--launches", launches, "--label", label, "--timeout", timeout,
+                            *args)
+
+
 def infra_text(out: Path, record: Any) -> str:
     return (out / "artifacts" / record.launch_id / "infra-error.txt").read_text()
+
+
+def retried_once(recs: dict[str, Any], counted: list[Any], infra: list[Any], launch_id: str,
+                 launches: int, why: str) -> None:
+    """``launch_id`` alone was an infra error (its error says ``why``), its retry and every
+    other launch completed, and all ``launches`` planned are counted."""
+    assert [r.launch_id for r in infra] == [launch_id]
+    assert why in recs[launch_id].error
+    assert recs[f"{launch_id}.r2"].outcome is Outcome.COMPLETED
+    assert {r.outcome for r in counted} == {Outcome.COMPLETED} and len(counted) == launches
 
 
 def no_crash_without_a_start(recs: dict[str, Any]) -> None:
@@ -52,10 +72,8 @@ def test_a_reboot_with_late_services_is_waited_for_and_never_a_crash(
     # `echo ok` answers long before `am start` could (the seen bug: status 20, `crashed`)
     script = LaunchScript({"r-00001": B.drop(after=after, offline_s=0.6, reboot=True,
                                              services_late_s=2.0)})
-    rig = rigs.add(apk[1], script)
     out = tmp_path / "c"
-    code = run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
-                       "--launches", "4", "--label", "r", "--timeout", "3")
+    rig, code = play(rigs, apk, out, script, "4", "r", "3")
     recs, counted, infra = campaign(out)
     assert code == 0
     assert sorted(r.index for r in counted) == [0, 1, 2, 3]
@@ -86,17 +104,13 @@ def test_a_reboot_with_late_services_is_waited_for_and_never_a_crash(
 def test_an_am_start_that_made_no_launch_is_an_infra_error_retried(
         failure: str, why: str, rigs: Rigs, apk: tuple[Path, str], tmp_path: Path) -> None:
     script = LaunchScript({"s-00001": B(am_start=failure, services_late_s=1.5)})
-    rig = rigs.add(apk[1], script)
     out = tmp_path / "c"
-    assert run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
-                       "--launches", "3", "--label", "s", "--timeout", "3") == 0
+    rig, code = play(rigs, apk, out, script, "3", "s", "3")
+    assert code == 0
     recs, counted, infra = campaign(out)
-    assert {k: r.outcome for k, r in recs.items()} == {
-        "s-00000": Outcome.COMPLETED, "s-00001": Outcome.INFRA_ERROR,
-        "s-00001.r2": Outcome.COMPLETED, "s-00002": Outcome.COMPLETED}
-    assert len(counted) == 3
+    retried_once(recs, counted, infra, "s-00001", 3, why)
     failed = recs["s-00001"]
-    assert why in failed.error and "am start made no launch" in failed.error
+    assert "am start made no launch" in failed.error
     assert failed.crash is None and failed.crash_class is None and failed.wall_ms > 0
     # what am printed is kept: as an artifact and in infra-error.txt
     assert any(a.endswith("/am-start.txt") for a in failed.artifacts)
@@ -111,14 +125,12 @@ def test_a_runtime_restart_mid_launch_is_an_infra_error_and_recorded(
     # says so; the boot id stays the same
     script = LaunchScript({"u-00001": B(kind="runtime-restart", after="sessions-created",
                                         services_late_s=late_s)})
-    rig = rigs.add(apk[1], script)
     out = tmp_path / "c"
-    assert run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
-                       "--launches", "3", "--label", "u", "--timeout", "3") == 0
+    rig, code = play(rigs, apk, out, script, "3", "u", "3")
+    assert code == 0
     recs, counted, infra = campaign(out)
-    assert [r.launch_id for r in infra] == ["u-00001"]
-    assert "system server went down during the launch" in recs["u-00001"].error
-    assert {r.outcome for r in counted} == {Outcome.COMPLETED} and len(counted) == 3
+    retried_once(recs, counted, infra, "u-00001", 3,
+                 "system server went down during the launch")
     restarts = [r.extra["android"]["system_restart"] for r in counted
                 if "system_restart" in r.extra["android"]]
     assert len(restarts) == 1 and restarts[0]["pid"] == str(rig.device.system_pid)
@@ -209,11 +221,9 @@ def test_a_fatal_js_error_is_a_js_error_crash_with_its_report(
                      crash_buffer=crash_buffer, report_delay_s=1.5),
         "j-00002": B(kind="js-error", after="models-ready"),
     })
-    rig = rigs.add(apk[1], script)
     out = tmp_path / "c"
-    assert run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
-                       "--launches", "3", "--label", "j", "--timeout", "5",
-                       "--report-wait", "5") == 0
+    rig, code = play(rigs, apk, out, script, "3", "j", "5", "--report-wait", "5")
+    assert code == 0
     recs, counted, infra = campaign(out)
     assert infra == [] and len(counted) == 3
     fatal = recs["j-00001"]
@@ -236,10 +246,9 @@ def test_a_death_with_no_report_never_borrows_an_earlier_force_stop(
     # by launch 4 the exit-info ring holds the kit's force-stops of launches 0-3
     # (USER REQUESTED); launch 4's process vanishes and leaves nothing of its own
     script = LaunchScript({"f-00004": B(kind="vanish", after="sessions-created")})
-    rig = rigs.add(apk[1], script)
     out = tmp_path / "c"
-    assert run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
-                       "--launches", "5", "--label", "f", "--timeout", "3") == 0
+    rig, code = play(rigs, apk, out, script, "5", "f", "3")
+    assert code == 0
     recs, counted, infra = campaign(out)
     gone = recs["f-00004"]
     exit_info = (out / "artifacts" / "f-00004" / "exit-info.txt").read_text()
@@ -260,24 +269,20 @@ def test_a_process_never_seen_is_not_a_crash(rigs: Rigs, apk: tuple[Path, str],
     # no Start proc line, no protocol line, gone at the first pidof: nothing shows that
     # this launch's process ever ran, so its "death" is not a crash of the app
     script = LaunchScript({"n-00001": B(kind="vanish", after="", log_start=False)})
-    rig = rigs.add(apk[1], script)
     out = tmp_path / "c"
-    assert run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
-                       "--launches", "2", "--label", "n", "--timeout", "3") == 0
+    rig, code = play(rigs, apk, out, script, "2", "n", "3")
+    assert code == 0
     recs, counted, infra = campaign(out)
-    assert [r.launch_id for r in infra] == ["n-00001"]
-    assert "process was never seen" in recs["n-00001"].error
-    assert {r.outcome for r in counted} == {Outcome.COMPLETED} and len(counted) == 2
+    retried_once(recs, counted, infra, "n-00001", 2, "process was never seen")
     no_crash_without_a_start(recs)
 
 
 def test_inference_with_outputs_that_cannot_be_checked_is_never_a_pass(
         rigs: Rigs, apk: tuple[Path, str], tmp_path: Path) -> None:
     script = LaunchScript({"v-00000": B.completed(unverified=True)})
-    rig = rigs.add(apk[1], script)
     out = tmp_path / "c"
-    assert run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
-                       "--launches", "1", "--label", "v", "--timeout", "3") == 0
+    rig, code = play(rigs, apk, out, script, "1", "v", "3")
+    assert code == 0
     record = records_by_id(out)["v-00000"]
     assert (record.outcome, record.last_phase) == (Outcome.WRONG_OUTPUT, "done")
     assert "cannot be checked" in record.error
@@ -288,12 +293,10 @@ def test_a_device_gone_for_good_abandons_its_slots_and_exits_3(
         rigs: Rigs, apk: tuple[Path, str], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     script = LaunchScript({"g-00000": B.drop(after="models-ready", offline_s=600.0)})
-    rig = rigs.add(apk[1], script)
     out = tmp_path / "c"
     capsys.readouterr()
-    code = run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
-                       "--launches", "2", "--label", "g", "--timeout", "3",
-                       "--max-attempts", "2", "--reconnect-timeout", "1")
+    rig, code = play(rigs, apk, out, script, "2", "g", "3", "--max-attempts", "2",
+                     "--reconnect-timeout", "1")
     recs, counted, infra = campaign(out)
     assert code == 3
     assert counted == [] and sorted(recs) == ["g-00000", "g-00000.r2", "g-00001",
@@ -307,11 +310,10 @@ def test_a_trimmed_image_without_log_and_service_tools_still_runs_its_campaign(
     # no `log` (no launch marker), no `service` (readiness by sys.boot_completed alone),
     # and system_server's pid hidden from the shell: the checks that need them step aside
     script = LaunchScript({"t-00001": B.native_crash("inference")})
-    rig = rigs.add(apk[1], script, missing_tools=("log", "service"),
-                   hidden_system_server=True)
     out = tmp_path / "c"
-    assert run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
-                       "--launches", "3", "--label", "t", "--timeout", "3") == 0
+    rig, code = play(rigs, apk, out, script, "3", "t", "3", missing_tools=("log", "service"),
+                     hidden_system_server=True)
+    assert code == 0
     recs, counted, infra = campaign(out)
     assert infra == []
     assert {k: (r.outcome, r.crash_class) for k, r in recs.items()} == {
