@@ -67,7 +67,8 @@ def no_crash_without_a_start(recs: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("after", ["sessions-created", "done"])
 def test_a_reboot_with_late_services_is_waited_for_and_never_a_crash(
-        after: str, rigs: Rigs, apk: tuple[Path, str], tmp_path: Path) -> None:
+        after: str, rigs: Rigs, apk: tuple[Path, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
     # adbd is back 0.6 s after the reboot, the activity/package services 2 s after that:
     # `echo ok` answers long before `am start` could (the seen bug: status 20, `crashed`)
     script = LaunchScript({"r-00001": B.drop(after=after, offline_s=0.6, reboot=True,
@@ -84,6 +85,8 @@ def test_a_reboot_with_late_services_is_waited_for_and_never_a_crash(
     assert reboots[0]["previous_boot_id"] != rig.device.boot_id
     after_reboot = next(r for r in counted if "reboot" in r.extra["android"])
     assert after_reboot.extra["android"]["boot_id"] == rig.device.boot_id
+    err = capsys.readouterr().err
+    assert f"android: {rig.serial}: the device rebooted (boot id" in err
     # no am start was sent to a system that was not up
     for record in recs.values():
         am = out / "artifacts" / record.launch_id / "am-start.txt"
