@@ -267,6 +267,27 @@ def test_a_death_with_no_report_never_borrows_an_earlier_force_stop(
         ("(no signature)", "unclassified", 1)]
 
 
+def test_after_a_reboot_a_reused_pid_is_not_matched_to_the_older_boots_entry(
+        rigs: Rigs, apk: tuple[Path, str], tmp_path: Path) -> None:
+    # before the reboot, pid 4001 (launch 1) was force-stopped by the kit (USER REQUESTED);
+    # pids start again after it, so launch 3's process is 4001 too, and it vanishes
+    script = LaunchScript({"p-00002": B.drop(after="models-ready", offline_s=0.5,
+                                             reboot=True, services_late_s=0.5),
+                           "p-00003": B(kind="vanish", after="sessions-created")})
+    out = tmp_path / "c"
+    rig, code = play(rigs, apk, out, script, "4", "p", "3")
+    assert code == 0
+    recs, counted, infra = campaign(out)
+    gone = recs["p-00003"]
+    assert gone.extra["android"]["pid"] == 4001
+    exit_info = (out / "artifacts" / "p-00003" / "exit-info.txt").read_text()
+    assert "pid=4001" in exit_info and "USER REQUESTED" in exit_info  # the older boot's
+    assert (gone.outcome, gone.crash, gone.extra["android"]["exit_info"]) == (
+        Outcome.CRASHED, None, None)
+    assert gone.error == "no crash report for pid 4001 was found within 3 s"
+    assert [r.launch_id for r in infra] == ["p-00002"] and len(counted) == 4
+
+
 def test_a_process_never_seen_is_not_a_crash(rigs: Rigs, apk: tuple[Path, str],
                                              tmp_path: Path) -> None:
     # no Start proc line, no protocol line, gone at the first pidof: nothing shows that

@@ -856,7 +856,8 @@ class FakeAndroidDevice:
                 self._running.clear()
                 self._entries.clear()
                 self.boot_id = self._new_boot_id()
-                self._changed.notify_all()
+                self._pids = itertools.count(4000)  # pids start again; exit-info and
+                self._changed.notify_all()  # DropBox are kept on disk across the boot
             # adbd is back after offline_s; the system only services_late_s after that
             self.take_system_down(b.offline_s + b.services_late_s, booting=True)
         if self.on_drop is not None:

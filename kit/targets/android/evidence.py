@@ -6,9 +6,10 @@ and DropBox, matched to this launch's pid and time window only (issue #16).
 and the device clock, again until the report for that pid is written (at most
 ``report_wait_s``; notes/drivers.md section 2, notes/crash-formats.md section 3). Then:
 
-* the exit-info entry is the one of this pid; with no pid known, the newest entry written
-  since the launch began by a process of no earlier launch that is not a force-stop (the
-  kit's own force-stop of the previous process falls in that window);
+* the exit-info entry is the one of this pid written since the launch began (pids start
+  again after a reboot and the ring outlives it); with no pid known, the newest entry
+  written since then by a process of no earlier launch that is not a force-stop (the kit's
+  own force-stop of the previous process falls in that window);
 * the report parsed is a DropBox entry of this pid (tombstone first), else this pid's lines
   of the crash buffer, else this pid's exit-info entry when its reason is a crash
   (:data:`CRASH_REASONS`); with none, the evidence says that no report was found, and
@@ -109,11 +110,14 @@ class Death:
 
 def _own_exit(entries: list[ExitInfo], window: LaunchWindow, pid: int | None
               ) -> ExitInfo | None:
-    mine = [e for e in entries if (e.process or "").split(":")[0] == window.package]
+    # written since the launch began: pids start again after a reboot, and the ring is
+    # kept across boots, so a pid alone could name an older process
+    mine = [e for e in entries if (e.process or "").split(":")[0] == window.package and
+            (e.timestamp or "") >= window.device_start]
     if pid is not None:
         return next((e for e in mine if e.pid == pid), None)
     for entry in mine:  # newest first
-        if entry.pid in window.old_pids or (entry.timestamp or "") < window.device_start:
+        if entry.pid in window.old_pids:
             continue
         if entry.reason_enum is ExitReason.USER_REQUESTED:
             continue  # the kit's own force-stop of a process it did not know
