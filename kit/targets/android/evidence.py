@@ -233,8 +233,8 @@ def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,
         who = f"pid {pid}" if pid is not None else "this launch's process"
         evidence = CrashEvidence(note=f"no crash report for {who} was found within "
                                       f"{report_wait_s:g} s{said}")
-    end = {ExitReason.EXIT_SELF: ProcessEnd.EXITED,
-           ExitReason.SIGNALED: ProcessEnd.SIGNALED}.get(reason, ProcessEnd.DIED)  # type: ignore[arg-type]
+    end = (ProcessEnd.EXITED if reason is ExitReason.EXIT_SELF else
+           ProcessEnd.SIGNALED if reason is ExitReason.SIGNALED else ProcessEnd.DIED)
     signal = status if reason in (ExitReason.SIGNALED, ExitReason.CRASH_NATIVE) and status \
         else None
     return Death(end=end, pid=pid, exit_code=status if end is ProcessEnd.EXITED else None,

@@ -320,7 +320,8 @@ class AndroidLauncher:
         marker = f"launch {ctx.launch_id} {uuid.uuid4().hex[:8]}"
         try:
             device_start = self._begin(marker)
-            return self._observe(marker, ctx, watch, device_start, seen, started_at, t0, round_trips)
+            return self._observe(marker, ctx, watch, device_start, seen, started_at, t0,
+                                 round_trips)
         except InfraError as exc:
             if isinstance(exc, TransportError):
                 self._broken = True
@@ -421,10 +422,11 @@ class AndroidLauncher:
             "device_time": device_start, "stale_lines": watch.stale, "boot_id": self._boot_id}
         end, exit_code, signal, crash = ProcessEnd.ALIVE, None, None, None
         if watch.death is not None:
-            death = collect_death(self._calls, LaunchWindow(
-                self.package, watch.pid, watch.old_pids, device_start, self._boot_id,
-                self.setup.sdk, self._system_pid or None), ctx.artifacts_dir, ctx.artifacts_rel, trigger=watch.death,
-                what=self.device, report_wait_s=t.report_wait_s, call_timeout_s=t.call_s)
+            window = LaunchWindow(self.package, watch.pid, watch.old_pids, device_start,
+                                  self._boot_id, self.setup.sdk, self._system_pid or None)
+            death = collect_death(self._calls, window, ctx.artifacts_dir, ctx.artifacts_rel,
+                                  trigger=watch.death, what=self.device,
+                                  report_wait_s=t.report_wait_s, call_timeout_s=t.call_s)
             if death.pid is None and not watch.events:
                 raise InfraError(f"{self.device}: the app's process was never seen (no Start "
                                  f"proc line, no protocol line, no pid) and is gone: "

@@ -220,8 +220,9 @@ class ServerTransport:
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TransportError(f"{self.serial}: `{short_command(command)}` gave no answer "
-                                         f"within {timeout_s:g} s", "the device is slow or hung")
+                    raise TransportError(f"{self.serial}: `{short_command(command)}` gave no "
+                                         f"answer within {timeout_s:g} s",
+                                         "the device is slow or hung")
                 sock.settimeout(left)
                 try:
                     data = sock.recv(65536)
