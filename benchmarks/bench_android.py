@@ -11,9 +11,14 @@ Figures printed:
 
 * round trips per launch (``OPEN``\\ s the device saw, and the launcher's own count);
 * overhead per launch (median, p90, max) at the given latency;
-* throughput with one device and with two devices in one campaign, and their ratio.
+* throughput with one device and with two devices in one campaign, and their ratio;
+* time from a dropped connection to the launcher's infra error, over the adb server and
+  over adbd directly (issue #16: a drop must surface within seconds): a launch waits on an
+  app that hangs, the device's adbd closes every connection, and the clock runs from that
+  moment to the ``InfraError`` (``--drops`` times per transport, in this process).
 
-Usage: ``.venv/bin/python benchmarks/bench_android.py [--latency-ms 20] [--launches 30]``
+Usage: ``.venv/bin/python benchmarks/bench_android.py [--latency-ms 20] [--launches 30]
+[--drops 5]``
 Goals (issue #6): overhead at most 250 ms per launch at 20 ms per round trip, and two
 devices giving at least 1.8x one device's throughput. ``--check`` exits 1 when a goal is
 missed.
@@ -26,6 +31,7 @@ import multiprocessing as mp
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -65,9 +71,8 @@ def _campaign(server_port: int, serials: list[str], apk: Path, launches: int, ou
               before: Any) -> tuple[list[Any], float]:
     from kit.campaign import prepare_store, run_campaign
     from kit.scenario import parse_scenario
-    from kit.targets.adb_transport import ServerTransport
-    from kit.targets.android import AndroidLauncher, AndroidTimeouts, inspect_apk, \
-        prepare_device
+    from kit.targets.android import AndroidLauncher, AndroidTimeouts, ServerTransport, \
+        inspect_apk, prepare_device
 
     info = inspect_apk(apk)
     transports = [ServerTransport(s, "127.0.0.1", server_port) for s in serials]
@@ -75,7 +80,7 @@ def _campaign(server_port: int, serials: list[str], apk: Path, launches: int, ou
     launchers = [AndroidLauncher(t, s, AndroidTimeouts(report_wait_s=3.0))
                  for t, s in zip(transports, setups)]
     for launcher in launchers:  # open each log follower outside the timing
-        launcher._ready()
+        launcher.open()
     scenario = parse_scenario("")
     store, records = prepare_store(out, label="bench", target="android", scenario=scenario,
                                    launches=launches, resume=False)
@@ -89,6 +94,64 @@ def _campaign(server_port: int, serials: list[str], apk: Path, launches: int, ou
     return records, elapsed
 
 
+def _drop_to_infra_s(transport: str, server: Any, apk: Path, sha: str, drops: int,
+                     tmp: Path) -> list[float]:
+    """Seconds from each drop to the launcher's InfraError (see the module doc)."""
+    from adb_shell.auth.keygen import keygen
+    from cryptography.hazmat.primitives import serialization
+
+    from kit.campaign import LaunchContext
+    from kit.errors import InfraError
+    from kit.scenario import parse_scenario
+    from kit.targets.android import (AndroidLauncher, AndroidTimeouts, DirectTransport,
+                                     ServerTransport, inspect_apk, prepare_device)
+    from tests.doubles.android_adb_server import DeviceRig
+    from tests.doubles.fake_adb_device import AppBehaviour, FakeAndroidDevice, FakeApp, \
+        LaunchScript
+
+    key = tmp / f"adbkey-{transport}"
+    keygen(str(key))
+    pem = serialization.load_pem_private_key(key.read_bytes(), None).public_key() \
+        .public_bytes(serialization.Encoding.PEM,
+                      serialization.PublicFormat.SubjectPublicKeyInfo)
+    script = LaunchScript(default=AppBehaviour.hang(after="models-ready"))
+    rig = DeviceRig(FakeAndroidDevice(f"drop-{transport}", (FakeApp(PKG, sha),), script),
+                    server if transport == "server" else None,
+                    auth_keys=() if transport == "server" else (pem,)).start()
+    link = (ServerTransport(rig.serial, "127.0.0.1", server.port) if transport == "server"
+            else DirectTransport(rig.address, key_path=key))
+    launcher = AndroidLauncher(link, prepare_device(link, package=PKG, apk=inspect_apk(apk)),
+                               AndroidTimeouts(reconnect_s=20.0, poll_s=5.0))
+    scenario = parse_scenario("")
+    took: list[float] = []
+    try:
+        for n in range(drops):
+            launcher.open()
+            art = tmp / f"drop-{transport}-{n}"
+            art.mkdir()
+            ctx = LaunchContext(scenario=scenario.with_id(f"drop-{n:05d}"), index=n, attempt=1,
+                                label="drop", artifacts_dir=art, artifacts_rel=f"a/{n}",
+                                timeout_s=30.0)
+            at: list[float] = []
+
+            def drop() -> None:
+                time.sleep(1.0)  # the app is up and quiet; the launch waits on the log
+                at.append(time.monotonic())
+                rig.adbd.drop(0.5)
+
+            threading.Thread(target=drop, daemon=True).start()
+            try:
+                launcher.launch(ctx)
+                print(f"warning: {transport} drop {n}: the launch ended without an error")
+            except InfraError:
+                took.append(time.monotonic() - at[0])
+            time.sleep(1.0)  # the device is back
+    finally:
+        launcher.close()
+        rig.stop()
+    return took
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--latency-ms", type=float, default=20.0,
@@ -96,6 +159,8 @@ def main() -> int:
     parser.add_argument("--launches", type=int, default=30, help="launches per campaign")
     parser.add_argument("--gap-ms", type=int, default=150,
                         help="the app's time between two phases (default 150: done at 900 ms)")
+    parser.add_argument("--drops", type=int, default=5,
+                        help="drops measured per transport (0: skip; default 5)")
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     args = parser.parse_args()
 
@@ -133,6 +198,8 @@ def main() -> int:
                 proc.join(10)
                 opens = [b - a for a, b in zip(opens_before, opens_after)]
                 results[count] = (records, elapsed, opens)
+            drops = {kind: _drop_to_infra_s(kind, server, apk, sha, args.drops, tmp)
+                     for kind in ("server", "direct") if args.drops > 0}
     finally:
         server.stop()
 
@@ -157,6 +224,11 @@ def main() -> int:
     ratio = two_rate / one_rate
     print(f"throughput: 1 device {one_rate:.2f} launches/s, 2 devices {two_rate:.2f} "
           f"launches/s, ratio {ratio:.2f}x (goal >= 1.8x)")
+    for kind, took in drops.items():
+        if took:
+            print(f"drop -> infra error over the {kind} transport: median "
+                  f"{statistics.median(took):.3f} s, max {max(took):.3f} s "
+                  f"({len(took)} drops)")
     ok = statistics.median(overhead) <= 250 and ratio >= 1.8
     print("goals met" if ok else "goals MISSED")
     return 0 if ok or not args.check else 1

@@ -58,6 +58,8 @@ class Rigs:
     def stop(self) -> None:
         for rig in self.rigs:
             rig.stop()
+        for script in {id(r.device.script): r.device.script for r in self.rigs}.values():
+            script.assert_used_up()
 
 
 @pytest.fixture

@@ -9,13 +9,15 @@ from typing import Iterator
 
 import pytest
 
+from kit import crash
 from kit.errors import UsageError
-from kit.targets import adb_transport as adbt
 from kit.targets import android
+from kit.targets.android import text as device_text
 from tests.doubles.android_adb_server import DeviceRig
 from tests.doubles.android_apk_double import ApkSpec, build_apk_double
 from tests.doubles.fake_adb_device import FakeAndroidDevice, FakeApp, LaunchScript
-from tests.doubles.fake_adb_reports import am_start_error, am_start_ok, dropbox_dump
+from tests.doubles.fake_adb_reports import (am_start_error, am_start_ok, dropbox_dump,
+                                           exit_info_dump, exit_info_entry, threadtime)
 
 PKG = "org.coldstart.app"
 
@@ -38,6 +40,81 @@ def test_am_start_output_is_read_as_key_value_pairs() -> None:
     assert old["ThisTime"] == "300" and "LaunchState" not in old
 
 
+@pytest.mark.parametrize("output,exit_code,sdk,why", [
+    (am_start_ok(f"{PKG}/.MainActivity", "coldstart://run?id=x", "COLD", 412, 415), 0, 34,
+     None),
+    ("Starting: Intent { cmp=a.b/.C }\nStatus: ok\nActivity: a.b/.C\nThisTime: 300\n"
+     "TotalTime: 300\nWaitTime: 320\nComplete\n", 0, 28, None),
+    ("", 20, 34, "Can't find service: activity"),  # the text is on stderr (below)
+    ("Starting: Intent { cmp=a.b/.C }\nStatus: timeout\nLaunchState: UNKNOWN (0)\n", 0, 34,
+     "Status: timeout"),
+    ("Starting: Intent { cmp=a.b/.C }\n", 0, 34, "no Status line"),
+    ("Starting: Intent { cmp=a.b/.C }\nStatus: ok\nActivity: a.b/.C\nTotalTime: 3\n", 0,
+     34, "no LaunchState line"),
+    ("Starting: Intent { cmp=a.b/.C }\nWarning: Activity not started, intent has been "
+     "delivered to currently running top-most instance.\nStatus: ok\nLaunchState: HOT\n", 0,
+     34, "not a cold start"),
+    (am_start_error(f"{PKG}/.Nope", None, "Activity class {x} does not exist."), 0, 34,
+     "Activity class {x} does not exist."),
+    ("Exception occurred while executing 'start':\njava.lang.SecurityException: denied\n",
+     255, 34, "am exited with status 255"),
+])
+def test_am_start_that_made_no_launch_is_refused(output: str, exit_code: int, sdk: int,
+                                                why: str | None) -> None:
+    stderr = "cmd: Can't find service: activity\n" if exit_code == 20 else ""
+    result = android.ShellResult(exit_code, output, stderr)
+    if why is None:
+        assert android.check_am_start(result, sdk, "dev")["Status"] == "ok"
+        return
+    with pytest.raises(android.AmStartFailed) as failed:
+        android.check_am_start(result, sdk, "dev")
+    assert why in failed.value.message and failed.value.message.startswith("dev: ")
+    assert failed.value.no_service is (exit_code == 20)
+    assert failed.value.evidence == output + stderr
+
+
+def test_readiness_reads_boot_services_and_boot_id() -> None:
+    boot = "6f1f7d0e-3c1a-4b5e-9d2f-0a1b2c3d4e5f"
+    up = android.read_readiness(f"1\nService activity: found\nService package: found\n{boot}\n")
+    assert (up.ready, up.missing, up.boot_id) == (True, (), boot)
+    down = android.read_readiness(f"\nService activity: not found\nService package: found\n"
+                                  f"{boot}\n")
+    assert (down.ready, down.boot_completed, down.missing) == (False, False, ("activity",))
+    assert down.describe() == "sys.boot_completed is not 1; no activity service"
+    # no `service` tool: judged by sys.boot_completed alone
+    bare = android.read_readiness(f"1\n/system/bin/sh: service: inaccessible or not found\n"
+                                  f"{boot}\n")
+    assert bare.ready and bare.boot_id == boot
+
+
+def test_one_exit_info_entry_and_one_process_crash_lines_are_cut_out() -> None:
+    import datetime as dt
+
+    when = dt.datetime(2026, 5, 1, 12, 0, 1)
+    dump = exit_info_dump(PKG, 10187, [
+        exit_info_entry(0, when, 4100, 10187, PKG, 10, "USER REQUESTED", 21, "FORCE STOP", 0,
+                        400, "stop due to from pid 31337"),
+        exit_info_entry(1, when, 4042, 10187, PKG, 5, "APP CRASH(NATIVE)", 0, "UNKNOWN", 11,
+                        100, "crash")])
+    block = device_text.exit_info_block(dump, 1)
+    assert "pid=4042" in block and "pid=4100" not in block and f"package: {PKG}" in block
+    parsed = crash.parse_text(block, hint="exit-info")
+    assert (parsed.pid, parsed.signal) == (4042, 11)
+    assert device_text.exit_info_block(dump, 7) == ""
+    lines = [threadtime(when, 4042, 4103, "F", "libc", "Fatal signal 11 (SIGSEGV), code 1 "
+                        "(SEGV_MAPERR), fault addr 0x18 in tid 4103 (mqt_native_modu), pid 4042 "
+                        "(org.coldstart.a)"),
+             threadtime(when, 4442, 4442, "F", "DEBUG", "pid: 4042, tid: 4103, name: x  >>> "
+                        f"{PKG} <<<"),
+             threadtime(when, 4442, 4442, "F", "DEBUG", "backtrace:"),
+             threadtime(when, 5000, 5001, "F", "libc", "Fatal signal 6 (SIGABRT) ... pid 5000 "
+                        "(other.app)"),
+             threadtime(when, 5400, 5400, "F", "DEBUG", "pid: 5000, tid: 5001, name: y")]
+    mine = device_text.process_crash_lines("\n".join(lines) + "\n", 4042)
+    assert mine.splitlines() == lines[:3]
+    assert device_text.process_crash_lines("\n".join(lines), 4200) == ""
+
+
 def test_threadtime_lines_are_split_and_others_are_none() -> None:
     line = ("11-29 10:48:02.441  4000  4027 I ReactNativeJS: COLDSTART {\"v\":1,\"id\":\"a\","
             "\"phase\":\"start\",\"t_ms\":40}")
@@ -51,7 +128,7 @@ def test_threadtime_lines_are_split_and_others_are_none() -> None:
 
 def test_every_word_sent_to_the_device_shell_is_quoted() -> None:
     url = "coldstart://run?id=a-00001&mode=serial; rm -rf /data $(reboot) `id`"
-    line = adbt.shell_join(["am", "start", "-d", url], ["logcat", "*:S"])
+    line = android.shell_join(["am", "start", "-d", url], ["logcat", "*:S"])
     first, second = line.split("; logcat")
     assert shlex.split(first) == ["am", "start", "-d", url]
     assert shlex.split("logcat" + second) == ["logcat", "*:S"]
@@ -60,11 +137,11 @@ def test_every_word_sent_to_the_device_shell_is_quoted() -> None:
 def test_bad_serials_packages_and_addresses_are_refused() -> None:
     for serial in ("emulator-5554;reboot", "a b", "", "$(id)"):
         with pytest.raises(UsageError):
-            adbt.ServerTransport(serial)
+            android.ServerTransport(serial)
     with pytest.raises(UsageError):
-        adbt.server_address("host:notaport")
-    assert adbt.server_address("10.0.0.2:5038") == ("10.0.0.2", 5038)
-    assert adbt.server_address("5039") == ("127.0.0.1", 5039)
+        android.server_address("host:notaport")
+    assert android.server_address("10.0.0.2:5038") == ("10.0.0.2", 5038)
+    assert android.server_address("5039") == ("127.0.0.1", 5039)
     assert not android.PACKAGE_RE.match("org.x;reboot")
     assert android.PACKAGE_RE.match(PKG)
 
@@ -75,11 +152,11 @@ def test_dropbox_output_is_split_into_entries_with_time_and_tag() -> None:
     when = dt.datetime(2026, 5, 1, 12, 0, 2)
     text = dropbox_dump("SYSTEM_TOMBSTONE", [(when, "SYSTEM_TOMBSTONE", "pid: 1, tid: 2\n"),
                                              (when, "SYSTEM_TOMBSTONE", "pid: 3, tid: 4\n")], 5)
-    entries = android._dropbox_entries(text)
+    entries = device_text.dropbox_entries(text)
     assert [(t, tag) for t, tag, _ in entries] == [("2026-05-01 12:00:02",
                                                     "SYSTEM_TOMBSTONE")] * 2
     assert "pid: 3," in entries[1][2] and entries[1][2].startswith("=====")
-    assert android._dropbox_entries(dropbox_dump("x", [], 0)) == []
+    assert device_text.dropbox_entries(dropbox_dump("x", [], 0)) == []
 
 
 def test_apk_provenance(tmp_path: Path) -> None:
@@ -125,6 +202,8 @@ def direct(tmp_path: Path) -> Iterator[tuple[DeviceRig, Path]]:
     yield make, key  # type: ignore[misc]
     for rig in made:
         rig.stop()
+    for rig in made:
+        rig.device.script.assert_used_up()
 
 
 @pytest.mark.parametrize("case,spec,device_kw,want", [
@@ -140,7 +219,7 @@ def test_poison_modes_are_checked_against_device_and_app(direct, tmp_path: Path,
     make, key = direct
     path, sha = build_apk_double(tmp_path / "app.apk", spec)
     rig = make(sha, **device_kw)
-    transport = adbt.DirectTransport(rig.address, key_path=key)
+    transport = android.DirectTransport(rig.address, key_path=key)
     info = android.inspect_apk(path)
     mode = android.PoisonMode(case)
     try:
@@ -162,7 +241,7 @@ def test_install_refused_by_the_device_is_one_usage_error(direct, tmp_path: Path
     make, key = direct
     rig = make("0" * 64)  # the device knows no APK with this file's hash
     path, _ = build_apk_double(tmp_path / "app.apk")
-    transport = adbt.DirectTransport(rig.address, key_path=key)
+    transport = android.DirectTransport(rig.address, key_path=key)
     try:
         with pytest.raises(UsageError, match="INSTALL_PARSE_FAILED_NOT_APK"):
             android.prepare_device(transport, package=PKG, apk=android.inspect_apk(path))
@@ -181,7 +260,7 @@ def test_a_log_quiet_for_longer_than_the_call_timeout_is_a_hang_not_an_infra_err
     path, sha = build_apk_double(tmp_path / "app.apk")
     rig = make(sha)
     rig.device.script.behaviours["q-00000"] = AppBehaviour.hang(after="start")
-    transport = adbt.DirectTransport(rig.address, key_path=key)
+    transport = android.DirectTransport(rig.address, key_path=key)
     setup = android.prepare_device(transport, package=PKG, apk=android.inspect_apk(path))
     launcher = android.AndroidLauncher(transport, setup, android.AndroidTimeouts(
         call_s=0.5, poll_s=5.0))

@@ -97,7 +97,7 @@ class TargetEntry:
 BUILTIN: dict[str, TargetEntry] = {e.name: e for e in (
     TargetEntry("host", "kit.targets.host", "kit.cli.targets.host",
                 "cold-launch the native workload on this machine"),
-    TargetEntry("android", "kit.targets.android_target", "kit.cli.targets.android",
+    TargetEntry("android", "kit.targets.android", "kit.cli.targets.android",
                 "cold-launch the app on Android devices and emulators over adb"),
     TargetEntry("ios-sim", "kit.targets.ios_target", "kit.cli.targets.ios",
                 "cold-launch the app on an iOS simulator (xcrun simctl)"),

@@ -54,14 +54,29 @@ class AppBehaviour:
         kind: ``completed``, ``native-crash`` (a #32461 crash at ``site``), ``other-crash``
             (an abort in app code after ``after``), ``js-error`` (the app reports an
             ``error`` phase and stays up), ``js-fatal`` (uncaught JS error: a Java
-            ``FATAL EXCEPTION``), ``hang`` (stops reporting after ``after``), ``drop``
-            (the device's adbd drops every connection after ``after`` for ``offline_s``;
-            the app completes meanwhile; with ``reboot`` the device reboots instead).
+            ``FATAL EXCEPTION``), ``js-error-fatal`` (an ``error`` line after ``after``,
+            then, ``death_after_ms`` later, the uncaught JavascriptException kills the app;
+            its DropBox report comes ``report_delay_s`` after that), ``hang`` (stops
+            reporting after ``after``), ``vanish`` (the process is gone after ``after`` and
+            leaves nothing: no log line, no exit-info entry, no report), ``drop`` (the
+            device's adbd drops every connection after ``after`` for ``offline_s``; the app
+            completes meanwhile; with ``reboot`` the device reboots instead, and its system
+            comes up ``services_late_s`` after adbd), ``runtime-restart`` (the system server
+            restarts after ``after``: the app dies with it, the activity and package
+            services are missing for ``services_late_s``; same boot id).
         site: ``creation``, ``inference`` or ``release`` for ``native-crash``.
         after: last phase reported before the behaviour's event.
         first_frame_ms: ``am start -W`` TotalTime.
         phase_gap_ms: time between two phases.
         wrong_output: ``inference-done`` reports ``ok: false``.
+        unverified: ``inference-done`` reports neither ``scores`` nor ``ok``.
+        am_start: how ``am start`` fails for this launch id: ``no-service`` (``cmd: Can't
+            find service: activity``, exit 20, the system down for ``services_late_s``; the
+            app is not started), ``status-timeout`` (``Status: timeout``; the app runs),
+            ``no-status`` (only the ``Starting:`` line; the app runs); ``None``: it works.
+        crash_buffer: a ``js-error-fatal`` logs its FATAL EXCEPTION in the crash buffer
+            (False: only DropBox has the report, later).
+        log_start: ``ActivityManager`` logs ``Start proc`` for this launch.
     """
 
     kind: str = "completed"
@@ -71,13 +86,23 @@ class AppBehaviour:
     phase_gap_ms: int = 40
     offline_s: float = 0.0
     reboot: bool = False
+    services_late_s: float = 0.0
     wrong_output: bool = False
+    unverified: bool = False
+    am_start: str | None = None
+    death_after_ms: int = 400
+    report_delay_s: float | None = None
+    crash_buffer: bool = True
+    log_start: bool = True
 
     def last_phase(self) -> str:
-        """The last phase this launch reports."""
+        """The last phase this launch reports (``""``: none; ``after=""`` for ``vanish``)."""
+        if self.kind == "vanish" and self.after == "":
+            return ""
         if self.kind == "native-crash":
             return _CRASH_SITE_AFTER[self.site or "creation"]
-        if self.kind in ("hang", "other-crash", "js-fatal") and self.after:
+        if self.kind in ("hang", "other-crash", "js-fatal", "js-error-fatal", "vanish",
+                         "runtime-restart") and self.after:
             return self.after
         return "done"
 
@@ -119,6 +144,18 @@ class LaunchScript:
         with self._lock:
             self.launched.append((launch_id, device))
             return self.behaviours.get(launch_id, self.default)
+
+    def unused(self) -> list[str]:
+        """Scripted launch ids that no ``am start`` asked for."""
+        with self._lock:
+            ran = {launch_id for launch_id, _ in self.launched}
+        return sorted(set(self.behaviours) - ran)
+
+    def assert_used_up(self) -> None:
+        """Fail when a scripted behaviour never ran (the test did not test what it says;
+        adb-shell's ``FakeTcpTransport`` checks its script the same way)."""
+        unused = self.unused()
+        assert not unused, f"scripted launches never made: {unused}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,13 +217,21 @@ class FakeAndroidDevice:
         root: ``id -u`` prints 0 (``adb root`` on an emulator or userdebug image).
         on_drop: called by a ``drop`` behaviour with ``(offline_s, reboot)``; the test wires
             it to :meth:`FakeAdbd.drop`.
+        missing_tools: shell commands this image lacks (``log``, ``service``: a trimmed or
+            vendor image); they answer ``inaccessible or not found``, exit 127.
+        hidden_system_server: ``pidof system_server`` finds nothing (a /proc the shell
+            cannot read).
     """
 
     def __init__(self, serial_hint: str, apps: tuple[FakeApp, ...], script: LaunchScript,
                  model: str = "Pixel 8", abi: str = "arm64-v8a", sdk: int = 34,
                  slowness: float = 1.0, clock_offset_s: float = -7 * 3600 + 123.4,
                  report_delay_s: float = 0.3, root: bool = False,
-                 on_drop: Callable[[float, bool], None] | None = None) -> None:
+                 on_drop: Callable[[float, bool], None] | None = None,
+                 missing_tools: tuple[str, ...] = (), hidden_system_server: bool = False
+                 ) -> None:
+        self.missing_tools = frozenset(missing_tools)
+        self.hidden_system_server = hidden_system_server
         self.name = serial_hint
         self.apps = {a.apk_sha256: a for a in apps}
         self.script = script
@@ -230,6 +275,10 @@ class FakeAndroidDevice:
         self._timer_cv = threading.Condition()
         self._stop = threading.Event()
         self.commands: list[str] = []
+        #: system_server's pid (ActivityManager logs under it; a runtime restart changes it)
+        self.system_pid = 1400
+        self._system_down_until = 0.0  # monotonic: activity/package services missing
+        self._log_pids = itertools.count(21000)
         threading.Thread(target=self._timer_loop, daemon=True, name=f"{serial_hint}-timeline"
                          ).start()
 
@@ -243,6 +292,33 @@ class FakeAndroidDevice:
     def now(self) -> _dt.datetime:
         """The device's wall clock (local time, naive, as Android prints it)."""
         return _dt.datetime.now() + _dt.timedelta(seconds=self.clock_offset_s)
+
+    def system_up(self) -> bool:
+        """The system server's services answer (not booting, not restarting)."""
+        return time.monotonic() >= self._system_down_until
+
+    def take_system_down(self, seconds: float, booting: bool) -> None:
+        """The activity and package services are missing for ``seconds`` (with
+        ``booting``, ``sys.boot_completed`` is unset meanwhile too); the system server gets
+        a new pid."""
+        with self._lock:
+            self._system_down_until = max(self._system_down_until,
+                                          time.monotonic() + seconds)
+            self.system_pid += 7
+            if booting:
+                self.props.pop("sys.boot_completed", None)
+
+        def up() -> None:
+            if self.system_up():
+                with self._lock:
+                    self.props["sys.boot_completed"] = "1"
+
+        self._at(seconds + 0.01, up)
+
+    def _no_service(self, service: str, out: Stream) -> int:
+        """What ``cmd`` prints while ``service`` is not registered (exit 20)."""
+        out.write(f"cmd: Can't find service: {service}\n", fd=2)
+        return 20
 
     def banner(self) -> bytes:
         p = self.props
@@ -329,7 +405,7 @@ class FakeAndroidDevice:
         argv = [a.replace("$?", str(last)) for a in argv]
         name, args = argv[0], argv[1:]
         handler = getattr(self, "_cmd_" + name.replace("-", "_"), None)
-        if handler is None:
+        if handler is None or name in self.missing_tools:
             out.write(f"/system/bin/sh: {name}: inaccessible or not found\n", fd=2)
             return 127
         return int(handler(args, out))
@@ -340,6 +416,31 @@ class FakeAndroidDevice:
         return 0
 
     def _cmd_true(self, args: list[str], out: Stream) -> int:
+        return 0
+
+    def _cmd_log(self, args: list[str], out: Stream) -> int:
+        """``log [-p PRIORITY] [-t TAG] MESSAGE`` (toolbox): one line in the main buffer."""
+        level, tag, i = "I", "log", 0
+        while i < len(args) - 1 and args[i] in ("-p", "-t"):
+            if args[i] == "-p":
+                level = args[i + 1][:1].upper()
+            else:
+                tag = args[i + 1]
+            i += 2
+        pid = next(self._log_pids)
+        self.log("main", pid, pid, level if level in _LEVELS else "I", tag,
+                 " ".join(args[i:]))
+        return 0
+
+    def _cmd_service(self, args: list[str], out: Stream) -> int:
+        """``service check NAME``: ``Service NAME: found`` / ``not found``."""
+        if args[:1] != ["check"] or len(args) != 2:
+            out.write("usage: service [-h|-?]\n       service list\n       service check "
+                      "SERVICE\n", fd=2)
+            return 0
+        known = args[1] in ("activity", "package", "dropbox", "window")
+        found = known and (self.system_up() or args[1] == "dropbox")
+        out.write(f"Service {args[1]}: {'found' if found else 'not found'}\n")
         return 0
 
     def _cmd_id(self, args: list[str], out: Stream) -> int:
@@ -397,6 +498,8 @@ class FakeAndroidDevice:
     def _cmd_pidof(self, args: list[str], out: Stream) -> int:
         with self._lock:
             pids = [str(self._running[a]) for a in args if a in self._running]
+            if "system_server" in args and self.system_up() and not self.hidden_system_server:
+                pids.append(str(self.system_pid))
         if not pids:
             return 1
         out.write(" ".join(pids) + "\n")
@@ -404,6 +507,8 @@ class FakeAndroidDevice:
 
     # -- packages ---------------------------------------------------------------------
     def _cmd_pm(self, args: list[str], out: Stream) -> int:
+        if not self.system_up():
+            return self._no_service("package", out)
         if args[:2] == ["list", "packages"]:
             flt = next((a for a in args[2:] if not a.startswith("-")), "")
             with self._lock:
@@ -440,6 +545,8 @@ class FakeAndroidDevice:
         return 255
 
     def _cmd_cmd(self, args: list[str], out: Stream) -> int:
+        if args[:1] in (["package"], ["activity"]) and not self.system_up():
+            return self._no_service(args[0], out)
         if args[:2] != ["package", "resolve-activity"]:
             out.write(f"Can't find service: {args[0] if args else ''}\n", fd=2)
             return 20
@@ -484,18 +591,20 @@ class FakeAndroidDevice:
                          100 if reason != 10 else 400, description))
 
     def _cmd_am(self, args: list[str], out: Stream) -> int:
+        if not self.system_up():
+            return self._no_service("activity", out)
         if args[:1] == ["force-stop"] and len(args) == 2:
             package = args[1]
             with self._lock:
                 app = self.installed.get(package)
                 if app is not None:
-                    self.log("system", 1400, 1460, "I", "ActivityManager",
+                    self.log("system", self.system_pid, 1460, "I", "ActivityManager",
                              f"Force stopping {package} appid={app.uid} user=0: from pid "
                              "31337")
                     pid = self._kill(package, 10, 21, "FORCE STOP",
                                      f"stop {package} due to from pid 31337")
                     if pid is not None:
-                        self.log("system", 1400, 1460, "I", "ActivityManager",
+                        self.log("system", self.system_pid, 1460, "I", "ActivityManager",
                                  f"Killing {pid}:{package}/u0a{app.uid - 10000} (adj 0): "
                                  f"stop {package} due to from pid 31337")
             return 0
@@ -550,6 +659,9 @@ class FakeAndroidDevice:
                           f"LaunchState: HOT\nActivity: {full}\nWaitTime: 9\nComplete\n")
                 return 0
             behaviour = self.script.take(launch_id or "", self.name)
+            if behaviour.am_start == "no-service":  # the system server went away just now
+                self.take_system_down(behaviour.services_late_s, booting=False)
+                return self._no_service("activity", out)
             pid = next(self._pids)
             self._running[app.package] = pid
             self._launch_of_pid[pid] = launch_id or ""
@@ -561,16 +673,23 @@ class FakeAndroidDevice:
                          json.dumps({"v": 1, "id": previous[0], "phase": "done",
                                      "t_ms": 999.0}, separators=(",", ":"))
                          .join(("COLDSTART ", "")))
-            self.log("system", 1400, 1437, "I", "ActivityManager",
-                     f"Start proc {pid}:{app.package}/u0a{app.uid - 10000} for "
-                     f"next-top-activity {{{full}}}")
+            if behaviour.log_start:
+                self.log("system", self.system_pid, 1437, "I", "ActivityManager",
+                         f"Start proc {pid}:{app.package}/u0a{app.uid - 10000} for "
+                         f"next-top-activity {{{full}}}")
         self._run_app(app, pid, launch_id or "", behaviour)
         first_frame_s = behaviour.first_frame_ms * self.slowness / 1000.0
         if wait:
             time.sleep(first_frame_s)
         total = int(behaviour.first_frame_ms * self.slowness)
-        out.write(reports.am_start_ok(full, data, "COLD", total, total + 3) if wait else
-                  f"Starting: Intent {{ act=android.intent.action.VIEW cmp={full} }}\n")
+        starting = f"Starting: Intent {{ act=android.intent.action.VIEW cmp={full} }}\n"
+        if not wait or behaviour.am_start == "no-status":
+            out.write(starting)
+        elif behaviour.am_start == "status-timeout":
+            out.write(f"{starting}Status: timeout\nLaunchState: UNKNOWN (0)\n"
+                      f"Activity: {full}\nWaitTime: {total + 3}\nComplete\n")
+        else:
+            out.write(reports.am_start_ok(full, data, "COLD", total, total + 3))
         return 0
 
     # -- the app's timeline -----------------------------------------------------------
@@ -578,7 +697,7 @@ class FakeAndroidDevice:
         gap_s = b.phase_gap_ms * self.slowness / 1000.0
         js_tid = pid + 27
         last = b.last_phase()
-        phases = _PHASES[:_PHASES.index(last) + 1]
+        phases = _PHASES[:_PHASES.index(last) + 1] if last else ()
         if b.kind in ("js-error",):
             phases = _PHASES[:_PHASES.index(b.after or "models-ready") + 1]
 
@@ -596,7 +715,7 @@ class FakeAndroidDevice:
                                          "end_ms": 180.0 + i * 3.1}
                                         for i, m in enumerate(app.models)],
                               eps=["xnnpack", "cpu"], ort_version=app.ort_version)
-            if phase == "inference-done":
+            if phase == "inference-done" and not b.unverified:
                 fields.update(scores=[0.912], score=0.912, ok=not b.wrong_output)
             self.log("main", pid, js_tid, "I", "ReactNativeJS",
                      "COLDSTART " + json.dumps(fields, separators=(",", ":")))
@@ -606,18 +725,30 @@ class FakeAndroidDevice:
         for n, phase in enumerate(phases, 1):
             self._at(gap_s * n, lambda phase=phase, n=n: emit(phase, n * b.phase_gap_ms))
         end_s = gap_s * (len(phases) + 1)
-        if b.kind == "js-error":
-            self._at(end_s, lambda: alive() and self.log(
-                "main", pid, js_tid, "I", "ReactNativeJS", "COLDSTART " + json.dumps(
+        def error_line(message: str) -> None:
+            if alive():
+                self.log("main", pid, js_tid, "I", "ReactNativeJS", "COLDSTART " + json.dumps(
                     {"v": 1, "id": launch_id, "phase": "error", "t_ms": end_s * 1000,
-                     "message": "InferenceSession.create rejected: Load model from "
-                                "/data/user/0/org.coldstart.app/files/models/"
-                                "embedding_model.onnx failed: Protobuf parsing failed."},
-                    separators=(",", ":"))))
+                     "message": message}, separators=(",", ":")))
+
+        if b.kind == "js-error":
+            self._at(end_s, lambda: error_line(
+                "InferenceSession.create rejected: Load model from /data/user/0/"
+                "org.coldstart.app/files/models/embedding_model.onnx failed: Protobuf "
+                "parsing failed."))
+        elif b.kind == "js-error-fatal":
+            self._at(end_s, lambda: error_line("TypeError: Cannot read property 'dims' of "
+                                               "undefined"))
+            self._at(end_s + b.death_after_ms * self.slowness / 1000.0,
+                     lambda: self._java_crash(app, pid, b))
         elif b.kind in ("native-crash", "other-crash"):
             self._at(end_s, lambda: self._native_crash(app, pid, b))
         elif b.kind == "js-fatal":
-            self._at(end_s, lambda: self._java_crash(app, pid))
+            self._at(end_s, lambda: self._java_crash(app, pid, b))
+        elif b.kind == "vanish":
+            self._at(end_s, lambda: self._vanish(app, pid))
+        elif b.kind == "runtime-restart":
+            self._at(end_s, lambda: self._runtime_restart(app, pid, b))
         elif b.kind == "drop":
             drop_at = gap_s * (_PHASES.index(b.after or "models-ready") + 1) + gap_s / 2
             self._at(drop_at, lambda: self._drop(b))
@@ -663,7 +794,7 @@ class FakeAndroidDevice:
         with self._lock:
             self._running.pop(app.package, None)
             self._add_exit(app, pid, 5, 0, "UNKNOWN", sig, "crash")
-            self.log("system", 1400, 1461, "I", "ActivityManager",
+            self.log("system", self.system_pid, 1461, "I", "ActivityManager",
                      f"Process {app.package} (pid {pid}) has died: fg  TOP ")
         header = (f"Process: {app.package}\nPID: {pid}\nUID: {app.uid}\nFlags: 0x38c8be44\n"
                   f"Package: {app.package} v1 (1.0)\nForeground: Yes\nProcess-Runtime: 2214\n"
@@ -676,31 +807,44 @@ class FakeAndroidDevice:
                                       header + "\n".join(tomb.lines()) + "\n"))
                 self._dropbox.append((stamp, "SYSTEM_TOMBSTONE",
                                       "\n".join(tomb.lines(full=True)) + "\n"))
-            self.log("main", 1400, 2107, "I", "DropBoxManagerService",
+            self.log("main", self.system_pid, 2107, "I", "DropBoxManagerService",
                      "add tag=data_app_native_crash isTagEnabled=true flags=0x2")
-            self.log("main", 1400, 1492, "I", "BootReceiver",
+            self.log("main", self.system_pid, 1492, "I", "BootReceiver",
                      f"Copying /data/tombstones/tombstone_{number:02d} to DropBox "
                      "(SYSTEM_TOMBSTONE)")
 
         self._at(self.report_delay_s * self.slowness, reports_written)
 
-    def _java_crash(self, app: FakeApp, pid: int) -> None:
+    def _java_crash(self, app: FakeApp, pid: int, b: AppBehaviour) -> None:
         with self._lock:
             if self._running.get(app.package) != pid:
                 return
         block = reports.javascript_exception(pid, app.package,
                                              "Cannot read property 'dims' of undefined")
-        for line in block:
+        for line in block if b.crash_buffer else ():
             self.log("crash", pid, pid + 27, "E", "AndroidRuntime", line)
         with self._lock:
             self._running.pop(app.package, None)
             self._add_exit(app, pid, 4, 0, "UNKNOWN", 0, "crash")
-            self.log("system", 1400, 1461, "I", "ActivityManager",
+            self.log("system", self.system_pid, 1461, "I", "ActivityManager",
                      f"Process {app.package} (pid {pid}) has died: fg  TOP ")
         text = (f"Process: {app.package}\nPID: {pid}\nUID: {app.uid}\nFlags: 0x38c8be44\n"
                 f"Package: {app.package} v1 (1.0)\nForeground: Yes\n\n" + "\n".join(block[2:]))
-        self._at(self.report_delay_s * self.slowness, lambda: self._add_dropbox(
-            "data_app_crash", text))
+        delay = self.report_delay_s if b.report_delay_s is None else b.report_delay_s
+        self._at(delay * self.slowness, lambda: self._add_dropbox("data_app_crash", text))
+
+    def _vanish(self, app: FakeApp, pid: int) -> None:
+        """The process is gone and nothing says why (no line, no exit-info, no report)."""
+        with self._lock:
+            if self._running.get(app.package) == pid:
+                self._running.pop(app.package, None)
+
+    def _runtime_restart(self, app: FakeApp, pid: int, b: AppBehaviour) -> None:
+        """system_server dies and comes back: every app dies with it, and nothing about
+        the app's death is recorded (the ActivityManager that would log it is gone)."""
+        with self._lock:
+            self._running.clear()
+        self.take_system_down(b.services_late_s, booting=False)
 
     def _add_dropbox(self, tag: str, text: str) -> None:
         with self._lock:
@@ -712,7 +856,10 @@ class FakeAndroidDevice:
                 self._running.clear()
                 self._entries.clear()
                 self.boot_id = self._new_boot_id()
-                self._changed.notify_all()
+                self._pids = itertools.count(4000)  # pids start again; exit-info and
+                self._changed.notify_all()  # DropBox are kept on disk across the boot
+            # adbd is back after offline_s; the system only services_late_s after that
+            self.take_system_down(b.offline_s + b.services_late_s, booting=True)
         if self.on_drop is not None:
             self.on_drop(b.offline_s, b.reboot)
 
@@ -781,6 +928,9 @@ class FakeAndroidDevice:
 
     # -- dumpsys ----------------------------------------------------------------------
     def _cmd_dumpsys(self, args: list[str], out: Stream) -> int:
+        if args[:1] == ["activity"] and not self.system_up():
+            out.write("Can't find service: activity\n", fd=2)
+            return 0
         if args[:2] == ["activity", "exit-info"]:
             package = args[2] if len(args) > 2 else None
             with self._lock:

@@ -1,5 +1,5 @@
-"""``coldstart devices`` and ``coldstart run android``: thin layers over
-:mod:`kit.targets.android` and :mod:`kit.targets.adb_transport`."""
+"""``coldstart devices`` and ``coldstart run android``: a thin layer over
+:mod:`kit.targets.android`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ...targets import adb_transport as adbt
 from ...targets import android
-from ...targets.android_target import AndroidConfig, list_devices
+from ...targets.android import AndroidConfig, list_devices
 from ..options import seconds_arg
 
 __all__ = ["register_commands", "add_arguments", "config_from_args", "description",
@@ -82,20 +81,25 @@ def add_arguments(run: argparse.ArgumentParser, name: str) -> None:
     tuning.add_argument("--poll", type=_seconds, default=1.0, metavar="S",
                         help="check the process with pidof after S s without a log line "
                              "(default 1)")
+    tuning.add_argument("--error-grace", type=_seconds, default=3.0, metavar="S",
+                        help="after the app reports an error, watch S s for the process to "
+                             "die (a fatal JS error) before calling it an app-error "
+                             "(default 3)")
 
 
 def config_from_args(name: str, args: argparse.Namespace, meta: Any,
                      timeout_s: float) -> AndroidConfig:
-    """The :class:`~kit.targets.android_target.AndroidConfig` of ``run android``."""
+    """The :class:`~kit.targets.android.AndroidConfig` of ``run android``."""
     return AndroidConfig(serials=tuple(args.serial), direct=tuple(args.direct),
                          adb_server=args.adb_server, adbkey=args.adbkey,
                          auth_timeout_s=args.auth_timeout, apk=args.apk, package=args.package,
                          poison=args.poison, poll_s=args.poll, report_wait_s=args.report_wait,
-                         reconnect_s=args.reconnect_timeout, timeout_s=timeout_s)
+                         reconnect_s=args.reconnect_timeout, error_grace_s=args.error_grace,
+                         timeout_s=timeout_s)
 
 
 def _server(args: argparse.Namespace) -> tuple[str, int]:
-    return adbt.server_address(args.adb_server)
+    return android.server_address(args.adb_server)
 
 
 def _key(args: argparse.Namespace) -> Path | None:

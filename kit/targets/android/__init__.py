@@ -1,7 +1,21 @@
-"""The Android target as a campaign session sees it: :class:`AndroidConfig` and
-:class:`AndroidTarget` (devices over an adb server or adbd directly; see
-:mod:`kit.targets.android` for the launcher and :mod:`kit.targets.adb_transport` for the
-transports)."""
+"""The Android target: cold-launch the React Native app over adb and record every launch.
+
+:class:`AndroidConfig` and :class:`AndroidTarget` (a :class:`kit.targets.base.Target`) are
+what a campaign session sees; the parts, bottom up (no module imports one above it):
+
+* :mod:`.transport` - the :class:`AdbTransport` protocol, :class:`ShellResult`,
+  :class:`LineStream`, :class:`TransportError`, quoting (:func:`shell_join`), backoff;
+* :mod:`.server_transport` - :class:`ServerTransport`, an adb server's client (adbutils);
+* :mod:`.direct_transport` - :class:`DirectTransport`, adbd directly (adb-shell);
+* :mod:`.device` - the APK (:func:`inspect_apk`), :func:`prepare_device` (install, activity,
+  poisoning) and readiness (:func:`wait_until_ready`);
+* :mod:`.text` - what the device prints (logcat lines, ``am start``, DropBox, exit-info);
+* :mod:`.evidence` - a death's crash evidence, matched to the launch's pid and time window;
+* :mod:`.launcher` - :class:`AndroidLauncher`, one cold launch per call, recorded through
+  :mod:`kit.observe`.
+
+docs/android.md is the user's guide.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +23,33 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..errors import UsageError
-from ..records import LaunchRecord
-from ..redact import redact_text
-from ..scenario import Scenario
-from . import adb_transport as adbt
-from .base import LogFn, PreparedTarget
+from ...errors import UsageError
+from ...records import LaunchRecord
+from ...redact import redact_text
+from ...scenario import Scenario
+from ..base import LogFn, PreparedTarget
+from .device import (APP_SCHEME, PACKAGE_RE, REMOTE_APK_DIR, ApkInfo, DeviceNotReady,
+                     DeviceSetup, PoisonMode, Readiness, inspect_apk, prepare_device,
+                     read_readiness, wait_until_ready)
+from .direct_transport import DirectTransport
+from .launcher import FOLLOW_COMMAND, AndroidLauncher, AndroidTimeouts
+from .server_transport import ServerTransport, ensure_server, list_server_devices, server_address
+from .text import (AmStartFailed, LogLine, check_am_start, parse_am_start, parse_threadtime)
+from .transport import (DEFAULT_CALL_TIMEOUT_S, HOSTPORT_RE, SERIAL_RE, AdbTransport,
+                        DeviceInfo, LineStream, ShellResult, TransportError, describe,
+                        reconnect_with_backoff, shell_join)
 
-__all__ = ["AndroidConfig", "AndroidTarget", "TARGETS", "open_transports", "list_devices"]
+__all__ = ["AndroidConfig", "AndroidTarget", "TARGETS", "open_transports", "list_devices",
+           # re-exported parts
+           "ApkInfo", "inspect_apk", "PoisonMode", "DeviceSetup", "prepare_device",
+           "Readiness", "read_readiness", "wait_until_ready", "DeviceNotReady",
+           "AndroidLauncher", "AndroidTimeouts", "FOLLOW_COMMAND", "parse_am_start",
+           "check_am_start", "AmStartFailed", "parse_threadtime", "LogLine", "PACKAGE_RE",
+           "APP_SCHEME", "REMOTE_APK_DIR", "AdbTransport", "ServerTransport",
+           "DirectTransport", "ShellResult", "LineStream", "TransportError", "DeviceInfo",
+           "shell_join", "server_address", "ensure_server", "list_server_devices",
+           "reconnect_with_backoff", "describe", "DEFAULT_CALL_TIMEOUT_S", "SERIAL_RE",
+           "HOSTPORT_RE"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,9 +65,9 @@ class AndroidConfig:
         auth_timeout_s: how long a direct device may take to accept the key.
         apk: the APK to install (its provenance is recorded), or ``None`` with ``package``.
         package: the installed app's package when no APK is given.
-        poison: ``gwp-asan`` or ``malloc-debug`` (:class:`kit.targets.android.PoisonMode`),
-            or ``None``.
-        poll_s, report_wait_s, reconnect_s: see :class:`kit.targets.android.AndroidTimeouts`.
+        poison: ``gwp-asan`` or ``malloc-debug`` (:class:`PoisonMode`), or ``None``.
+        poll_s, report_wait_s, reconnect_s, error_grace_s: see :class:`AndroidTimeouts`
+            (``reconnect_s`` also bounds the wait for a device that is still booting).
         timeout_s: a launch's timeout (kept in the campaign's options).
     """
 
@@ -49,32 +82,33 @@ class AndroidConfig:
     poll_s: float = 1.0
     report_wait_s: float = 8.0
     reconnect_s: float = 60.0
+    error_grace_s: float = 3.0
     timeout_s: float = 60.0
 
 
 def list_devices(server: tuple[str, int] | None, direct: Sequence[str],
                  key_path: Path | None = None, auth_timeout_s: float = 30.0
-                 ) -> list[adbt.DeviceInfo]:
+                 ) -> list[DeviceInfo]:
     """Every device the adb server lists (``server`` None: skip it) plus each ``direct``
     address, described (model, ABI, SDK) when usable.
 
     Raises:
         TransportError: the adb server does not answer and cannot be started.
     """
-    found: list[adbt.DeviceInfo] = []
+    found: list[DeviceInfo] = []
     if server is not None:
         host, port = server
-        adbt.ensure_server(host, port)
-        for serial, state in adbt.list_server_devices(host, port):
-            if state != "device" or not adbt.SERIAL_RE.match(serial):
-                found.append(adbt.DeviceInfo(serial, state, "server"))
+        ensure_server(host, port)
+        for serial, state in list_server_devices(host, port):
+            if state != "device" or not SERIAL_RE.match(serial):
+                found.append(DeviceInfo(serial, state, "server"))
                 continue
-            found.append(adbt.describe(adbt.ServerTransport(serial, host, port)))
+            found.append(describe(ServerTransport(serial, host, port)))
     for address in direct:
-        transport = adbt.DirectTransport(address, key_path=key_path,
+        transport = DirectTransport(address, key_path=key_path,
                                          auth_timeout_s=auth_timeout_s)
         try:
-            found.append(adbt.describe(transport))
+            found.append(describe(transport))
         finally:
             transport.close()
     return found
@@ -82,7 +116,7 @@ def list_devices(server: tuple[str, int] | None, direct: Sequence[str],
 
 def open_transports(serials: Sequence[str], direct: Sequence[str],
                     server: tuple[str, int], key_path: Path | None = None,
-                    auth_timeout_s: float = 30.0) -> list[adbt.AdbTransport]:
+                    auth_timeout_s: float = 30.0) -> list[AdbTransport]:
     """Transports for the requested devices; with none requested, the only device the
     server lists.
 
@@ -90,11 +124,11 @@ def open_transports(serials: Sequence[str], direct: Sequence[str],
         UsageError: no device, several devices and none chosen, a serial given twice.
     """
     chosen = list(serials)
-    transports: list[adbt.AdbTransport] = []
+    transports: list[AdbTransport] = []
     if not chosen and not direct:
         host, port = server
-        adbt.ensure_server(host, port)
-        ready = [s for s, state in adbt.list_server_devices(host, port) if state == "device"]
+        ensure_server(host, port)
+        ready = [s for s, state in list_server_devices(host, port) if state == "device"]
         if not ready:
             raise UsageError("no device", "connect one or start an emulator; "
                              "`coldstart devices` lists what adb sees")
@@ -106,13 +140,13 @@ def open_transports(serials: Sequence[str], direct: Sequence[str],
         raise UsageError("a device is given twice", "pass each --serial / --direct once")
     if chosen:
         host, port = server
-        adbt.ensure_server(host, port)
+        ensure_server(host, port)
         for serial in chosen:
-            transport = adbt.ServerTransport(serial, host, port)
+            transport = ServerTransport(serial, host, port)
             if transport.state() == "absent":
                 transport.connect_tcp()  # a host:port serial the server has not met yet
             transports.append(transport)
-    transports += [adbt.DirectTransport(a, key_path=key_path, auth_timeout_s=auth_timeout_s)
+    transports += [DirectTransport(a, key_path=key_path, auth_timeout_s=auth_timeout_s)
                    for a in direct]
     return transports
 
@@ -129,30 +163,33 @@ class AndroidTarget:
             UsageError: no app, an APK without the coldstart:// activity, bad devices.
             InfraError: a device cannot be reached.
         """
-        from . import android
-
-        apk = android.inspect_apk(config.apk) if config.apk else None
+        apk = inspect_apk(config.apk) if config.apk else None
         if apk is None and not config.package:
             raise UsageError("no app given", "pass --apk APK (installs it) or --package PKG "
                                              "(already installed)")
         if apk is not None and apk.link_activity is None:
             raise UsageError(f"activity not found: {Path(apk.path).name} declares no activity "
-                             f"for {android.APP_SCHEME}:// links",
+                             f"for {APP_SCHEME}:// links",
                              "build the coldstart app (its MainActivity has the intent filter)")
         package = apk.package if apk is not None else config.package
         assert package is not None
-        poison = android.PoisonMode(config.poison) if config.poison else None
-        server = adbt.server_address(config.adb_server)
+        poison = PoisonMode(config.poison) if config.poison else None
+        server = server_address(config.adb_server)
         key = Path(config.adbkey).expanduser() if config.adbkey else None
         transports = open_transports(config.serials, config.direct, server, key,
                                      config.auth_timeout_s)
-        setups = [android.prepare_device(t, package=package, apk=apk, poison=poison,
-                                         log=lambda m: log(f"android: {m}"))
-                  for t in transports]
-        timeouts = android.AndroidTimeouts(poll_s=config.poll_s,
-                                           report_wait_s=config.report_wait_s,
-                                           reconnect_s=config.reconnect_s)
-        launchers = [android.AndroidLauncher(t, s, timeouts)
+        try:
+            setups = [prepare_device(t, package=package, apk=apk, poison=poison,
+                                     ready_timeout_s=config.reconnect_s,
+                                     log=lambda m: log(f"android: {m}")) for t in transports]
+        except BaseException:
+            for transport in transports:
+                transport.close()
+            raise
+        timeouts = AndroidTimeouts(poll_s=config.poll_s, report_wait_s=config.report_wait_s,
+                                   reconnect_s=config.reconnect_s,
+                                   error_grace_s=config.error_grace_s)
+        launchers = [AndroidLauncher(t, s, timeouts, log=lambda m: log(f"android: {m}"))
                      for t, s in zip(transports, setups)]
         build: dict[str, Any] = {"package": package}
         if apk is not None:
@@ -161,7 +198,12 @@ class AndroidTarget:
                    "poison_methods": {s.serial: s.poison_method for s in setups},
                    "timeout_s": config.timeout_s, "report_wait_s": config.report_wait_s,
                    "reconnect_timeout_s": config.reconnect_s, "poll_s": config.poll_s,
+                   "error_grace_s": config.error_grace_s,
                    "adb_server": redact_text(f"{server[0]}:{server[1]}")}
+
+        def open_all() -> None:
+            for launcher in launchers:
+                launcher.open()
 
         def close() -> None:
             for launcher in launchers:
@@ -169,7 +211,7 @@ class AndroidTarget:
 
         return PreparedTarget(target=self.name, launchers=launchers, build=build,
                               options=options, devices=[s.to_dict() for s in setups],
-                              close=close, finish=_reported_ort)
+                              open=open_all, close=close, finish=_reported_ort)
 
 
 def _reported_ort(records: Sequence[LaunchRecord]) -> dict[str, Any]:

@@ -1,0 +1,246 @@
+"""The crash evidence of one Android launch whose process died: exit-info, the crash buffer
+and DropBox, matched to this launch's pid and time window only (issue #16).
+
+:func:`collect_death` reads, in one round trip each time, ``dumpsys activity exit-info
+<pkg>``, ``logcat -d -b crash``, ``dumpsys dropbox --print`` for the crash tags, the boot id
+and the device clock, again until the report for that pid is written (at most
+``report_wait_s``; notes/drivers.md section 2, notes/crash-formats.md section 3). Then:
+
+* the exit-info entry is the one of this pid written since the launch began (pids start
+  again after a reboot and the ring outlives it); with no pid known, the newest entry
+  written since then by a process of no earlier launch that is not a force-stop (the kit's
+  own force-stop of the previous process falls in that window);
+* the report parsed is a DropBox entry of this pid (tombstone first), else this pid's lines
+  of the crash buffer, else this pid's exit-info entry when its reason is a crash
+  (:data:`CRASH_REASONS`); with none, the evidence says that no report was found, and
+  nothing of another process is ever borrowed;
+* an entry whose reason is a stop by someone else (:data:`EXTERNAL_STOPS`: force-stop,
+  user stop, package update) with no crash report makes the launch an infra error
+  (:class:`AppStoppedExternally`); so does a reboot (the boot id changed) or a system
+  server that went down (``Can't find service``, or system_server has a new pid: a runtime
+  restart kills every app and leaves no record of it). Such entries never become crash
+  signatures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ...crash import ExitInfo, ExitReason, parse_exit_info
+from ...errors import InfraError
+from ...observe import CrashEvidence, ProcessEnd, crash_evidence
+from .device import BOOT_ID_PATH, DeviceNotReady
+from .text import NO_SERVICE, dropbox_entries, exit_info_block, process_crash_lines
+from .transport import TransportError, shell_join
+
+__all__ = ["LaunchWindow", "Death", "collect_death", "AppStoppedExternally", "CRASH_REASONS",
+           "EXTERNAL_STOPS", "DROPBOX_TAGS"]
+
+#: exit reasons that are a crash (their entry may stand as the crash report)
+CRASH_REASONS = frozenset({ExitReason.CRASH, ExitReason.CRASH_NATIVE, ExitReason.SIGNALED,
+                           ExitReason.ANR, ExitReason.LOW_MEMORY})
+#: exit reasons that are a stop by someone or something else than the app
+EXTERNAL_STOPS = frozenset({ExitReason.USER_REQUESTED, ExitReason.USER_STOPPED,
+                            ExitReason.PACKAGE_UPDATED, ExitReason.PACKAGE_STATE_CHANGE,
+                            ExitReason.PERMISSION_CHANGE})
+#: DropBox tags of crash reports, best first (a tombstone has every thread)
+DROPBOX_TAGS = ("SYSTEM_TOMBSTONE", "data_app_native_crash", "data_app_crash")
+_JAVA_TAG = "data_app_crash"
+
+
+class AppStoppedExternally(InfraError):
+    """The app was stopped by someone else (exit-info says so, and no crash report exists):
+    the launch was not observed to its end. ``evidence`` holds the exit-info entry."""
+
+    def __init__(self, message: str, hint: str, evidence: str) -> None:
+        super().__init__(message, hint)
+        self.evidence = evidence
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchWindow:
+    """Which evidence belongs to one launch.
+
+    Attributes:
+        package: the app.
+        pid: the launch's process, when known.
+        old_pids: processes of earlier launches on this device (never this launch's).
+        device_start: the device clock when the launch began (``YYYY-MM-DD HH:MM:SS``,
+            device local time, as exit-info and DropBox print it); ``""`` when unknown.
+        boot_id: the boot id the launch began under.
+        sdk: the device's API level (exit-info exists from 30), or ``None``.
+        system_pid: system_server's pid when the launch began, or ``None`` (not shown).
+    """
+
+    package: str
+    pid: int | None
+    old_pids: frozenset[int]
+    device_start: str
+    boot_id: str
+    sdk: int | None
+    system_pid: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Death:
+    """What :func:`collect_death` found.
+
+    Attributes:
+        end: ``EXITED`` (exit-info ``EXIT_SELF``), ``SIGNALED`` (``SIGNALED``) or ``DIED``.
+        pid: the process (from the launch, or from its exit-info entry).
+        exit_code, signal: from the exit-info entry when it gives them.
+        crash: the evidence for :class:`kit.observe.Observation` (its ``note`` says when no
+            report was found).
+        exit_info: this pid's exit-info entry as a dict, or ``None``.
+        artifacts: files kept, relative to the campaign.
+    """
+
+    end: ProcessEnd
+    pid: int | None
+    exit_code: int | None
+    signal: int | None
+    crash: CrashEvidence
+    exit_info: dict[str, Any] | None
+    artifacts: tuple[str, ...]
+
+
+def _own_exit(entries: list[ExitInfo], window: LaunchWindow, pid: int | None
+              ) -> ExitInfo | None:
+    # written since the launch began: pids start again after a reboot, and the ring is
+    # kept across boots, so a pid alone could name an older process
+    mine = [e for e in entries if (e.process or "").split(":")[0] == window.package and
+            (e.timestamp or "") >= window.device_start]
+    if pid is not None:
+        return next((e for e in mine if e.pid == pid), None)
+    for entry in mine:  # newest first
+        if entry.pid in window.old_pids:
+            continue
+        if entry.reason_enum is ExitReason.USER_REQUESTED:
+            continue  # the kit's own force-stop of a process it did not know
+        return entry
+    return None
+
+
+def _reports(sections: list[str], window: LaunchWindow, pid: int | None
+             ) -> list[tuple[str, str]]:
+    """``(tag, entry)`` DropBox entries of ``pid`` written since the launch began, best
+    first."""
+    if pid is None:
+        return []
+    found = [(tag, entry) for text in sections for when, tag, entry in dropbox_entries(text)
+             if when >= window.device_start[:19] and
+             (f"pid: {pid}," in entry or f"PID: {pid}\n" in entry)]
+    return sorted(found, key=lambda item: DROPBOX_TAGS.index(item[0])
+                  if item[0] in DROPBOX_TAGS else len(DROPBOX_TAGS))
+
+
+def _have_report(reason: ExitReason | None, trigger: str, pid_lines: str,
+                 reports: list[tuple[str, str]]) -> bool:
+    if reason is ExitReason.CRASH_NATIVE or "Fatal signal" in trigger + pid_lines:
+        return any(tag != _JAVA_TAG for tag, _ in reports)
+    if reason is ExitReason.CRASH or "FATAL EXCEPTION" in pid_lines:
+        return any(tag == _JAVA_TAG for tag, _ in reports) or "FATAL EXCEPTION" in pid_lines
+    return True
+
+
+def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,
+                  artifacts_rel: str, *, trigger: str, what: str, report_wait_s: float,
+                  call_timeout_s: float = 30.0) -> Death:
+    """Gather, match and parse the evidence of a death (see the module doc).
+
+    Args:
+        transport: anything with :meth:`~kit.targets.android.transport.AdbTransport.shell`.
+        trigger: the line or check that showed the death.
+        what: the device, for messages.
+
+    Raises:
+        TransportError: the device rebooted (``state="rebooted"``) or stopped answering.
+        DeviceNotReady: the system server is down (``Can't find service``).
+        AppStoppedExternally: see the module doc.
+    """
+    mark = f"==coldstart-{uuid.uuid4().hex[:12]}=="
+    parts: list[list[str]] = [["dumpsys", "activity", "exit-info", window.package],
+                              ["logcat", "-d", "-v", "threadtime", "-b", "crash"]]
+    parts += [["dumpsys", "dropbox", "--print", tag] for tag in DROPBOX_TAGS]
+    parts += [["cat", BOOT_ID_PATH], ["pidof", "system_server"]]
+    command = shell_join(*[p for part in parts for p in (part, ["echo", mark])][:-1])
+    give_up = time.monotonic() + report_wait_s
+    expect_exit_info = window.sdk is None or window.sdk >= 30
+    pid = window.pid
+    while True:
+        result = transport.shell(command, call_timeout_s)
+        out = result.output
+        sections = (result.stdout.split(mark + "\n") + [""] * len(parts))[:len(parts)]
+        exit_text, crash_text = sections[0], sections[1]
+        boot_id, system_pid = sections[-2].strip(), sections[-1].strip()
+        if boot_id and boot_id != window.boot_id:
+            raise TransportError(f"{what} rebooted during the launch (boot id {window.boot_id}"
+                                 f" -> {boot_id})", "the launch is retried once the device "
+                                 "is up", state="rebooted")
+        down = NO_SERVICE.search("\n".join(sections[:-2]) + result.stderr)
+        if down is not None or (window.system_pid and system_pid != window.system_pid):
+            why = f"`{down.group(0)}`" if down is not None else \
+                f"system_server pid {window.system_pid} -> {system_pid or 'none'}"
+            raise DeviceNotReady(f"{what}: the system server went down during the launch "
+                                 f"({why})", "the launch is retried once the device is up",
+                                 evidence=out[-4000:])
+        exit_entry = _own_exit(parse_exit_info(exit_text), window, pid)
+        if pid is None and exit_entry is not None:
+            pid = exit_entry.pid
+        reason = exit_entry.reason_enum if exit_entry is not None else None
+        pid_lines = process_crash_lines(crash_text, pid) if pid is not None else ""
+        reports = _reports(sections[2:2 + len(DROPBOX_TAGS)], window, pid)
+        have = _have_report(reason, trigger, pid_lines, reports)
+        if reason in EXTERNAL_STOPS and not reports:
+            break
+        if (have and (exit_entry is not None or not expect_exit_info)) or \
+                time.monotonic() >= give_up:
+            break
+        time.sleep(0.2)
+    (artifacts_dir / "exit-info.txt").write_text(exit_text)
+    (artifacts_dir / "logcat-crash.txt").write_text(crash_text)
+    kept = [f"{artifacts_rel}/exit-info.txt", f"{artifacts_rel}/logcat-crash.txt"]
+    entry_text = exit_info_block(exit_text, exit_entry.index) if exit_entry is not None and \
+        exit_entry.index is not None else ""
+    crash_report = "Fatal signal" in pid_lines or "FATAL EXCEPTION" in pid_lines
+    if reason in EXTERNAL_STOPS and not reports and not crash_report:
+        raise AppStoppedExternally(
+            f"{what}: the app was stopped by someone else ({exit_entry.reason_text or reason})"
+            f", pid {pid}", "keep other tools off the device during a campaign; the launch "
+            "is retried", evidence=entry_text)
+    for n, (tag, entry) in enumerate(reports[1:], 1):
+        (artifacts_dir / f"dropbox-{n}-{tag}.txt").write_text(entry)
+        kept.append(f"{artifacts_rel}/dropbox-{n}-{tag}.txt")
+    status = exit_entry.status if exit_entry is not None else None
+    said = f"; exit-info: {exit_entry.reason_text or reason}" if exit_entry is not None else ""
+    if reports:
+        source = (reports[0][1], f"dropbox-0-{reports[0][0]}.txt", None)
+    elif crash_report:
+        source = (pid_lines, "logcat-crash-pid.txt", None)
+    elif reason in CRASH_REASONS and entry_text:
+        source = (entry_text, "exit-info-entry.txt", "exit-info")
+    else:
+        source = None
+    if source is not None:
+        evidence, rel = crash_evidence(source[0], artifacts_dir, artifacts_rel, source[1],
+                                       hint=source[2])
+        kept.insert(0, rel)
+    else:
+        who = f"pid {pid}" if pid is not None else "this launch's process"
+        evidence = CrashEvidence(note=f"no crash report for {who} was found within "
+                                      f"{report_wait_s:g} s{said}")
+    end = (ProcessEnd.EXITED if reason is ExitReason.EXIT_SELF else
+           ProcessEnd.SIGNALED if reason is ExitReason.SIGNALED else ProcessEnd.DIED)
+    signal = status if reason in (ExitReason.SIGNALED, ExitReason.CRASH_NATIVE) and status \
+        else None
+    return Death(end=end, pid=pid, exit_code=status if end is ProcessEnd.EXITED else None,
+                 signal=None if evidence.signal is not None else signal, crash=evidence,
+                 exit_info=None if exit_entry is None else {
+                     "pid": exit_entry.pid, "timestamp": exit_entry.timestamp,
+                     "reason": exit_entry.reason, "reason_text": exit_entry.reason_text,
+                     "status": exit_entry.status, "description": exit_entry.description},
+                 artifacts=tuple(kept))
