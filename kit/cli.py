@@ -62,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     run_targets.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(commands, run_targets)
+    from .targets.host_cli import add_detector_options  # refuses --detector off the host
+
+    for target, sub in run_targets.choices.items():
+        if target != "host":
+            add_detector_options(sub, target)
     return parser
 
 

@@ -437,13 +437,17 @@ class HostLauncher:
             ``artifacts/<id>/witness.jsonl`` and becomes ``LaunchRecord.race``; without it,
             ``race`` says the witness was unavailable and why (XNNPACK linked statically,
             or turned off), never that no race happened.
+        detector: a :class:`kit.detector.Detector` to run every launch under, or ``None``
+            (its slowdown scales the time-out; see :meth:`kit.detector.Detector.finish`).
     """
 
     target = "host"
 
     def __init__(self, runtime: Runtime, modelset: ModelSet, poison: bool = False,
-                 preload: tuple[str, ...] = (), witness: str | None = None) -> None:
+                 preload: tuple[str, ...] = (), witness: str | None = None,
+                 detector: Any = None) -> None:
         self.runtime = runtime
+        self.detector = detector
         self.modelset = modelset
         self.poison = poison
         self.witness = witness
@@ -494,10 +498,14 @@ class HostLauncher:
         env = self._env
         if self.witness is not None:
             env = {**self._env, witness_race.ENV_FILE: str(witness_path)}
+        argv, timeout_s = self.argv(ctx.scenario), ctx.timeout_s
+        if self.detector is not None:  # --- detector mode (kit.detector) ---
+            argv, tool_env = self.detector.wrap(argv, ctx.artifacts_dir)
+            env, timeout_s = {**env, **tool_env}, ctx.timeout_s * self.detector.slowdown
         hung = False
         with open(stderr_path, "wb") as err:
             try:
-                proc = subprocess.Popen(self.argv(ctx.scenario), stdout=subprocess.PIPE,
+                proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
                                         stderr=err, stdin=subprocess.DEVNULL, env=env,
                                         start_new_session=True)
             except OSError as exc:
@@ -505,7 +513,7 @@ class HostLauncher:
                                  "run `coldstart runtime build`") from None
             self._proc = proc
             try:
-                out, _ = proc.communicate(timeout=ctx.timeout_s)
+                out, _ = proc.communicate(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 hung = True
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -516,12 +524,16 @@ class HostLauncher:
         stdout = out.decode("utf-8", "replace")
         (ctx.artifacts_dir / "stdout.txt").write_text(stdout)
         artifacts = [f"{ctx.artifacts_rel}/stdout.txt", f"{ctx.artifacts_rel}/stderr.txt"]
+        observation = None
         if self.witness is None:
             race = witness_race.unavailable(self._race_off_reason)
         else:
-            race = witness_race.read_witness_file(witness_path).to_dict()
+            observation = witness_race.read_witness_file(witness_path)
+            race = observation.to_dict()
             if witness_path.exists():
                 artifacts.append(f"{ctx.artifacts_rel}/witness.jsonl")
+        detected = self.detector and self.detector.finish(ctx, observation, stderr_path, hung)
+        artifacts += detected.artifacts if detected else []  # detector mode (kit.detector)
         events = list(iter_events(stdout.splitlines(), ctx.launch_id))
         phases = {e.phase: e.t_ms for e in events if e.phase != "error"}
         fields: dict[str, Any] = {}
@@ -543,9 +555,13 @@ class HostLauncher:
             max_score_diff=None if diff is None or diff == float("inf") else diff,
             exit_code=rc if rc >= 0 else None, signal=signal_no,
             signal_name=_signal_name(signal_no), error=error, artifacts=artifacts, race=race)
-        if hung:
+        if detected:  # detector mode: the payload, and a tool that died is an infra error
+            record["extra"] = {"detector": detected.payload}
+        if detected and detected.tool_error:
+            record.update(outcome=Outcome.INFRA_ERROR, error=detected.tool_error)
+        elif hung:
             record.update(outcome=Outcome.HUNG,
-                          error=f"no done within {ctx.timeout_s:g} s; killed")
+                          error=f"no done within {timeout_s:g} s; killed")
         elif signal_no is not None:
             record.update(outcome=Outcome.CRASHED, **self._crash_fields(ctx, signal_no,
                                                                        stderr_path, artifacts))

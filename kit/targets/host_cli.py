@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Callable
 
+from .. import detector as race_detector
 from .. import modelset, witness
 from ..cli_common import (TargetSetup, add_campaign_options, execute_interleaved, kept_rule,
                           run_setup, scenario_from_args)
 from ..campaign import CampaignStore
-from ..errors import UsageError
+from ..errors import ColdstartError, UsageError
 from . import host
 
 __all__ = ["register"]
@@ -65,6 +67,7 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
                           "--resume: as the campaign ran)")
     run.add_argument("--models", metavar="DIR", default=None,
                      help="model set folder (default: the checkout's models/)")
+    add_detector_options(run)
     add_campaign_options(run, default_timeout_s=30.0)
     run.add_argument("--baseline-runtime", metavar="NAME", default=None,
                      help="with --until-verdict DIR: make the baseline's launches too, on this "
@@ -74,6 +77,55 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     run.set_defaults(func=_run, setup=_setup)
 
 
+# ---------------------------------------------------------------- detector mode (kit.detector)
+def add_detector_options(parser: argparse.ArgumentParser, target: str = "host") -> None:
+    """``--detector TOOL`` (and, on the host, ``--detector-jobs N``); on another target
+    ``--detector`` is refused with a one-line error."""
+    host = target == "host"
+
+    def tool(value: str) -> str:
+        try:
+            return race_detector.check_tool_name(value, target)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(exc.one_line()) from None
+    parser.add_argument("--detector", type=tool, default=None, metavar="TOOL",
+                        help="run every launch under a happens-before race detector, "
+                             "helgrind or drd (valgrind; issue #12): each record says whether "
+                             "a data race hit the XNNPACK allocator statics (host only)")
+    if host:
+        parser.add_argument("--detector-jobs", type=int, default=None, metavar="N",
+                            help="with --detector: launches in parallel (default: the number "
+                                 "of cores)")
+
+
+def _detector_for(args: argparse.Namespace, runtime: host.Runtime,
+                  log: Callable[[str], None]) -> race_detector.Detector | None:
+    """The :class:`kit.detector.Detector` of ``--detector``, analysed, or ``None``."""
+    if not getattr(args, "detector", None):
+        return None
+    if args.witness is False:
+        raise UsageError("--detector needs the race witness: its wrapper address and load bases "
+                         "tie races to onnxruntime's statics", "drop --no-witness")
+    found = race_detector.Detector(args.detector, runtime)
+    found.analyze()  # once per library (about 10 s), then cached
+    return found
+
+
+def _detector_jobs(args: argparse.Namespace) -> int:
+    jobs = getattr(args, "detector_jobs", None)
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--detector-jobs {jobs} is not a positive number", "give 1 or more")
+    return jobs or len(os.sched_getaffinity(0))
+
+
+def _prepare_detector(runtime: host.Runtime) -> None:
+    try:
+        race_detector.ensure_tool(runtime, log=_log)
+    except ColdstartError as exc:
+        _log(f"no race detector (--detector will not work): {exc.one_line()}")
+
+
+# ---------------------------------------------------------------- end of detector mode
 def _log(message: str) -> None:
     print(f"runtime: {message}", file=sys.stderr, flush=True)
 
@@ -84,6 +136,7 @@ def _prepare(args: argparse.Namespace) -> int:
     if not args.no_build:
         runtime = host.build_workload(runtime, force=args.force, log=_log)
         _build_witness_if_supported(runtime, args.force)
+        _prepare_detector(runtime)
     return 0
 
 
@@ -144,7 +197,11 @@ def _setup(args: argparse.Namespace, log: Callable[[str], None] = _log) -> Targe
         runtime = host.build_workload(runtime, log=log)
     runtime.command()  # a workload binary that is gone: one line now, not infra errors later
     witness_lib, witness_note = _witness_for(runtime, args.witness, log)
-    launcher = host.HostLauncher(runtime, ms, poison=args.poison, witness=witness_lib)
+    found = _detector_for(args, runtime, log)
+    launchers = [host.HostLauncher(runtime, ms, poison=args.poison, witness=witness_lib,
+                                   detector=found)
+                 for _ in range(_detector_jobs(args) if found else 1)]
+    launcher = launchers[0]
     build = {"runtime": runtime.name, "kind": runtime.kind, "ort_library": runtime.ort_library,
              "ort_library_sha256": modelset.sha256_file(Path(runtime.ort_library)),
              "xnnpack_library": runtime.xnnpack_library, "workload": runtime.workload,
@@ -152,7 +209,9 @@ def _setup(args: argparse.Namespace, log: Callable[[str], None] = _log) -> Targe
     options = {"poison": "glibc" if args.poison else None, "timeout_s": args.timeout,
                "env": dict(host.POISON_ENV) if args.poison else {},
                "witness": witness_note, "model_set": ms.fingerprint()}
-    return TargetSetup(target="host", launchers=[launcher], build=build, options=options,
+    if found:
+        options["detector"] = found.describe()
+    return TargetSetup(target="host", launchers=launchers, build=build, options=options,
                        devices=[{"id": launcher.device, "kind": "host"}])
 
 
@@ -174,6 +233,9 @@ def _resume_options(args: argparse.Namespace) -> None:
                          f"runtime {kept}", "resume without --runtime")
     if args.poison is None:
         args.poison = options.get("poison") == "glibc"
+    kept_detector = options.get("detector")
+    if getattr(args, "detector", None) is None and isinstance(kept_detector, dict):
+        args.detector = kept_detector.get("tool")
     if args.witness is None:
         note = options.get("witness")
         args.witness = True if note == "on" else (
