@@ -35,8 +35,8 @@ from typing import Any
 from .report import Frame, Race, ToolReport
 from .statics import ALLOCATOR_PTR_SIZE, WRAPPER_SIZE, LibraryInfo, allocator_ptr_offset
 
-__all__ = ["detector_payload", "record_on_target", "MAX_RACES_KEPT", "MAX_FRAMES_KEPT",
-           "WRAPPER", "ALLOCATOR_PTR"]
+__all__ = ["detector_payload", "record_on_target", "overlapping_target", "MAX_RACES_KEPT",
+           "MAX_FRAMES_KEPT", "WRAPPER", "ALLOCATOR_PTR"]
 
 #: The most races a record keeps (on-target ones first); the XML artifact has them all.
 MAX_RACES_KEPT = 40
@@ -76,8 +76,12 @@ def _frame(frame: Frame, bases: _Bases) -> dict[str, Any]:
             "symbol": frame.symbol}
 
 
-def _overlaps(offset: int, size: int, start: int, length: int) -> bool:
-    return offset < start + length and start < offset + max(size, 1)
+def overlapping_target(offset: int, size: int, targets: list[tuple[str, int, int]]
+                       ) -> str | None:
+    """The name of the first ``(name, start, length)`` extent that the ``size`` bytes at
+    ``offset`` overlap, or ``None`` (offsets and extents in the same address space)."""
+    return next((name for name, start, length in targets
+                 if offset < start + length and start < offset + max(size, 1)), None)
 
 
 def detector_payload(tool: str, version: str | None, xml_rel: str, report: ToolReport,
@@ -167,8 +171,7 @@ def _race_entry(race: Race, bases: _Bases, base: int | None, image_end: int, lib
     if base is not None and base <= race.address < base + image_end:
         module, offset = os.path.basename(library), race.address - base
         section = info.section_of(offset) if info is not None else None
-        target = next((name for name, start, length in targets
-                       if _overlaps(offset, race.size, start, length)), None)
+        target = overlapping_target(offset, race.size, targets)
     frames = MAX_FRAMES_KEPT if target else _OTHER_FRAMES
     return {"kind": race.kind, "access": race.access, "address": _hex(race.address),
             "size": race.size, "thread": race.thread, "other_thread": race.other_thread,

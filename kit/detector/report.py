@@ -254,7 +254,9 @@ def _parse_chunks(chunks: Any, frames: int) -> tuple[_Collector, int, str | None
     except ValueError as exc:
         error = str(exc)
     except _TooBig:
-        error = f"the XML is larger than {MAX_XML_BYTES // (1 << 20)} MiB; read only that much"
+        error = f"the XML is larger than {MAX_XML_BYTES:,} bytes; read only that much"
+    if read == 0:
+        error = "the XML file is empty"
     return collector, read, error
 
 
@@ -264,7 +266,7 @@ class _TooBig(Exception):
 
 def _report(collector: _Collector, read: int, error: str | None) -> ToolReport:
     if error is None and not collector.seen_root:
-        error = "the XML file is empty"
+        error = "the XML has no <valgrindoutput> element"
     return ToolReport(tool=collector.tool, version=collector.version,
                       races=tuple(collector.races), other_errors=dict(collector.other),
                       finished=collector.state == "FINISHED", fatal_signal=collector.fatal,

@@ -103,10 +103,10 @@ def _detector_for(args: argparse.Namespace, runtime: host.Runtime,
     """The :class:`kit.detector.Detector` of ``--detector``, analysed, or ``None``."""
     if not getattr(args, "detector", None):
         return None
+    found = race_detector.Detector(args.detector, runtime)  # valgrind missing: one line
     if args.witness is False:
         raise UsageError("--detector needs the race witness: its wrapper address and load bases "
                          "tie races to onnxruntime's statics", "drop --no-witness")
-    found = race_detector.Detector(args.detector, runtime)
     found.analyze()  # once per library (about 10 s), then cached
     return found
 
