@@ -86,6 +86,8 @@ def summarize(out: Path, tools: list[str], walls: dict[str, float]) -> list[dict
             if not (path / "launches.jsonl").exists():
                 continue
             records = load_campaign(path).counted
+            if not records:
+                continue
             answers = [record_on_target(r) for r in records]
             known = [a for a in answers if a is not None]
             hits = sum(1 for a in known if a)
@@ -95,7 +97,7 @@ def summarize(out: Path, tools: list[str], walls: dict[str, float]) -> list[dict
                          "unknown": len(answers) - len(known),
                          "outcomes": sorted({str(r.outcome) for r in records}),
                          "rate": rate(hits, len(known)).to_dict() if known else None,
-                         "median_s": statistics.median(secs) if secs else None,
+                         "median_s": statistics.median(secs),
                          "campaign_s_per_launch": (walls.get(path.name, 0) / len(records)
                                                    if records and walls.get(path.name) else None)})
     return rows

@@ -9,8 +9,9 @@
 * :meth:`Detector.finish` reads the XML and the witness's observation into the record's
   ``detector`` payload (:func:`kit.detector.attribute.detector_payload`), and says whether
   the tool itself died: its XML lacks the closing ``FINISHED`` status although the kit did
-  not kill it. Such a launch is an ``infra-error``, never a crash of the workload; the
-  tool's own lines from stderr are kept as ``artifacts/<id>/detector-message.txt``.
+  not kill it. Such a launch is an ``infra-error``, never a crash of the workload, and its
+  ``on_target`` is ``null`` (a tool that broke down is no evidence); the tool's own lines
+  from stderr are kept as ``artifacts/<id>/detector-message.txt``.
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ class Detector:
                           or "FATAL" in ln or "rror" in ln), lines[0] if lines else None)
             why = (first or report.read_error or "no message").strip()
             tool_error = f"the race detector ({self.tool}) died before the launch ended: {why}"
+            # what a tool that broke down reported is not evidence either way
+            payload.update(on_target=None, reason=f"{tool_error} (its reports are not used)")
         return DetectorResult(payload, tool_error, artifacts)
 
 
