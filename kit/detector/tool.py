@@ -48,9 +48,10 @@ __all__ = ["TOOLS", "SLOWDOWN", "ToolInstall", "find_tool", "ensure_tool", "wrap
 
 #: The tools, as ``--detector`` names them (valgrind's ``--tool=`` names).
 TOOLS = ("helgrind", "drd")
-#: How many times longer a launch takes under each tool than without it (measured on the
-#: default scenario here: about 1.5 s without, 35-55 s under the tool; rounded up with a
-#: margin). A launch's time-out is multiplied by it.
+#: What a launch's time-out is multiplied by under each tool. Measured on 2 shared cores
+#: (docs/race.md): the default scenario takes 0.4 s without a tool and 35-100 s under one,
+#: up to 210 s with sessions=8; the default 30 s time-out becomes 15 (DRD) or 20 (helgrind)
+#: minutes, several times the slowest launch seen.
 SLOWDOWN = {"helgrind": 40.0, "drd": 30.0}
 #: Tells the workload to release its create threads with a pthread barrier, which the tools
 #: understand, instead of its spin barrier (which they would report as a race).
