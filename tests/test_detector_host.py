@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from kit.campaign import LaunchContext, load_campaign
-from kit.detector import Detector, find_tool, record_on_target
+from kit.detector import Detector, ensure_tool, find_tool, record_on_target
+from kit.detector.tool import debuginfo_dir
 from kit.detector.calibration import VARIANTS, build_calibration, run_calibration
 from kit.modelset import load_modelset
 from kit.records import Outcome
@@ -38,6 +39,20 @@ def runtime():
     runtime = load_runtime()
     find_tool(runtime)  # fails with what to run when valgrind was not set up
     return runtime
+
+
+def test_prepare_sets_up_the_roots_valgrind_without_mounts(runtime):
+    install = ensure_tool(runtime)  # what `coldstart runtime prepare` does; idempotent
+    assert install == find_tool(runtime)
+    if runtime.kind == "debian-root":
+        assert install.where == "root" and install.launcher[0] == runtime.loader
+        assert install.env["VALGRIND_LIB"].startswith(runtime.root)
+        # glibc's debug file, linked where valgrind looks for it from the host
+        libc = Path(runtime.lib_dir, "libc.so.6").resolve()
+        links = list((debuginfo_dir(runtime) / str(libc.parent).lstrip("/")).glob("*.debug"))
+        assert links and all(p.resolve().is_file() for p in links)
+        assert str(Path(runtime.root) / "usr/lib/debug/.build-id") in str(links[0].resolve())
+    assert install.version.startswith("3.")
 
 
 def test_calibration_drd_tells_the_racy_init_from_both_fixes(runtime, tmp_path):
