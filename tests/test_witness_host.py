@@ -103,10 +103,12 @@ def test_two_contexts_through_the_real_xnnpack_are_witnessed(runtime, library: s
     assert len({c["tid"] for c in race["calls"]}) == 2
     assert race["skew_us"] > 0
     raw = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["event"] for r in raw] == ["loaded", "xnn_initialize", "xnn_initialize"]
+    assert [r["event"] for r in raw] == ["loaded", "images", "xnn_initialize", "xnn_initialize"]
     assert raw[0]["resolved"] is True and raw[0]["pid"] > 0
-    assert raw[1]["allocator"] == raw[2]["allocator"]  # one wrapper, as in onnxruntime
-    assert [r["status"] for r in raw[1:]] == [0, 0]
+    names = {os.path.realpath(o["name"]): o["base"] for o in raw[1]["objects"] if o["name"]}
+    assert HEX.match(names[os.path.realpath(runtime.xnnpack_library)])  # its load base
+    assert raw[2]["allocator"] == raw[3]["allocator"]  # one wrapper, as in onnxruntime
+    assert [r["status"] for r in raw[2:]] == [0, 0]
 
 
 def test_without_a_file_the_witness_writes_prefixed_lines_to_stderr(runtime, library: str,
@@ -115,7 +117,7 @@ def test_without_a_file_the_witness_writes_prefixed_lines_to_stderr(runtime, lib
     env["LD_PRELOAD"] = library
     proc = subprocess.run(_driver(runtime, tmp_path), capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.count("COLDSTART-WITNESS ") == 3
+    assert proc.stderr.count("COLDSTART-WITNESS ") == 4  # loaded, images, two calls
     assert parse_witness(proc.stderr.splitlines()).witnessed
 
 

@@ -66,6 +66,10 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
         parser = run_targets.add_parser(name, help=entry.description,
                                         description=module.description(name))
         module.add_arguments(parser, name)
+        if name != "host":  # --detector is the host's: elsewhere a one-line refusal
+            from .targets.host import add_detector_options
+
+            add_detector_options(parser, name)
         add_campaign_options(parser, default_timeout_s=module.default_timeout_s(name))
         parser.epilog = KEYS_HELP
         parser.set_defaults(func=_run, target=name)

@@ -6,6 +6,8 @@ the file named by ``COLDSTART_WITNESS_FILE`` (or, unset, to stderr after the pre
 
 * ``{"event":"loaded","pid":P,"t_ns":T,"resolved":true}``: the library was preloaded;
   ``resolved`` says whether the real ``xnn_initialize`` was found behind it;
+* ``{"event":"images","objects":[{"name":"...","base":"0x.."}, ...]}``: every object loaded
+  when the witness was, with its load base (kept in :attr:`RaceObservation.images`);
 * ``{"event":"xnn_initialize","seq":S,"tid":N,"t_ns":T,"allocator":"0x..",
   "context":"0x..","status":0}``: one call, with the arrival order ``seq``, the calling
   thread, its CLOCK_MONOTONIC arrival time in ns, the ``struct xnn_allocator*`` passed and
@@ -85,11 +87,14 @@ class RaceObservation:
             was read; when false, nothing is known about the race.
         calls: every call seen, in arrival order (by ``t_ns``, then ``seq``).
         reason: why it is unavailable, or a note about bad lines that were skipped.
+        images: ``(name, load base)`` of every object loaded when the witness was (its
+            ``images`` line; ``""`` is the main program); not part of :meth:`to_dict`.
     """
 
     available: bool
     calls: tuple[WitnessCall, ...] = ()
     reason: str | None = None
+    images: tuple[tuple[str, int], ...] = ()
 
     @property
     def contexts(self) -> tuple[str, ...]:
@@ -144,6 +149,7 @@ def parse_witness(lines: Iterable[str]) -> RaceObservation:
     """
     loaded: bool | None = None
     calls: list[WitnessCall] = []
+    images: list[tuple[str, int]] = []
     bad = 0
     for raw in lines:
         line = raw.strip()
@@ -163,6 +169,11 @@ def parse_witness(lines: Iterable[str]) -> RaceObservation:
         event = obj.get("event")
         if event == "loaded":
             loaded = bool(loaded) or obj.get("resolved") is True
+        elif event == "images" and not images:
+            for item in obj.get("objects") or []:
+                base = item.get("base") if isinstance(item, dict) else None
+                if isinstance(base, str) and _HEX_RE.match(base):
+                    images.append((str(item.get("name", "")), int(base, 16)))
         elif event == "xnn_initialize":
             call = _as_call(obj)
             if call is None:
@@ -177,7 +188,7 @@ def parse_witness(lines: Iterable[str]) -> RaceObservation:
         return RaceObservation(False, reason="the race witness found no xnn_initialize "
                                              "behind it: XNNPACK is not a shared library here")
     calls.sort(key=lambda c: (c.t_ns, c.seq))
-    return RaceObservation(True, tuple(calls), note)
+    return RaceObservation(True, tuple(calls), note, tuple(images))
 
 
 def read_witness_file(path: Path) -> RaceObservation:

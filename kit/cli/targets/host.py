@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -72,11 +73,54 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                              "with --resume: as the campaign ran)")
     parser.add_argument("--models", metavar="DIR", default=None,
                         help="model set folder (default: the checkout's models/)")
+    add_detector_options(parser)
     parser.add_argument("--baseline-runtime", metavar="NAME", default=None,
                         help="with --until-verdict DIR: make the baseline's launches too, on "
                              "this runtime, alternating with this run's (DIR is made, or "
                              "continued); each build makes at most --launches, and both stop "
                              "as soon as the verdict is settled")
+
+
+def add_detector_options(parser: argparse.ArgumentParser, target: str = "host") -> None:
+    """``--detector TOOL`` (and, on the host, ``--detector-jobs N``); on another target
+    ``--detector`` is refused with a one-line error."""
+    from ... import detector
+
+    def tool(value: str) -> str:
+        try:
+            return detector.check_tool_name(value, target)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(exc.one_line()) from None
+
+    parser.add_argument("--detector", type=tool, default=None, metavar="TOOL",
+                        help="run every launch under a happens-before race detector, drd or "
+                             "helgrind (valgrind; docs/race.md): each record says whether a "
+                             "data race hit the XNNPACK allocator statics (host only; with "
+                             "--resume: as the campaign ran)")
+    if target == "host":
+        parser.add_argument("--detector-jobs", type=_positive, default=None, metavar="N",
+                            help="with --detector: launches in parallel (default: the number "
+                                 "of cores)")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
+    if not 1 <= value <= 256:
+        raise argparse.ArgumentTypeError(f"{value} is out of range 1..256")
+    return value
+
+
+def _prepare_detector(runtime: host.Runtime) -> None:
+    from ... import detector
+    from ...errors import ColdstartError
+
+    try:
+        detector.ensure_tool(runtime, log=_log)
+    except ColdstartError as exc:
+        _log(f"no race detector (--detector will not work): {exc.one_line()}")
 
 
 def _prepare(args: argparse.Namespace) -> int:
@@ -85,6 +129,7 @@ def _prepare(args: argparse.Namespace) -> int:
     if not args.no_build:
         runtime = host.build_workload(runtime, force=args.force, log=_log)
         _build_witness_if_supported(runtime, args.force)
+        _prepare_detector(runtime)
     return 0
 
 
@@ -110,18 +155,23 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _kept(meta: CampaignMeta | None) -> tuple[str | None, bool | None, bool | None]:
-    """The runtime, poison and witness a campaign ran with (``None`` each: unknown)."""
+def _kept(meta: CampaignMeta | None) -> tuple[str | None, bool | None, bool | None,
+                                              str | None]:
+    """The runtime, poison, witness and detector a campaign ran with (``None`` each:
+    unknown)."""
     if meta is None:
-        return None, None, None
+        return None, None, None, None
     from ... import witness
 
     runtime = meta.build.get("runtime")
     note = meta.options.get("witness")
     kept_witness = True if note == "on" else (
         False if note == f"off: {witness.OFF_REASON}" else None)
+    tool = meta.options.get("detector")
+    tool = tool.get("tool") if isinstance(tool, dict) else None
     return (runtime if isinstance(runtime, str) and runtime else None,
-            meta.options.get("poison") == "glibc", kept_witness)
+            meta.options.get("poison") == "glibc", kept_witness,
+            tool if isinstance(tool, str) else None)
 
 
 def config_from_args(name: str, args: argparse.Namespace, meta: CampaignMeta | None,
@@ -132,7 +182,7 @@ def config_from_args(name: str, args: argparse.Namespace, meta: CampaignMeta | N
     Raises:
         UsageError: ``--runtime`` other than the resumed campaign's.
     """
-    runtime, poison, witness = _kept(meta)
+    runtime, poison, witness, tool = _kept(meta)
     if args.runtime is not None and runtime is not None and args.runtime != runtime:
         raise UsageError(f"cannot resume {args.out} with --runtime {args.runtime}: it ran on "
                          f"runtime {runtime}", "resume without --runtime")
@@ -140,7 +190,9 @@ def config_from_args(name: str, args: argparse.Namespace, meta: CampaignMeta | N
                            models=args.models,
                            poison=bool(args.poison if args.poison is not None else poison),
                            witness=args.witness if args.witness is not None else witness,
-                           timeout_s=timeout_s)
+                           timeout_s=timeout_s,
+                           detector=args.detector if args.detector is not None else tool,
+                           jobs=args.detector_jobs)
 
 
 def baseline_from_args(name: str, args: argparse.Namespace, meta: CampaignMeta | None,
@@ -181,6 +233,5 @@ def baseline_from_args(name: str, args: argparse.Namespace, meta: CampaignMeta |
                          "give the runtime of the build to compare against, e.g. "
                          "--runtime patched --baseline-runtime debian")
     host.load_runtime(base)  # prepared, or a one-line error before any build
-    return (host.HostConfig(runtime=base, models=candidate.models, poison=candidate.poison,
-                            witness=candidate.witness, timeout_s=timeout_s),
+    return (dataclasses.replace(candidate, runtime=base),
             {"baseline_runtime": base})

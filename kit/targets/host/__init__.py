@@ -12,6 +12,7 @@ witness's build code can use the runtimes without an import cycle.
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,11 @@ class HostConfig:
         witness: preload the race witness; ``None``: on where onnxruntime links XNNPACK as
             a shared library, else off.
         timeout_s: a launch's timeout (kept in the campaign's options).
+        detector: run every launch under a happens-before race detector, ``drd`` or
+            ``helgrind`` (:mod:`kit.detector`), or ``None``.
+        jobs: launches in parallel (``None``: one, or with a detector one per core; a
+            detector's evidence does not depend on timing, so its launches may share the
+            machine).
     """
 
     runtime: str = DEFAULT_RUNTIME
@@ -54,6 +60,8 @@ class HostConfig:
     poison: bool = False
     witness: bool | None = None
     timeout_s: float = 30.0
+    detector: str | None = None
+    jobs: int | None = None
 
 
 def _witness_for(runtime: Runtime, wanted: bool | None, log: LogFn) -> tuple[str | None, str]:
@@ -75,6 +83,26 @@ def _witness_for(runtime: Runtime, wanted: bool | None, log: LogFn) -> tuple[str
         return None, f"off: {reason}"
     # quiet when the library is current: errors after this must stay the only line
     return witness.witness_library(runtime) or witness.build_witness(runtime, log=log), "on"
+
+
+def _detector_for(config: HostConfig, runtime: Runtime) -> Any:
+    """The :class:`kit.detector.Detector` of ``config.detector``, its library analysed (once
+    per library, about 10 s, then cached), or ``None``.
+
+    Raises:
+        UsageError: an unknown tool, no valgrind for the runtime, or the witness turned off
+            (its wrapper address and load bases tie races to onnxruntime's statics).
+    """
+    if not config.detector:
+        return None
+    from ... import detector
+
+    found = detector.Detector(config.detector, runtime)  # valgrind missing: one line
+    if config.witness is False:
+        raise UsageError("--detector needs the race witness: its wrapper address and load "
+                         "bases tie races to onnxruntime's statics", "drop --no-witness")
+    found.analyze()
+    return found
 
 
 class HostTarget:
@@ -99,8 +127,12 @@ class HostTarget:
         if runtime.workload_hash is None:
             runtime = build_workload(runtime, log=log)
         runtime.command()  # a workload binary that is gone: one line now, not infra errors
+        found = _detector_for(config, runtime)
         witness_lib, witness_note = _witness_for(runtime, config.witness, log)
-        launcher = HostLauncher(runtime, ms, poison=config.poison, witness=witness_lib)
+        jobs = config.jobs or (len(os.sched_getaffinity(0)) if found else 1)
+        launchers = [HostLauncher(runtime, ms, poison=config.poison, witness=witness_lib,
+                                  detector=found) for _ in range(jobs)]
+        launcher = launchers[0]
         build = {"runtime": runtime.name, "kind": runtime.kind,
                  "ort_library": runtime.ort_library,
                  "ort_library_sha256": modelset.sha256_file(Path(runtime.ort_library)),
@@ -109,7 +141,9 @@ class HostTarget:
         options = {"poison": "glibc" if config.poison else None, "timeout_s": config.timeout_s,
                    "env": dict(POISON_ENV) if config.poison else {},
                    "witness": witness_note, "model_set": ms.fingerprint()}
-        return PreparedTarget(target=self.name, launchers=[launcher], build=build,
+        if found is not None:
+            options["detector"] = found.describe()
+        return PreparedTarget(target=self.name, launchers=launchers, build=build,
                               options=options,
                               devices=[{"id": launcher.device, "kind": "host"}])
 

@@ -10,6 +10,8 @@ import signal
 import socket
 import subprocess
 import time
+from typing import Any
+
 from ...campaign import LaunchContext, utc_now
 from ...errors import InfraError
 from ...modelset import ModelSet, scores_match
@@ -44,13 +46,17 @@ class HostLauncher:
             ``artifacts/<id>/witness.jsonl`` and becomes ``LaunchRecord.race``; without it,
             ``race`` says the witness was unavailable and why (XNNPACK linked statically,
             or turned off), never that no race happened.
+        detector: a :class:`kit.detector.Detector` to run every launch under, or ``None``
+            (its slowdown scales the time-out; see :meth:`kit.detector.Detector.finish`).
     """
 
     target = "host"
 
     def __init__(self, runtime: Runtime, modelset: ModelSet, poison: bool = False,
-                 preload: tuple[str, ...] = (), witness: str | None = None) -> None:
+                 preload: tuple[str, ...] = (), witness: str | None = None,
+                 detector: Any = None) -> None:
         self.runtime = runtime
+        self.detector = detector
         self.modelset = modelset
         self.poison = poison
         self.witness = witness
@@ -101,10 +107,14 @@ class HostLauncher:
         env = self._env
         if self.witness is not None:
             env = {**self._env, witness_race.ENV_FILE: str(witness_path)}
+        argv, timeout_s = self.argv(ctx.scenario), ctx.timeout_s
+        if self.detector is not None:  # detector mode (kit.detector)
+            argv, tool_env = self.detector.wrap(argv, ctx.artifacts_dir)
+            env, timeout_s = {**env, **tool_env}, ctx.timeout_s * self.detector.slowdown
         hung = False
         with open(stderr_path, "wb") as err:
             try:
-                proc = subprocess.Popen(self.argv(ctx.scenario), stdout=subprocess.PIPE,
+                proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
                                         stderr=err, stdin=subprocess.DEVNULL, env=env,
                                         start_new_session=True)
             except OSError as exc:
@@ -112,7 +122,7 @@ class HostLauncher:
                                  "run `coldstart runtime build`") from None
             self._proc = proc
             try:
-                out, _ = proc.communicate(timeout=ctx.timeout_s)
+                out, _ = proc.communicate(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 hung = True
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -123,15 +133,23 @@ class HostLauncher:
         stdout = out.decode("utf-8", "replace")
         (ctx.artifacts_dir / "stdout.txt").write_text(stdout)
         artifacts = [f"{ctx.artifacts_rel}/stdout.txt", f"{ctx.artifacts_rel}/stderr.txt"]
+        witnessed = None
         if self.witness is None:
             race = witness_race.unavailable(self._race_off_reason)
         else:
-            race = witness_race.read_witness_file(witness_path).to_dict()
+            witnessed = witness_race.read_witness_file(witness_path)
+            race = witnessed.to_dict()
             if witness_path.exists():
                 artifacts.append(f"{ctx.artifacts_rel}/witness.jsonl")
+        detected = None
+        payloads: dict[str, Any] = {}
+        if self.detector is not None:
+            detected = self.detector.finish(ctx, witnessed, stderr_path, hung)
+            artifacts += detected.artifacts
+            payloads["detector"] = detected.payload
         events = tuple(iter_events(stdout.splitlines(), ctx.launch_id))
         rc = proc.returncode
-        if rc == 2 and not events and not hung:
+        if rc == 2 and not events and not hung and detected is None:
             tail = stderr_path.read_text(errors="replace").strip().splitlines()[-1:]
             raise InfraError(f"the workload rejected its arguments: {' '.join(tail)[:200]}",
                              "rebuild it with `coldstart runtime build --force`")
@@ -147,10 +165,11 @@ class HostLauncher:
             evidence, rel = crash_evidence(block, ctx.artifacts_dir, ctx.artifacts_rel,
                                            "crash.txt", host_signal=signal_no)
             artifacts.append(rel)
-        observation = Observation(events=events, end=end, timeout_s=ctx.timeout_s,
+        observation = Observation(events=events, end=end, timeout_s=timeout_s,
                                   infer=ctx.scenario.infer, exit_code=rc if rc >= 0 else None,
                                   signal=signal_no, crash=evidence,
+                                  infra=detected.tool_error if detected else None,
                                   check_scores=lambda s: scores_match(self._expected, s))
         return make_record(ctx, target=self.target, device=self.device,
                            observation=observation, started_at=started_at, wall_ms=wall_ms,
-                           artifacts=artifacts, race=race)
+                           artifacts=artifacts, race=race, **payloads)
