@@ -74,7 +74,7 @@ def test_concurrent_launch_has_the_race_on_the_statics(runtime, tmp_path):
                      "--label", "conc")
     assert proc.returncode == 0, proc.stderr
     campaign = load_campaign(out)
-    assert campaign.meta["options"]["detector"]["tool"] == "drd"
+    assert campaign.meta.options["detector"]["tool"] == "drd"
     for record in campaign.records:
         assert record.outcome is Outcome.COMPLETED, record.error
         assert record_on_target(record) is True, record.extra["detector"]["reason"]
