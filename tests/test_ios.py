@@ -143,8 +143,10 @@ def test_sim_launch_arguments_carry_scenario_and_simctl_child_env(
     record = load_campaign(out).records[0]
     assert (record.outcome, record.last_phase) == (Outcome.CRASHED, "sessions-created")
     launch = next(c for c in double.calls() if c["argv"][:2] == ["simctl", "launch"])
-    assert launch["argv"][2:5] == [UDID, "org.coldstart.app", "-coldstartScenario"]
-    assert launch["argv"][5] == record.scenario
+    # one request terminates the running app and starts it cold with the scenario
+    assert launch["argv"][2:6] == ["--terminate-running-process", UDID, "org.coldstart.app",
+                                   "-coldstartScenario"]
+    assert launch["argv"][6] == record.scenario
     assert launch["env"]["SIMCTL_CHILD_MallocScribble"] == "1"
     assert record.crash["pid"] == record.extra["pid"]
 
