@@ -196,7 +196,7 @@ class DeviceLauncher:
             self._ready()
             if self._known is None:
                 self._known = set(self.devicectl.crash_logs(self.phone.identifier))
-            end, events, pid, console = self._run(ctx, t0)
+            end, events, pid, console = self._run(ctx)
         except InfraError:
             self._suspect = True
             raise
@@ -225,11 +225,13 @@ class DeviceLauncher:
                            wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=artifacts,
                            pid=pid)
 
-    def _run(self, ctx: LaunchContext, t0: float
+    def _run(self, ctx: LaunchContext
              ) -> tuple[ProcessEnd, list[ProtocolEvent], int | None, _Console]:
-        """Launch and read the console until the launch's end (module doc, steps 2-3)."""
+        """Launch and read the console until the launch's end (module doc, steps 2-3); the
+        timeout runs from the launch request."""
         env = {"OS_ACTIVITY_DT_MODE": "YES", **(POISON_ENV if self.poison else {})}
         self._wake.clear()
+        t0 = time.monotonic()
         proc = self.devicectl.launch_console(self.phone.identifier, self.app.bundle_id,
                                              ctx.scenario.to_url(), env)
         console = _Console(proc, self._wake)
