@@ -138,6 +138,7 @@ class DeviceLauncher:
         self._suspect = False
         self._known: set[str] | None = None  # crash-log names already judged
         self._past_pids: set[int] = set()
+        self._stopping: list[threading.Thread] = []
         self._pid_re = re.compile(rf"\b{re.escape(app.executable)}(?:\([^)]*\))?\[(\d+)")
 
     def abort(self) -> None:
@@ -146,8 +147,12 @@ class DeviceLauncher:
         self._wake.set()
 
     def close(self) -> None:
-        """After the campaign: terminate the app (errors ignored)."""
+        """After the campaign: terminate the app (errors ignored) and wait for the last
+        console to be stopped."""
         self._terminate_app()
+        for stopper in self._stopping:
+            stopper.join(5)
+        self._stopping = []
 
     def _terminate_app(self) -> None:
         try:
@@ -240,6 +245,7 @@ class DeviceLauncher:
         consumed = 0
         error_at: float | None = None
         deadline = t0 + ctx.timeout_s
+        ended = False
         try:
             while True:
                 ended = console.ended.is_set()  # read before the lines: none is missed
@@ -268,7 +274,13 @@ class DeviceLauncher:
                 self._wake.wait(max(0.0, wake_at - time.monotonic()))
                 self._wake.clear()
         finally:
-            console.stop()
+            if ended:
+                console.stop()
+            else:  # devicectl still relays: stop it while the record is made (not waited on)
+                stopper = threading.Thread(target=console.stop, daemon=True,
+                                           name="devicectl-stop")
+                stopper.start()
+                self._stopping = [t for t in self._stopping if t.is_alive()] + [stopper]
 
     def _judge_end(self, ctx: LaunchContext, console: _Console, text: str,
                    events: list[ProtocolEvent], pid: int | None
