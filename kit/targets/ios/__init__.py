@@ -96,9 +96,13 @@ class DeviceConfig:
     timeout_s: float = 90.0
 
 
-def _options(poison: bool, **more: object) -> dict[str, object]:
-    return {"poison": "apple-malloc" if poison else None,
-            "env": dict(POISON_ENV) if poison else {}, **more}
+def _prepared(name: str, launcher: SimulatorLauncher | DeviceLauncher, app: AppBundle,
+              poison: bool, device: dict[str, object], **options: object) -> PreparedTarget:
+    """The :class:`PreparedTarget` of one simulator or device."""
+    return PreparedTarget(target=name, launchers=[launcher], build=app.provenance(),
+                          options={"poison": "apple-malloc" if poison else None,
+                                   "env": dict(POISON_ENV) if poison else {}, **options},
+                          devices=[device], close=launcher.close)
 
 
 class SimulatorTarget:
@@ -126,15 +130,12 @@ class SimulatorTarget:
                                      boot_timeout_s=config.boot_timeout_s,
                                      log=lambda m: log(f"ios: {m}"))
         launcher.prepare()
-        options = _options(config.poison, delivery=delivery.value,
-                           timeout_s=config.timeout_s,
-                           diagnostic_reports=str(reports.directory),
-                           report_wait_s=config.report_wait_s)
-        devices = [{"id": device.udid, "kind": "ios-simulator", "name": device.name,
-                    "runtime": device.runtime}]
-        return PreparedTarget(target=self.name, launchers=[launcher],
-                              build=app.provenance(), options=options, devices=devices,
-                              close=launcher.close)
+        return _prepared(self.name, launcher, app, config.poison,
+                         {"id": device.udid, "kind": "ios-simulator", "name": device.name,
+                          "runtime": device.runtime},
+                         delivery=delivery.value, timeout_s=config.timeout_s,
+                         diagnostic_reports=str(reports.directory),
+                         report_wait_s=config.report_wait_s)
 
 
 class DeviceTarget:
@@ -158,13 +159,11 @@ class DeviceTarget:
                                   error_grace_s=config.error_grace_s,
                                   reconnect_s=config.reconnect_s,
                                   log=lambda m: log(f"ios: {m}"))
-        options = _options(config.poison, delivery="payload-url", timeout_s=config.timeout_s,
-                           report_wait_s=config.report_wait_s)
-        devices = [{"id": device.udid, "kind": "ios-device", "name": device.name,
-                    "os_version": device.os_version}]
-        return PreparedTarget(target=self.name, launchers=[launcher],
-                              build=app.provenance(), options=options, devices=devices,
-                              close=launcher.close)
+        return _prepared(self.name, launcher, app, config.poison,
+                         {"id": device.udid, "kind": "ios-device", "name": device.name,
+                          "os_version": device.os_version},
+                         delivery="payload-url", timeout_s=config.timeout_s,
+                         report_wait_s=config.report_wait_s)
 
 
 TARGETS = (SimulatorTarget(), DeviceTarget())

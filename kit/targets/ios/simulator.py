@@ -347,8 +347,8 @@ class SimulatorLauncher:
         stream = self._stream
         assert stream is not None
         deadline = t0 + ctx.timeout_s
-        start_deadline = t0 + self.start_wait_s
-        next_lookup = t0 + 1.0
+        start_deadline = time.monotonic() + self.start_wait_s  # from the request's answer
+        next_lookup = time.monotonic() + 1.0
         next_poll: float | None = None
         error_at: float | None = None
         watch: ProcessWatch | None = None
@@ -401,14 +401,15 @@ class SimulatorLauncher:
                         "the simulator's log stream ended during the launch")
                     return seen
                 if seen.pid is None and not seen.events:
-                    if now >= start_deadline:
-                        return seen  # never seen: the caller looks for a report
-                    if now >= next_lookup:
+                    last = now >= start_deadline
+                    if last or now >= next_lookup:  # ask the simulator, once a second
                         found = self.simctl.app_pid(self.device, self.app.bundle_id)
                         next_lookup = time.monotonic() + 1.0
                         if found is not None:
                             follow(found)
                             continue
+                        if last:
+                            return seen  # never seen: the caller looks for a report
                 if self._abort.is_set():
                     raise InfraError("launch aborted", "resume with --resume")
                 wake_at = [deadline] if error_at is None else [error_at + self.error_grace_s]
