@@ -5,6 +5,8 @@ reports written after a delay, parsed and classified by kit.crash."""
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -426,3 +428,52 @@ def test_infra_error_keeps_the_tools_output(double: XcrunDouble, tmp_path: Path)
     assert f"$ xcrun simctl openurl {UDID} 'coldstart://run?id=baseline-00000" not in evidence
     assert f"$ xcrun simctl openurl {UDID} 'coldstart://run?id={record.launch_id}" in evidence
     assert "(domain=FBSOpenApplicationServiceErrorDomain, code=4)" in evidence
+
+
+def test_process_watch_sees_the_end_of_a_process_that_is_not_its_child() -> None:
+    import subprocess
+    import threading
+
+    from kit.targets.ios.procwatch import ProcessWatch
+
+    # a grandchild, as a simulator's app is to the kit (launchd_sim starts it)
+    out = subprocess.run(["sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!"],
+                         capture_output=True, text=True, check=True).stdout
+    pid = int(out.strip())
+    woken = threading.Event()
+    watch = ProcessWatch.start(pid, woken.set)
+    assert watch is not None and not watch.exited.is_set()
+    os.kill(pid, 9)
+    assert woken.wait(30) and watch.exited.is_set()
+    watch.stop()
+    gone = ProcessWatch.start(pid, lambda: None)  # already ended (reaped or a zombie)
+    assert gone is not None and gone.exited.wait(30)
+    gone.stop()
+
+
+@pytest.mark.parametrize("source", ["none", "invisible"])
+def test_sim_without_process_exit_events_asks_launchctl(
+        double: XcrunDouble, app: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        source: str) -> None:
+    # no process-exit event on this host ("none"), or the app's pid is not visible from it
+    # ("invisible": the watch ends at once while the simulator still runs the app)
+    from kit.targets.ios import simulator
+
+    class Gone:
+        exited = threading.Event()
+        exited.set()
+
+        def stop(self) -> None:
+            pass
+
+    monkeypatch.setattr(simulator.ProcessWatch, "start", staticmethod(
+        lambda pid, on_exit: None if source == "none" else Gone()))
+    double.script(["crash@models-ready", "completed"])
+    out = tmp_path / "run"
+    assert _run_sim(double, app, out, 2) == 0
+    records = sorted(load_campaign(out).records, key=lambda r: r.index)
+    assert [(r.outcome, r.last_phase, r.crash_class) for r in records] == [
+        (Outcome.CRASHED, "models-ready", "xnnpack-allocator-uaf"),
+        (Outcome.COMPLETED, "done", None)]
+    assert ["simctl", "spawn", UDID, "launchctl", "list"] in [c["argv"]
+                                                              for c in double.calls()]

@@ -4,7 +4,8 @@ One launch:
 
 1. after anything went wrong on this device (a failed command, a lost console), the kit
    first waits for the device to be listed as reachable again (``devicectl list
-   devices``), with backoff (0.25, 0.5, 1, 2, 4, 4... s) for up to ``reconnect_s``;
+   devices``) and to answer a command (``device info processes``), with backoff (0.25,
+   0.5, 1, 2, 4, 4... s) for up to ``reconnect_s``;
 2. ``devicectl device process launch --console --terminate-existing --payload-url <url>
    --environment-variables {...} <bundle>`` starts the app cold with the scenario;
    ``OS_ACTIVITY_DT_MODE=YES`` makes the app's os_log lines (``Name[pid:tid] ...``) reach
@@ -164,21 +165,28 @@ class DeviceLauncher:
         except InfraError:
             pass
 
-    def _reachable(self) -> bool:
+    def _reachable(self, probe: bool = False) -> bool:
+        """Listed and not ``unavailable``; with ``probe``, it also answers a command
+        (``device info processes``: its tunnel is up again)."""
         try:
             found = self.devicectl.find(self.phone.identifier)
+            if found is None or not found.reachable:
+                return False
+            if probe:
+                self.devicectl.processes(self.phone.identifier)
+            return True
         except InfraError:
             return False
-        return found is not None and found.reachable
 
     def _ready(self) -> None:
         """Wait for a device that dropped off (module doc, step 1). Raises InfraError."""
         if not self._suspect:
             return
-        if not self._reachable():
+        if not self._reachable(probe=True):
             self.log(f"device {self.phone.name} ({self.device}) is not reachable: waiting up "
                      f"to {self.reconnect_s:g} s for it to come back")
-            if not wait_until(self._reachable, self.reconnect_s, abort=self._abort.is_set):
+            if not wait_until(lambda: self._reachable(probe=True), self.reconnect_s,
+                              abort=self._abort.is_set):
                 raise InfraError(f"device {self.phone.name} ({self.device}) did not come "
                                  f"back within {self.reconnect_s:g} s",
                                  "check the cable or network, unlock the device, and resume "
@@ -324,7 +332,8 @@ class DeviceLauncher:
         """The device's crash report of this launch, awaited (module doc, step 4)."""
         deadline = time.monotonic() + self.report_wait_s
         known = self._known if self._known is not None else set()
-        accept = report_matcher(pid, self.app.executable, self.app.bundle_id)
+        accept = report_matcher(pid, self.app.executable, self.app.bundle_id,
+                                past_pids=self._past_pids)
         staging = ctx.artifacts_dir / "device-reports"
         try:
             while True:
@@ -349,7 +358,7 @@ class DeviceLauncher:
                     jetsam = Path(name).name.startswith("JetsamEvent")
                     if jetsam and self.app.executable not in text:
                         continue
-                    if not jetsam and not self._ours(text, pid, accept):
+                    if not jetsam and not accept(text):
                         continue
                     return crash_evidence(text, ctx.artifacts_dir, ctx.artifacts_rel,
                                           "crash" + (Path(name).suffix or ".ips"), hint="ips")
@@ -358,20 +367,6 @@ class DeviceLauncher:
                 self._abort.wait(0.5)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-
-    def _ours(self, text: str, pid: int | None, accept: Callable[[str], bool]) -> bool:
-        """A report of this launch: its pid when the launch knows one, else one that is not
-        an earlier launch's (a report can arrive after its launch stopped waiting)."""
-        if not accept(text):
-            return False
-        if pid is not None:
-            return True
-        from ... import crash as crashlib
-
-        try:
-            return crashlib.parse_text(text, hint="ips").pid not in self._past_pids
-        except Exception:  # noqa: BLE001 - unreadable: not ours
-            return False
 
 
 def setup_device(xcrun: Xcrun, *, udid: str, app_path: str | None, bundle_id: str | None,

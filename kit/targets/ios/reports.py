@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Collection
 
 from ..._bounded import MiB, read_bytes_bounded
 from ...errors import ColdstartError
@@ -69,10 +69,12 @@ def report_complete(name: str, text: str) -> bool:
 
 
 def report_matcher(pid: int | None, executable: str, bundle_id: str,
-                   udid: str | None = None) -> Callable[[str], bool]:
+                   udid: str | None = None, past_pids: Collection[int] = ()
+                   ) -> Callable[[str], bool]:
     """Predicate for a crash report of this launch: it names ``udid`` (simulators), and the
     process: its pid when both the launch and the report know one, else its name or bundle
-    id."""
+    id, and then not the pid of an earlier launch (``past_pids``: a report can arrive after
+    its own launch stopped waiting for it)."""
 
     def accept(text: str) -> bool:
         if udid is not None and udid.lower() not in text.lower():
@@ -85,6 +87,8 @@ def report_matcher(pid: int | None, executable: str, bundle_id: str,
             return False
         if pid is not None and record.pid is not None:
             return record.pid == pid
+        if record.pid is not None and record.pid in past_pids:
+            return False
         return record.process in (executable, bundle_id) or bundle_id in text
     return accept
 

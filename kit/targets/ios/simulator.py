@@ -141,6 +141,7 @@ class SimulatorLauncher:
         self._suspect = True  # check the state before the first launch
         self._env_set = False
         self._pid_events: bool | None = None  # can host process-exit events see the app?
+        self._past_pids: set[int] = set()  # earlier launches' (their reports are not ours)
 
     # -- campaign lifecycle -------------------------------------------------------------
     def prepare(self) -> None:
@@ -253,7 +254,8 @@ class SimulatorLauncher:
         elif seen.end in (ProcessEnd.DIED, None):
             found = self.reports.wait_for(
                 before, t0_epoch, report_matcher(seen.pid, self.app.executable,
-                                                 self.app.bundle_id, self.device),
+                                                 self.app.bundle_id, self.device,
+                                                 self._past_pids),
                 self.report_wait_s, abort=self._abort)
             if found is not None:
                 path, text = found
@@ -287,6 +289,8 @@ class SimulatorLauncher:
                 self.simctl.terminate(self.device, self.app.bundle_id)
             except InfraError:
                 self._suspect = True
+        if seen.pid is not None:
+            self._past_pids.add(seen.pid)
         observation = Observation(events=tuple(seen.events), end=seen.end,
                                   timeout_s=ctx.timeout_s, infer=ctx.scenario.infer,
                                   crash=evidence, infra=seen.infra, killed_note="terminated")
