@@ -338,6 +338,7 @@ def _run_device(ipa: Path, out: Path, launches: int, *extra: str) -> int:
     (["completed", "drop:3", "completed"], "unavailable"),  # gone at the launch request
     (["completed", "drop@models-ready:3", "completed"], "unavailable"),  # gone mid-launch
     (["completed", "drop:3", "completed"], "absent"),  # not even listed while gone
+    (["completed", "mute@models-ready:6", "completed"], "unavailable"),  # console goes quiet
 ])
 def test_device_that_drops_off_is_waited_for_and_every_launch_counted(
         double: XcrunDouble, tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -352,7 +353,8 @@ def test_device_that_drops_off_is_waited_for_and_every_launch_counted(
     _counted_once_each(records, 3)
     assert [(r.index, r.attempt, r.outcome) for r in records if not r.counted] == [
         (1, 1, Outcome.INFRA_ERROR)]
-    assert records[1].error.startswith(f"device Test iPhone ({DEVICE_UDID}) dropped off")
+    assert records[1].error.startswith(f"device Test iPhone ({DEVICE_UDID}) " + (
+        "stopped answering" if script[1].startswith("mute") else "dropped off"))
     assert all(r.outcome is Outcome.COMPLETED for r in records if r.counted)
     err = capsys.readouterr().err
     assert f"ios: device Test iPhone ({DEVICE_UDID}) is not reachable: waiting up to 30 s " \

@@ -16,7 +16,8 @@ One launch:
    (hung: the app is terminated);
 4. a console that ended early is a death only when the device is still reachable; a
    device that dropped off makes the launch an infra error (never counted), and a launch
-   request devicectl refused with no line from the app is one too. After a death, the
+   request devicectl refused with no line from the app is one too, and so is a timeout
+   when the device is no longer reachable (a console that went quiet). After a death, the
    device's ``systemCrashLogs`` entries that are new, name the app (or are a
    ``JetsamEvent`` that names it) and this launch's pid are awaited for up to
    ``report_wait_s``, copied and parsed.
@@ -223,6 +224,10 @@ class DeviceLauncher:
                 artifacts.append(rel)
             if evidence is not None and pid is None:
                 pid = (evidence.crash or {}).get("pid")  # it died before a line named it
+        if end is ProcessEnd.TIMED_OUT and not self._reachable():
+            infra = (f"device {self.phone.name} ({self.device}) stopped answering during the "
+                     "launch (the console went quiet, the device is unreachable): the app's "
+                     "fate is unknown")
         if infra is not None:
             self._suspect = True
             end = ProcessEnd.LOST

@@ -24,8 +24,9 @@ each launch reads the lines of its own launch id). One launch:
    alive (a fatal JS error logs ``error``, then React Native's RCTFatal aborts the app: a
    death within the grace is a crash); at the app's death; or at the timeout (hung; the
    app is terminated);
-5. after a death the simulator's state is read: a simulator that is no longer booted
-   makes the launch an infra error (never counted); else the crash report of this
+5. after a death or a timeout the simulator's state is read: a simulator that is no
+   longer booted makes the launch an infra error (never counted); else, after a death, the
+   crash report of this
    simulator and pid is awaited in the DiagnosticReports folder for up to
    ``report_wait_s`` (ReportCrash writes it seconds later), parsed and classified.
 
@@ -247,7 +248,7 @@ class SimulatorLauncher:
         evidence: CrashEvidence | None = None
         artifacts = [f"{ctx.artifacts_rel}/log.ndjson"]
         payloads: dict[str, Any] = {}
-        if seen.end in (ProcessEnd.DIED, None) and seen.infra is None:
+        if seen.end in (ProcessEnd.DIED, ProcessEnd.TIMED_OUT, None) and seen.infra is None:
             seen.infra = self._shut_down_note()
         if seen.infra is not None:
             seen.end = ProcessEnd.LOST

@@ -40,7 +40,8 @@ tells a test what was not played):
 * simulators: ``shutdown[:S]`` (the simulator shuts down at the launch request, ``Shutting
   Down`` for S seconds first), ``shutdown@PHASE[:S]`` (it shuts down after PHASE);
 * devices: ``drop:S`` (the device drops off for S seconds at the launch request),
-  ``drop@PHASE:S`` (it drops off after PHASE: the console ends with devicectl's error).
+  ``drop@PHASE:S`` (it drops off after PHASE: the console ends with devicectl's error),
+  ``mute@PHASE:S`` (it drops off after PHASE and the console just goes quiet).
 
 A ``~D`` suffix (``error-fatal@sessions-created~2.2``) writes that launch's crash report D
 seconds after the death instead of ``report_delay_s``. A crash is a real
@@ -251,7 +252,8 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
             with locked_state() as state:
                 shut_down(state, udid, float(arg or 0))
             os.kill(pid, signal.SIGKILL)
-        if kind == "drop":  # the device drops off: the console ends with devicectl's error
+        if kind in ("drop", "mute"):  # the device drops off: devicectl's console ends with
+            # its error ("drop") or goes quiet and never ends ("mute")
             with locked_state() as state:
                 for device in state.get("physical", []):
                     if device["udid"] == udid:
@@ -259,7 +261,8 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)  # nothing of the app reaches this Mac any more
             os.dup2(devnull, 2)
-            os.kill(os.getppid(), signal.SIGUSR1)
+            if kind == "drop":
+                os.kill(os.getppid(), signal.SIGUSR1)
             kind = "hang"  # the app itself runs on, out of sight
         break
     if kind in ("completed", "wrong-output", "unchecked", "error", "hang"):
