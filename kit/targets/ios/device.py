@@ -28,7 +28,6 @@ it; :meth:`DeviceLauncher.close` after the last): one devicectl command per laun
 
 from __future__ import annotations
 
-import queue
 import re
 import shutil
 import threading
