@@ -313,8 +313,11 @@ def test_app_that_never_starts_is_an_infra_error_not_a_crash(
                                      start_wait_s=1.0)
     store, old = prepare_store(tmp_path / "run", label="b", target="ios-sim",
                                scenario=Scenario(), launches=1, resume=False)
-    records = run_campaign(store, old, [launcher], label="b", scenario=Scenario(),
-                           launches=1, timeout_s=5, max_attempts=2)
+    try:
+        records = run_campaign(store, old, [launcher], label="b", scenario=Scenario(),
+                               launches=1, timeout_s=5, max_attempts=2)
+    finally:
+        launcher.close()  # stops the campaign's log stream
     assert [(r.attempt, r.outcome) for r in records] == [(1, Outcome.INFRA_ERROR),
                                                         (2, Outcome.COMPLETED)]
     assert records[0].error.startswith(f"the app did not start on simulator {UDID} within 1 s")

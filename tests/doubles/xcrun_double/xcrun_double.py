@@ -449,6 +449,7 @@ def log_stream(udid: str, args: list[str]) -> None:
     path.touch()
     print(f'Filtering the log data using "{predicate}"', flush=True)
     next_check = time.monotonic() + 0.2
+    parent = os.getppid()
     with open(path) as fh:
         fh.seek(0, os.SEEK_END)
         while True:
@@ -456,6 +457,8 @@ def log_stream(udid: str, args: list[str]) -> None:
             if not line:
                 if time.monotonic() >= next_check:
                     next_check = time.monotonic() + 0.2
+                    if os.getppid() != parent:
+                        return  # whoever started it is gone: do not outlive it
                     with locked_state(write=False) as state:
                         if sim_device(state, udid)["state"] != "Booted":
                             return  # simctl spawn ends with the simulator
