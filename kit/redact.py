@@ -5,10 +5,14 @@ in token-like query parameters (``?token=...``, ``?apiKey=...``) and in capabili
 (``"accessKey": "..."``). None of them may reach a log line, a launch record,
 ``campaign.json`` or a report. The API is small:
 
-* :func:`redact_url` - one URL: userinfo becomes ``***`` (``***:***`` with a password) and the
-  value of every token-like query parameter becomes ``***``;
+* :func:`redact_url` - one URL: userinfo becomes ``***`` (``***:***`` with a password), the
+  value of every token-like query parameter becomes ``***``, and so does a ``#fragment``'s
+  (``#access_token=...``); a fragment that is one opaque token is masked whole;
 * :func:`redact_text` - free text: every URL in it through :func:`redact_url`, HTTP
-  ``Basic``/``Bearer`` credentials, plus any known secret value given;
+  ``Basic``/``Bearer`` credentials, plus any known secret value given (never inside a URL's
+  scheme, so a user named ``http`` leaves ``https://`` alone; a secret shorter than 4
+  characters, e.g. a password ``1``, only where it stands alone, not inside a word or a
+  number such as ``HTTP/1.1``);
 * :func:`redact_value` - a JSON-like value (dicts, lists, strings): strings through
   :func:`redact_text`, and string values under secret-looking keys (:func:`is_secret_key`)
   replaced whole;
@@ -30,7 +34,7 @@ import logging
 import re
 import threading
 from typing import Any, Iterable
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote
 
 __all__ = ["MASK", "is_secret_key", "redact_url", "redact_text", "redact_value",
            "secrets_in_url", "Redactor", "install_log_redaction"]
@@ -43,8 +47,11 @@ _SECRET_EXACT = frozenset({"sig"})
 #: A URL in free text: a scheme, ``://`` and everything up to whitespace or a quote/bracket.
 _URL_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
 _HTTP_AUTH_RE = re.compile(r"(?i)\b(basic|bearer)\s+[A-Za-z0-9._~+/=-]{6,}")
-#: Shortest secret value worth searching for in free text (shorter ones would mask noise).
+#: Secrets at least this long are masked wherever they appear; shorter ones only as a
+#: token of their own (masking every "1" inside other words and numbers would be noise).
 _MIN_SECRET_CHARS = 4
+#: A fragment that is one opaque token (letters and digits, 12+ characters) looks secret.
+_OPAQUE_TOKEN_RE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9._~+/=-]{12,}$")
 
 
 def is_secret_key(name: str) -> bool:
@@ -72,6 +79,13 @@ def _redact_query(query: str) -> str:
     return "&".join(parts)
 
 
+def _redact_fragment(fragment: str) -> str:
+    """A fragment's ``name=value`` pairs as a query's; one opaque token masked whole."""
+    if "=" in fragment:
+        return _redact_query(fragment)
+    return MASK if _OPAQUE_TOKEN_RE.match(fragment) else fragment
+
+
 def redact_url(url: str) -> str:
     """``url`` with its userinfo and token-like query values masked; otherwise unchanged
     (same scheme, host, port, path, parameter order and encoding).
@@ -92,48 +106,73 @@ def redact_url(url: str) -> str:
     userinfo, hostport = _split_userinfo(netloc)
     if userinfo is not None:
         netloc = (f"{MASK}:{MASK}" if ":" in userinfo else MASK) + "@" + hostport
+    tail, hsep, fragment = tail.partition("#")
     path, qsep, query = tail.partition("?")
-    if qsep:
-        query, hsep, fragment = query.partition("#")
-        tail = f"{path}?{_redact_query(query)}" + (f"#{fragment}" if hsep else "")
+    tail = path + (f"?{_redact_query(query)}" if qsep else "") + \
+        (f"#{_redact_fragment(fragment)}" if hsep else "")
     return f"{scheme}://{netloc}{tail}"
 
 
 def secrets_in_url(url: str) -> tuple[str, ...]:
-    """The secret values in ``url``: user name, password and token-like query values, each
-    as written and percent-decoded (empty tuple when there are none)."""
+    """The secret values in ``url``: user name, password, token-like query and fragment
+    values and an opaque fragment, each as written and percent-decoded (empty tuple when
+    there are none). Never raises: the URL is read by hand, so one that
+    :func:`urllib.parse.urlsplit` refuses (a bad port, a broken IPv6 host) still gives its
+    secrets."""
     found: list[str] = []
-    try:
-        parts = urlsplit(url)
-    except ValueError:
+    _scheme, sep, rest = url.partition("://")
+    if not sep:
         return ()
-    userinfo, _ = _split_userinfo(parts.netloc)
+    netloc = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    userinfo, _ = _split_userinfo(netloc)
     if userinfo:
         found.extend(p for p in userinfo.split(":", 1) if p)
-    for piece in parts.query.split("&"):
+    rest, _h, fragment = rest.partition("#")
+    query = rest.partition("?")[2]
+    for piece in query.split("&") + (fragment.split("&") if "=" in fragment else []):
         name, sep, value = piece.partition("=")
         if sep and value and is_secret_key(unquote(name)):
             found.append(value)
+    if fragment and "=" not in fragment and _OPAQUE_TOKEN_RE.match(fragment):
+        found.append(fragment)
     out: list[str] = []
     for value in found:
         for form in (value, unquote(value), quote(unquote(value), safe="")):
-            if len(form) >= _MIN_SECRET_CHARS and form not in out:
+            if form and form != MASK and form not in out:
                 out.append(form)
     return tuple(out)
 
 
+def _mask_secrets(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each secret masked: a long one anywhere, a short one (under
+    :data:`_MIN_SECRET_CHARS`) where no letter, digit, ``_`` or ``.`` touches it."""
+    for secret in sorted({s for s in secrets if s and s.strip("*")}, key=len, reverse=True):
+        if len(secret) >= _MIN_SECRET_CHARS:
+            text = text.replace(secret, MASK)
+        else:
+            text = re.sub(rf"(?<![\w.]){re.escape(secret)}(?![\w.])", MASK, text)
+    return text
+
+
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every URL redacted (:func:`redact_url`), HTTP ``Basic``/``Bearer``
-    credentials masked, and every occurrence of the given secret values replaced by
-    :data:`MASK` (longest first; values shorter than 4 characters are ignored)."""
+    credentials masked, and the given secret values replaced by :data:`MASK` (longest
+    first; never inside a URL's ``scheme://``; one shorter than 4 characters only where it
+    stands alone, see the module doc)."""
     if not isinstance(text, str) or not text:
         return text
-    out = _URL_RE.sub(lambda m: redact_url(m.group(0)), text)
-    out = _HTTP_AUTH_RE.sub(lambda m: f"{m.group(1)} {MASK}", out)
-    for secret in sorted({s for s in secrets if len(s) >= _MIN_SECRET_CHARS}, key=len,
-                         reverse=True):
-        out = out.replace(secret, MASK)
-    return out
+    known = tuple(s for s in secrets if isinstance(s, str))
+    pieces: list[str] = []
+    last = 0
+    for match in _URL_RE.finditer(text):
+        pieces.append(_mask_secrets(_HTTP_AUTH_RE.sub(lambda m: f"{m.group(1)} {MASK}",
+                                                      text[last:match.start()]), known))
+        scheme, sep, rest = redact_url(match.group(0)).partition("://")
+        pieces.append(scheme + sep + _mask_secrets(rest, known))
+        last = match.end()
+    pieces.append(_mask_secrets(_HTTP_AUTH_RE.sub(lambda m: f"{m.group(1)} {MASK}",
+                                                  text[last:]), known))
+    return "".join(pieces)
 
 
 def redact_value(value: Any, secrets: Iterable[str] = ()) -> Any:
@@ -185,12 +224,12 @@ class Redactor:
         self.add_secrets(secrets_in_url(url))
 
     def add_secrets(self, values: Iterable[str]) -> None:
-        """Remember more secret values (those shorter than 4 characters are ignored)."""
+        """Remember more secret values (of any length; see :func:`redact_text` for how a
+        short one is masked)."""
         with self._lock:
             merged = list(self._secrets)
             for value in values:
-                if isinstance(value, str) and len(value) >= _MIN_SECRET_CHARS and \
-                        value not in merged:
+                if isinstance(value, str) and value.strip("*") and value not in merged:
                     merged.append(value)
             self._secrets = tuple(merged)
 

@@ -58,6 +58,7 @@ def test_android_farm_campaign_outcomes_and_redaction(
         assert _run(double, caps_file, out, "android", 6) == 0
     finally:
         double.stop()
+    assert double.unused_script() == []
     records = sorted(load_campaign(out).records, key=lambda r: r.index)
     assert [(r.outcome, r.last_phase, r.crash_class) for r in records] == [
         (Outcome.COMPLETED, "done", None),
@@ -148,6 +149,7 @@ def test_ios_campaign_with_poison_uses_launch_app_environment(
         assert _run(double, caps_file, out, "ios", 2, "--poison") == 0
     finally:
         double.stop()
+    assert double.unused_script() == []
     records = sorted(load_campaign(out).records, key=lambda r: r.index)
     assert [(r.outcome, r.last_phase, r.crash_class) for r in records] == [
         (Outcome.COMPLETED, "done", None),
@@ -277,3 +279,68 @@ def test_query_string_server_url_is_refused_redacted(capsys: pytest.CaptureFixtu
         "capabilities in --caps)")
 
 
+
+
+@pytest.mark.parametrize("url, message", [
+    (f"http://{USER}:{KEY}@127.0.0.1:99999/wd/hub",
+     "--server 'http://***:***@127.0.0.1:99999/wd/hub' is not a valid URL: Port out of range"),
+    (f"http://{USER}:{KEY}@[::1/wd/hub",
+     "--server 'http://***:***@[::1/wd/hub' is not a valid URL: Invalid IPv6 URL"),
+    ("http://127.0.0.1:0", "--server 'http://127.0.0.1:0' is not a valid URL: port 0"),
+    ("ftp://127.0.0.1:4723", "--server 'ftp://127.0.0.1:4723' is not an http(s) URL"),
+    (f"https://{USER}:{KEY}@hub.example/wd/hub#Zq9Xs3cr3tT0ken",
+     "--server 'https://***:***@hub.example/wd/hub#***' has a #fragment, which is never sent "
+     "to a server (remove it;"),
+    ("https://hub.example/wd/hub?token=abcdef123#x",
+     "--server 'https://hub.example/wd/hub?token=***#***' has a #fragment"),
+])
+def test_bad_server_url_is_one_line_exit_2(url: str, message: str, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    err = _one_line_exit_2(["run", "appium", "--server", url, "--platform", "android",
+                            "--out", str(tmp_path / "o")], capsys)
+    assert err.startswith(f"coldstart: error: {message}"), err
+    assert KEY not in err and "Zq9Xs3cr3tT0ken" not in err and "abcdef123" not in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("platform, fatal", [
+    ("android", "error-fatal@sessions-created"),
+    ("ios", "error-fatal@sessions-created~1.5"),  # the .ips reaches crashlog 1.5 s late
+])
+def test_fatal_js_error_after_its_error_line_is_a_crash_with_its_report(
+        appium_server: AppiumServer, caps_file: Path, tmp_path: Path, platform: str,
+        fatal: str) -> None:
+    double = AppiumLifecycleDouble(appium_server.url, platform=platform,
+                                   script=["error@models-ready", fatal])
+    out = tmp_path / "run"
+    try:
+        assert _run(double, caps_file, out, platform, 2, "--report-wait", "6") == 0
+    finally:
+        double.stop()
+    assert double.unused_script() == []
+    records = sorted(load_campaign(out).records, key=lambda r: r.index)
+    # an error line with the app alive is an app error; one followed by death is a crash
+    assert [(r.outcome, r.last_phase, r.crash_class) for r in records] == [
+        (Outcome.APP_ERROR, "models-ready", None),
+        (Outcome.CRASHED, "sessions-created", "js-error")]
+    assert records[1].error == "Unhandled JS Exception: TypeError: undefined is not a function"
+    crash_file = "crash.ips" if platform == "ios" else "crash.txt"
+    assert f"artifacts/{records[1].launch_id}/{crash_file}" in records[1].artifacts
+
+
+def test_run_appium_json_stdout_is_json_lines(appium_server: AppiumServer, caps_file: Path,
+                                              tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    double = AppiumLifecycleDouble(appium_server.url, platform="android",
+                                   script=["completed", "crash@models-ready"],
+                                   credentials=(USER, KEY))
+    out = tmp_path / "run"
+    try:
+        assert _run(double, caps_file, out, "android", 2, "--json") == 0
+    finally:
+        double.stop()
+    captured = capsys.readouterr()
+    records = [json.loads(line) for line in captured.out.splitlines()]
+    assert [(r["index"], r["outcome"]) for r in records] == [(0, "completed"), (1, "crashed")]
+    assert "appium: server http://***:***@127.0.0.1" in captured.err  # progress: stderr
+    assert KEY not in captured.out + captured.err

@@ -5,6 +5,8 @@ reports written after a delay, parsed and classified by kit.crash."""
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ def double(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.delenv(ios.DIAGNOSTIC_REPORTS_ENV, raising=False)
     yield xd
     xd.kill_apps()
+    assert xd.unused_script() == [], "the test scripted launches that were never made"
 
 
 @pytest.fixture
@@ -143,21 +146,52 @@ def test_sim_launch_arguments_carry_scenario_and_simctl_child_env(
     record = load_campaign(out).records[0]
     assert (record.outcome, record.last_phase) == (Outcome.CRASHED, "sessions-created")
     launch = next(c for c in double.calls() if c["argv"][:2] == ["simctl", "launch"])
-    assert launch["argv"][2:5] == [UDID, "org.coldstart.app", "-coldstartScenario"]
-    assert launch["argv"][5] == record.scenario
+    # one request terminates the running app and starts it cold with the scenario
+    assert launch["argv"][2:6] == ["--terminate-running-process", UDID, "org.coldstart.app",
+                                   "-coldstartScenario"]
+    assert launch["argv"][6] == record.scenario
     assert launch["env"]["SIMCTL_CHILD_MallocScribble"] == "1"
     assert record.crash["pid"] == record.extra["pid"]
 
 
+def _counted_once_each(records: list[Any], planned: int) -> None:
+    """Every planned slot has exactly one counted record; nothing else was counted."""
+    counted = sorted(r.index for r in records if r.counted)
+    assert counted == list(range(planned))
+
+
+@pytest.mark.parametrize("script, deliver", [
+    (["completed", "shutdown", "completed"], "url"),  # at the launch request
+    (["completed", "shutdown:1", "completed"], "url"),  # "Shutting Down" for 1 s first
+    (["completed", "shutdown@models-ready:1", "completed", "completed"], "url"),  # mid-launch
+    (["completed", "shutdown@sessions-created", "completed", "completed"], "args"),
+])
 def test_sim_that_shuts_down_mid_campaign_gives_infra_errors_never_counted(
-        double: XcrunDouble, app: Path, tmp_path: Path) -> None:
-    double.script(["completed", "shutdown"])
+        double: XcrunDouble, app: Path, tmp_path: Path, script: list[str], deliver: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the simulator is booted again (waiting for boot) and every planned launch is counted
+    double.script(script)
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 2, "--max-attempts", "2") == 3  # a planned launch was abandoned
+    assert _run_sim(double, app, out, 3, "--deliver", deliver, "--poison") == 0
     records = sorted(load_campaign(out).records, key=lambda r: (r.index, r.attempt))
-    assert [(r.index, r.attempt, r.outcome) for r in records] == [
-        (0, 1, Outcome.COMPLETED), (1, 1, Outcome.INFRA_ERROR), (1, 2, Outcome.INFRA_ERROR)]
-    assert "Unable to lookup in current state: Shutdown" in records[1].error
+    _counted_once_each(records, 3)
+    assert all(r.outcome is not Outcome.CRASHED for r in records)
+    lost = [r for r in records if r.outcome is Outcome.INFRA_ERROR]
+    if "@" in script[1]:  # the launch in flight could not be observed: infra, retried
+        assert [(r.index, r.attempt) for r in lost] == [(1, 1)]
+        assert "went Shutting Down during the launch" in lost[0].error or \
+            "went Shutdown during the launch" in lost[0].error
+        assert f"artifacts/{lost[0].launch_id}/log.ndjson" in lost[0].artifacts
+    else:  # the request failed on the state: the simulator was booted and asked again
+        assert lost == []
+    argvs = [c["argv"] for c in double.calls()]
+    assert argvs.count(["simctl", "bootstatus", UDID, "-b"]) == 2  # setup, then once more
+    assert double.sim_state(UDID) == "Booted"
+    if deliver == "url":  # launchd lost the poison environment with the reboot: set again
+        assert argvs.count(["simctl", "spawn", UDID, "launchctl", "setenv", "MallocScribble",
+                            "1"]) == 2
+    assert f"simulator iPhone 16 ({UDID}) is Shutdown: booting it again" in \
+        capsys.readouterr().err
 
 
 def test_sim_death_without_report_is_a_crash_with_a_note(
@@ -279,8 +313,172 @@ def test_app_that_never_starts_is_an_infra_error_not_a_crash(
                                      start_wait_s=1.0)
     store, old = prepare_store(tmp_path / "run", label="b", target="ios-sim",
                                scenario=Scenario(), launches=1, resume=False)
-    records = run_campaign(store, old, [launcher], label="b", scenario=Scenario(),
-                           launches=1, timeout_s=5, max_attempts=2)
+    try:
+        records = run_campaign(store, old, [launcher], label="b", scenario=Scenario(),
+                               launches=1, timeout_s=5, max_attempts=2)
+    finally:
+        launcher.close()  # stops the campaign's log stream
     assert [(r.attempt, r.outcome) for r in records] == [(1, Outcome.INFRA_ERROR),
                                                         (2, Outcome.COMPLETED)]
     assert records[0].error.startswith(f"the app did not start on simulator {UDID} within 1 s")
+    evidence = (tmp_path / "run" / "artifacts" / records[0].launch_id / "infra-error.txt")
+    assert "-- evidence --" in evidence.read_text()  # the log window the launcher saw
+    assert f"artifacts/{records[0].launch_id}/log.ndjson" in records[0].artifacts
+
+
+def _device(double: XcrunDouble, tmp_path: Path) -> Path:
+    double.add_device(DEVICE_UDID, "Test iPhone", "A1B2C3D4-0000-4000-8000-00000000CAFE")
+    return XcrunDouble.make_app(tmp_path / "dev" / "ColdstartApp.app", platform="iPhoneOS")
+
+
+def _run_device(ipa: Path, out: Path, launches: int, *extra: str) -> int:
+    return main(["run", "ios-device", "--udid", DEVICE_UDID, "--ipa", str(ipa), "--launches",
+                 str(launches), "--out", str(out), "--timeout", "3", "--report-wait", "3",
+                 "--reconnect-timeout", "30", "--label", "baseline", *extra])
+
+
+@pytest.mark.parametrize("script, style", [
+    (["completed", "drop:3", "completed"], "unavailable"),  # gone at the launch request
+    (["completed", "drop@models-ready:3", "completed"], "unavailable"),  # gone mid-launch
+    (["completed", "drop:3", "completed"], "absent"),  # not even listed while gone
+    (["completed", "mute@models-ready:6", "completed"], "unavailable"),  # console goes quiet
+])
+def test_device_that_drops_off_is_waited_for_and_every_launch_counted(
+        double: XcrunDouble, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        script: list[str], style: str) -> None:
+    ipa = _device(double, tmp_path)
+    with double.state() as st:
+        st["drop_style"] = style
+    double.script(script)
+    out = tmp_path / "run"
+    assert _run_device(ipa, out, 3) == 0
+    records = sorted(load_campaign(out).records, key=lambda r: (r.index, r.attempt))
+    _counted_once_each(records, 3)
+    assert [(r.index, r.attempt, r.outcome) for r in records if not r.counted] == [
+        (1, 1, Outcome.INFRA_ERROR)]
+    assert records[1].error.startswith(f"device Test iPhone ({DEVICE_UDID}) " + (
+        "stopped answering" if script[1].startswith("mute") else "dropped off"))
+    assert all(r.outcome is Outcome.COMPLETED for r in records if r.counted)
+    err = capsys.readouterr().err
+    assert f"ios: device Test iPhone ({DEVICE_UDID}) is not reachable: waiting up to 30 s " \
+           "for it to come back" in err and "ios: device Test iPhone is back" in err
+
+
+@pytest.mark.parametrize("where", ["ios-sim", "ios-device"])
+def test_fatal_js_error_with_its_report_arriving_later_is_a_js_error_crash(
+        double: XcrunDouble, app: Path, tmp_path: Path, where: str) -> None:
+    # an `error` line, then death by SIGABRT via RCTFatal, the .ips written 2.2 s later;
+    # then an `error` line with the app alive
+    double.script(["error-fatal@sessions-created~2.2", "error@models-ready"])
+    out = tmp_path / "run"
+    if where == "ios-sim":
+        assert _run_sim(double, app, out, 2, "--report-wait", "8") == 0
+    else:
+        assert _run_device(_device(double, tmp_path), out, 2, "--report-wait", "8") == 0
+    records = sorted(load_campaign(out).records, key=lambda r: r.index)
+    assert [(r.outcome, r.last_phase, r.crash_class) for r in records] == [
+        (Outcome.CRASHED, "sessions-created", "js-error"),
+        (Outcome.APP_ERROR, "models-ready", None)]
+    fatal = records[0]
+    assert fatal.error == "Unhandled JS Exception: TypeError: undefined is not a function"
+    assert fatal.signal_name == "SIGABRT"
+    assert fatal.crash["abort_message"].startswith(
+        "*** Terminating app due to uncaught exception 'RCTFatalException: Unhandled JS")
+    assert f"artifacts/{fatal.launch_id}/crash.ips" in fatal.artifacts
+    assert fatal.crash["pid"] == fatal.extra["pid"]
+    assert records[1].error == "InferenceSession.create rejected: no such file"
+
+
+def test_inference_without_scores_or_ok_is_never_a_pass(double: XcrunDouble, app: Path,
+                                                        tmp_path: Path) -> None:
+    double.script(["unchecked"])
+    out = tmp_path / "run"
+    assert _run_sim(double, app, out, 1) == 0
+    record = load_campaign(out).records[0]
+    assert (record.outcome, record.last_phase) == (Outcome.WRONG_OUTPUT, "done")
+    assert record.error == ("inference ran but its outputs cannot be checked (no scores the "
+                            "kit can check, and no ok from the app)")
+
+
+@pytest.mark.parametrize("where", ["ios-sim", "ios-device"])
+def test_run_json_stdout_is_json_lines(double: XcrunDouble, app: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str], where: str) -> None:
+    out = tmp_path / "run"
+    if where == "ios-sim":  # a reboot mid-campaign: its progress lines go to stderr
+        double.script(["completed", "shutdown", "crash@models-ready"])
+        assert _run_sim(double, app, out, 2, "--json") == 0
+    else:
+        double.script(["completed", "drop:3", "crash@models-ready"])
+        assert _run_device(_device(double, tmp_path), out, 2, "--json") == 0
+    captured = capsys.readouterr()
+    records = [json.loads(line) for line in captured.out.splitlines()]
+    assert [(r["index"], r["outcome"]) for r in records if r["outcome"] != "infra-error"] \
+        == [(0, "completed"), (1, "crashed")]
+    assert ("booting it again" if where == "ios-sim" else "is not reachable") in captured.err
+
+
+def test_infra_error_keeps_the_tools_output(double: XcrunDouble, tmp_path: Path) -> None:
+    # the app was never installed: openurl fails, the simulator is fine: an infra error
+    # with simctl's own words kept as the launch's evidence
+    out = tmp_path / "run"
+    assert main(["run", "ios-sim", "--udid", UDID, "--bundle-id", "org.coldstart.app",
+                 "--no-install", "--launches", "1", "--out", str(out), "--max-attempts", "1",
+                 "--diagnostic-reports", str(double.reports)]) == 3
+    record = load_campaign(out).records[0]
+    assert record.outcome is Outcome.INFRA_ERROR
+    assert record.error.startswith("`xcrun simctl openurl` failed: The request to open "
+                                   "\"org.coldstart.app\" failed.")
+    assert record.wall_ms > 0
+    evidence = (out / f"artifacts/{record.launch_id}/infra-error.txt").read_text()
+    assert f"$ xcrun simctl openurl {UDID} 'coldstart://run?id=baseline-00000" not in evidence
+    assert f"$ xcrun simctl openurl {UDID} 'coldstart://run?id={record.launch_id}" in evidence
+    assert "(domain=FBSOpenApplicationServiceErrorDomain, code=4)" in evidence
+
+
+def test_process_watch_sees_the_end_of_a_process_that_is_not_its_child() -> None:
+    import subprocess
+    import threading
+
+    from kit.targets.ios.procwatch import ProcessWatch
+
+    # a grandchild, as a simulator's app is to the kit (launchd_sim starts it)
+    out = subprocess.run(["sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!"],
+                         capture_output=True, text=True, check=True).stdout
+    pid = int(out.strip())
+    woken = threading.Event()
+    watch = ProcessWatch.start(pid, woken.set)
+    assert watch is not None and not watch.exited.is_set()
+    os.kill(pid, 9)
+    assert woken.wait(30) and watch.exited.is_set()
+    watch.stop()
+    gone = ProcessWatch.start(pid, lambda: None)  # already ended (reaped or a zombie)
+    assert gone is not None and gone.exited.wait(30)
+    gone.stop()
+
+
+@pytest.mark.parametrize("source", ["none", "invisible"])
+def test_sim_without_process_exit_events_asks_launchctl(
+        double: XcrunDouble, app: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        source: str) -> None:
+    # no process-exit event on this host ("none"), or the app's pid is not visible from it
+    # ("invisible": the watch ends at once while the simulator still runs the app)
+    from kit.targets.ios import simulator
+
+    class Gone:
+        exited = threading.Event()
+        exited.set()
+
+        def stop(self) -> None:
+            pass
+
+    monkeypatch.setattr(simulator.ProcessWatch, "start", staticmethod(
+        lambda pid, on_exit: None if source == "none" else Gone()))
+    double.script(["crash@models-ready", "completed"])
+    out = tmp_path / "run"
+    assert _run_sim(double, app, out, 2) == 0
+    records = sorted(load_campaign(out).records, key=lambda r: r.index)
+    assert [(r.outcome, r.last_phase, r.crash_class) for r in records] == [
+        (Outcome.CRASHED, "models-ready", "xnnpack-allocator-uaf"),
+        (Outcome.COMPLETED, "done", None)]
+    assert ["simctl", "spawn", UDID, "launchctl", "list"] in [c["argv"]
+                                                              for c in double.calls()]

@@ -32,6 +32,7 @@ def double(tmp_path: Path) -> Any:
         xd.add_simulator(udid, f"iPhone 16 #{i}")
     yield xd
     xd.kill_apps()
+    assert xd.unused_script() == [], "the test scripted launches that were never made"
 
 
 def _pytest(double: XcrunDouble, folder: Path, *args: str) -> subprocess.CompletedProcess[str]:

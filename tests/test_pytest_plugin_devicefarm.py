@@ -69,6 +69,7 @@ def test_sample_farm_module_fails_on_the_xnnpack_crash(appium_server: AppiumServ
         proc = _run_example(double, tmp_path)
     finally:
         double.stop()
+    assert double.unused_script() == []
     assert proc.returncode == 1
     assert "1 failed, 1 passed" in proc.stdout
     assert "1/2 launches crashed with xnnpack-allocator-uaf" in proc.stdout

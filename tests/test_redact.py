@@ -76,3 +76,42 @@ def test_log_records_are_redacted_when_created(caplog: pytest.LogCaptureFixture)
             '{"note": "zz-secret-9"}')
     assert caplog.messages == ['POST https://***:***@farm.example/wd/hub/session '
                                '{"note": "***"}']
+
+
+def test_a_user_named_http_leaves_the_scheme_alone() -> None:
+    url = "https://http:pw12345@hub.example/wd/hub"
+    redactor = Redactor(urls=[url])
+    assert redact_url(url) == "https://***:***@hub.example/wd/hub"
+    assert redactor.url(url) == "https://***:***@hub.example/wd/hub"
+    assert redactor.text(f"POST {url}/session and http://127.0.0.1:4723/status; user http") \
+        == ("POST https://***:***@hub.example/wd/hub/session and http://127.0.0.1:4723/"
+            "status; user ***")
+
+
+def test_a_one_character_password_is_masked_where_it_stands_alone() -> None:
+    redactor = Redactor(urls=["https://alice:1@hub.example/wd/hub"])
+    assert "1" in redactor.secrets
+    assert redactor.text("password 1 refused for alice (HTTP/1.1 from 10.0.0.1:4723)") == \
+        "password *** refused for *** (HTTP/1.1 from 10.0.0.1:4723)"
+    assert redactor.value({"note": "key=1"}) == {"note": "key=***"}
+    assert redactor.url("https://alice:1@hub.example/wd/hub") == \
+        "https://***:***@hub.example/wd/hub"
+
+
+@pytest.mark.parametrize("url, expected, secret", [
+    ("https://h.example/wd/hub#access_token=tok-98765", "https://h.example/wd/hub#access_token=***",
+     "tok-98765"),
+    ("https://h.example/wd/hub#A1b2C3d4E5f6G7h8", "https://h.example/wd/hub#***",
+     "A1b2C3d4E5f6G7h8"),
+    ("https://h.example/wd/hub?x=1#token=q1w2e3r4", "https://h.example/wd/hub?x=1#token=***",
+     "q1w2e3r4"),
+])
+def test_secret_looking_fragments_are_masked(url: str, expected: str, secret: str) -> None:
+    assert redact_url(url) == expected
+    assert secret in secrets_in_url(url)
+    assert Redactor(urls=[url]).text(f"echoed: {secret}") == "echoed: ***"
+
+
+def test_secrets_of_urls_the_parser_refuses_are_still_found() -> None:
+    assert secrets_in_url("http://bob:s3cr3t-pw@[::1:4723/wd/hub") == ("bob", "s3cr3t-pw")
+    assert secrets_in_url("http://bob:s3cr3t-pw@127.0.0.1:99999") == ("bob", "s3cr3t-pw")

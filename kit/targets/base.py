@@ -99,11 +99,11 @@ BUILTIN: dict[str, TargetEntry] = {e.name: e for e in (
                 "cold-launch the native workload on this machine"),
     TargetEntry("android", "kit.targets.android", "kit.cli.targets.android",
                 "cold-launch the app on Android devices and emulators over adb"),
-    TargetEntry("ios-sim", "kit.targets.ios_target", "kit.cli.targets.ios",
+    TargetEntry("ios-sim", "kit.targets.ios", "kit.cli.targets.ios",
                 "cold-launch the app on an iOS simulator (xcrun simctl)"),
-    TargetEntry("ios-device", "kit.targets.ios_target", "kit.cli.targets.ios",
+    TargetEntry("ios-device", "kit.targets.ios", "kit.cli.targets.ios",
                 "cold-launch the app on an iOS device (xcrun devicectl)"),
-    TargetEntry("appium", "kit.targets.appium_target", "kit.cli.targets.appium",
+    TargetEntry("appium", "kit.targets.appium", "kit.cli.targets.appium",
                 "cold-launch the app through an Appium server (UiAutomator2, XCUITest; "
                 "local, grid or device farm)"),
 )}

@@ -23,8 +23,12 @@ The text is set on the real fake-driver element with one set-value, which replac
 as React Native re-renders the Text with the new line: the screen is never blank or half
 written between two lines. A cold-started app's screen is blank until its first line, and an
 app that was terminated or died never writes its screen again. Script entries:
-``completed``, ``crash@PHASE``, ``js-fatal@PHASE``, ``error@PHASE``, ``hang@PHASE``. If the
-real server is gone, the double stops listening too (the client then sees the connection
+``completed``, ``crash@PHASE``, ``js-fatal@PHASE`` (the JS error kills the app before it
+reports PHASE), ``error-fatal@PHASE`` (an ``error`` line after PHASE, then the fatal JS
+error ends the app), ``error@PHASE`` (the app lives on), ``hang@PHASE``; a ``~D`` suffix
+gives the crash text D seconds after the death (an iOS ``.ips`` arrives late).
+:meth:`AppiumLifecycleDouble.unused_script` tells a test what was not played. If the real
+server is gone, the double stops listening too (the client then sees the connection
 refused, as with a dead server).
 """
 
@@ -128,6 +132,7 @@ class _App:
 
     def _run(self, url: str, outcome: str, generation: int) -> None:
         launch_id = dict(parse_qsl(urlsplit(url).query)).get("id", "no-id")
+        outcome, _, delay = outcome.partition("~")
         kind, _, at = outcome.partition("@")
         t0 = time.monotonic()
         fields = {"sessions-created": {"sessions": [
@@ -141,7 +146,7 @@ class _App:
             if generation != self.generation:
                 return  # terminated meanwhile
             if kind == "js-fatal" and phase == at:
-                self._die_js()
+                self._die_js(float(delay or 0))
                 return
             self.say(launch_id, phase, t0, generation, **fields.get(phase, {}))
             if phase != at:
@@ -149,6 +154,12 @@ class _App:
             if kind == "error":
                 self.say(launch_id, "error", t0, generation,
                          message="InferenceSession.create rejected", after=phase)
+            if kind == "error-fatal":
+                self.say(launch_id, "error", t0, generation, after=phase, fatal=True,
+                         message="Unhandled JS Exception: TypeError: undefined is not a "
+                                 "function")
+                time.sleep(0.05)  # React Native ends the app right after logging it
+                self._die_js(float(delay or 0))
             if kind == "crash":
                 self._die_native(phase)
             return
@@ -182,10 +193,11 @@ class _App:
             self.log("crashlog", make_ips(kind, udid=self.double.udid, pid=self.pid,
                                           bundle_id="org.coldstart.app"))
 
-    def _die_js(self) -> None:
+    def _die_js(self, report_delay_s: float = 0.0) -> None:
         with self.screen:
             self.state = 1
             self.generation += 1
+        time.sleep(report_delay_s)
         if self.double.platform == "android":
             for text in ["FATAL EXCEPTION: mqt_native_modules",
                          f"Process: org.coldstart.app, PID: {self.pid}",
@@ -254,6 +266,11 @@ class AppiumLifecycleDouble:
         if self.on_launch is not None:
             self.on_launch(index)
         return self.script[index] if index < len(self.script) else "completed"
+
+    def unused_script(self) -> list[str]:
+        """Script entries no launch has taken yet."""
+        with self._lock:
+            return list(self.script[self.launches:])
 
     def wait_logged(self, phase: str, timeout_s: float) -> bool:
         """Wait until an app has logged a line of ``phase`` (True), or ``timeout_s``."""

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ...errors import UsageError
 from ...targets import appium
-from ...targets.appium_target import AppiumRunConfig, AppiumTarget
+from ...targets.appium import AppiumRunConfig, AppiumTarget
 from ...targets.base import PreparedTarget
 from ..options import seconds_arg
 
@@ -60,11 +60,14 @@ def add_arguments(run: argparse.ArgumentParser, name: str) -> None:
     run.add_argument("--report-wait", type=_duration, default=appium.DEFAULT_REPORT_WAIT_S,
                      metavar="S", help="seconds to wait for crash text after a death "
                                        "(default %(default)g)")
+    run.add_argument("--error-grace", type=seconds_arg, default=appium.DEFAULT_ERROR_GRACE_S,
+                     metavar="S", help="seconds a death after the app's error line still "
+                                       "counts as a crash (default %(default)g)")
 
 
 def config_from_args(name: str, args: argparse.Namespace, meta: Any,
                      timeout_s: float) -> AppiumRunConfig:
-    """The :class:`~kit.targets.appium_target.AppiumRunConfig` of ``run appium``.
+    """The :class:`~kit.targets.appium.AppiumRunConfig` of ``run appium``.
 
     Raises:
         UsageError: ``--caps`` is not a JSON object file.
@@ -73,7 +76,8 @@ def config_from_args(name: str, args: argparse.Namespace, meta: Any,
                                   platform=appium.Platform(args.platform), app_id=args.app_id,
                                   caps=load_caps(args.caps), app=args.app, poison=args.poison,
                                   deliver=args.deliver, status_test_id=args.status_id,
-                                  poll_s=args.poll, report_wait_s=args.report_wait)
+                                  poll_s=args.poll, report_wait_s=args.report_wait,
+                                  error_grace_s=args.error_grace)
     return AppiumRunConfig(session=session, timeout_s=timeout_s)
 
 
@@ -106,7 +110,7 @@ def setup_target(args: argparse.Namespace, log: Callable[[str], None] = lambda _
     server, opens the session): what a program that drives the launchers itself calls.
 
     Raises:
-        UsageError: see :meth:`kit.targets.appium_target.AppiumTarget.prepare`.
+        UsageError: see :meth:`kit.targets.appium.AppiumTarget.prepare`.
         InfraError: the server went away while the session was being created.
     """
     from ...scenario import parse_scenario

@@ -1,5 +1,5 @@
 """The options of ``coldstart run ios-sim`` and ``coldstart run ios-device``
-(:mod:`kit.targets.ios_target`)."""
+(:mod:`kit.targets.ios`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ...targets import ios
-from ...targets.ios_target import DeviceConfig, SimulatorConfig
+from ...targets.ios import DeviceConfig, SimulatorConfig
 from ..options import seconds_arg
 
 __all__ = ["add_arguments", "config_from_args", "description", "default_timeout_s"]
@@ -61,6 +61,13 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                             default=ios.DEFAULT_REPORT_WAIT_S, metavar="S",
                             help="seconds to wait for a crash report after a death "
                                  "(default %(default)g)")
+        parser.add_argument("--error-grace", type=seconds_arg,
+                            default=ios.DEFAULT_ERROR_GRACE_S, metavar="S",
+                            help="seconds a death after the app's error line still counts "
+                                 "as a crash (default %(default)g)")
+        parser.add_argument("--boot-timeout", type=seconds_arg, default=300.0, metavar="S",
+                            help="seconds a simulator that shut down may take to boot again "
+                                 "(default %(default)g)")
         return
     parser.add_argument("--udid", type=_udid, required=True, metavar="U",
                         help="the device's UDID (or CoreDevice identifier)")
@@ -73,6 +80,12 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--report-wait", type=seconds_arg, default=ios.DEFAULT_REPORT_WAIT_S,
                         metavar="S", help="seconds to wait for the device's crash report "
                                           "(default %(default)g)")
+    parser.add_argument("--error-grace", type=seconds_arg, default=ios.DEFAULT_ERROR_GRACE_S,
+                        metavar="S", help="seconds a death after the app's error line still "
+                                          "counts as a crash (default %(default)g)")
+    parser.add_argument("--reconnect-timeout", type=seconds_arg, default=60.0, metavar="S",
+                        help="seconds to wait for a device that dropped off to come back "
+                             "(default %(default)g)")
 
 
 def config_from_args(name: str, args: argparse.Namespace, meta: Any,
@@ -83,7 +96,10 @@ def config_from_args(name: str, args: argparse.Namespace, meta: Any,
                                bundle_id=args.bundle_id, install=not args.no_install,
                                poison=args.poison, deliver=args.deliver,
                                diagnostic_reports=args.diagnostic_reports,
-                               report_wait_s=args.report_wait, timeout_s=timeout_s)
+                               report_wait_s=args.report_wait,
+                               error_grace_s=args.error_grace,
+                               boot_timeout_s=args.boot_timeout, timeout_s=timeout_s)
     return DeviceConfig(udid=args.udid, app=args.ipa, bundle_id=args.bundle_id,
                         install=not args.no_install, poison=args.poison,
-                        report_wait_s=args.report_wait, timeout_s=timeout_s)
+                        report_wait_s=args.report_wait, error_grace_s=args.error_grace,
+                        reconnect_s=args.reconnect_timeout, timeout_s=timeout_s)

@@ -7,6 +7,8 @@ Usage (see tests/test_ios.py)::
     app = double.make_app(tmp_path / "ColdstartApp.app")
     double.script(["completed", "crash@models-ready"])
     monkeypatch.setenv("PATH", double.path_env())   # or env=double.env() for a subprocess
+    ...
+    assert double.unused_script() == []   # the test played what it scripted
 
 The double's behaviour and formats are described in ``xcrun_double.py``.
 """
@@ -19,6 +21,7 @@ import json
 import os
 import plistlib
 import sys
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -31,7 +34,8 @@ class XcrunDouble:
     ``root/DiagnosticReports`` (point the kit there with ``--diagnostic-reports``)."""
 
     def __init__(self, root: Path, report_delay_s: float = 0.4,
-                 phase_delay_s: float = 0.05) -> None:
+                 phase_delay_s: float = 0.05, boot_s: float = 0.1,
+                 drop_style: str = "unavailable") -> None:
         self.home = root / "xcrun-home"
         self.reports = root / "DiagnosticReports"
         self.home.mkdir(parents=True)
@@ -39,7 +43,8 @@ class XcrunDouble:
         self._write({"devices": {RUNTIME: []}, "physical": [], "installed": {},
                      "running": {}, "script": [], "launches": 0,
                      "reports_dir": str(self.reports), "report_delay_s": report_delay_s,
-                     "phase_delay_s": phase_delay_s,
+                     "phase_delay_s": phase_delay_s, "boot_s": boot_s,
+                     "drop_style": drop_style,
                      "url_handlers": {"coldstart": "org.coldstart.app"}})
 
     @contextlib.contextmanager
@@ -74,9 +79,25 @@ class XcrunDouble:
             st["script"] = list(outcomes)
             st["launches"] = 0
 
+    def unused_script(self) -> list[str]:
+        """Script entries no launch request has taken yet (a test that scripted a case
+        checks that it was played)."""
+        with self.state() as st:
+            return list(st.get("script", [])[st.get("launches", 0):])
+
+    def requests(self) -> int:
+        """Launch requests the double has answered (``launch``, ``openurl``, devicectl
+        ``process launch``)."""
+        with self.state() as st:
+            return int(st.get("launches", 0))
+
     def sim_state(self, udid: str) -> str:
         with self.state() as st:
-            return next(d["state"] for d in st["devices"][RUNTIME] if d["udid"] == udid)
+            device = next(d for d in st["devices"][RUNTIME] if d["udid"] == udid)
+            for step in device.get("next") or []:
+                if step["at"] <= time.time():
+                    device["state"] = step["state"]
+            return device["state"]
 
     def calls(self) -> list[dict[str, Any]]:
         """Every xcrun invocation so far: ``{"argv": [...], "env": {SIMCTL_CHILD_*}}``."""

@@ -19,12 +19,34 @@ texts and public scripts, notes/drivers.md section 5, notes/crash-formats.md sec
   terminate``, ``device info files --domain-type systemCrashLogs``, ``device copy from``,
   each writing ``{"info": ..., "result": ...}`` (or ``{"error": ...}``) to ``--json-output``.
 
+Simulator states follow CoreSimulator's: ``Booted``, ``Shutting Down``, ``Shutdown``,
+``Booting``; a state may be timed (``"next": [{"at": epoch, "state": ...}]`` in the device's
+entry), e.g. ``Shutting Down`` for a second, then ``Shutdown``. ``bootstatus -b`` boots a
+shut-down simulator (``Booting`` for ``boot_s``) and blocks until it is booted, and fails
+while it is still shutting down. A shut-down simulator kills its apps, and its ``log stream``
+ends. A paired device that dropped off is listed with ``tunnelState`` ``unavailable`` (or not
+at all, with ``drop_style`` ``absent``) until ``gone_until``, and every command naming it
+fails as devicectl does ("ERROR: ..." on stderr, exit 1).
+
 The app itself is a real process (``xcrun_double.py __app__``) that follows the next entry of
-the state's ``script``: ``completed``, ``wrong-output``, ``crash@PHASE``, ``js-fatal@PHASE``,
-``error@PHASE``, ``hang@PHASE``, ``vanish@PHASE`` (dies with no report), ``nostart`` (the
-request succeeds but no app appears) or ``shutdown`` (the simulator shuts down before the
-launch). A crash is a real ``SIGSEGV``/``SIGABRT`` of that
-process; a separate "ReportCrash" process writes the ``.ips`` after ``report_delay_s``.
+the state's ``script`` (each launch request takes one; :meth:`XcrunDouble.unused_script`
+tells a test what was not played):
+
+* ``completed``, ``wrong-output``, ``unchecked`` (``inference-done`` with neither scores nor
+  ``ok``), ``crash@PHASE``, ``js-fatal@PHASE`` (RCTFatal before PHASE, no ``error`` line),
+  ``error-fatal@PHASE`` (an ``error`` line after PHASE, then RCTFatal's SIGABRT),
+  ``error@PHASE`` (an ``error`` line, the app lives on), ``hang@PHASE``, ``vanish@PHASE``
+  (dies with no report), ``nostart`` (the request succeeds but no app appears);
+* simulators: ``shutdown[:S]`` (the simulator shuts down at the launch request, ``Shutting
+  Down`` for S seconds first), ``shutdown@PHASE[:S]`` (it shuts down after PHASE);
+* devices: ``drop:S`` (the device drops off for S seconds at the launch request),
+  ``drop@PHASE:S`` (it drops off after PHASE: the console ends with devicectl's error),
+  ``mute@PHASE:S`` (it drops off after PHASE and the console just goes quiet).
+
+A ``~D`` suffix (``error-fatal@sessions-created~2.2``) writes that launch's crash report D
+seconds after the death instead of ``report_delay_s``. A crash is a real
+``SIGSEGV``/``SIGABRT`` of the app's process; a separate "ReportCrash" process writes the
+``.ips``.
 """
 
 from __future__ import annotations
@@ -48,10 +70,6 @@ PHASES = ("start", "models-ready", "sessions-created", "inference-done", "sessio
 #: models-ready), inference (after sessions-created) and release (after inference-done).
 CRASH_KIND = {"start": "abort", "models-ready": "uaf-create", "sessions-created": "uaf-infer",
               "inference-done": "uaf-release", "sessions-released": "abort"}
-SHUTDOWN_ERROR = ("An error was encountered processing the command "
-                  "(domain=com.apple.CoreSimulator.SimError, code=405):\n"
-                  "Unable to lookup in current state: Shutdown\n")
-
 
 # --------------------------------------------------------------------------- state
 @contextlib.contextmanager
@@ -89,20 +107,59 @@ def fail(message: str, code: int = 1) -> None:
     sys.exit(code)
 
 
+def settle(device: dict) -> str:
+    """Apply the device's timed state changes that are due; its state now."""
+    now = time.time()
+    pending = device.get("next") or []
+    while pending and pending[0]["at"] <= now:
+        device["state"] = pending.pop(0)["state"]
+    device["next"] = pending
+    return device["state"]
+
+
 def sim_device(state: dict, udid: str) -> dict:
     for runtime_devices in state["devices"].values():
         for device in runtime_devices:
             if device["udid"] == udid:
+                settle(device)
                 return device
     fail("Invalid device: %s\n" % udid, 148)
     raise AssertionError
 
 
+def state_error(current: str) -> str:
+    return ("An error was encountered processing the command "
+            "(domain=com.apple.CoreSimulator.SimError, code=405):\n"
+            f"Unable to lookup in current state: {current}\n")
+
+
 def require_booted(state: dict, udid: str) -> dict:
     device = sim_device(state, udid)
     if device["state"] != "Booted":
-        fail(SHUTDOWN_ERROR, 149)
+        fail(state_error(device["state"]), 149)
     return device
+
+
+def shut_down(state: dict, udid: str, shutting_s: float) -> None:
+    """The simulator shuts down: its apps are killed; ``Shutting Down``, then ``Shutdown``."""
+    device = sim_device(state, udid)
+    device["state"] = "Shutting Down" if shutting_s > 0 else "Shutdown"
+    device["next"] = [{"at": time.time() + shutting_s, "state": "Shutdown"}] \
+        if shutting_s > 0 else []
+    for key, pid in list(state.setdefault("running", {}).items()):
+        if key.startswith(f"{udid}/"):
+            if alive(pid) and pid != os.getpid():  # an app that shuts it down dies after
+                os.kill(pid, signal.SIGKILL)
+            state["running"].pop(key)
+    state.setdefault("launchctl_env", {}).pop(udid, None)  # launchd starts afresh
+
+
+def split_outcome(outcome: str) -> tuple[str, str, str, float | None]:
+    """``kind@phase:arg~delay`` -> (kind, phase, arg, report delay)."""
+    outcome, _, delay = outcome.partition("~")
+    head, _, arg = outcome.partition(":")
+    kind, _, at = head.partition("@")
+    return kind, at, arg, float(delay) if delay else None
 
 
 def next_outcome(state: dict) -> str:
@@ -110,6 +167,10 @@ def next_outcome(state: dict) -> str:
     index = state.get("launches", 0)
     state["launches"] = index + 1
     return script[index] if index < len(script) else "completed"
+
+
+def physical_gone(device: dict) -> bool:
+    return time.time() < device.get("gone_until", 0)
 
 
 # --------------------------------------------------------------------------- app
@@ -134,7 +195,9 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
         simulator = mode == "log"
     query = dict(parse_qsl(urlsplit(url).query)) if url else {}
     launch_id = query.get("id", "no-id")
-    kind, _, at = outcome.partition("@")
+    kind, at, arg, own_delay = split_outcome(outcome)
+    if own_delay is not None:
+        report_delay_s = own_delay
     t0 = time.monotonic()
     log_path = HOME / f"sim-{udid}" / "log.ndjson"
     pid = os.getpid()
@@ -156,6 +219,7 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
         with open(log_path, "a") as fh:
             fh.write(json.dumps(record) + "\n")
 
+    checked = kind not in ("unchecked",)
     fields = {
         "start": {"scenario": url, "platform": "ios",
                   "poison": json.loads(os.environ.get("XCRUN_DOUBLE_APP_ENV", "{}"))},
@@ -168,7 +232,7 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
                              "eps": ["xnnpack", "cpu"], "ort_version": "1.24.3"},
         "inference-done": {"scores": [0.998019], "score": 0.998019,
                            "ok": kind != "wrong-output", "max_diff": 0.0 if kind !=
-                           "wrong-output" else 0.4},
+                           "wrong-output" else 0.4} if checked else {},
     }
     for phase in PHASES:
         time.sleep(delay_s)
@@ -180,15 +244,32 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
         if kind == "error":
             say("error", message="InferenceSession.create rejected: no such file",
                 after=phase)
-            break
-        if kind in ("crash", "vanish"):
-            break
-        if kind == "hang":
-            break
-    if kind in ("completed", "wrong-output", "error", "hang"):
+        if kind == "error-fatal":
+            say("error", message="Unhandled JS Exception: TypeError: undefined is not a "
+                                 "function", after=phase, fatal=True)
+            time.sleep(0.05)  # RCTFatal raises right after the error is logged
+        if kind == "shutdown":  # the simulator shuts down under the app
+            with locked_state() as state:
+                shut_down(state, udid, float(arg or 0))
+            os.kill(pid, signal.SIGKILL)
+        if kind in ("drop", "mute"):  # the device drops off: devicectl's console ends with
+            # its error ("drop") or goes quiet and never ends ("mute")
+            with locked_state() as state:
+                for device in state.get("physical", []):
+                    if device["udid"] == udid:
+                        device["gone_until"] = time.time() + float(arg or 5)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)  # nothing of the app reaches this Mac any more
+            os.dup2(devnull, 2)
+            if kind == "drop":
+                os.kill(os.getppid(), signal.SIGUSR1)
+            kind = "hang"  # the app itself runs on, out of sight
+        break
+    if kind in ("completed", "wrong-output", "unchecked", "error", "hang"):
         while True:  # an iOS app keeps running until it is terminated
             time.sleep(1)
-    report = {"crash": CRASH_KIND.get(at, "abort"), "js-fatal": "js-fatal"}.get(kind)
+    report = {"crash": CRASH_KIND.get(at, "abort"), "js-fatal": "js-fatal",
+              "error-fatal": "js-fatal"}.get(kind)
     if report is not None:
         writer = [sys.executable, "-S", __file__, "__reportcrash__", udid, bundle, str(pid), report,
                   str(report_delay_s), "sim" if simulator else "device"]
@@ -229,17 +310,35 @@ def simctl(args: list[str]) -> None:
     command, rest = args[0], args[1:]
     if command == "list":
         with locked_state(write=False) as state:
-            print(json.dumps({"devices": state["devices"]}, indent=2))
+            for devices in state["devices"].values():
+                for device in devices:
+                    settle(device)
+            print(json.dumps({"devices": {
+                runtime: [{k: v for k, v in d.items() if k != "next"} for d in devices]
+                for runtime, devices in state["devices"].items()}}, indent=2))
         return
     if command == "bootstatus":
         with locked_state() as state:
             device = sim_device(state, rest[0])
-            print(f"Monitoring boot status for {device['name']} ({device['udid']}).")
-            if device["state"] == "Booted":
-                print("Device already booted, nothing to do.")
-            else:
-                device["state"] = "Booted"
-                print("Device booted in 0.1 seconds")
+            print(f"Monitoring boot status for {device['name']} ({device['udid']}).",
+                  flush=True)
+            current = device["state"]
+            if current == "Shutting Down":
+                fail("An error was encountered processing the command "
+                     "(domain=com.apple.CoreSimulator.SimError, code=405):\n"
+                     "Unable to boot device in current state: Shutting Down\n", 149)
+            boot_s = float(state.get("boot_s", 0.1))
+            ready_at = time.time() + boot_s
+            if current == "Shutdown":
+                device["state"] = "Booting"
+                device["next"] = [{"at": ready_at, "state": "Booted"}]
+            elif current == "Booting":
+                ready_at = max([n["at"] for n in device.get("next", [])] or [time.time()])
+        if current == "Booted":
+            print("Device already booted, nothing to do.")
+            return
+        time.sleep(max(0.0, ready_at - time.time()))
+        print(f"Device booted in {boot_s:g} seconds")
         return
     if command == "install":
         udid, app = rest[0], rest[1]
@@ -264,17 +363,19 @@ def simctl(args: list[str]) -> None:
             state["running"].pop(f"{udid}/{bundle}")
         return
     if command in ("launch", "openurl"):
+        flags = []
+        while rest and rest[0].startswith("-"):  # simctl launch's options come first
+            flags.append(rest.pop(0))
         with locked_state() as state:
             udid = rest[0]
             require_booted(state, udid)
             outcome = next_outcome(state)
-            if outcome == "shutdown":
-                sim_device(state, udid)["state"] = "Shutdown"
-                state_to_fail = True
-            else:
-                state_to_fail = False
-        if state_to_fail:
-            fail(SHUTDOWN_ERROR, 149)
+            kind, at, arg, _delay = split_outcome(outcome)
+            shutdown_now = kind == "shutdown" and not at
+            if shutdown_now:
+                shut_down(state, udid, float(arg or 0))
+        if shutdown_now:
+            fail(state_error("Shutdown" if not arg else "Shutting Down"), 149)
         with locked_state() as state:
             if command == "launch":
                 bundle, app_args = rest[1], rest[2:]
@@ -296,7 +397,7 @@ def simctl(args: list[str]) -> None:
                      f"The request to open \"{bundle}\" failed.\n", 4)
             key = f"{udid}/{bundle}"
             old = state.setdefault("running", {}).get(key)
-            if alive(old) and "--terminate-running-process" in rest:
+            if alive(old) and "--terminate-running-process" in flags:
                 os.kill(old, signal.SIGKILL)
             if outcome == "nostart":  # the request succeeds, the app never comes up
                 print(f"{bundle}: 0" if command == "launch" else "", end="")
@@ -341,16 +442,26 @@ def launchctl(udid: str, args: list[str]) -> None:
 
 
 def log_stream(udid: str, args: list[str]) -> None:
+    """Relay the simulator's log records that the predicate names, until it shuts down."""
     predicate = args[args.index("--predicate") + 1] if "--predicate" in args else ""
     path = HOME / f"sim-{udid}" / "log.ndjson"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.touch()
     print(f'Filtering the log data using "{predicate}"', flush=True)
+    next_check = time.monotonic() + 0.2
+    parent = os.getppid()
     with open(path) as fh:
         fh.seek(0, os.SEEK_END)
         while True:
             line = fh.readline()
             if not line:
+                if time.monotonic() >= next_check:
+                    next_check = time.monotonic() + 0.2
+                    if os.getppid() != parent:
+                        return  # whoever started it is gone: do not outlive it
+                    with locked_state(write=False) as state:
+                        if sim_device(state, udid)["state"] != "Booted":
+                            return  # simctl spawn ends with the simulator
                 time.sleep(0.02)
                 continue
             record = json.loads(line)
@@ -383,21 +494,37 @@ def device_for(state: dict, args: list[str]) -> dict:
     wanted = option(args, "--device")
     for device in state.get("physical", []):
         if wanted in (device["identifier"], device["udid"]):
+            if physical_gone(device):
+                write_json(args, error="The device is not connected. (com.apple.dt."
+                                       "CoreDeviceError error 4000 (0xFA0))")
             return device
     write_json(args, error="The specified device was not found.")
     raise AssertionError
 
 
+def connection_lost(*_args: object) -> None:
+    """SIGUSR1 from the app: the device dropped off mid-launch (see app_main)."""
+    sys.stderr.write("ERROR: The connection to the device was lost. (com.apple.dt."
+                     "CoreDeviceError error 4 (0x04))\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
 def devicectl(args: list[str]) -> None:
     if args[:2] == ["list", "devices"]:
         with locked_state(write=False) as state:
+            absent = state.get("drop_style") == "absent"
             devices = [{"identifier": d["identifier"],
                         "deviceProperties": {"name": d["name"], "osVersionNumber": "18.2"},
                         "hardwareProperties": {"udid": d["udid"], "platform": "iOS",
                                                "marketingName": "iPhone 15"},
-                        "connectionProperties": {"pairingState": "paired",
-                                                 "tunnelState": "connected"}}
-                       for d in state.get("physical", [])]
+                        "connectionProperties": {
+                            "pairingState": "paired",
+                            "tunnelState": "unavailable" if physical_gone(d) else
+                            "connected", **({} if physical_gone(d) else
+                                            {"transportType": "wired"})}}
+                       for d in state.get("physical", [])
+                       if not (absent and physical_gone(d))]
         write_json(args, {"devices": devices})
         return
     if args[:3] == ["device", "install", "app"]:
@@ -410,13 +537,21 @@ def devicectl(args: list[str]) -> None:
         with locked_state() as state:
             device = device_for(state, args)
             outcome = next_outcome(state)
+            kind, at, arg, _delay = split_outcome(outcome)
             udid = device["udid"]
             old = state.setdefault("running", {}).get(f"device-{udid}")
             if alive(old) and "--terminate-existing" in args:
                 os.kill(old, signal.SIGKILL)
+            if kind == "drop" and not at:
+                device["gone_until"] = time.time() + float(arg or 5)
+        if kind == "drop" and not at:
+            sys.stderr.write("ERROR: The device is not connected. (com.apple.dt."
+                             "CoreDeviceError error 4000 (0xFA0))\n")
+            sys.exit(1)
         env = json.loads(option(args, "--environment-variables") or "{}")
         url = option(args, "--payload-url")
         bundle = args[-1]
+        signal.signal(signal.SIGUSR1, connection_lost)
         proc = start_app(udid, bundle, url, env, outcome, console="--console" in args)
         with locked_state() as state:
             state["running"][f"device-{udid}"] = proc.pid
@@ -436,6 +571,8 @@ def devicectl(args: list[str]) -> None:
         write_json(args, {"runningProcesses": procs})
         return
     if args[:3] == ["device", "process", "terminate"]:
+        with locked_state(write=False) as state:
+            device_for(state, args)
         pid = int(option(args, "--pid") or 0)
         if not alive(pid):
             write_json(args, error=f"No process with PID {pid} was found.")

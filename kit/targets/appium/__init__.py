@@ -1,6 +1,16 @@
-"""The Appium target as a campaign session sees it: :class:`AppiumRunConfig` and
-:class:`AppiumTarget` (one Appium session per device, local, grid or device farm; see
-:mod:`kit.targets.appium` for the launcher)."""
+"""The Appium target: cold launches through a UiAutomator2 (Android) or XCUITest (iOS)
+session, on a local server or a remote grid / device farm.
+
+Modules: :mod:`.config` (:class:`AppiumConfig`, the capabilities), :mod:`.session` (the
+transport: the server URL, ``/status``, :class:`AppiumSession` with every client failure
+mapped once), :mod:`.launcher` (:class:`AppiumLauncher`: launch, observe, collect); this
+package holds :class:`AppiumRunConfig`, :class:`AppiumTarget` (:data:`TARGETS`) and
+re-exports the names above.
+
+Credentials in the server URL (``https://USER:KEY@hub/wd/hub``) and in capabilities are given
+to the client, never written: every message, record and option stored goes through
+:class:`kit.redact.Redactor`.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +18,18 @@ import dataclasses
 import re
 from typing import Any
 
-from ..errors import UsageError
-from ..scenario import Scenario
-from .base import LogFn, PreparedTarget
+from ...errors import InfraError, UsageError
+from ...scenario import Scenario
+from ..base import LogFn, PreparedTarget
+from .config import (DEFAULT_ERROR_GRACE_S, DEFAULT_REPORT_WAIT_S, STATUS_TEST_ID,
+                     AppiumConfig, Platform, build_capabilities)
+from .launcher import AppiumLauncher
+from .session import AppiumSession, AppState, ServerURL, check_server, parse_server_url
 
-__all__ = ["AppiumRunConfig", "AppiumTarget", "TARGETS", "APP_ID_RE"]
+__all__ = ["AppiumRunConfig", "AppiumTarget", "TARGETS", "APP_ID_RE", "AppiumConfig",
+           "Platform", "build_capabilities", "AppiumSession", "AppState", "ServerURL",
+           "check_server", "parse_server_url", "AppiumLauncher", "STATUS_TEST_ID",
+           "DEFAULT_REPORT_WAIT_S", "DEFAULT_ERROR_GRACE_S", "UsageError", "InfraError"]
 
 #: Android package names and iOS bundle ids.
 APP_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_-]+)+$")
@@ -23,7 +40,7 @@ class AppiumRunConfig:
     """An Appium campaign's settings.
 
     Attributes:
-        session: the Appium session's settings (:class:`kit.targets.appium.AppiumConfig`:
+        session: the Appium session's settings (:class:`AppiumConfig`:
             server URL, platform, app id, capabilities, poison, delivery, polling).
         timeout_s: a launch's timeout (kept in the campaign's options).
     """
@@ -46,8 +63,7 @@ class AppiumTarget:
             UsageError: a bad app id, a server that is not Appium, capabilities it refuses,
                 a driver without app lifecycle. InfraError: the server went away.
         """
-        from ..redact import install_log_redaction
-        from . import appium
+        from ...redact import install_log_redaction
 
         cfg = config.session
         redactor = install_log_redaction(urls=[cfg.server_url])
@@ -55,9 +71,9 @@ class AppiumTarget:
         if not APP_ID_RE.match(cfg.app_id):
             raise UsageError(f"--app-id {cfg.app_id[:80]!r} is not a package or bundle id",
                              "e.g. org.coldstart.app")
-        info = appium.check_server(cfg.server_url, redactor)
+        info = check_server(cfg.server_url, redactor)
         version = (info.get("build") or {}).get("version")
-        launcher = appium.AppiumLauncher(cfg, redactor)
+        launcher = AppiumLauncher(cfg, redactor)
         launcher.open()  # a refusal is the only line the user sees
         log(f"appium: server {redactor.url(cfg.server_url)} "
             f"(Appium {version or 'unknown version'}), session open")
@@ -65,7 +81,7 @@ class AppiumTarget:
         platform = cfg.platform.value
         options = redactor.value({
             "server": redactor.url(cfg.server_url), "server_version": version,
-            "platform": platform, "capabilities": appium.build_capabilities(cfg),
+            "platform": platform, "capabilities": build_capabilities(cfg),
             "poison": "apple-malloc" if cfg.poison and platform == "ios" else None,
             "deliver": cfg.deliver, "status_test_id": cfg.status_test_id,
             "poll_s": cfg.poll_s, "report_wait_s": cfg.report_wait_s,

@@ -1,0 +1,468 @@
+"""One cold launch per call on an iOS simulator (``xcrun simctl``).
+
+A campaign keeps one ``simctl spawn <udid> log stream --style ndjson --level info
+--predicate 'subsystem == "com.facebook.react.log"'`` running (React Native's JS console;
+each launch reads the lines of its own launch id). One launch:
+
+1. the simulator is made ready: nothing to do while the log stream runs and the last
+   command worked; else its state is read (``simctl list -j devices``), a state it passes
+   through (``Shutting Down``, ``Booting``) is waited out, a shut-down simulator is booted
+   again and waited for (``simctl bootstatus <udid> -b``), the poison environment is set
+   again and the log stream restarted;
+2. the app is started cold with the scenario: ``simctl terminate`` then ``simctl openurl
+   <udid> <url>`` (``--deliver url``: the app reads it with ``Linking.getInitialURL()``),
+   or ``simctl launch --terminate-running-process <udid> <bundle> -coldstartScenario <url>``
+   (``--deliver args``, which prints the pid). A request that fails because the simulator
+   is not booted (CoreSimulator's "Unable to lookup in current state: Shutdown") boots it
+   and makes the request once more;
+3. the launch is watched by events, not polling: each log line wakes it, the first line
+   of this launch gives the app's pid (``processID``), and the end of that process (an
+   ordinary host process of the Mac, see :mod:`.procwatch`) wakes it. Only where the host
+   gives no process-exit event is ``simctl spawn <udid> launchctl list`` asked, every
+   ``poll_s``; and while no line has named the pid, once a second;
+4. it ends at ``done``; at an ``error`` line once ``error_grace_s`` has passed with the app
+   alive (a fatal JS error logs ``error``, then React Native's RCTFatal aborts the app: a
+   death within the grace is a crash); at the app's death; or at the timeout (hung; the
+   app is terminated);
+5. after a death or a timeout the simulator's state is read: a simulator that is no
+   longer booted makes the launch an infra error (never counted); else, after a death, the
+   crash report of this
+   simulator and pid is awaited in the DiagnosticReports folder for up to
+   ``report_wait_s`` (ReportCrash writes it seconds later), parsed and classified.
+
+What was observed becomes the record through :func:`kit.observe.make_record`.
+
+Heap poisoning (``--poison``): :data:`~.app.POISON_ENV`. With ``simctl launch`` the
+variables go as ``SIMCTL_CHILD_<name>``; a deep link carries no environment, so with
+``openurl`` they are set in the simulator's launchd (``simctl spawn <udid> launchctl
+setenv``) before the campaign, again after every boot, and unset after the campaign.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import threading
+import time
+from typing import Any, Callable
+
+from ...campaign import LaunchContext, utc_now
+from ...errors import InfraError, UsageError
+from ...observe import CrashEvidence, Observation, ProcessEnd, crash_evidence, make_record
+from ...protocol import ProtocolEvent, iter_events
+from ...records import LaunchRecord
+from .app import POISON_ENV, SCENARIO_ARGUMENT, AppBundle, bundle_for_id, read_app_bundle
+from .procwatch import ProcessWatch
+from .reports import DEFAULT_REPORT_WAIT_S, DiagnosticReports, report_matcher
+from .simctl import BOOTED, SETTLING_STATES, LogStream, SimDevice, Simctl
+from .xcrun import Xcrun, XcrunError, infra_error, wait_until
+
+__all__ = ["Delivery", "SimulatorLauncher", "setup_simulator"]
+
+
+class Delivery(str, enum.Enum):
+    """How the scenario reaches the app."""
+
+    URL = "url"  #: ``simctl openurl`` cold-starts the app with the deep link
+    ARGS = "args"  #: ``simctl launch ... -coldstartScenario <url>`` (launch arguments)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclasses.dataclass
+class _Seen:
+    """What one launch's watch saw."""
+
+    end: ProcessEnd | None = None  # None: the app was never seen
+    pid: int | None = None
+    events: list[ProtocolEvent] = dataclasses.field(default_factory=list)
+    infra: str | None = None
+    consumed: int = 0  # protocol lines of the window read so far
+
+    def take(self, stream: LogStream, launch_id: str) -> list[tuple[ProtocolEvent, int | None]]:
+        """This launch's events among the stream's new lines, with each line's pid."""
+        lines = stream.protocol_lines(self.consumed)
+        self.consumed += len(lines)
+        new = [(event, line.pid) for line in lines
+               for event in iter_events([line.message], launch_id)]
+        self.events.extend(event for event, _pid in new)
+        return new
+
+
+class SimulatorLauncher:
+    """Cold-launches an app on one iOS simulator (see the module doc).
+
+    Args:
+        simctl: the simctl transport.
+        device: the (booted) simulator.
+        app: the installed app's bundle info.
+        reports: the DiagnosticReports folder to collect crash reports from.
+        poison: set :data:`POISON_ENV` for the app.
+        delivery: how the scenario reaches the app (:class:`Delivery`).
+        report_wait_s: seconds to wait for a crash report after a death.
+        poll_s: seconds between ``launchctl list`` checks where the host gives no
+            process-exit event.
+        start_wait_s: seconds the app may take to appear (a log line or a process) after
+            the launch request; an app never seen is an infra error, unless a crash report
+            shows it died.
+        error_grace_s: seconds a death after an ``error`` line still makes the launch a
+            crash.
+        boot_timeout_s: seconds a simulator may take to finish a state change and boot.
+        log: progress lines for the user (stderr).
+    """
+
+    target = "ios-sim"
+
+    def __init__(self, simctl: Simctl, device: SimDevice, app: AppBundle,
+                 reports: DiagnosticReports, poison: bool = False,
+                 delivery: Delivery = Delivery.URL,
+                 report_wait_s: float = DEFAULT_REPORT_WAIT_S, poll_s: float = 0.2,
+                 start_wait_s: float = 10.0, error_grace_s: float = 2.0,
+                 boot_timeout_s: float = 300.0,
+                 log: Callable[[str], None] = lambda _m: None) -> None:
+        self.simctl = simctl
+        self.sim = device
+        self.device = device.udid
+        self.app = app
+        self.reports = reports
+        self.poison = poison
+        self.delivery = delivery
+        self.report_wait_s = report_wait_s
+        self.poll_s = poll_s
+        self.start_wait_s = start_wait_s
+        self.error_grace_s = error_grace_s
+        self.boot_timeout_s = boot_timeout_s
+        self.log = log
+        #: how often the kit booted the simulator again during the campaign
+        self.boots = 0
+        self._abort = threading.Event()
+        self._wake = threading.Event()
+        self._stream: LogStream | None = None
+        self._suspect = True  # check the state before the first launch
+        self._env_set = False
+        self._pid_events: bool | None = None  # can host process-exit events see the app?
+        self._past_pids: set[int] = set()  # earlier launches' (their reports are not ours)
+
+    # -- campaign lifecycle -------------------------------------------------------------
+    def prepare(self) -> None:
+        """Before the campaign: with ``poison`` and URL delivery, set the variables in the
+        simulator's launchd (see the module doc). Raises XcrunError."""
+        if self.poison and self.delivery is Delivery.URL:
+            self.simctl.launchctl_setenv(self.device, POISON_ENV)
+            self._env_set = True
+
+    def close(self) -> None:
+        """After the campaign: stop the log stream, terminate the app and unset what
+        :meth:`prepare` set (errors ignored: the simulator may be gone)."""
+        if self._stream is not None:
+            self._stream.stop()
+            self._stream = None
+        try:
+            self.simctl.terminate(self.device, self.app.bundle_id)
+            if self._env_set:
+                self.simctl.launchctl_setenv(self.device, POISON_ENV, unset=True)
+                self._env_set = False
+        except (InfraError, UsageError):
+            pass
+
+    def abort(self) -> None:
+        """Stop the launch in flight (Ctrl-C)."""
+        self._abort.set()
+        self._wake.set()
+
+    # -- readiness ----------------------------------------------------------------------
+    def _settled(self) -> SimDevice:
+        """The simulator's state once it is not passing through one (``Shutting Down``,
+        ``Booting``), waited for up to ``boot_timeout_s``.
+
+        Raises:
+            InfraError: the simulator is gone, or stayed in such a state.
+        """
+        found: list[SimDevice | None] = [None]
+
+        def settled() -> bool:
+            found[0] = self.simctl.device(self.device)
+            return found[0] is None or found[0].state not in SETTLING_STATES
+
+        if not wait_until(settled, self.boot_timeout_s, abort=self._abort.is_set):
+            state = found[0].state if found[0] is not None else "unknown"
+            raise InfraError(f"simulator {self.sim.name} ({self.device}) stayed "
+                             f"{state!r} for {self.boot_timeout_s:g} s",
+                             "check it in Xcode's Devices window")
+        if found[0] is None:
+            raise InfraError(f"simulator {self.device} is no longer listed by `xcrun simctl "
+                             "list devices`", "was it deleted? pick another with --udid")
+        return found[0]
+
+    def _recover(self) -> None:
+        """Make the simulator ready: booted, the poison environment set, a log stream
+        running (module doc, step 1). Raises InfraError (XcrunError)."""
+        device = self._settled()
+        booted = False
+        if device.state != BOOTED:
+            self.log(f"simulator {self.sim.name} ({self.device}) is {device.state}: booting "
+                     "it again")
+            self.simctl.boot(self.device, self.boot_timeout_s)
+            self.boots += 1
+            booted = True
+        restarted = self._stream is not None
+        if self._stream is not None:
+            self._stream.stop()
+            self._stream = None
+        if self._env_set and (booted or restarted):
+            self.simctl.launchctl_setenv(self.device, POISON_ENV)
+        stream = self.simctl.log_stream(self.device, on_line=self._wake.set)
+        if not stream.wait_ready(30.0):
+            stream.stop()
+            raise InfraError(f"`log stream` did not start on simulator {self.device}",
+                             "check the simulator is booted (`xcrun simctl list devices`)")
+        self._stream = stream
+        self._suspect = False
+
+    def _ready(self) -> LogStream:
+        if self._suspect or self._stream is None or not self._stream.alive:
+            self._recover()
+        assert self._stream is not None
+        return self._stream
+
+    # -- one launch ---------------------------------------------------------------------
+    def launch(self, ctx: LaunchContext) -> LaunchRecord:
+        """One cold launch (module doc). Never raises for what the app does.
+
+        Raises:
+            InfraError: the simulator could not be made ready, the launch request failed,
+                or the app was never seen (with the log window as evidence).
+        """
+        self._abort.clear()
+        started_at = utc_now()
+        t0 = time.monotonic()
+        t0_epoch = time.time()
+        try:
+            before = self.reports.snapshot()
+            pid, requested = self._start(ctx)
+            seen = self._watch(ctx, pid, requested)
+        except InfraError:
+            self._suspect = True
+            raise
+        evidence: CrashEvidence | None = None
+        artifacts = [f"{ctx.artifacts_rel}/log.ndjson"]
+        payloads: dict[str, Any] = {}
+        if seen.end in (ProcessEnd.DIED, ProcessEnd.TIMED_OUT, None) and seen.infra is None:
+            seen.infra = self._shut_down_note()
+        if seen.infra is not None:
+            seen.end = ProcessEnd.LOST
+        elif seen.end in (ProcessEnd.DIED, None):
+            found = self.reports.wait_for(
+                before, t0_epoch, report_matcher(seen.pid, self.app.executable,
+                                                 self.app.bundle_id, self.device,
+                                                 self._past_pids),
+                self.report_wait_s, abort=self._abort)
+            if found is not None:
+                path, text = found
+                evidence, rel = crash_evidence(text, ctx.artifacts_dir, ctx.artifacts_rel,
+                                               "crash" + path.suffix, hint="ips")
+                artifacts.append(rel)
+                payloads["crash_report"] = path.name
+                if seen.pid is None and evidence.crash is not None:
+                    seen.pid = evidence.crash.get("pid")  # it died before a line named it
+                seen.end = ProcessEnd.DIED
+            elif seen.end is not None:
+                evidence = CrashEvidence(note=(
+                    f"the app died before done and no crash report for it appeared in "
+                    f"{self.reports.directory} within {self.report_wait_s:g} s"))
+        stream = self._stream
+        if seen.end is ProcessEnd.DIED and stream is not None:
+            seen.take(stream, ctx.launch_id)  # lines that were still on their way
+        window = stream.raw_window() if stream is not None else "\n"
+        (ctx.artifacts_dir / "log.ndjson").write_text(window)
+        if seen.end is None:  # never seen, no report: a setup problem, not a crash
+            self._suspect = True
+            raise infra_error(
+                f"the app did not start on simulator {self.device} within "
+                f"{self.start_wait_s:g} s of the launch request (no process, no COLDSTART "
+                "line)", "check the app is installed and opens coldstart:// URLs, or use "
+                "--deliver args", evidence=window)
+        if seen.end is ProcessEnd.LOST:
+            self._suspect = True
+        if seen.end is ProcessEnd.TIMED_OUT:
+            try:
+                self.simctl.terminate(self.device, self.app.bundle_id)
+            except InfraError:
+                self._suspect = True
+        if seen.pid is not None:
+            self._past_pids.add(seen.pid)
+        observation = Observation(events=tuple(seen.events), end=seen.end,
+                                  timeout_s=ctx.timeout_s, infer=ctx.scenario.infer,
+                                  crash=evidence, infra=seen.infra, killed_note="terminated")
+        return make_record(ctx, target=self.target, device=self.device,
+                           observation=observation, started_at=started_at,
+                           wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=artifacts,
+                           pid=seen.pid, **payloads)
+
+    def _request(self, url: str) -> int | None:
+        """Ask simctl to start the app cold with ``url``; the pid when simctl gives one."""
+        if self.delivery is Delivery.ARGS:
+            pid = self.simctl.launch(self.device, self.app.bundle_id, [SCENARIO_ARGUMENT, url],
+                                     env=POISON_ENV if self.poison else None)
+            return pid if pid > 0 else None
+        self.simctl.terminate(self.device, self.app.bundle_id)
+        self.simctl.openurl(self.device, url)
+        return None
+
+    def _start(self, ctx: LaunchContext) -> tuple[int | None, float]:
+        """Make the simulator ready and start the app (module doc, steps 1-2).
+
+        Returns:
+            The pid when simctl gave one, and the monotonic time of the request that
+            started the app (the launch's timeout runs from there).
+        """
+        self._ready().open_window()
+        self._wake.clear()
+        requested = time.monotonic()
+        try:
+            return self._request(ctx.scenario.to_url()), requested
+        except XcrunError:
+            device = self._settled()
+            if device.state == BOOTED:
+                raise  # not the simulator's state: an infra error of this launch
+        self._recover()  # it shut down: boot it and ask once more
+        assert self._stream is not None
+        self._stream.open_window()
+        requested = time.monotonic()
+        return self._request(ctx.scenario.to_url()), requested
+
+    def _shut_down_note(self) -> str | None:
+        """Why the launch could not be observed when the simulator is no longer booted
+        (``None`` when it is)."""
+        try:
+            device = self.simctl.device(self.device)
+        except InfraError as exc:
+            return f"the simulator did not answer after the app ended: {exc.message}"
+        if device is not None and device.state == BOOTED:
+            return None
+        state = device.state if device is not None else "gone"
+        return (f"simulator {self.sim.name} ({self.device}) went {state} during the launch: "
+                "the app's fate is unknown")
+
+    def _watch(self, ctx: LaunchContext, pid: int | None, t0: float) -> _Seen:
+        """Wait for the launch's end (module doc, steps 3-4), woken by log lines and the
+        app's exit."""
+        seen = _Seen(pid=pid)
+        stream = self._stream
+        assert stream is not None
+        deadline = t0 + ctx.timeout_s
+        start_deadline = time.monotonic() + self.start_wait_s  # from the request's answer
+        next_lookup = time.monotonic() + 1.0
+        next_poll: float | None = None
+        error_at: float | None = None
+        watch: ProcessWatch | None = None
+        done = False
+
+        def follow(new_pid: int) -> None:
+            nonlocal watch, next_poll
+            seen.pid = new_pid
+            if self._pid_events is not False:
+                watch = ProcessWatch.start(new_pid, self._wake.set)
+                if watch is not None and watch.exited.is_set() and \
+                        self.simctl.app_pid(self.device, self.app.bundle_id) == new_pid:
+                    watch = None  # alive in the simulator, not visible from here
+                    self._pid_events = False
+                elif watch is not None:
+                    self._pid_events = True
+            if watch is None:
+                next_poll = time.monotonic()
+
+        try:
+            if pid is not None:
+                follow(pid)
+            while True:
+                for event, line_pid in seen.take(stream, ctx.launch_id):
+                    done = done or event.phase == "done"
+                    if event.phase == "error" and error_at is None:
+                        error_at = time.monotonic()
+                    if seen.pid is None and line_pid is not None:
+                        follow(line_pid)
+                now = time.monotonic()
+                if done:
+                    seen.end = ProcessEnd.ALIVE
+                    return seen
+                if watch is not None and watch.exited.is_set():
+                    seen.end = ProcessEnd.DIED
+                    return seen
+                if next_poll is not None and now >= next_poll:
+                    if self.simctl.app_pid(self.device, self.app.bundle_id) != seen.pid:
+                        seen.end = ProcessEnd.DIED
+                        return seen
+                    next_poll = now + self.poll_s
+                if error_at is not None and now >= error_at + self.error_grace_s:
+                    seen.end = ProcessEnd.ALIVE  # an error line, and the app lived on
+                    return seen
+                if now >= deadline and error_at is None:  # an error line ends by its grace
+                    seen.end = ProcessEnd.TIMED_OUT if (seen.pid or seen.events) else None
+                    return seen
+                if not stream.alive:
+                    seen.infra = self._shut_down_note() or (
+                        "the simulator's log stream ended during the launch")
+                    return seen
+                if seen.pid is None and not seen.events:
+                    last = now >= start_deadline
+                    if last or now >= next_lookup:  # ask the simulator, once a second
+                        found = self.simctl.app_pid(self.device, self.app.bundle_id)
+                        next_lookup = time.monotonic() + 1.0
+                        if found is not None:
+                            follow(found)
+                            continue
+                        if last:
+                            return seen  # never seen: the caller looks for a report
+                if self._abort.is_set():
+                    raise InfraError("launch aborted", "resume with --resume")
+                wake_at = [deadline] if error_at is None else [error_at + self.error_grace_s]
+                if next_poll is not None:
+                    wake_at.append(next_poll)
+                if seen.pid is None and not seen.events:
+                    wake_at += [next_lookup, start_deadline]
+                self._wake.wait(max(0.0, min(wake_at) - time.monotonic()))
+                self._wake.clear()
+        finally:
+            if watch is not None:
+                watch.stop()
+
+
+def setup_simulator(xcrun: Xcrun, *, udid: str | None, name: str | None,
+                    app_path: str | None, bundle_id: str | None, install: bool = True,
+                    log: Callable[[str], None] = lambda _m: None) -> tuple[Simctl, SimDevice,
+                                                                            AppBundle]:
+    """Resolve and boot the simulator, check and install the app.
+
+    Raises:
+        UsageError: unknown simulator, an app not built for the simulator, neither
+            ``app_path`` nor ``bundle_id``.
+        XcrunError: booting or installing failed.
+    """
+    simctl = Simctl(xcrun)
+    device = simctl.resolve(udid=udid, name=name)
+    if app_path:
+        app = read_app_bundle(app_path)
+        if not app.for_simulator:
+            platforms = ",".join(app.platforms) or "none"
+            raise UsageError(f"{app_path} is not built for the simulator "
+                             f"(CFBundleSupportedPlatforms: {platforms})",
+                             "build it with `-sdk iphonesimulator` (Products/*-iphonesimulator"
+                             "/*.app), or use `coldstart run ios-device` for device builds")
+        if bundle_id and bundle_id != app.bundle_id:
+            raise UsageError(f"--bundle-id {bundle_id[:80]} does not match the app's "
+                             f"CFBundleIdentifier {app.bundle_id}", "drop --bundle-id")
+    elif bundle_id:
+        app = bundle_for_id(bundle_id)
+    else:
+        raise UsageError("no app given", "pass --app App.app (or --bundle-id of an installed "
+                         "app)")
+    if device.state != BOOTED:
+        log(f"booting simulator {device.name} ({device.udid})")
+    simctl.boot(device.udid)
+    if app_path and install:
+        log(f"installing {app.path} on {device.name}")
+        simctl.install(device.udid, app.path)
+    return simctl, dataclasses.replace(device, state=BOOTED), app
+
