@@ -9,6 +9,7 @@ at teardown. The kit is driven through its CLI, exactly as a user would.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -284,8 +285,12 @@ def test_devices_lists_model_abi_sdk_and_state(rigs: Rigs, apk: tuple[Path, str]
                                 "error": None}
     assert (rows[two.serial]["model"], rows[two.serial]["abi"], rows[two.serial]["sdk"]) == (
         "sdk_gphone64_x86_64", "x86_64", 35)
-    # a dropped device shows as offline (or is gone) without breaking the listing
+    # a dropped device shows as offline (or is gone) without breaking the listing, once the
+    # adb server has seen its connection close (at once when idle, later when loaded)
     one.adbd.drop(30.0)
+    deadline = time.monotonic() + 30
+    while rigs.server.states().get(one.serial) == "device" and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert main(["devices", "--adb-server", f"127.0.0.1:{rigs.server.port}", "--json"]) == 0
     rows = {d["serial"]: d for d in map(json.loads, capsys.readouterr().out.splitlines())}
     assert rows.get(one.serial, {"state": "offline"})["state"] == "offline"
