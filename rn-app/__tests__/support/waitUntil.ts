@@ -9,7 +9,7 @@
  */
 import ReactTestRenderer from 'react-test-renderer';
 
-export async function waitUntil(done: () => boolean, timeoutMs = 45000, stepMs = 25): Promise<boolean> {
+export async function waitUntil(done: () => boolean, timeoutMs = 90000, stepMs = 25): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (!done() && Date.now() < deadline) {
     await ReactTestRenderer.act(async () => {
