@@ -14,5 +14,7 @@ module.exports = {
   },
   testPathIgnorePatterns: ['/node_modules/', '/__tests__/support/', '/__tests__/doubles/'],
   testEnvironment: '<rootDir>/__tests__/support/environment.js',
-  testTimeout: 60000,
+  // a bound, not a speed: a launch through the real models takes seconds on an idle 2-core
+  // machine and can take ten times that on a loaded one (__tests__/support/waitUntil.ts)
+  testTimeout: 120000,
 };

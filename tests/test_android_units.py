@@ -262,14 +262,17 @@ def test_a_log_quiet_for_longer_than_the_call_timeout_is_a_hang_not_an_infra_err
     rig.device.script.behaviours["q-00000"] = AppBehaviour.hang(after="start")
     transport = android.DirectTransport(rig.address, key_path=key)
     setup = android.prepare_device(transport, package=PKG, apk=android.inspect_apk(path))
+    # every adb call of the launch must finish within call_s, on a loaded machine too;
+    # the log then stays quiet for about 3 call timeouts, with no pidof meanwhile (poll_s)
+    call_s = 2.0
     launcher = android.AndroidLauncher(transport, setup, android.AndroidTimeouts(
-        call_s=0.5, poll_s=5.0))
+        call_s=call_s, poll_s=60.0))
     scenario = parse_scenario("")
     store, old = prepare_store(tmp_path / "c", label="q", target="android",
                                scenario=scenario, launches=1, resume=False)
     try:
         records = run_campaign(store, old, [launcher], label="q", scenario=scenario,
-                               launches=1, timeout_s=1.5, max_attempts=1)
+                               launches=1, timeout_s=3 * call_s, max_attempts=1)
     finally:
         launcher.close()
     assert [(r.outcome, r.last_phase) for r in records] == [(Outcome.HUNG, "start")]

@@ -8,7 +8,6 @@ The server comes from scripts/setup-appium.sh; without it these tests FAIL with 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,8 @@ from kit.targets import appium
 from kit.cli.targets.appium import setup_target
 from tests.doubles.appium_lifecycle_double import AppiumLifecycleDouble
 from tests.doubles.appium_server import (AppiumServer, appium_server,  # noqa: F401
-                                         fake_caps, free_port)
+                                         fake_caps, refused_port)
+from tests.timeouts import LAUNCH_S, REPORT_WAIT_S
 
 USER, KEY = "alice", "s3cr3t-Key-9"
 
@@ -43,8 +43,9 @@ def _files_text(folder: Path) -> str:
 def _run(double: AppiumLifecycleDouble, caps: Path, out: Path, platform: str, launches: int,
          *extra: str) -> int:
     return main(["run", "appium", "--server", double.url, "--platform", platform, "--caps",
-                 str(caps), "--launches", str(launches), "--timeout", "3",
-                 "--report-wait", "2", "--out", str(out), "--label", "baseline", *extra])
+                 str(caps), "--launches", str(launches), "--timeout", f"{LAUNCH_S:g}",
+                 "--report-wait", f"{REPORT_WAIT_S:g}", "--out", str(out), "--label",
+                 "baseline", *extra])
 
 
 def test_android_farm_campaign_outcomes_and_redaction(
@@ -193,14 +194,20 @@ def test_expired_session_is_an_infra_error_then_a_new_session(
     caps = tmp_path / "caps.json"
     caps.write_text(json.dumps(fake_caps(tmp_path, **{"appium:newCommandTimeout": 1})))
     args = build_parser().parse_args(["run", "appium", "--server", double.url, "--platform",
-                                      "android", "--caps", str(caps), "--timeout", "3"])
+                                      "android", "--caps", str(caps), "--timeout",
+                                      f"{LAUNCH_S:g}"])
+    # Appium logs this as it drops a session whose newCommandTimeout ran out
+    expired = "' from our master session list"
+    before = appium_server.log_since().count(expired)
     setup = setup_target(args, log=lambda _m: None)
     try:
-        time.sleep(2.5)  # the server deletes the idle session after newCommandTimeout
+        # wait for the server to delete the idle session (no fixed sleep: Appium's timer
+        # fires late on a loaded machine); asking it anything would restart the timer
+        assert appium_server.wait_logged(expired, before + 1), "the session never expired"
         store, old = prepare_store(tmp_path / "run", label="b", target="appium",
                                    scenario=Scenario(), launches=1, resume=False)
         records = run_campaign(store, old, setup.launchers, label="b", scenario=Scenario(),
-                               launches=1, timeout_s=3, max_attempts=2)
+                               launches=1, timeout_s=LAUNCH_S, max_attempts=2)
     finally:
         setup.close()
         double.stop()
@@ -218,9 +225,10 @@ def _one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str
 
 def test_unreachable_server_is_exit_2(tmp_path: Path, caps_file: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
-    port = free_port()
-    err = _one_line_exit_2(["run", "appium", "--server", f"http://{USER}:{KEY}@127.0.0.1:{port}",
-                            "--platform", "android", "--out", str(tmp_path / "o")], capsys)
+    with refused_port() as port:  # nothing can listen there meanwhile
+        err = _one_line_exit_2(["run", "appium", "--server",
+                                f"http://{USER}:{KEY}@127.0.0.1:{port}", "--platform",
+                                "android", "--out", str(tmp_path / "o")], capsys)
     assert err.startswith(f"coldstart: error: the Appium server at http://***:***@127.0.0.1:"
                           f"{port} is unreachable: [Errno 111] Connection refused")
     assert KEY not in err and not (tmp_path / "o").exists()

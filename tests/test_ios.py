@@ -18,6 +18,7 @@ from kit.cli import main
 from kit.records import Outcome
 from kit.targets import ios
 from tests.doubles.xcrun_double import XcrunDouble
+from tests.timeouts import LAUNCH_S, REPORT_WAIT_S
 
 UDID = "6F1C2A4B-1D2E-4F60-9A7B-0C1D2E3F4A5B"
 DEVICE_UDID = "00008110-001A2B3C4D5E801E"
@@ -42,8 +43,9 @@ def app(tmp_path: Path) -> Path:
 
 def _run_sim(double: XcrunDouble, app: Path, out: Path, launches: int, *extra: str) -> int:
     return main(["run", "ios-sim", "--udid", UDID, "--app", str(app), "--launches",
-                 str(launches), "--out", str(out), "--timeout", "3", "--report-wait", "3",
-                 "--diagnostic-reports", str(double.reports), "--label", "baseline", *extra])
+                 str(launches), "--out", str(out), "--timeout", f"{LAUNCH_S:g}",
+                 "--report-wait", f"{REPORT_WAIT_S:g}", "--diagnostic-reports",
+                 str(double.reports), "--label", "baseline", *extra])
 
 
 def test_a_crash_no_poll_saw_takes_its_pid_from_the_report(
@@ -110,7 +112,7 @@ def test_sim_campaign_gives_scripted_outcomes_phases_and_classes(
                                                  "hey_jarvis_v0.1"]
     assert done.scores == [0.998019]
     assert by_index[4].error == "InferenceSession.create rejected: no such file"
-    assert by_index[5].error == "no done within 3 s; terminated"
+    assert by_index[5].error == f"no done within {LAUNCH_S:g} s; terminated"
     meta = json.loads((out / "campaign.json").read_text())
     assert meta["target"] == "ios-sim" and meta["build"]["bundle_id"] == "org.coldstart.app"
     assert meta["devices"] == [{"id": UDID, "kind": "ios-simulator", "name": "iPhone 16",
@@ -199,7 +201,7 @@ def test_sim_death_without_report_is_a_crash_with_a_note(
     double.script(["vanish@sessions-created"])
     out = tmp_path / "run"
     assert main(["run", "ios-sim", "--udid", UDID, "--app", str(app), "--launches", "1",
-                 "--out", str(out), "--timeout", "3", "--report-wait", "0.5",
+                 "--out", str(out), "--timeout", f"{LAUNCH_S:g}", "--report-wait", "0.5",
                  "--diagnostic-reports", str(double.reports)]) == 0
     record = load_campaign(out).records[0]
     assert (record.outcome, record.last_phase, record.crash) == (
@@ -275,7 +277,8 @@ def test_device_campaign_completed_and_crash_with_device_report(
     double.script(["completed", "crash@models-ready"])
     out = tmp_path / "run"
     assert main(["run", "ios-device", "--udid", DEVICE_UDID, "--ipa", str(ipa_app),
-                 "--launches", "2", "--out", str(out), "--timeout", "3", "--report-wait", "3",
+                 "--launches", "2", "--out", str(out), "--timeout", f"{LAUNCH_S:g}",
+                 "--report-wait", f"{REPORT_WAIT_S:g}",
                  "--poison"]) == 0
     records = sorted(load_campaign(out).records, key=lambda r: r.index)
     assert [(r.outcome, r.last_phase, r.crash_class) for r in records] == [
@@ -308,19 +311,23 @@ def test_app_that_never_starts_is_an_infra_error_not_a_crash(
     double.script(["nostart", "completed"])
     simctl, device, bundle = ios.setup_simulator(ios.Xcrun(), udid=UDID, name=None,
                                                  app_path=str(app), bundle_id=None)
+    # the app that does start must appear within start_wait_s on a loaded machine too (the
+    # double's app is a fresh Python process); the one that never starts costs all of it
+    start_wait_s = LAUNCH_S / 2
     launcher = ios.SimulatorLauncher(simctl, device, bundle,
                                      ios.DiagnosticReports(double.reports), report_wait_s=0.5,
-                                     start_wait_s=1.0)
+                                     start_wait_s=start_wait_s)
     store, old = prepare_store(tmp_path / "run", label="b", target="ios-sim",
                                scenario=Scenario(), launches=1, resume=False)
     try:
         records = run_campaign(store, old, [launcher], label="b", scenario=Scenario(),
-                               launches=1, timeout_s=5, max_attempts=2)
+                               launches=1, timeout_s=LAUNCH_S, max_attempts=2)
     finally:
         launcher.close()  # stops the campaign's log stream
     assert [(r.attempt, r.outcome) for r in records] == [(1, Outcome.INFRA_ERROR),
                                                         (2, Outcome.COMPLETED)]
-    assert records[0].error.startswith(f"the app did not start on simulator {UDID} within 1 s")
+    assert records[0].error.startswith(f"the app did not start on simulator {UDID} within "
+                                       f"{start_wait_s:g} s")
     evidence = (tmp_path / "run" / "artifacts" / records[0].launch_id / "infra-error.txt")
     assert "-- evidence --" in evidence.read_text()  # the log window the launcher saw
     assert f"artifacts/{records[0].launch_id}/log.ndjson" in records[0].artifacts
@@ -333,8 +340,9 @@ def _device(double: XcrunDouble, tmp_path: Path) -> Path:
 
 def _run_device(ipa: Path, out: Path, launches: int, *extra: str) -> int:
     return main(["run", "ios-device", "--udid", DEVICE_UDID, "--ipa", str(ipa), "--launches",
-                 str(launches), "--out", str(out), "--timeout", "3", "--report-wait", "3",
-                 "--reconnect-timeout", "30", "--label", "baseline", *extra])
+                 str(launches), "--out", str(out), "--timeout", f"{LAUNCH_S:g}",
+                 "--report-wait", f"{REPORT_WAIT_S:g}", "--reconnect-timeout", "30",
+                 "--label", "baseline", *extra])
 
 
 @pytest.mark.parametrize("script, style", [

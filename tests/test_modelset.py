@@ -67,8 +67,16 @@ def test_reference_pipeline_reproduces_expected_json() -> None:
     committed = ms.expected()
     assert fresh["mel_frames"] == committed["mel_frames"] == 241
     assert fresh["embeddings"] == committed["embeddings"] == 21
+    assert (fresh["samples"], fresh["clip_sha256"]) == (committed["samples"],
+                                                        committed["clip_sha256"])
+    # The scores are floats from fp32 kernels that differ between CPUs (vector width, fused
+    # multiply-add): another machine's reference lands about 1e-6 away. The bound is the
+    # product's own tolerance, the one every launch is judged by (models/expected.json,
+    # written from modelset.SCORE_TOLERANCE), never a tighter literal.
+    assert fresh["tolerance"] == committed["tolerance"] == {"abs": modelset.SCORE_TOLERANCE}
     ok, diff = modelset.scores_match(committed, fresh["scores"])
-    assert ok and diff < 1e-6
+    assert ok, f"scores {diff:.3g} from expected.json, over its tolerance.abs"
+    assert abs(fresh["score"] - committed["score"]) <= committed["tolerance"]["abs"]
     # the clip says "hey jarvis": the keyword head fires on the last window
     assert committed["score"] > 0.99 and committed["scores"][0] < 0.1
 

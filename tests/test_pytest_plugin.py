@@ -14,12 +14,13 @@ import pytest
 
 from kit.pytest_plugin import parse_target_spec
 from tests.doubles.xcrun_double import XcrunDouble
+from tests.timeouts import LAUNCH_S, REPORT_WAIT_S
 
 UDIDS = ("6F1C2A4B-1D2E-4F60-9A7B-0C1D2E3F4A5B", "7A2B3C4D-5E6F-4A1B-8C9D-0E1F2A3B4C5D")
 
-TEST_MODULE = '''
+TEST_MODULE = f'''
 def test_no_uaf(coldstart):
-    result = coldstart.run("candidate", launches=2, timeout_s=3)
+    result = coldstart.run("candidate", launches=2, timeout_s={LAUNCH_S!r})
     result.assert_launched()
     result.assert_no_crash("xnnpack-allocator-uaf")
 '''
@@ -40,12 +41,12 @@ def _pytest(double: XcrunDouble, folder: Path, *args: str) -> subprocess.Complet
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly",
                            "-p", "no:cacheprovider", *args], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=600)  # 141 s seen loaded
 
 
 def _target(double: XcrunDouble, app: Path, udid: str) -> str:
     return (f"ios-sim --udid {udid} --app {app} --diagnostic-reports {double.reports} "
-            "--report-wait 3")
+            f"--report-wait {REPORT_WAIT_S:g}")
 
 
 @pytest.mark.slow

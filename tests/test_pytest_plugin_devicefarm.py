@@ -14,6 +14,7 @@ import pytest
 
 from tests.doubles.appium_lifecycle_double import AppiumLifecycleDouble
 from tests.doubles.appium_server import AppiumServer, appium_server, fake_caps  # noqa: F401
+from tests.timeouts import LAUNCH_S, REPORT_WAIT_S
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "devicefarm"
 USER, KEY = "farmuser", "FARM-acc3ss-k3y"
@@ -24,14 +25,14 @@ def _run_example(double: AppiumLifecycleDouble, tmp_path: Path
     caps = tmp_path / "caps.json"
     caps.write_text(json.dumps(fake_caps(tmp_path, **{"appium:udid": "farm-device-1"})))
     target = (f"appium --server {double.url} --platform android --caps {caps} "
-              "--timeout 5 --report-wait 2")
+              f"--timeout {LAUNCH_S:g} --report-wait {REPORT_WAIT_S:g}")
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
          str(EXAMPLE), "--rootdir", str(EXAMPLE), "--coldstart-target", target,
          "--coldstart-launches", "2", "--coldstart-out", str(tmp_path / "out"),
          "--coldstart-report-dir", str(tmp_path / "reports")],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
 
 
 def _stored(tmp_path: Path) -> str:

@@ -141,7 +141,7 @@ def _chromium_run(page: Path, profile: Path, *extra: str) -> subprocess.Complete
         [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
          "--no-first-run", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", f"--user-data-dir={profile}", *extra, page.as_uri()],
-        capture_output=True, text=True, timeout=120)
+        capture_output=True, text=True, timeout=300)  # a bound: seconds, more when loaded
 
 
 def check_html_renders_its_plots(html: Path, work: Path) -> None:

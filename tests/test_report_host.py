@@ -49,7 +49,9 @@ def host_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     assert proc.returncode == 0, ("host runtime not prepared: run scripts/setup.sh "
                                   f"(or `coldstart runtime prepare`): {proc.stderr}")
     root = tmp_path_factory.mktemp("pair")
-    for scenario, label in (("inject=segv@sessions-created", "baseline"),
+    # both serial: the real race (about 1 in 1,000 concurrent launches) cannot crash a
+    # baseline launch in creation, as another class, before its injected crash
+    for scenario, label in (("mode=serial&inject=segv@sessions-created", "baseline"),
                             ("mode=serial", "candidate")):
         proc = coldstart("run", "host", "--launches", "3", "--scenario", scenario, "--label",
                          label, "--out", str(root / label))
@@ -188,8 +190,8 @@ def test_interleaved_pair_with_real_launchers(tmp_path: Path) -> None:
     settings = VerdictSettings(signature=SIG, ceiling=0.5)
     rule = InterleavedRule(SprtDesign(0.5, 0.125), settings)
     arms = []
-    for label, text in (("baseline", "inject=segv@sessions-created"), ("candidate",
-                                                                          "mode=serial")):
+    for label, text in (("baseline", "mode=serial&inject=segv@sessions-created"),
+                        ("candidate", "mode=serial")):
         scenario = parse_scenario(text)
         store, records = prepare_store(tmp_path / label, label=label, target="host",
                                        scenario=scenario, launches=12, resume=False)

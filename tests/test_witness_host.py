@@ -133,8 +133,11 @@ def test_every_launch_record_carries_the_race(tmp_path: Path, library: str) -> N
             record.outcome is Outcome.CRASHED and race["witnessed"] is True), record
         assert race["available"] is True and race["reason"] is None
         calls = race["calls"]
-        assert len(calls) == 3  # one XNNPACK EP per session, each calls xnn_initialize
-        assert len({c["tid"] for c in calls}) == 3
+        if record.outcome is Outcome.COMPLETED:
+            assert len(calls) == 3  # one XNNPACK EP per session, each calls xnn_initialize
+        else:  # the race crashed it: two contexts came, the third create may not have
+            assert 2 <= len(calls) <= 3
+        assert len({c["tid"] for c in calls}) == len(calls)
         assert all(HEX.match(c["context"]) for c in calls)
         assert race["contexts"] == list(dict.fromkeys(c["context"] for c in calls))
         assert race["witnessed"] is (len(race["contexts"]) >= 2)
@@ -158,7 +161,8 @@ def test_cpu_only_launch_has_the_witness_but_no_xnnpack_init(tmp_path: Path) -> 
 
 
 def test_a_crashed_launch_keeps_its_race_record(tmp_path: Path) -> None:
-    record, = campaign(tmp_path / "c", "--scenario", "inject=segv@sessions-created",
+    # serial: the real race cannot crash the launch in creation, before the injected crash
+    record, = campaign(tmp_path / "c", "--scenario", "mode=serial&inject=segv@sessions-created",
                        launches=1)
     assert record.outcome is Outcome.CRASHED and record.signal_name == "SIGSEGV"
     assert record.race["available"] is True and len(record.race["calls"]) == 3

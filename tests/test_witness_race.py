@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kit.witness import (OFF_REASON, STATIC_REASON, STDERR_PREFIX, parse_witness,
@@ -114,7 +114,8 @@ def test_unavailable_reasons_say_why() -> None:
     assert "--no-witness" in unavailable(OFF_REASON)["reason"]
 
 
-@settings(max_examples=200, deadline=None)
+# no deadline and no too-slow health check: a loaded machine is slow, not wrong
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(st.text(max_size=80),
                           st.builds(lambda s: STDERR_PREFIX + s, st.text(max_size=80)),
                           st.sampled_from(lines("race-witnessed.jsonl"))), max_size=12))

@@ -11,6 +11,7 @@ import ReactTestRenderer from 'react-test-renderer';
 import { Image, Linking, NativeModules } from 'react-native';
 import { parseLine } from '../src/protocol';
 import { FakeColdstartNative } from './doubles/FakeColdstartNative';
+import { waitUntil } from './support/waitUntil';
 
 jest.mock('onnxruntime-react-native', () => require('./doubles/onnxruntimeReactNative_double'));
 
@@ -37,11 +38,9 @@ test('the app runs a deep-linked launch on the bundled model set and reports don
   await ReactTestRenderer.act(async () => {
     renderer = ReactTestRenderer.create(<App />);
   });
-  for (let i = 0; i < 200 && !lines.some(l => /"phase":"(done|error)"/.test(l)); i++) {
-    await ReactTestRenderer.act(async () => {
-      await new Promise<void>(res => setTimeout(res, 25));
-    });
-  }
+  // the end in the log, and on screen (the app logs a line, then renders it)
+  const shown = () => renderer.root.find(n => n.props.testID === 'coldstart-status').props.children;
+  await waitUntil(() => lines.some(l => /"phase":"(done|error)"/.test(l)) && shown() === lines[lines.length - 1]);
   const events = lines.map(l => parseLine(l).event!);
   expect(events.map(e => e.phase)).toEqual([
     'start', 'models-ready', 'sessions-created', 'inference-done', 'sessions-released', 'done',
@@ -73,11 +72,7 @@ test('a build without the ColdstartNative module reports error, it does not cras
     await ReactTestRenderer.act(async () => {
       renderer = ReactTestRenderer.create(<App />);
     });
-    for (let i = 0; i < 40 && lines.length < 2; i++) {
-      await ReactTestRenderer.act(async () => {
-        await new Promise<void>(res => setTimeout(res, 25));
-      });
-    }
+    await waitUntil(() => lines.length >= 2);
     const events = lines.map(l => parseLine(l).event!);
     expect(events.map(e => [e.id, e.phase])).toEqual([['A-00002', 'start'], ['A-00002', 'error']]);
     expect(events[1].fields.message).toBe(

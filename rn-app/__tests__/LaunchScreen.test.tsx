@@ -11,6 +11,7 @@ import { parseLine } from '../src/protocol';
 import { LAUNCH_ID_RE } from '../src/scenario';
 import { FakeNativeCrash } from './doubles/FakeNativeCrash';
 import { nodePlatform } from './support/nodePlatform';
+import { waitUntil } from './support/waitUntil';
 
 beforeEach(() => {
   jest.spyOn(console, 'warn').mockImplementation(() => {}); // "xnnpack" not in onnxruntime-node
@@ -31,12 +32,12 @@ async function render(url: string | null, makePlatform: () => Platform) {
       <LaunchScreen getInitialUrl={async () => url} makePlatform={makePlatform} now={() => 1} log={l => lines.push(l)} />,
     );
   });
-  // wait for the launch to end (a line for done or error)
-  for (let i = 0; i < 200 && !lines.some(l => /"phase":"(done|error)"/.test(l)); i++) {
-    await ReactTestRenderer.act(async () => {
-      await new Promise<void>(res => setTimeout(res, 25));
-    });
-  }
+  // wait for the launch to end (a line for done or error) and for the screen to show it:
+  // the app logs each line, then renders it, and a render outside act() is only applied
+  // at the next act(), so the log alone can be ahead of the screen
+  await waitUntil(
+    () => lines.some(l => /"phase":"(done|error)"/.test(l)) && textOf(renderer.root, 'coldstart-status') === lines[lines.length - 1],
+  );
   return { root: renderer.root, lines, renderer };
 }
 

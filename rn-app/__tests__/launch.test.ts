@@ -116,9 +116,13 @@ test('the default scenario reports every phase, in order, as valid protocol line
   console.log(`launch scores: ${JSON.stringify(inference.scores)} (expected ${JSON.stringify(expected.scores)})`);
   expect(inference.ok).toBe(true);
   expect(inference.scores).toHaveLength(6);
-  (inference.scores as number[]).forEach((s, i) => expect(Math.abs(s - expected.scores[i])).toBeLessThan(1e-3));
+  // within expected.json's own tolerance (fp32 kernels differ between CPUs), never tighter
+  (inference.scores as number[]).forEach((s, i) =>
+    expect(Math.abs(s - expected.scores[i])).toBeLessThanOrEqual(expected.tolerance.abs),
+  );
   expect(inference.score).toBe((inference.scores as number[])[5]);
-  expect(inference.max_diff as number).toBeLessThan(1e-5);
+  expect(inference.max_diff as number).toBeGreaterThanOrEqual(0);
+  expect(inference.max_diff as number).toBeLessThanOrEqual(expected.tolerance.abs);
 });
 
 test('serial mode awaits each create before the next one starts', async () => {
@@ -182,8 +186,20 @@ test('inject=abort@start asks for abort()', async () => {
 test('inject=hang@models-ready stalls after that phase', async () => {
   const reports: PhaseReport[] = [];
   const crash = new FakeNativeCrash();
-  const pending = runLaunch(scenario('coldstart://run?id=J-8&inject=hang@models-ready'), nodePlatform({ crash: crash.crash }), r => reports.push(r));
-  const outcome = await Promise.race([pending.then(() => 'finished'), new Promise(res => setTimeout(() => res('stalled'), 300))]);
+  let reachedHang!: () => void;
+  const hangPhase = new Promise<void>(res => (reachedHang = res));
+  const pending = runLaunch(scenario('coldstart://run?id=J-8&inject=hang@models-ready'), nodePlatform({ crash: crash.crash }), r => {
+    reports.push(r);
+    if (r.phase === 'models-ready') {
+      reachedHang();
+    }
+  });
+  // wait for the phase itself (however long a loaded machine takes to get there), then
+  // give the launch time to go on: a launch that does not stall ends or crashes meanwhile
+  const outcome = await Promise.race([
+    pending.then(() => 'finished'),
+    hangPhase.then(() => new Promise(res => setTimeout(() => res('stalled'), 300))),
+  ]);
   expect(outcome).toBe('stalled');
   expect(reports.map(r => r.phase)).toEqual(['start', 'models-ready']);
   expect(crash.kinds).toEqual([]);

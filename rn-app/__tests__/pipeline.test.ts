@@ -37,7 +37,10 @@ test('sessions created with Promise.all give the expected scores', async () => {
   expect(result.score).toBeGreaterThan(0.99); // the clip says "hey jarvis"
   const match = scoresMatch(expected, result.scores);
   expect(match.ok).toBe(true);
-  expect(match.maxAbsDiff).toBeLessThan(1e-5); // same CPU kernels as the Python reference
+  // the CPU EP's fp32 kernels differ between CPUs (about 1e-6 here from the machine that
+  // wrote expected.json): the bound is expected.json's own tolerance, never a tighter literal
+  expect(match.maxAbsDiff).toBe(Math.max(...result.scores.map((s, i) => Math.abs(s - expected.scores[i]))));
+  expect(match.maxAbsDiff).toBeLessThanOrEqual(expected.tolerance.abs);
   await releaseAll(sessions);
 });
 

@@ -9,6 +9,7 @@ server on 5037; :meth:`PrivateAdbServer.stop` kills it (``adb -P PORT kill-serve
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import subprocess
@@ -20,8 +21,13 @@ from tests.doubles.fake_adbd import FakeAdbd
 __all__ = ["PrivateAdbServer", "DeviceRig", "free_port"]
 
 
+#: how many free ports a server or device tries when another process took the one it picked
+PORT_ATTEMPTS = 5
+
+
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (outside the emulator range 5554-5585)."""
+    """A TCP port free on 127.0.0.1 right now (outside the emulator range 5554-5585).
+    Another process may take it before it is bound again: whoever binds it retries."""
     while True:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
@@ -39,15 +45,34 @@ class PrivateAdbServer:
 
             adb = adb_path()
         self.adb = adb
-        self.port = free_port()
+        self._use_port(free_port())
+
+    def _use_port(self, port: int) -> None:
+        self.port = port
         self.env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(self.port)}
         self.env.pop("ANDROID_ADB_SERVER_HOST", None)
         self.env.pop("ADB_VENDOR_KEYS", None)
 
     def start(self) -> "PrivateAdbServer":
-        subprocess.run([self.adb, "-P", str(self.port), "start-server"], env=self.env,
-                       capture_output=True, timeout=30, check=True)
-        return self
+        """Start the server; on a port another process took meanwhile, on another one."""
+        for attempt in range(PORT_ATTEMPTS):
+            # the port is free again only if nobody listens there: an adb server of another
+            # run that picked the same port would otherwise be silently shared
+            with socket.socket() as probe:
+                try:
+                    probe.bind(("127.0.0.1", self.port))
+                except OSError:
+                    self._use_port(free_port())
+                    continue
+            proc = subprocess.run([self.adb, "-P", str(self.port), "start-server"],
+                                  env=self.env, capture_output=True, timeout=60)
+            if proc.returncode == 0:
+                return self
+            if attempt == PORT_ATTEMPTS - 1:
+                raise AssertionError(f"adb start-server on port {self.port} failed: "
+                                     f"{proc.stderr.decode(errors='replace')}")
+            self._use_port(free_port())
+        raise AssertionError(f"no free port for the adb server in {PORT_ATTEMPTS} tries")
 
     def adb_cmd(self, *args: str, timeout_s: float = 30.0) -> subprocess.CompletedProcess:
         """Run the adb client against this server."""
@@ -78,16 +103,19 @@ class DeviceRig:
                  latency_s: float = 0.0, auth_keys: tuple[bytes, ...] = ()) -> None:
         self.device = device
         self.server = server
-        # the adb server names an emulator after its console port (adb port - 1): use an
-        # odd adb port so the serial looks like a real one
-        port = free_port()
-        while port % 2 == 0:
-            port = free_port()
-        self.adbd = FakeAdbd(device, port=port, latency_s=latency_s, auth_keys=auth_keys)
+        self.adbd = FakeAdbd(device, port=_odd_free_port(), latency_s=latency_s,
+                             auth_keys=auth_keys)
         device.on_drop = lambda offline_s, reboot: self.adbd.drop(offline_s)
 
     def start(self) -> "DeviceRig":
-        self.adbd.start()
+        for attempt in range(PORT_ATTEMPTS):
+            try:
+                self.adbd.start()
+                break
+            except OSError as exc:  # the port was taken since it was picked: another one
+                if exc.errno != errno.EADDRINUSE or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                self.adbd.port = _odd_free_port()
         if self.server is not None:
             self.adbd.announce(self.server.port)
             self.server.wait_for(self.serial)
@@ -104,3 +132,12 @@ class DeviceRig:
     def stop(self) -> None:
         self.adbd.stop()
         self.device.close()
+
+
+def _odd_free_port() -> int:
+    """A free port with an odd number: the adb server names an emulator after its console
+    port (adb port - 1), so the serial looks like a real one."""
+    port = free_port()
+    while port % 2 == 0:
+        port = free_port()
+    return port

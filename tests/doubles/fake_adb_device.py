@@ -129,16 +129,36 @@ class LaunchScript:
     """Behaviours by launch id, shared by every device of a test (a campaign hands indices
     to whichever device is free). Unknown ids complete.
 
+    Args:
+        together: the first cold start asked of each device waits until this many devices
+            have asked for one (at most ``together_s``), as devices of a farm do when a
+            campaign drives them in parallel: then every device gets launches, however
+            loaded the machine is. A kit that drives the devices one after another makes
+            the first device wait in vain, and then does every launch there.
+
     Attributes:
         launched: ``(launch_id, device serial)`` for every cold start, in order.
     """
 
     def __init__(self, behaviours: dict[str, AppBehaviour] | None = None,
-                 default: AppBehaviour | None = None) -> None:
+                 default: AppBehaviour | None = None, together: int = 1,
+                 together_s: float = 60.0) -> None:
         self.behaviours = dict(behaviours or {})
         self.default = default or AppBehaviour.completed()
         self.launched: list[tuple[str, str]] = []
+        self.together = together
+        self.together_s = together_s
         self._lock = threading.Lock()
+        self._arrivals: set[str] = set()
+        self._arrived = threading.Condition()
+
+    def arrive(self, device: str) -> None:
+        """A cold start was asked of ``device``: wait for ``together`` devices (see above)."""
+        with self._arrived:
+            self._arrivals.add(device)
+            self._arrived.notify_all()
+            self._arrived.wait_for(lambda: len(self._arrivals) >= self.together,
+                                   self.together_s)
 
     def take(self, launch_id: str, device: str) -> AppBehaviour:
         with self._lock:
@@ -651,6 +671,7 @@ class FakeAndroidDevice:
             from urllib.parse import parse_qs, urlsplit
 
             launch_id = (parse_qs(urlsplit(data).query).get("id") or [None])[0]
+        self.script.arrive(self.name)
         with self._lock:
             if app.package in self._running:
                 out.write(f"Starting: Intent {{ act=android.intent.action.VIEW cmp={full} }}\n"

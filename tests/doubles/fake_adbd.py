@@ -387,7 +387,11 @@ class FakeAdbd:
     def _listen(self) -> None:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", self.port))
+        try:
+            sock.bind(("127.0.0.1", self.port))
+        except OSError:  # e.g. EADDRINUSE: the caller may try another port
+            sock.close()
+            raise
         sock.listen(16)
         sock.settimeout(0.05)
         self.port = sock.getsockname()[1]
