@@ -157,7 +157,9 @@ class Coldstart:
         out_root: folder for this test's campaigns.
         report_root: folder for reports, or ``None``.
         launches: default launches per campaign, or ``None`` for the target's default.
-        record_property: pytest's ``record_property`` (verdicts go to pytest's JUnit XML).
+        record_property: pytest's ``record_testsuite_property`` (crash counts and verdicts go
+            to pytest's JUnit XML as properties of the test suite: valid in every
+            ``junit_family``, where per-test properties are not in xunit2's schema).
     """
 
     def __init__(self, spec: TargetSpec, out_root: Path, report_root: Path | None,
@@ -333,7 +335,7 @@ def coldstart_target(request: pytest.FixtureRequest) -> TargetSpec:
 
 @pytest.fixture
 def coldstart(request: pytest.FixtureRequest, coldstart_target: TargetSpec,
-              tmp_path: Path, record_property: Any) -> Iterator[Coldstart]:
+              tmp_path: Path, record_testsuite_property: Any) -> Iterator[Coldstart]:
     """A :class:`Coldstart` for this test's target: ``coldstart.run(label)`` runs a
     campaign, ``coldstart.compare``/``assert_fixed`` give the verdict."""
     config = request.config
@@ -342,4 +344,4 @@ def coldstart(request: pytest.FixtureRequest, coldstart_target: TargetSpec,
     out_root = Path(out_opt) / node if out_opt else tmp_path / "campaigns"
     report_opt = config.getoption("coldstart_report_dir")
     yield Coldstart(coldstart_target, out_root, Path(report_opt) if report_opt else None,
-                    config.getoption("coldstart_launches"), record_property)
+                    config.getoption("coldstart_launches"), record_testsuite_property)
