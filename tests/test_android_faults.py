@@ -24,6 +24,7 @@ from tests.doubles.android_adb_server import DeviceRig
 from tests.doubles.fake_adb_device import AppBehaviour as B
 from tests.doubles.fake_adb_device import FakeAndroidDevice, FakeApp, LaunchScript
 from tests.test_android import PKG, Rigs, adb_server, apk, records_by_id, rigs, run_android
+from tests.timeouts import LAUNCH_S, REPORT_WAIT_S
 
 __all__ = ["adb_server", "apk", "rigs"]  # fixtures shared with tests/test_android.py
 
@@ -74,7 +75,7 @@ def test_a_reboot_with_late_services_is_waited_for_and_never_a_crash(
     script = LaunchScript({"r-00001": B.drop(after=after, offline_s=0.6, reboot=True,
                                              services_late_s=2.0)})
     out = tmp_path / "c"
-    rig, code = play(rigs, apk, out, script, "4", "r", "3")
+    rig, code = play(rigs, apk, out, script, "4", "r", f"{LAUNCH_S:g}")
     recs, counted, infra = campaign(out)
     assert code == 0
     assert sorted(r.index for r in counted) == [0, 1, 2, 3]
@@ -108,7 +109,7 @@ def test_an_am_start_that_made_no_launch_is_an_infra_error_retried(
         failure: str, why: str, rigs: Rigs, apk: tuple[Path, str], tmp_path: Path) -> None:
     script = LaunchScript({"s-00001": B(am_start=failure, services_late_s=1.5)})
     out = tmp_path / "c"
-    rig, code = play(rigs, apk, out, script, "3", "s", "3")
+    rig, code = play(rigs, apk, out, script, "3", "s", f"{LAUNCH_S:g}")
     assert code == 0
     recs, counted, infra = campaign(out)
     retried_once(recs, counted, infra, "s-00001", 3, why)
@@ -129,7 +130,7 @@ def test_a_runtime_restart_mid_launch_is_an_infra_error_and_recorded(
     script = LaunchScript({"u-00001": B(kind="runtime-restart", after="sessions-created",
                                         services_late_s=late_s)})
     out = tmp_path / "c"
-    rig, code = play(rigs, apk, out, script, "3", "u", "3")
+    rig, code = play(rigs, apk, out, script, "3", "u", f"{LAUNCH_S:g}")
     assert code == 0
     recs, counted, infra = campaign(out)
     retried_once(recs, counted, infra, "u-00001", 3,
@@ -162,7 +163,7 @@ def test_a_drop_right_after_done_costs_no_counted_launch(
     out = tmp_path / "c"
     # a long launch timeout: a drop that read as "no data yet" would stall a call for it
     common = ["--apk", str(apk[0]), "--launches", "3", "--label", "d", "--timeout", "30",
-              "--out", str(out), "--report-wait", "3", "--poll", "0.5",
+              "--out", str(out), "--report-wait", f"{REPORT_WAIT_S:g}", "--poll", "0.5",
               "--reconnect-timeout", "15"]
     if transport == "server":
         rig = rigs.add(apk[1], script)
@@ -225,7 +226,7 @@ def test_a_fatal_js_error_is_a_js_error_crash_with_its_report(
         "j-00002": B(kind="js-error", after="models-ready"),
     })
     out = tmp_path / "c"
-    rig, code = play(rigs, apk, out, script, "3", "j", "5", "--report-wait", "5")
+    rig, code = play(rigs, apk, out, script, "3", "j", f"{LAUNCH_S:g}", "--report-wait", f"{REPORT_WAIT_S:g}")
     assert code == 0
     recs, counted, infra = campaign(out)
     assert infra == [] and len(counted) == 3
@@ -250,7 +251,7 @@ def test_a_death_with_no_report_never_borrows_an_earlier_force_stop(
     # (USER REQUESTED); launch 4's process vanishes and leaves nothing of its own
     script = LaunchScript({"f-00004": B(kind="vanish", after="sessions-created")})
     out = tmp_path / "c"
-    rig, code = play(rigs, apk, out, script, "5", "f", "3")
+    rig, code = play(rigs, apk, out, script, "5", "f", f"{LAUNCH_S:g}")
     assert code == 0
     recs, counted, infra = campaign(out)
     gone = recs["f-00004"]
@@ -259,7 +260,7 @@ def test_a_death_with_no_report_never_borrows_an_earlier_force_stop(
     assert (gone.outcome, gone.last_phase) == (Outcome.CRASHED, "sessions-created")
     assert (gone.crash, gone.crash_class, gone.signature) == (None, None, None)
     assert gone.error == (f"no crash report for pid {gone.extra['android']['pid']} was "
-                          f"found within 3 s")
+                          f"found within {REPORT_WAIT_S:g} s")
     assert gone.extra["android"]["exit_info"] is None
     assert len(counted) == 5 and infra == []
     rows = summarize(load_campaign(out)).signatures
@@ -275,7 +276,7 @@ def test_after_a_reboot_a_reused_pid_is_not_matched_to_the_older_boots_entry(
                                              reboot=True, services_late_s=0.5),
                            "p-00003": B(kind="vanish", after="sessions-created")})
     out = tmp_path / "c"
-    rig, code = play(rigs, apk, out, script, "4", "p", "3")
+    rig, code = play(rigs, apk, out, script, "4", "p", f"{LAUNCH_S:g}")
     assert code == 0
     recs, counted, infra = campaign(out)
     gone = recs["p-00003"]
@@ -284,7 +285,7 @@ def test_after_a_reboot_a_reused_pid_is_not_matched_to_the_older_boots_entry(
     assert "pid=4001" in exit_info and "USER REQUESTED" in exit_info  # the older boot's
     assert (gone.outcome, gone.crash, gone.extra["android"]["exit_info"]) == (
         Outcome.CRASHED, None, None)
-    assert gone.error == "no crash report for pid 4001 was found within 3 s"
+    assert gone.error == f"no crash report for pid 4001 was found within {REPORT_WAIT_S:g} s"
     assert [r.launch_id for r in infra] == ["p-00002"] and len(counted) == 4
 
 
@@ -294,7 +295,7 @@ def test_a_process_never_seen_is_not_a_crash(rigs: Rigs, apk: tuple[Path, str],
     # this launch's process ever ran, so its "death" is not a crash of the app
     script = LaunchScript({"n-00001": B(kind="vanish", after="", log_start=False)})
     out = tmp_path / "c"
-    rig, code = play(rigs, apk, out, script, "2", "n", "3")
+    rig, code = play(rigs, apk, out, script, "2", "n", f"{LAUNCH_S:g}")
     assert code == 0
     recs, counted, infra = campaign(out)
     retried_once(recs, counted, infra, "n-00001", 2, "process was never seen")
@@ -305,7 +306,7 @@ def test_inference_with_outputs_that_cannot_be_checked_is_never_a_pass(
         rigs: Rigs, apk: tuple[Path, str], tmp_path: Path) -> None:
     script = LaunchScript({"v-00000": B.completed(unverified=True)})
     out = tmp_path / "c"
-    rig, code = play(rigs, apk, out, script, "1", "v", "3")
+    rig, code = play(rigs, apk, out, script, "1", "v", f"{LAUNCH_S:g}")
     assert code == 0
     record = records_by_id(out)["v-00000"]
     assert (record.outcome, record.last_phase) == (Outcome.WRONG_OUTPUT, "done")
@@ -319,7 +320,7 @@ def test_a_device_gone_for_good_abandons_its_slots_and_exits_3(
     script = LaunchScript({"g-00000": B.drop(after="models-ready", offline_s=600.0)})
     out = tmp_path / "c"
     capsys.readouterr()
-    rig, code = play(rigs, apk, out, script, "2", "g", "3", "--max-attempts", "2",
+    rig, code = play(rigs, apk, out, script, "2", "g", f"{LAUNCH_S:g}", "--max-attempts", "2",
                      "--reconnect-timeout", "1")
     recs, counted, infra = campaign(out)
     assert code == 3
@@ -335,7 +336,7 @@ def test_a_trimmed_image_without_log_and_service_tools_still_runs_its_campaign(
     # and system_server's pid hidden from the shell: the checks that need them step aside
     script = LaunchScript({"t-00001": B.native_crash("inference")})
     out = tmp_path / "c"
-    rig, code = play(rigs, apk, out, script, "3", "t", "3", missing_tools=("log", "service"),
+    rig, code = play(rigs, apk, out, script, "3", "t", f"{LAUNCH_S:g}", missing_tools=("log", "service"),
                      hidden_system_server=True)
     assert code == 0
     recs, counted, infra = campaign(out)

@@ -349,7 +349,8 @@ def _run_device(ipa: Path, out: Path, launches: int, *extra: str) -> int:
     (["completed", "drop:3", "completed"], "unavailable"),  # gone at the launch request
     (["completed", "drop@models-ready:3", "completed"], "unavailable"),  # gone mid-launch
     (["completed", "drop:3", "completed"], "absent"),  # not even listed while gone
-    (["completed", "mute@models-ready:6", "completed"], "unavailable"),  # console goes quiet
+    # the console goes quiet for longer than the launch may take
+    (["completed", f"mute@models-ready:{LAUNCH_S + 4:g}", "completed"], "unavailable"),
 ])
 def test_device_that_drops_off_is_waited_for_and_every_launch_counted(
         double: XcrunDouble, tmp_path: Path, capsys: pytest.CaptureFixture[str],
