@@ -237,3 +237,39 @@ def test_plan_with_a_rare_baseline_needs_a_larger_candidate_too() -> None:
 def test_impossible_plans_are_usage_errors(kwargs: dict) -> None:
     with pytest.raises(UsageError):
         plan_launches(**kwargs)
+
+
+def _brute_force_plan(p_b: float, p_c: float, ceiling: float, max_b: int, max_c: int
+                      ) -> int:
+    """The fewest launches in all of any design with n_b <= max_b, n_c <= max_c that reaches
+    power 0.8, trying every pair."""
+    best = None
+    for n_c in range(1, max_c + 1):
+        for n_b in range(1, max_b + 1):
+            if best is not None and n_b + n_c >= best:
+                break
+            if design_power(p_b, n_b, p_c, n_c, alpha=0.05, ceiling=ceiling) >= 0.8:
+                best = n_b + n_c
+                break
+    assert best is not None
+    return best
+
+
+@pytest.mark.parametrize("p_b, p_c, ceiling, max_b, max_c, want", [
+    (0.5, 0.0, 0.05, 8, 70, (3, 59)),      # issue #14: 5 + 59 was returned
+    (0.3, 0.02, 0.1, 30, 90, None),
+    (0.6, 0.0, 0.2, 12, 40, None)])
+def test_plan_is_the_smallest_design_found_by_brute_force(p_b, p_c, ceiling, max_b, max_c,
+                                                          want) -> None:
+    p = plan_launches(p_b, ceiling=ceiling, candidate_rate=p_c)
+    assert p.achieved_power >= 0.8
+    assert p.total_launches == _brute_force_plan(p_b, p_c, ceiling, max_b, max_c)
+    if want is not None:
+        assert (p.baseline_launches, p.candidate_launches) == want
+
+
+def test_plan_finds_the_minimum_the_old_search_missed() -> None:
+    # issue #14: 66 + 59 and 1007 + 858 were returned; 113 and 641 + 1098 = 1739 are minimal
+    assert plan_launches(0.1, ceiling=0.05).total_launches == 113
+    rare = plan_launches(1 / 150, ceiling=0.05)
+    assert (rare.baseline_launches, rare.candidate_launches) == (641, 1098)
