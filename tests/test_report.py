@@ -227,7 +227,7 @@ def test_plan_command(capsys) -> None:
     assert out.startswith("Baseline rate 0.9999, ceiling 0.05")  # not rounded to 1
     assert "1 baseline launch sees the target at least once with 95% probability" in out
     assert main(["plan", "--baseline-rate", "1/150", "--json"]) == 0  # a ratio, as docs quote
-    assert json.loads(capsys.readouterr().out)["fixed_design"]["candidate_launches"] == 858
+    assert json.loads(capsys.readouterr().out)["fixed_design"]["candidate_launches"] == 1098
     assert main(["plan", "--baseline-rate", "0.5", "--signature", "race-witnessed"]) == 2
     assert "plan's --signature only applies with --baseline DIR" in capsys.readouterr().err
     with pytest.raises(SystemExit):
@@ -244,15 +244,15 @@ def test_plan_command(capsys) -> None:
 
 
 def test_plan_for_a_rare_baseline_sizes_the_rule_for_the_exact_test(capsys) -> None:
-    # 1/150: the fixed design needs 1007 baseline + 858 candidate launches, so the rule's
-    # suggested --launches is twice 858, not twice the 153 the candidate side alone needs
+    # 1/150: the smallest fixed design is 641 baseline + 1098 candidate launches, so the
+    # rule's suggested --launches is twice 1098, not twice the 153 the candidate side needs
     assert main(["plan", "--baseline-rate", "0.0066666667", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["fixed_design"]["candidate_launches"] == 858
-    assert data["sequential"]["max_launches"] == 1716
+    assert data["fixed_design"]["candidate_launches"] == 1098
+    assert data["sequential"]["max_launches"] == 2196
     assert main(["plan", "--baseline-rate", "0.0066666667"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "that test needs about 858 clean candidate launches" in out
+    assert "that test needs about 1098 clean candidate launches" in out
     assert "is not above the ceiling: an unchanged candidate is below the ceiling too" in out
 
 

@@ -217,11 +217,12 @@ def _calibrate(ceiling: float, design_rate: float, alpha: float, beta: float,
 
     The smallest upper threshold whose exact chance of ``fixed`` at the ceiling is <=
     ``alpha``, and the largest lower threshold whose exact chance of ``fixed`` at the design
-    rate is >= ``1 - beta``, each given the other, iterated from Wald's thresholds to a fixed
-    point. Raising either threshold only removes ``fixed`` outcomes (a path that ends
-    ``fixed`` with the higher one ends so with the lower one too), so both maps are
-    monotone and the iteration settles; the error rate of ``fixed`` is largest at the
-    ceiling among rates at or above it (more events only move a path away from ``fixed``).
+    rate is >= ``1 - beta``, each given the other, iterated from the Ville-style bounds
+    (1/alpha, beta) to a fixed point. Raising either threshold only removes ``fixed``
+    outcomes (a path that ends ``fixed`` with the higher one ends so with the lower one
+    too), so both maps are monotone and the iteration settles; the error rate of
+    ``fixed`` is largest at the ceiling among rates at or above it (more events only move
+    a path away from ``fixed``).
     This is how exact critical values of truncated sequential tests are found in drug-safety
     surveillance (Kulldorff et al. 2011, "A maximized sequential probability ratio test",
     Sequential Analysis 30:58-78).
@@ -275,15 +276,17 @@ class SprtDesign:
     With ``max_launches`` (the campaign's ``--launches``) the thresholds are exact: computed
     by dynamic programming so that, truncated there and judged by ``compare`` at the end, the
     chance of ``fixed`` is <= ``alpha`` at any true rate at or above the ceiling and >=
-    ``1 - beta`` at the design rate (:func:`_calibrate`). Without it they are Wald's,
-    ``LR >= 1/alpha`` and ``LR <= beta``, which Ville's inequality makes valid however long
-    the run goes, at the price of more launches.
+    ``1 - beta`` at the design rate (:func:`_calibrate`). Without it they are the
+    conservative Ville-style bounds ``LR >= 1/alpha`` and ``LR <= beta``, valid however long
+    the run goes (Ville's inequality), at the price of more launches. (Wald's own
+    approximations are ``(1 - beta)/alpha`` and ``beta/(1 - alpha)``: 16 and 0.211 at 0.05 and
+    0.2, not guaranteed for a discrete, truncated run.)
 
     Attributes:
         ceiling: the rate the candidate must be shown below (as in ``compare``).
         design_rate: the rate under H1 (``0 < design_rate < ceiling``).
         alpha: false-``fixed`` bound. beta: bound on missing ``fixed`` at ``design_rate``.
-        max_launches: where the rule is truncated (``None``: Wald's thresholds).
+        max_launches: where the rule is truncated (``None``: the Ville-style bounds).
         upper, lower: the log-LR thresholds in use (computed).
 
     Raises:
@@ -387,12 +390,14 @@ class SprtDesign:
         """The rule and its error rates in one paragraph."""
         head = (f"SPRT on the candidate's target rate, H0: {self.ceiling:g} (the ceiling) vs "
                 f"H1: {self.design_rate:g}; stops with fixed when LR >= "
-                f"{math.exp(self.upper):.3g} and compare agrees, as not below the ceiling when "
+                f"{math.exp(self.upper):.3g} and compare agrees (with the rule's anytime-valid "
+                f"comparison against the baseline, e-value >= {1 / self.alpha:g}), as not below "
+                f"the ceiling when "
                 f"LR <= {math.exp(self.lower):.3g} and the bound is not below it")
         if self.max_launches is None:
-            tail = (f"; Wald's thresholds: false fixed <= {self.alpha:g} at any rate at or "
-                    f"above the ceiling and missed fixed <= {self.beta:g} at "
-                    f"{self.design_rate:g} or less (Ville's inequality), however long the run")
+            tail = (f"; Ville's bounds 1/alpha and beta as thresholds: false fixed <= "
+                    f"{self.alpha:g} at any rate at or above the ceiling and missed fixed <= "
+                    f"{self.beta:g} at {self.design_rate:g} or less, however long the run")
         else:
             at_c = self.operating(self.ceiling)
             at_h1 = self.operating(self.design_rate)

@@ -14,10 +14,11 @@ Every test and interval comes from :mod:`scipy.stats`:
   parts, with the nuisance maximum found to 1e-13 (``boschloo_exact``'s ``shgo`` search
   misses it by up to 2e-9) and ten times faster; ``tests/test_stats.py`` pins both against
   an independent exact computation (3/43 vs 0/59: p = 0.0515, not the 0.040 of the
-  transposed table). Boschloo's test uses Fisher's p-value as its statistic and maximises over the nuisance
-  rate, so it is uniformly more powerful than Fisher's (Boschloo 1970, Statistica
-  Neerlandica 24:1-9) and its p-value is never larger; the verdict uses it whenever the
-  table is small enough to compute it (see :data:`BOSCHLOO_MAX_TABLES`), Fisher's otherwise;
+  transposed table). Boschloo's test uses Fisher's p-value as its statistic and
+  maximises over the nuisance rate, so it is uniformly more powerful than Fisher's
+  (Boschloo 1970, Statistica Neerlandica 24:1-9) and its p-value is never larger; the
+  verdict uses it whenever the table is small enough to compute it (see
+  :data:`BOSCHLOO_MAX_TABLES`), Fisher's otherwise;
 * several devices: the exact conditional test of a common odds ratio of 1 over per-device
   2x2 tables (the exact form of the Cochran-Mantel-Haenszel test, Mehta, Patel & Gray 1985,
   JASA 80:969-973; R's ``mantelhaen.test(exact=TRUE)``): given each device's margins, the
