@@ -318,3 +318,95 @@ def test_markdown_tells_campaigns_with_one_label_apart(tmp_path: Path) -> None:
             or line.startswith("| patched")]
     assert [r.split(" | ")[0] for r in rows] == [
         f"| baseline (`{first.path}`)", f"| baseline (`{second.path}`)", "| patched"]
+
+
+def test_report_out_never_overwrites_files_it_did_not_write(pair, tmp_path: Path,
+                                                            capsys) -> None:
+    # issue #13: report overwrote a user's files in --out
+    base, cand = pair
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "summary.md").write_text("my notes")
+    assert main(["report", str(base.path), "--out", str(out), "--quiet"]) == 2
+    assert (out / "summary.md").read_text() == "my notes"
+    assert not (out / "summary.json").exists()
+    err = capsys.readouterr().err
+    assert f"--out {out} holds summary.md, which no coldstart report wrote" in err
+    assert main(["compare", str(base.path), str(cand.path), "--out", str(out)]) == 2
+    assert "FIXED" not in capsys.readouterr().out  # refused before the verdict
+    # its own outputs from an earlier run are replaced; once changed by hand, they are not
+    again = tmp_path / "again"
+    assert main(["report", str(base.path), "--out", str(again), "--quiet"]) == 0
+    assert main(["report", str(base.path), "--out", str(again), "--quiet"]) == 0
+    assert json.loads((again / ".coldstart-report.json").read_text())["files"].keys() == {
+        "summary.json", "junit.xml", "report.html", "summary.md"}
+    (again / "report.html").write_text("edited")
+    assert main(["report", str(base.path), "--out", str(again), "--quiet"]) == 2
+    assert (again / "report.html").read_text() == "edited"
+
+
+def test_plots_one_any_crash_series_from_zero_and_a_binned_timeline(tmp_path: Path) -> None:
+    # issue #13: "any crash" and "any-crash" were two series, the y-axis went below 0%, and
+    # the timeline was one solid block at 100k launches
+    from kit.analysis.scan import scan_campaign
+    from kit.analysis.summary import summarize
+    from kit.analysis.verdict import VerdictSettings
+    from kit.report import report_dict, timelines
+    from kit.report.html_report import TIMELINE_BINS, builds_figure, timeline_figure
+
+    base = make_campaign(tmp_path, "b", counts("b", 12, 20, crash_class="abort"))
+    cand = make_campaign(tmp_path, "c", counts("c", 0, 500))
+    comp = compare_campaigns(base, cand, VerdictSettings(signature="any-crash"))
+    data = report_dict([summarize(base), summarize(cand)], comp)
+    ax = builds_figure(data).axes[0]
+    assert ax.get_legend_handles_labels()[1] == ["any-crash (target)"]
+    assert ax.get_ylim()[0] == 0.0
+    named = report_dict([summarize(base)], signature="abort")
+    ax = builds_figure(named).axes[0]
+    assert ax.get_legend_handles_labels()[1] == ["any-crash", "abort"]
+    assert ax.get_ylim()[0] == 0.0
+    scans = [scan_campaign(base), scan_campaign(cand)]
+    fig = timeline_figure(timelines([base, cand], scans))
+    ax = fig.axes[0]
+    assert "520 launches: outcome shares in 120 bins" in ax.get_title()
+    assert len(ax.collections) == 0  # no scatter of 520 markers
+    assert 0 < len(ax.patches) <= 2 * TIMELINE_BINS * 2  # bars: two outcomes, two rows
+    small = timeline_figure(timelines([base], scans[:1])).axes[0]
+    assert small.get_title() == "Launch timeline" and len(small.collections) == 2
+
+
+def test_junit_and_markdown_type_the_verdict_by_tier_and_kind(tmp_path: Path) -> None:
+    lib = {"ort_library_sha256": "ab" * 32}
+    base = make_campaign(tmp_path, "b", counts("b", 900, 900), build=lib)
+    cand = make_campaign(tmp_path, "c", counts("c", 0, 900), scenario="mode=serial", build=lib)
+    comparison = compare_campaigns(base, cand)
+    assert comparison.verdict is Verdict.REMOVED
+    paths = write_reports(tmp_path / "o", [base, cand], comparison)
+    root = ET.parse(paths["junit"]).getroot()
+    suite = root.find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert (props["verdict"], props["tier"], props["kind"], props["change"]) == (
+        "removed", "failure", "scenario", "mode=concurrent -> mode=serial")
+    assert props["p"] == "< 1e-300"
+    verdict = suite.find("testcase[@name='verdict']")
+    assert verdict.find("failure") is None and verdict.find("skipped") is None
+    assert verdict.find("system-out").text.startswith("removed (failure tier, scenario): the "
+                                                      "change mode=concurrent -> mode=serial "
+                                                      "removes")
+    assert root.get("failures") == "0"
+    md = paths["markdown"].read_text()
+    assert md.startswith("### coldstart: ✅ **removed** — `xnnpack-allocator-uaf`")
+    assert ("_failure tier (a crash); one build, the scenario changed: "
+            "`mode=concurrent -> mode=serial`._") in md
+    assert "One-sided exact test p = < 1e-300" in md and "p = 0 " not in md
+    html = paths["html"].read_text()
+    assert "(failure tier; one build, the scenario changed: mode=concurrent -&gt; mode=serial)" \
+        in html
+    data = json.loads(paths["json"].read_text())["comparison"]
+    assert (data["verdict"], data["kind"], data["tier"]) == ("removed", "scenario", "failure")
+    assert data["decision"]["p_text"] == "< 1e-300"
+    still = make_campaign(tmp_path, "s", counts("s", 800, 900), scenario="mode=serial",
+                          build=lib)
+    paths = write_reports(tmp_path / "o2", [base, still], compare_campaigns(base, still))
+    verdict = ET.parse(paths["junit"]).getroot().find("testsuite/testcase[@name='verdict']")
+    assert verdict.find("failure").get("type") == "not-removed"

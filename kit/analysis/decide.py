@@ -178,6 +178,16 @@ def p_text(p: float, alpha: float | None = None) -> str:
     return short
 
 
+def e_text(e: float, threshold: float) -> str:
+    """An e-value to three significant digits, or more where three would read as the
+    threshold (19.96 is "19.96" against 20, not "20")."""
+    for digits in (3, 4, 6):
+        text = f"{e:.{digits}g}"
+        if e == threshold or float(text) != threshold:
+            return text
+    return repr(e)
+
+
 def clean_launches_to_fixed(x_b: int, n_b: int, x_c: int, n_c: int, *, alpha: float,
                             ceiling: float, limit: int = 10_000_000) -> int | None:
     """More candidate launches, all free of the target, after which Fisher's one-sided
@@ -344,7 +354,8 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
             if scen:
                 what = f"the change {change} removes {sig}: " + what
             if anytime:
-                what += f"; anytime-valid e-value {e_value:.3g} >= {1 / alpha:g}"
+                what += (f"; anytime-valid e-value {e_text(e_value, 1 / alpha)} >= "
+                         f"{1 / alpha:g}")
             return out(passed, what, None, test, p, e_value=e_value)
         return out(Verdict.INCONCLUSIVE, blocked[0], blocked[2], test, p, e_value=e_value)
     needed, more_text = _needed(x_b, n_b, x_c, n_c, settings, with_needed)
@@ -377,7 +388,8 @@ def _sequential_block(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictS
     if anytime and log_e < -math.log(alpha) - 1e-12:
         return (f"the fixed-size tests pass ({x_b}/{n_b} vs {x_c}/{n_c}), but these launches "
                 f"were made under a sequential rule, whose comparison must hold at any "
-                f"launch: its anytime-valid e-value is {e_value:.3g}, under {1 / alpha:g}",
+                f"launch: its anytime-valid e-value is {e_text(e_value, 1 / alpha)}, under "
+                f"{1 / alpha:g}",
                 e_value, "go on with the run (`coldstart run ... --resume`): the e-value grows "
                          "with more clean candidate launches and more baseline events")
     if sequential is not None:
