@@ -76,7 +76,7 @@ def log_e_lower(x_b: int, n_b: int, x_c: int, n_c: int, ceiling: float = 1.0) ->
     the candidate's prior on ``[0, ceiling]``. 0 (no evidence) when a build has no launch.
 
     Known values: 3/7 vs 0/19 at a 5% ceiling gives E = 20.1, just over 1/alpha = 20;
-    12/20 vs 0/100 gives E = 2.3e5.
+    12/20 vs 0/100 gives E = 8.6e9.
 
     Raises:
         UsageError: invalid counts, or a ceiling not in (0, 1].

@@ -17,7 +17,8 @@ import numpy as np
 from ..errors import UsageError
 import math
 
-from .stats import P_RTOL, _first_true, _k_max, fisher_p_vector, launches_to_bound, stats
+from .stats import (P_RTOL, _k_max, fisher_p_vector, k_max_range,
+                    launches_to_bound, stats)
 
 __all__ = ["Plan", "design_power", "launches_to_bound_with_power", "plan_launches",
            "SequentialPlan", "plan_sequential"]
@@ -94,21 +95,9 @@ def _candidate_power(lo: int, hi: int, ceiling: float, alpha: float, rate: float
                      ) -> np.ndarray:
     """For ``n = lo .. hi - 1``: the chance that a candidate at ``rate`` has its one-sided
     Clopper-Pearson bound at ``1 - alpha`` below ``ceiling`` after ``n`` launches,
-    ``P(X <= k_max(n))`` (:func:`kit.analysis.stats._k_max`, vectorised the same way as
-    :func:`kit.analysis.sprt._k_max_table`)."""
+    ``P(X <= k_max(n))`` (:func:`kit.analysis.stats.k_max_range`)."""
     n = np.arange(lo, hi)
-    mean, sd = n * ceiling, np.sqrt(n * ceiling * (1 - ceiling))
-    k = np.clip(np.floor(mean + stats.norm.ppf(alpha) * sd), -1, n).astype(np.int64)
-    while True:  # bound < ceiling  <=>  binom.cdf(k, n, ceiling) < alpha
-        high = (k >= 0) & (stats.binom.cdf(k, n, ceiling) >= alpha)
-        if not high.any():
-            break
-        k = np.where(high, k - 1, k)
-    while True:
-        low = (k + 1 <= n) & (stats.binom.cdf(k + 1, n, ceiling) < alpha)
-        if not low.any():
-            break
-        k = np.where(low, k + 1, k)
+    k = k_max_range(lo, hi, ceiling, alpha)
     return np.where(k >= 0, stats.binom.cdf(k, n, rate), 0.0)
 
 

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import UsageError
-from .stats import _first_true
+from .stats import _first_true, k_max_range
 
 __all__ = ["SprtState", "SprtDesign", "OperatingPoint", "SLOW_RULE_LAUNCHES"]
 
@@ -83,23 +83,7 @@ def _k_max_table(max_launches: int, ceiling: float, alpha: float) -> np.ndarray:
     Clopper-Pearson bound at ``1 - alpha`` is below ``ceiling`` (-1: none), as
     :func:`kit.analysis.stats._k_max` gives it one ``n`` at a time (same duality:
     bound < ceiling <=> ``binom.cdf(k, n, ceiling) < alpha``)."""
-    from scipy import stats
-
-    n = np.arange(1, max_launches + 1)
-    # a normal approximation to start from (binom.ppf is slow for thousands of n); the loops
-    # below make it exact
-    mean, sd = n * ceiling, np.sqrt(n * ceiling * (1 - ceiling))
-    k = np.clip(np.floor(mean + stats.norm.ppf(alpha) * sd), -1, n).astype(np.int64)
-    while True:
-        too_high = (k >= 0) & (stats.binom.cdf(k, n, ceiling) >= alpha)
-        if not too_high.any():
-            break
-        k = np.where(too_high, k - 1, k)
-    while True:
-        too_low = (k + 1 <= n) & (stats.binom.cdf(k + 1, n, ceiling) < alpha)
-        if not too_low.any():
-            break
-        k = np.where(too_low, k + 1, k)
+    k = k_max_range(1, max_launches + 1, ceiling, alpha)
     return np.concatenate([[-1], k])
 
 

@@ -391,6 +391,26 @@ def fisher_p_vector(x_b: np.ndarray, n_b: int, x_c: np.ndarray, n_c: int) -> np.
     return stats.hypergeom.sf(x_b - 1, n_b + n_c, x_b + x_c, n_b)
 
 
+def k_max_range(lo: int, hi: int, ceiling: float, alpha: float) -> np.ndarray:
+    """:func:`_k_max` for ``n = lo .. hi - 1`` at once: a normal approximation to start from
+    (``binom.ppf`` is slow for thousands of n), then moved to the exact answer (bound <
+    ceiling <=> ``binom.cdf(k, n, ceiling) < alpha``); ``-1`` where no count is."""
+    n = np.arange(lo, hi)
+    mean, sd = n * ceiling, np.sqrt(n * ceiling * (1 - ceiling))
+    k = np.clip(np.floor(mean + stats.norm.ppf(alpha) * sd), -1, n).astype(np.int64)
+    while True:
+        high = (k >= 0) & (stats.binom.cdf(k, n, ceiling) >= alpha)
+        if not high.any():
+            break
+        k = np.where(high, k - 1, k)
+    while True:
+        low = (k + 1 <= n) & (stats.binom.cdf(k + 1, n, ceiling) < alpha)
+        if not low.any():
+            break
+        k = np.where(low, k + 1, k)
+    return k
+
+
 def _k_max(n: int, ceiling: float, alpha: float) -> int:
     """Largest event count k with ``upper_bound(k, n, 1 - alpha) < ceiling`` (-1: none)."""
     # upper bound < ceiling  <=>  binom.cdf(k, n, ceiling) < alpha (Clopper-Pearson duality)
