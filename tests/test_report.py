@@ -410,3 +410,29 @@ def test_junit_and_markdown_type_the_verdict_by_tier_and_kind(tmp_path: Path) ->
     paths = write_reports(tmp_path / "o2", [base, still], compare_campaigns(base, still))
     verdict = ET.parse(paths["junit"]).getroot().find("testsuite/testcase[@name='verdict']")
     assert verdict.find("failure").get("type") == "not-removed"
+
+
+def test_race_detected_reaches_every_report(tmp_path: Path) -> None:
+    from kit.analysis.verdict import VerdictSettings
+    from tests.test_summary import with_detector
+
+    base = make_campaign(tmp_path, "b", [with_detector(record("b", i), i < 8, races=2 * (i < 8))
+                                         for i in range(20)])
+    cand = make_campaign(tmp_path, "c", [with_detector(record("c", i), False)
+                                         for i in range(80)])
+    comparison = compare_campaigns(base, cand, VerdictSettings(signature="race-detected"))
+    assert comparison.verdict is Verdict.FIXED
+    paths = write_reports(tmp_path / "o", [base, cand], comparison)
+    data = json.loads(paths["json"].read_text())
+    assert data["comparison"]["tier"] == "mechanism"
+    assert data["campaigns"][0]["detector"]["detected"]["count"] == 8
+    assert data["campaigns"][0]["detector"]["races_per_launch"] == pytest.approx(0.8)
+    suite = ET.parse(paths["junit"]).getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["tier"] == "mechanism"
+    assert suite.find("testcase[@name='race-detected']") is not None
+    md = paths["markdown"].read_text()
+    assert "_mechanism tier (a data race on the allocator statics); two builds._" in md
+    assert "b: Race detector (tsan): 8/20 judged launches had a data race" in md
+    html = paths["html"].read_text()
+    assert "(mechanism tier)" in html and "Race detector (tsan): 8/20" in html

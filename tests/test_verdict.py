@@ -125,6 +125,12 @@ def test_same_build_provenance_is_said(tmp_path: Path) -> None:
     other = make_campaign(tmp_path, "c3", counts("c", 0, 100),
                           build={"ort_library_sha256": "cd" * 32, "runtime": "patched"})
     assert not any("same build" in n for n in compare_campaigns(base, other).notes)
+    # the same library in another program (a host workload) is another build
+    prog_b = make_campaign(tmp_path, "b4", counts("b", 12, 20),
+                           build={**lib, "workload": "/w/coldstart-workload"})
+    prog_c = make_campaign(tmp_path, "c4", counts("c", 0, 100),
+                           build={**lib, "workload": "/w/crashing_workload.py"})
+    assert compare_campaigns(prog_b, prog_c).decision.kind == "build"
 
 
 def test_different_targets_or_the_same_campaign_are_refused(tmp_path: Path) -> None:

@@ -32,6 +32,9 @@ __all__ = ["ArmResult", "DeviceResult", "MovedCrash", "Comparison", "compare_cam
 #: ``campaign.json`` build fields that name the bytes of a build: the host's onnxruntime
 #: library, an Android APK
 _BUILD_IDENTITY = ("ort_library_sha256", "apk_sha256")
+#: fields of the program around that library (the host workload): when both campaigns
+#: record one and they differ, the same library runs in another program, another build
+_BUILD_PROGRAM = ("workload", "workload_hash")
 #: Outcomes other than crashes that can "move" into a candidate (e.g. a fix that deadlocks).
 _MOVED_OUTCOMES = (Outcome.HUNG, Outcome.APP_ERROR, Outcome.WRONG_OUTPUT)
 #: ``campaign.json`` options that change what a launch does, and so confound a comparison
@@ -205,11 +208,14 @@ def option_differences(baseline: Any, candidate: Any) -> list[str]:
 
 def build_identity(build_b: dict[str, Any], build_c: dict[str, Any]) -> str | None:
     """How two campaigns' ``build`` provenance shows one build: ``"ort_library_sha256
-    abababababab..."`` (the same library or APK bytes, under whatever names),
+    abababababab..."`` (the same library or APK bytes, under whatever names, in the same
+    program: a host workload recorded by both must be the same),
     ``"the same build provenance"`` (identical and not empty), else ``None``."""
     same = [key for key in _BUILD_IDENTITY
             if build_b.get(key) and build_b.get(key) == build_c.get(key)]
-    if same:
+    other_program = any(key in build_b and key in build_c and build_b[key] != build_c[key]
+                        for key in _BUILD_PROGRAM)
+    if same and not other_program:
         return f"{same[0]} {str(build_b[same[0]])[:12]}..."
     if build_b and build_b == build_c:
         return "the same build provenance"
