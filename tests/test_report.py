@@ -53,7 +53,7 @@ def test_comparison_reports(pair, tmp_path: Path) -> None:
                                                       "summary.md"]
     data = json.loads(paths["json"].read_text())
     assert data["schema"] == "coldstart-report"
-    assert data["schema_version"] == REPORT_SCHEMA_VERSION == 1
+    assert data["schema_version"] == REPORT_SCHEMA_VERSION == 2
     assert data["kind"] == "comparison" and data["comparison"]["verdict"] == "fixed"
     assert data["comparison"]["baseline"]["events"] == 12
     assert [c["label"] for c in data["campaigns"]] == ["baseline", "candidate"]

@@ -78,7 +78,7 @@ def test_host_pair_through_compare_and_report(host_pair: tuple[Path, Path],
     # issue #13: the injected segv is the kit's own crash, and both ran one runtime: no
     # positive control, and a scenario comparison, never a bare FIXED
     text = flat(proc.stdout)
-    assert "INCONCLUSIVE" in text and "the baseline's scenario injects crashes" in text
+    assert "INCONCLUSIVE" in text and "The baseline's scenario injects crashes" in text
     assert "both campaigns ran the same build (ort_library_sha256" in text
     proc = coldstart("compare", str(base), str(cand), "--signature", SIG, "--fail-on",
                      "inconclusive", "--no-reports")

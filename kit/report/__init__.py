@@ -35,8 +35,10 @@ __all__ = ["REPORT_SCHEMA", "REPORT_SCHEMA_VERSION", "Timeline", "report_dict",
            "check_report_dir"]
 
 REPORT_SCHEMA = "coldstart-report"
-#: Bumped when a key of ``summary.json`` changes meaning or disappears.
-REPORT_SCHEMA_VERSION = 1
+#: Bumped when a key of ``summary.json`` changes meaning or disappears (2: ``verdict`` may be
+#: ``removed``/``not-removed`` for one build under two scenarios; ``infra_errors`` lists the
+#: first 200, ``infra_error_count`` counts them all).
+REPORT_SCHEMA_VERSION = 2
 #: The files :func:`write_reports` writes, by kind.
 REPORT_FILES = {"json": "summary.json", "junit": "junit.xml", "html": "report.html",
                 "markdown": "summary.md"}
