@@ -64,9 +64,12 @@ def host_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def control(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A host baseline that reproduced the target 3 times in 3 launches, without injection
-    (hand-built records)."""
+    (hand-built records, on this host: the device a host launcher records)."""
+    import socket
+
     return make_campaign(tmp_path_factory.mktemp("control"), "baseline",
-                         counts("baseline", 3, 3, crash_class=SIG)).path
+                         counts("baseline", 3, 3, crash_class=SIG,
+                                device=f"host:{socket.gethostname()}")).path
 
 
 def test_host_pair_through_compare_and_report(host_pair: tuple[Path, Path],
@@ -223,7 +226,7 @@ def test_interleaved_pair_with_real_launchers(tmp_path: Path) -> None:
     assert count_target(result.candidate_records, SIG) == (0, 6)
     order = sorted([*result.baseline_records, *result.candidate_records],
                    key=lambda r: r.started_at)
-    assert [r.label[0] for r in order] == list("bcbcbccc")
+    assert [r.label[0] for r in order] == list("bcbcbcccc")
     assert len(load_campaign(tmp_path / "candidate").records) == 6
 
 
