@@ -64,7 +64,8 @@ def test_campaign_passes_and_writes_the_report_modules_junit(double: XcrunDouble
     suites = ET.parse(junit).getroot()
     assert suites.tag == "testsuites" and int(suites.get("failures", "0")) == 0
     assert {p.name for p in junit.parent.iterdir()} == {"summary.json", "junit.xml",
-                                                       "report.html", "summary.md"}
+                                                       "report.html", "summary.md",
+                                                       ".coldstart-report.json"}
     props = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "pytest.xml").iter(
         "property")}
     assert props == {"coldstart_candidate_crashed": "0/2"}

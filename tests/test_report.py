@@ -53,7 +53,7 @@ def test_comparison_reports(pair, tmp_path: Path) -> None:
                                                       "summary.md"]
     data = json.loads(paths["json"].read_text())
     assert data["schema"] == "coldstart-report"
-    assert data["schema_version"] == REPORT_SCHEMA_VERSION == 1
+    assert data["schema_version"] == REPORT_SCHEMA_VERSION == 2
     assert data["kind"] == "comparison" and data["comparison"]["verdict"] == "fixed"
     assert data["comparison"]["baseline"]["events"] == 12
     assert [c["label"] for c in data["campaigns"]] == ["baseline", "candidate"]
@@ -227,7 +227,7 @@ def test_plan_command(capsys) -> None:
     assert out.startswith("Baseline rate 0.9999, ceiling 0.05")  # not rounded to 1
     assert "1 baseline launch sees the target at least once with 95% probability" in out
     assert main(["plan", "--baseline-rate", "1/150", "--json"]) == 0  # a ratio, as docs quote
-    assert json.loads(capsys.readouterr().out)["fixed_design"]["candidate_launches"] == 858
+    assert json.loads(capsys.readouterr().out)["fixed_design"]["candidate_launches"] == 1098
     assert main(["plan", "--baseline-rate", "0.5", "--signature", "race-witnessed"]) == 2
     assert "plan's --signature only applies with --baseline DIR" in capsys.readouterr().err
     with pytest.raises(SystemExit):
@@ -244,15 +244,15 @@ def test_plan_command(capsys) -> None:
 
 
 def test_plan_for_a_rare_baseline_sizes_the_rule_for_the_exact_test(capsys) -> None:
-    # 1/150: the fixed design needs 1007 baseline + 858 candidate launches, so the rule's
-    # suggested --launches is twice 858, not twice the 153 the candidate side alone needs
+    # 1/150: the smallest fixed design is 641 baseline + 1098 candidate launches, so the
+    # rule's suggested --launches is twice 1098, not twice the 153 the candidate side needs
     assert main(["plan", "--baseline-rate", "0.0066666667", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["fixed_design"]["candidate_launches"] == 858
-    assert data["sequential"]["max_launches"] == 1716
+    assert data["fixed_design"]["candidate_launches"] == 1098
+    assert data["sequential"]["max_launches"] == 2196
     assert main(["plan", "--baseline-rate", "0.0066666667"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "that test needs about 858 clean candidate launches" in out
+    assert "that test needs about 1098 clean candidate launches" in out
     assert "is not above the ceiling: an unchanged candidate is below the ceiling too" in out
 
 
@@ -318,3 +318,121 @@ def test_markdown_tells_campaigns_with_one_label_apart(tmp_path: Path) -> None:
             or line.startswith("| patched")]
     assert [r.split(" | ")[0] for r in rows] == [
         f"| baseline (`{first.path}`)", f"| baseline (`{second.path}`)", "| patched"]
+
+
+def test_report_out_never_overwrites_files_it_did_not_write(pair, tmp_path: Path,
+                                                            capsys) -> None:
+    # issue #13: report overwrote a user's files in --out
+    base, cand = pair
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "summary.md").write_text("my notes")
+    assert main(["report", str(base.path), "--out", str(out), "--quiet"]) == 2
+    assert (out / "summary.md").read_text() == "my notes"
+    assert not (out / "summary.json").exists()
+    err = capsys.readouterr().err
+    assert f"--out {out} holds summary.md, which no coldstart report wrote" in err
+    assert main(["compare", str(base.path), str(cand.path), "--out", str(out)]) == 2
+    assert "FIXED" not in capsys.readouterr().out  # refused before the verdict
+    # its own outputs from an earlier run are replaced; once changed by hand, they are not
+    again = tmp_path / "again"
+    assert main(["report", str(base.path), "--out", str(again), "--quiet"]) == 0
+    assert main(["report", str(base.path), "--out", str(again), "--quiet"]) == 0
+    assert json.loads((again / ".coldstart-report.json").read_text())["files"].keys() == {
+        "summary.json", "junit.xml", "report.html", "summary.md"}
+    (again / "report.html").write_text("edited")
+    assert main(["report", str(base.path), "--out", str(again), "--quiet"]) == 2
+    assert (again / "report.html").read_text() == "edited"
+
+
+def test_plots_one_any_crash_series_from_zero_and_a_binned_timeline(tmp_path: Path) -> None:
+    # issue #13: "any crash" and "any-crash" were two series, the y-axis went below 0%, and
+    # the timeline was one solid block at 100k launches
+    from kit.analysis.scan import scan_campaign
+    from kit.analysis.summary import summarize
+    from kit.analysis.verdict import VerdictSettings
+    from kit.report import report_dict, timelines
+    from kit.report.html_report import TIMELINE_BINS, builds_figure, timeline_figure
+
+    base = make_campaign(tmp_path, "b", counts("b", 12, 20, crash_class="abort"))
+    cand = make_campaign(tmp_path, "c", counts("c", 0, 500))
+    comp = compare_campaigns(base, cand, VerdictSettings(signature="any-crash"))
+    data = report_dict([summarize(base), summarize(cand)], comp)
+    ax = builds_figure(data).axes[0]
+    assert ax.get_legend_handles_labels()[1] == ["any-crash (target)"]
+    assert ax.get_ylim()[0] == 0.0
+    named = report_dict([summarize(base)], signature="abort")
+    ax = builds_figure(named).axes[0]
+    assert ax.get_legend_handles_labels()[1] == ["any-crash", "abort"]
+    assert ax.get_ylim()[0] == 0.0
+    scans = [scan_campaign(base), scan_campaign(cand)]
+    fig = timeline_figure(timelines([base, cand], scans))
+    ax = fig.axes[0]
+    assert "520 launches: outcome shares in 120 bins" in ax.get_title()
+    assert len(ax.collections) == 0  # no scatter of 520 markers
+    assert 0 < len(ax.patches) <= 2 * TIMELINE_BINS * 2  # bars: two outcomes, two rows
+    small = timeline_figure(timelines([base], scans[:1])).axes[0]
+    assert small.get_title() == "Launch timeline" and len(small.collections) == 2
+
+
+def test_junit_and_markdown_type_the_verdict_by_tier_and_kind(tmp_path: Path) -> None:
+    lib = {"ort_library_sha256": "ab" * 32}
+    base = make_campaign(tmp_path, "b", counts("b", 900, 900), build=lib)
+    cand = make_campaign(tmp_path, "c", counts("c", 0, 900), scenario="mode=serial", build=lib)
+    comparison = compare_campaigns(base, cand)
+    assert comparison.verdict is Verdict.REMOVED
+    paths = write_reports(tmp_path / "o", [base, cand], comparison)
+    root = ET.parse(paths["junit"]).getroot()
+    suite = root.find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert (props["verdict"], props["tier"], props["kind"], props["change"]) == (
+        "removed", "failure", "scenario", "mode=concurrent -> mode=serial")
+    assert props["p"] == "< 1e-300"
+    verdict = suite.find("testcase[@name='verdict']")
+    assert verdict.find("failure") is None and verdict.find("skipped") is None
+    assert verdict.find("system-out").text.startswith("removed (failure tier, scenario): the "
+                                                      "change mode=concurrent -> mode=serial "
+                                                      "removes")
+    assert root.get("failures") == "0"
+    md = paths["markdown"].read_text()
+    assert md.startswith("### coldstart: ✅ **removed** — `xnnpack-allocator-uaf`")
+    assert ("_failure tier (a crash); one build, the scenario changed: "
+            "`mode=concurrent -> mode=serial`._") in md
+    assert "One-sided exact test p = < 1e-300" in md and "p = 0 " not in md
+    html = paths["html"].read_text()
+    assert "(failure tier; one build, the scenario changed: mode=concurrent -&gt; mode=serial)" \
+        in html
+    data = json.loads(paths["json"].read_text())["comparison"]
+    assert (data["verdict"], data["kind"], data["tier"]) == ("removed", "scenario", "failure")
+    assert data["decision"]["p_text"] == "< 1e-300"
+    still = make_campaign(tmp_path, "s", counts("s", 800, 900), scenario="mode=serial",
+                          build=lib)
+    paths = write_reports(tmp_path / "o2", [base, still], compare_campaigns(base, still))
+    verdict = ET.parse(paths["junit"]).getroot().find("testsuite/testcase[@name='verdict']")
+    assert verdict.find("failure").get("type") == "not-removed"
+
+
+def test_race_detected_reaches_every_report(tmp_path: Path) -> None:
+    from kit.analysis.verdict import VerdictSettings
+    from tests.test_summary import with_detector
+
+    base = make_campaign(tmp_path, "b", [with_detector(record("b", i), i < 8, races=2 * (i < 8))
+                                         for i in range(20)])
+    cand = make_campaign(tmp_path, "c", [with_detector(record("c", i), False)
+                                         for i in range(80)])
+    comparison = compare_campaigns(base, cand, VerdictSettings(signature="race-detected"))
+    assert comparison.verdict is Verdict.FIXED
+    paths = write_reports(tmp_path / "o", [base, cand], comparison)
+    data = json.loads(paths["json"].read_text())
+    assert data["comparison"]["tier"] == "mechanism"
+    assert data["campaigns"][0]["detector"]["detected"]["count"] == 8
+    assert data["campaigns"][0]["detector"]["races_per_launch"] == pytest.approx(0.8)
+    suite = ET.parse(paths["junit"]).getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["tier"] == "mechanism"
+    assert suite.find("testcase[@name='race-detected']") is not None
+    md = paths["markdown"].read_text()
+    assert "_mechanism tier (a data race on the allocator statics); two builds._" in md
+    assert "b: Race detector (tsan): 8/20 judged launches had a data race" in md
+    html = paths["html"].read_text()
+    assert "(mechanism tier)" in html and "Race detector (tsan): 8/20" in html

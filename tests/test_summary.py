@@ -186,3 +186,65 @@ def test_a_campaign_without_the_witness_says_so(tmp_path: Path) -> None:
     text = console.export_text()
     assert "Race witness: no launch had it (off, or not available for this runtime" in text
     assert "0/0" not in text
+
+
+def with_detector(r: LaunchRecord, on_target: Any, races: int = 0, tool: str = "tsan"
+                  ) -> LaunchRecord:
+    """``r`` with a race-detector payload in ``extra["detector"]`` (as the host target
+    stores it)."""
+    import dataclasses
+
+    payload = {"tool": tool, "races": [{"kind": "data race"}] * races, "on_target": on_target,
+               "reason": "hand-built"}
+    return dataclasses.replace(r, extra={**r.extra, "detector": payload})
+
+
+def test_detected_races_are_summed_next_to_witnessed_races_and_crashes(tmp_path: Path) -> None:
+    recs = [with_detector(record("d", 0, "crashed", crash_class="other-native-crash",
+                                 race={"witnessed": True, "available": True}), True, races=3),
+            with_detector(record("d", 1, race={"witnessed": True, "available": True}), True,
+                          races=1),
+            with_detector(record("d", 2), False),
+            with_detector(record("d", 3), False),
+            with_detector(record("d", 4), None),  # could not tell: left out
+            record("d", 5)]  # no detector ran
+    s = summarize(make_campaign(tmp_path, "d", recs))
+    d = s.detector
+    assert d is not None
+    assert (d.detected.count, d.detected.n, d.unknown, d.detected_crashed) == (2, 4, 1, 1)
+    assert d.races_per_launch == pytest.approx(1.0)  # 4 races over 4 judged launches
+    assert d.tools == ("tsan",)
+    assert s.race is not None and s.race.witnessed.count == 2 and s.crashed.count == 1
+    console = Console(record=True, width=250)
+    render_summary(s, console)
+    text = console.export_text()
+    assert ("Race detector (tsan): 2/4 judged launches had a data race on the allocator "
+            "statics 50.0% [6.8%, 93.2%]; 1.00 races reported per launch; 1 of those crashed; "
+            "1 launches it could not judge (left out)") in text
+    assert summarize(make_campaign(tmp_path, "n", [record("n", 0)])).detector is None
+
+
+def test_long_signature_and_infra_error_lists_are_bounded(tmp_path: Path) -> None:
+    # issue #13: report printed every signature (1,299 lines at 100k launches)
+    from kit.analysis.summary import SHOWN_ROWS
+
+    recs = [record("s", i, "crashed", crash_class="other-native-crash", signature=f"sig-{i}")
+            for i in range(SHOWN_ROWS + 30)]
+    recs += [record("s", SHOWN_ROWS + 30 + i, "infra-error", error=f"offline {i}")
+             for i in range(SHOWN_ROWS + 5)]
+    s = summarize(make_campaign(tmp_path, "s", recs))
+    assert len(s.signatures) == SHOWN_ROWS + 30  # summary.json keeps them all
+    assert s.infra_error_count == SHOWN_ROWS + 5
+    console = Console(record=True, width=200)
+    render_summary(s, console)
+    text = console.export_text()
+    assert "and 30 more signatures (all in summary.json)" in text
+    assert "and 5 more infra errors (all in summary.json)" in text
+    assert sum(1 for line in text.splitlines() if "sig-" in line) == SHOWN_ROWS
+
+
+def test_a_streamed_campaign_summarises_as_a_loaded_one(mixed: Campaign) -> None:
+    from kit.analysis.scan import open_campaign
+
+    streamed = summarize(open_campaign(mixed.path)).to_dict()
+    assert streamed == summarize(mixed).to_dict()

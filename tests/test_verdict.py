@@ -45,11 +45,14 @@ def test_0_of_300_vs_0_of_300_is_inconclusive_for_want_of_a_positive_control() -
 def test_candidate_still_crashing_at_a_rate_not_shown_lower_is_not_fixed() -> None:
     d = decide(50, 100, 40, 100)
     assert d.verdict is Verdict.NOT_FIXED
-    assert "still crashes with xnnpack-allocator-uaf in 40/100" in d.reason
+    assert d.reason.startswith("the candidate still crashes with xnnpack-allocator-uaf "
+                               "(failure tier: a crash) in 40/100 launches")
     assert decide(0, 100, 3, 100).verdict is Verdict.NOT_FIXED
-    race = decide(1, 1, 1, 3, VerdictSettings(signature="race-witnessed", ceiling=0.02))
+    race = decide(1, 2, 2, 3, VerdictSettings(signature="race-witnessed", ceiling=0.02))
     assert race.verdict is Verdict.NOT_FIXED  # a witnessed race is shown, not crashed with
-    assert race.reason.startswith("the candidate still shows race-witnessed in 1/3 launches")
+    assert race.reason.startswith("the candidate still shows race-witnessed (mechanism tier: "
+                                  "a data race on the allocator statics) in 2/3 launches")
+    assert race.tier == "mechanism" and d.tier == "failure"
     assert race.advice == ("the candidate does not remove the race: check that it contains the "
                            "fix (build provenance)")  # no crash stacks to look at
 
@@ -114,11 +117,20 @@ def test_same_build_provenance_is_said(tmp_path: Path) -> None:
     lib = {"ort_library_sha256": "ab" * 32}
     base = make_campaign(tmp_path, "b2", counts("b", 12, 20), build={**lib, "runtime": "debian"})
     cand = make_campaign(tmp_path, "c2", counts("c", 0, 100), build={**lib, "runtime": "patched"})
-    assert ("both campaigns ran the same build (ort_library_sha256 abababababab...): check "
-            "that the candidate really is a different build") in compare_campaigns(base, cand).notes
+    same = compare_campaigns(base, cand)
+    assert ("both campaigns ran the same build (ort_library_sha256 abababababab...): the "
+            "verdict is about nothing: the scenario and options are the same too") in same.notes
+    assert same.verdict is Verdict.INCONCLUSIVE and same.decision.kind == "none"
+    assert "there is no change to judge" in same.decision.reason
     other = make_campaign(tmp_path, "c3", counts("c", 0, 100),
                           build={"ort_library_sha256": "cd" * 32, "runtime": "patched"})
     assert not any("same build" in n for n in compare_campaigns(base, other).notes)
+    # the same library in another program (a host workload) is another build
+    prog_b = make_campaign(tmp_path, "b4", counts("b", 12, 20),
+                           build={**lib, "workload": "/w/coldstart-workload"})
+    prog_c = make_campaign(tmp_path, "c4", counts("c", 0, 100),
+                           build={**lib, "workload": "/w/crashing_workload.py"})
+    assert compare_campaigns(prog_b, prog_c).decision.kind == "build"
 
 
 def test_different_targets_or_the_same_campaign_are_refused(tmp_path: Path) -> None:
@@ -249,3 +261,120 @@ def test_a_build_that_never_creates_its_sessions_is_not_fixed(tmp_path: Path) ->
     late = [record("c", i, "crashed", crash_class="abort", last_phase="inference-done")
             for i in range(35)]  # reached creation: an abort later counts as a launch
     assert compare_campaigns(base, make_campaign(tmp_path, "c2", late)).candidate.eligible == 35
+
+
+def test_one_candidate_event_with_a_weak_baseline_says_what_was_seen_and_what_settles_it(
+        ) -> None:
+    # issue #14: 1/150 vs 1/1000 was not-fixed (its bound is 0.47%, far under the 5%
+    # ceiling), while 0/1000 was inconclusive
+    d = decide(1, 150, 1, 1000)
+    assert d.verdict is Verdict.INCONCLUSIVE
+    assert d.reason.startswith("too few launches: the candidate showed xnnpack-allocator-uaf "
+                               "(failure tier: a crash) in 1/1000 launches against the "
+                               "baseline's 1/150: not yet shown lower")
+    assert "though its rate is below 0.473% at 95%, under the 5% ceiling" in d.reason
+    assert d.needed is not None and d.needed.plan is not None
+    assert "a new pair at the baseline's observed rate (0.667%) needs about 641 baseline and " \
+           "1098 candidate launches" in d.advice
+    assert decide(1, 150, 0, 1000).verdict is Verdict.INCONCLUSIVE
+    # a candidate rate at least the baseline's is not-fixed
+    assert decide(1, 150, 7, 1000).verdict is Verdict.NOT_FIXED
+
+
+def test_a_p_value_a_double_cannot_hold_prints_as_a_bound() -> None:
+    from kit.analysis.verdict import p_text
+
+    d = decide(900, 900, 0, 900)
+    assert d.test is not None and d.test.fisher_p == 0.0  # underflows
+    assert p_text(0.0) == p_text(1e-310) == "< 1e-300" and p_text(2e-300) == "2e-300"
+    assert "one-sided p = < 1e-300" in d.reason and "p = 0," not in d.reason
+
+
+def test_an_injected_crash_is_never_a_positive_control(tmp_path: Path) -> None:
+    # issue #13: inject=segv against a clean candidate of the same library was FIXED
+    lib = {"ort_library_sha256": "ab" * 32}
+    base = make_campaign(tmp_path, "b", counts("b", 20, 20, crash_class="other-native-crash"),
+                         scenario="inject=segv@sessions-created", build=lib)
+    cand = make_campaign(tmp_path, "c", counts("c", 0, 100), build=lib)
+    for sig in ("any-crash", "other-native-crash"):
+        c = compare_campaigns(base, cand, VerdictSettings(signature=sig))
+        assert c.verdict is Verdict.INCONCLUSIVE
+        assert c.decision.reason.startswith("the baseline's scenario injects crashes "
+                                            "(segv@sessions-created)")
+        assert "no positive control" in c.decision.reason
+    other = make_campaign(tmp_path, "c2", counts("c2", 0, 100),
+                          build={"ort_library_sha256": "cd" * 32})
+    assert compare_campaigns(base, other, VerdictSettings(signature="any-crash")
+                             ).verdict is Verdict.INCONCLUSIVE  # another build: the same
+
+
+def test_one_build_under_two_scenarios_is_judged_as_the_scenario_change(tmp_path: Path
+                                                                        ) -> None:
+    lib = {"ort_library_sha256": "ab" * 32}
+    base = make_campaign(tmp_path, "b", counts("b", 12, 20), build={**lib, "runtime": "a"})
+    cand = make_campaign(tmp_path, "c", counts("c", 0, 100), scenario="mode=serial",
+                         build={**lib, "runtime": "b"})
+    c = compare_campaigns(base, cand)
+    assert c.verdict is Verdict.REMOVED and c.verdict.passed
+    assert c.decision.kind == "scenario"
+    assert c.decision.change == "mode=concurrent -> mode=serial"
+    assert c.decision.reason.startswith("the change mode=concurrent -> mode=serial removes "
+                                        "xnnpack-allocator-uaf: the baseline reproduced")
+    data = c.to_dict()
+    assert (data["verdict"], data["kind"], data["tier"]) == ("removed", "scenario", "failure")
+    still = make_campaign(tmp_path, "c2", counts("c2", 10, 20), scenario="mode=serial",
+                          build=lib)
+    worse = compare_campaigns(base, still)
+    assert worse.verdict is Verdict.NOT_REMOVED and worse.verdict.failed
+    assert worse.decision.advice == ("the change mode=concurrent -> mode=serial does not "
+                                     "remove xnnpack-allocator-uaf")
+
+
+def test_race_detected_counts_launches_the_detector_judged(tmp_path: Path) -> None:
+    from kit.analysis.verdict import count_target, is_eligible
+
+    def judged(label: str, i: int, on_target, *, races=None, in_extra=True):
+        payload = {"tool": "tsan", "races": races if races is not None else
+                   ([{"kind": "data race"}] if on_target else []), "on_target": on_target,
+                   "reason": "a race on xnn_params" if on_target else "none there"}
+        r = record(label, i)
+        if in_extra:
+            import dataclasses
+            return dataclasses.replace(r, extra={"detector": payload})
+        return r
+
+    base_recs = ([judged("b", i, True) for i in range(6)] + [judged("b", 6 + i, False)
+                                                            for i in range(14)]
+                 + [judged("b", 20 + i, None) for i in range(4)] + [record("b", 24)])
+    assert count_target(base_recs, "race-detected") == (6, 20)
+    assert is_target(base_recs[0], "race-detected")
+    assert not is_eligible(base_recs[20], "race-detected")  # unknown: left out
+    assert not is_eligible(base_recs[24], "race-detected")  # no detector at all
+    base = make_campaign(tmp_path, "b", base_recs)
+    cand = make_campaign(tmp_path, "c", [judged("c", i, False) for i in range(80)])
+    c = compare_campaigns(base, cand, VerdictSettings(signature="race-detected"))
+    assert (c.baseline.events, c.baseline.eligible, c.baseline.counted) == (6, 20, 25)
+    assert c.verdict is Verdict.FIXED and c.decision.tier == "mechanism"
+    assert "race-detected (mechanism tier: a data race on the allocator statics)" in \
+        c.decision.reason
+    assert ("5 b launches had no race detector verdict (on_target unknown) and are left out "
+            "of the race-detected rate") in c.notes
+    none = make_campaign(tmp_path, "n", [record("n", i) for i in range(5)])
+    empty = compare_campaigns(base, none, VerdictSettings(signature="race-detected"))
+    assert empty.decision.reason == ("the candidate campaign has no launches a race detector "
+                                     "judged")
+
+
+def test_notes_are_capped_and_merged(tmp_path: Path) -> None:
+    import dataclasses
+
+    from kit.analysis.compare import MAX_NOTES
+
+    base = make_campaign(tmp_path, "b", counts("b", 12, 20))
+    cand = make_campaign(tmp_path, "c", counts("c", 0, 100))
+    noisy = dataclasses.replace(cand, notes=[f"line {i} is binary junk" for i in range(40)]
+                                + ["line 0 is binary junk"] * 5)
+    notes = compare_campaigns(base, noisy).notes
+    assert len(notes) == MAX_NOTES == 10
+    assert notes[-1].startswith("and 31 more notes of the same kind")
+    assert len(set(notes)) == len(notes)

@@ -16,7 +16,7 @@ from kit.errors import UsageError
 from kit.analysis.sequential import (InterleavedRule, SprtDesign, SprtState, interleave,
                                      make_stop_rule)
 from kit.analysis.stats import _k_max, upper_bound
-from kit.analysis.verdict import Verdict, VerdictSettings, compare_campaigns
+from kit.analysis.verdict import Verdict, VerdictSettings, compare_campaigns, decide
 from kit.cli.options import add_until_verdict_options, interleaved_rule_from_args, stop_rule_from_args
 from tests.test_summary import counts, make_campaign, record
 
@@ -136,13 +136,17 @@ def test_stop_rule_stops_a_candidate_that_still_crashes(tmp_path: Path) -> None:
     assert stop and "not below" in why
 
 
-def test_stop_rule_waits_while_the_baseline_is_weak() -> None:
-    # LR is past its threshold after 78 clean launches, but 1/150 vs 0/78 is no evidence yet
-    rule = make_stop_rule(counts("b", 1, 150), VerdictSettings())
-    assert not rule(counts("c", 0, 200))
-    # Fisher's p for 1/150 vs 0/m is 150 / (150 + m): alpha from m = 2850
-    assert not rule(counts("c", 0, 2849))
-    assert rule(counts("c", 0, 2850))
+def test_stop_rule_waits_for_the_anytime_valid_comparison() -> None:
+    # LR is past its threshold after 78 clean launches, and Fisher's fixed-size test against
+    # 3/150 passes from about 257; the comparison that holds at every launch (e-value >= 20)
+    # needs 2142
+    from kit.analysis.anytime import e_lower
+
+    rule = make_stop_rule(counts("b", 3, 150), VerdictSettings())
+    assert decide(3, 150, 0, 300).verdict is Verdict.FIXED  # a fixed-size compare would say so
+    assert not rule(counts("c", 0, 2141))
+    assert rule(counts("c", 0, 2142))
+    assert e_lower(3, 150, 0, 2141, 0.05) < 20 <= e_lower(3, 150, 0, 2142, 0.05)
 
 
 def test_stop_rule_with_exact_thresholds_for_the_campaign_launches() -> None:
@@ -154,16 +158,16 @@ def test_stop_rule_with_exact_thresholds_for_the_campaign_launches() -> None:
 
 
 def test_stop_rule_stops_or_refuses_when_fixed_is_out_of_reach() -> None:
-    # 1/150 against a clean candidate needs 2850 launches for Fisher's p <= 0.05: a run of
-    # 306 could never end fixed, so it is refused before any launch
-    with pytest.raises(UsageError, match=r"1/150 .* clean candidate needs at least 2850"):
-        make_stop_rule(counts("b", 1, 150), VerdictSettings(), max_launches=306)
-    # 2/20 vs 0/45 is fixed by Boschloo's test (p 0.0496), which compare uses; Fisher's
-    # would need 68: the message gives compare's number, and 45 is accepted
+    # 3/150 against a clean candidate needs 2142 launches for the rule's comparison: a run
+    # of 306 could never end fixed, so it is refused before any launch
+    with pytest.raises(UsageError, match=r"3/150 .* clean candidate needs at least 2142 for "
+                                         r"the rule's comparison"):
+        make_stop_rule(counts("b", 3, 150), VerdictSettings(), max_launches=306)
     wide = VerdictSettings(signature="any-crash", ceiling=0.3)
-    with pytest.raises(UsageError, match=r"2/20 any-crash .* clean candidate needs at least 45\)"):
-        make_stop_rule(counts("b", 2, 20), wide, max_launches=44)
-    assert make_stop_rule(counts("b", 2, 20), wide, max_launches=45).baseline_n == 20
+    with pytest.raises(UsageError, match=r"2/20 any-crash .* clean candidate needs at least "
+                                         r"879 for"):
+        make_stop_rule(counts("b", 2, 20), wide, max_launches=878)
+    assert make_stop_rule(counts("b", 2, 20), wide, max_launches=879).baseline_n == 20
     rule = make_stop_rule(counts("b", 12, 20), VerdictSettings(), max_launches=306)
     k = _k_max(306, 0.05, 0.05)  # the most events whose bound at 306 is below 5%
     assert not rule.out_of_reach(k) and rule.out_of_reach(k + 1)
@@ -171,16 +175,105 @@ def test_stop_rule_stops_or_refuses_when_fixed_is_out_of_reach() -> None:
     assert stop and why.startswith("fixed is out of reach within 306 launches")
 
 
-def test_stop_rule_stops_when_compare_would_with_boschloos_test(tmp_path: Path) -> None:
-    # 1/6 vs 0/73: Fisher's p is 6/79 = 0.076, Boschloo's is below 0.05: compare says fixed,
-    # and so must the rule (it once waited for Fisher's test, 41 launches more)
-    rule = make_stop_rule(counts("b", 1, 6), VerdictSettings(), max_launches=306)
-    assert rule.decision_counts(0, 72)[0] is False
-    stop, why = rule.decision_counts(0, 73)
-    assert stop and why.startswith("fixed: 0/73")
-    comparison = compare_campaigns(make_campaign(tmp_path, "b", counts("b", 1, 6)),
-                                   make_campaign(tmp_path, "c", counts("c", 0, 73)))
-    assert comparison.verdict is Verdict.FIXED
+def test_compare_judges_a_rule_run_by_the_rule(tmp_path: Path) -> None:
+    # 3/20 vs a clean candidate: the fixed-size tests pass from 0/73 on, where the SPRT is
+    # also over its threshold; the anytime-valid comparison needs 0/106. The rule stops
+    # there, and compare of the rule's campaign says fixed there and not before
+    from kit.campaign import CampaignStore, load_campaign, update_meta
+
+    rule = make_stop_rule(counts("b", 3, 20), VerdictSettings(), max_launches=306)
+    first = next(n for n in range(1, 307) if rule.decision_counts(0, n)[0])
+    assert first == 106 and rule.decision_counts(0, 106)[1].startswith("fixed: 0/106")
+    base = make_campaign(tmp_path, "b", counts("b", 3, 20))
+    for n, want in ((105, Verdict.INCONCLUSIVE), (106, Verdict.FIXED)):
+        cand = make_campaign(tmp_path / str(n), "c", counts("c", 0, n))
+        assert compare_campaigns(base, cand).verdict is Verdict.FIXED  # no rule: fixed-size
+        update_meta(CampaignStore(cand.path), until_verdict=rule.to_meta(str(base.path), True,
+                                                                          "fixed"))
+        judged = compare_campaigns(base, load_campaign(cand.path))
+        assert judged.verdict is want, judged.decision.reason
+        assert judged.decision.e_value is not None
+    assert "its anytime-valid e-value is 19.96, under 20" in compare_campaigns(
+        base, load_campaign(tmp_path / "105" / "c")).decision.reason
+
+
+def _false_fixed(design: SprtDesign, settings: VerdictSettings, fixed_at, p: float, n_b: int
+                 ) -> float:
+    """Exact chance that a candidate as bad as a finished baseline (both at ``p``) ends
+    fixed: the baseline's binomial outcomes times a dynamic program over the candidate's
+    (launches, events), stopping as the SPRT does, fixed where ``fixed_at`` says."""
+    cap = design.max_launches
+    total = 0.0
+    for x_b in range(n_b + 1):
+        w_b = float(stats.binom.pmf(x_b, n_b, p))
+        alive = {0: 1.0}
+        for n in range(cap + 1):
+            moved: dict[int, float] = {}
+            for x, w in alive.items():
+                state = design.state(x, n)
+                if state is SprtState.NOT_BELOW:
+                    continue
+                if (state is SprtState.BELOW_CEILING or n == cap) and fixed_at(x_b, n_b, x, n):
+                    total += w_b * w
+                    continue
+                if n < cap:
+                    moved[x] = moved.get(x, 0.0) + w * (1 - p)
+                    moved[x + 1] = moved.get(x + 1, 0.0) + w * p
+            alive = moved
+    return total
+
+
+def test_a_candidate_as_bad_as_a_baseline_under_the_ceiling_is_rarely_fixed() -> None:
+    # issue #14: with the baseline below the ceiling only the comparison protects, and the
+    # fixed-size test run after every launch gave 7-8% false fixed at alpha 0.05 here
+    import functools
+
+    from kit.analysis.sequential import sequential_fixed
+
+    design = SprtDesign(0.3, 0.075, 0.05, 0.2, 60)
+    settings = VerdictSettings(signature="any-crash", ceiling=0.3)
+
+    @functools.lru_cache(maxsize=None)
+    def fixed_size(x_b: int, n_b: int, x: int, n: int) -> bool:
+        return decide(x_b, n_b, x, n, settings, with_needed=False).verdict is Verdict.FIXED
+
+    @functools.lru_cache(maxsize=None)
+    def rule(x_b: int, n_b: int, x: int, n: int) -> bool:
+        return sequential_fixed(x_b, n_b, x, n, settings, design)
+
+    for p in (0.1, 0.15, 0.2, 0.25):
+        assert _false_fixed(design, settings, rule, p, 20) <= 0.05
+    assert _false_fixed(design, settings, fixed_size, 0.15, 20) > 0.07  # the old rule
+
+
+def test_the_e_value_keeps_alpha_at_every_launch_of_an_interleaved_run() -> None:
+    # Ville's inequality, checked exactly: ABAB rounds of builds at one rate p, absorbed the
+    # first time the e-value reaches 20 (at any of 40 rounds); that chance stays <= 0.05
+    import functools
+
+    from kit.analysis.anytime import e_reaches
+
+    @functools.lru_cache(maxsize=None)
+    def hit(x_b: int, x_c: int, n: int) -> bool:
+        return e_reaches(x_b, n, x_c, n, alpha=0.05, ceiling=0.3)
+
+    for p in (0.05, 0.15, 0.3, 0.5):
+        alive = {(0, 0): 1.0}
+        absorbed = 0.0
+        for n in range(1, 41):
+            moved: dict[tuple[int, int], float] = {}
+            for (x_b, x_c), w in alive.items():
+                for d_b, w_b in ((0, 1 - p), (1, p)):
+                    for d_c, w_c in ((0, 1 - p), (1, p)):
+                        key = (x_b + d_b, x_c + d_c)
+                        moved[key] = moved.get(key, 0.0) + w * w_b * w_c
+            alive = {}
+            for (x_b, x_c), w in moved.items():
+                if hit(x_b, x_c, n):
+                    absorbed += w
+                else:
+                    alive[(x_b, x_c)] = w
+        assert absorbed <= 0.05, p
 
 
 def test_stop_rule_needs_a_positive_control(tmp_path: Path) -> None:
@@ -193,13 +286,17 @@ def test_interleaved_rule_stops_the_baseline_once_it_is_enough() -> None:
     rule = InterleavedRule(SprtDesign(0.5, 0.125), VerdictSettings(signature="abort",
                                                                    ceiling=0.5))
     # the candidate cannot end fixed before 6 launches (0 events) or 9 (1 event), so the
-    # baseline is judged against 0/6: 2/2 gives Fisher's p = 1/28, 1/2 gives 2/8
+    # baseline is judged against 0/6: 3/3 settles both Fisher's test and the e-value there,
+    # 2/2 does not (e-value under 20)
     assert rule.design.first_fixed_launch(0) == 6 and rule.design.first_fixed_launch(1) == 9
-    assert rule.needs_counts(1, 2, 0, 2)[:2] == (True, True)
-    assert rule.needs_counts(2, 2, 0, 2)[:2] == (False, True)
-    assert rule.needs_counts(2, 2, 0, 6)[:2] == (False, False)  # fixed
-    # a candidate event moves its earliest fixed stop to 9 launches: 2/2 vs 1/9 is p 0.055
-    assert rule.needs_counts(2, 2, 1, 4)[:2] == (True, True)
+    assert rule.needs_counts(2, 2, 0, 2)[:2] == (True, True)
+    assert rule.needs_counts(3, 3, 0, 2)[:2] == (False, True)
+    assert rule.needs_counts(3, 3, 0, 6)[:2] == (False, False)  # fixed
+    # below the ceiling with a baseline not yet enough: the baseline alone goes on
+    assert rule.needs_counts(2, 2, 0, 6)[:2] == (True, False)
+    # a candidate event moves its earliest fixed stop to 9 launches: 3/3 is not enough
+    assert rule.needs_counts(3, 3, 1, 4)[:2] == (True, True)
+    assert rule.needs_counts(4, 4, 1, 4)[:2] == (False, True)
     assert rule.needs_counts(3, 3, 3, 3)[:2] == (False, False)  # not below the ceiling
 
 
@@ -260,12 +357,15 @@ class ScriptedSideDouble:
 
 def test_an_interleaved_run_says_which_build_ran_out() -> None:
     # the baseline shows 1/3 and may make no more; the candidate is below the ceiling after
-    # 11 clean launches, but 1/3 vs 0/11 is not significant: nothing can go on
+    # 11 clean launches, but 1/3 vs 0/11 does not settle the comparison, and neither would
+    # twice the baseline at its rate: the candidate goes on too, to its 40 launches
     rule = InterleavedRule(SprtDesign(0.3, 0.075, 0.05, 0.2, 40),
                            VerdictSettings(signature="other-native-crash", ceiling=0.3))
     base, cand = ScriptedSideDouble([1], 3), ScriptedSideDouble([], 40)
     why = interleave(base, cand, rule)
-    assert (base.n, cand.n) == (3, 11)
-    assert why.startswith("the baseline reached its 3 launches and the other build needs no "
-                          "more (the candidate (0/11) is below the ceiling; the baseline (1/3) "
-                          "does not yet show it is lower)")
+    assert (base.n, cand.n) == (3, 40)
+    assert why.startswith("both builds reached their launches (the candidate (0/40) is below "
+                          "the ceiling; the baseline (1/3) does not yet show it is lower)")
+    short = ScriptedSideDouble([1], 3), ScriptedSideDouble([], 11)
+    why = interleave(*short, rule)
+    assert why.startswith("both builds reached their launches")

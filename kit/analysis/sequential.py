@@ -1,30 +1,33 @@
 """Sequential stopping for ``coldstart run ... --until-verdict``: stop a campaign as soon as
-``compare`` would be settled, with stated error rates.
+``compare`` would be settled, with error rates that hold in every case the rules accept.
 
-The rule (derived in docs/verdict.md, checked by ``benchmarks/bench_sequential.py``):
+The rules (derived in docs/verdict.md, checked by ``benchmarks/bench_sequential.py``):
 
 * The candidate's target events feed a sequential probability ratio test (Wald 1945) of
-  H0: rate = ``ceiling`` against H1: rate = ``design_rate`` (default ``ceiling / 4``). After
-  ``n`` counted launches with ``x`` events the likelihood ratio is
-  ``LR = (p1/c)^x * ((1-p1)/(1-c))^(n-x)``.
-* Stop with **fixed** when ``LR`` reaches the upper threshold *and* ``compare`` on the data
-  so far says ``fixed`` (positive control, exact test, Clopper-Pearson bound below the
-  ceiling). Stop with **not below the ceiling** when ``LR`` falls to the lower threshold and
-  the bound is not below the ceiling. Otherwise go on, up to the campaign's ``--launches``,
-  where ``compare`` judges the campaign as a fixed-size one.
-* The thresholds are exact for that truncation (:func:`_calibrate`): a dynamic program over
-  (launches, events) gives the rule's chance of ending ``fixed`` at the ceiling (<= alpha;
-  at any higher rate it is lower) and at the design rate (>= 1 - beta), truncation and
-  the bound included, and the thresholds are the least conservative that keep both. Wald's
-  thresholds (``1/alpha`` and ``beta``, valid for any length by Ville's inequality) are kept
-  for a design without ``max_launches``; they need 7% more launches for a clean candidate,
-  23% more at the design rate and 35% more at the ceiling.
+  H0: rate = ``ceiling`` against H1: rate = ``design_rate`` (default ``ceiling / 4``), with
+  thresholds computed exactly for the campaign's ``--launches`` (:mod:`kit.analysis.sprt`):
+  it ends "below the ceiling" with chance <= alpha at any true rate at or above the
+  ceiling.
+* The comparison with the baseline is the anytime-valid e-value of
+  :mod:`kit.analysis.anytime`, which reaches ``1/alpha`` with chance <= alpha when the
+  candidate's rate is not lower than the baseline's, however the launches were
+  interleaved, paused and stopped (the exact tests of a fixed-size ``compare``, run after
+  every launch, reached 8.6% and 14% at alpha 0.05: issue #14).
+* Stop with **fixed** when the SPRT is over its upper threshold *and* ``compare`` on the
+  data so far says ``fixed`` with the rule's conditions (:func:`sequential_fixed`: positive
+  control, exact test, Clopper-Pearson bound, e-value). Stop as **not below the ceiling**
+  when the SPRT falls to its lower threshold and the bound is not below the ceiling, and
+  when ``fixed`` is out of reach within ``--launches``.
+
+``fixed`` needs both parts, so its error rate is at most alpha wherever the candidate is not
+fixed: a true rate at or above the ceiling is caught by the first, one at or above the
+baseline's by the second (an intersection-union test, Berger 1982, Technometrics 24:295).
 
 With a finished baseline (:func:`make_stop_rule`) only the candidate runs. When both builds
-can run (:func:`run_interleaved`), launches alternate baseline, candidate, baseline, ... (one
-round per launcher set); the baseline pauses once its positive control makes the exact test
-significant against the candidate as it will stand at its earliest possible ``fixed`` stop,
-and the candidate goes on alone.
+can run (:func:`interleave`), launches alternate baseline, candidate, ... (one round per
+launcher set); the baseline pauses once its events would settle the comparison against the
+candidate as it will stand at its earliest possible ``fixed`` stop, and the candidate goes
+on alone.
 """
 
 from __future__ import annotations
@@ -38,13 +41,18 @@ from typing import Any, Protocol, Sequence
 from ..campaign import Campaign, load_campaign
 from ..errors import UsageError
 from ..records import LaunchRecord
+from ..scenario import parse_scenario
+from .anytime import e_reaches
+from .decide import Verdict, VerdictSettings, decide
 from .sprt import OperatingPoint, SprtDesign, SprtState, _bound_below
-from .stats import fisher_p_vector, significant
-from .verdict import (DEFAULT_SIGNATURE, Verdict, VerdictSettings, clean_launches_to_fixed,
-                      count_target, decide)
+from .stats import _first_true, fisher_p_vector, significant
+from .target import DEFAULT_SIGNATURE, count_target
 
 __all__ = ["StopRule", "InterleavedRule", "Side", "make_stop_rule", "interleave",
-           "SprtState", "SprtDesign", "OperatingPoint"]
+           "sequential_fixed", "SprtState", "SprtDesign", "OperatingPoint", "COMPARISON"]
+
+#: how the rules compare the builds, as campaign.json keeps it
+COMPARISON = "anytime-valid e-value >= 1/alpha (universal inference)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,9 +83,8 @@ class StopRule:
         cap = self.design.max_launches
         if cap is None:
             return False
-        return not (_bound_below(x_c, cap, self.settings.ceiling, self.settings.alpha)
-                    and _compare_says_fixed(self.baseline_events, self.baseline_n, x_c, cap,
-                                            self.settings))
+        return not sequential_fixed(self.baseline_events, self.baseline_n, x_c, cap,
+                                    self.settings, self.design)
 
     def decision_counts(self, x_c: int, n_c: int) -> tuple[bool, str]:
         """``(stop, why)`` for ``x_c`` target events in ``n_c`` counted candidate launches."""
@@ -93,8 +100,8 @@ class StopRule:
                           f"inconclusive while its interval still reaches below the ceiling, "
                           f"and more launches would most likely not make it fixed")
         if state is SprtState.BELOW_CEILING:
-            if _compare_says_fixed(self.baseline_events, self.baseline_n, x_c, n_c,
-                                   self.settings):
+            if sequential_fixed(self.baseline_events, self.baseline_n, x_c, n_c,
+                                self.settings, self.design):
                 return True, (f"fixed: {x_c}/{n_c} candidate launches against the "
                               f"baseline's {self.baseline_events}/{self.baseline_n}")
         return False, f"{x_c}/{n_c}: {state.value}"
@@ -123,15 +130,22 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
         design_rate: H1's rate (default ``ceiling / 4``).
         beta: chance of missing ``fixed`` when the candidate is at ``design_rate``.
         max_launches: the candidate campaign's ``--launches`` (exact thresholds for it;
-            ``None``: Wald's).
+            ``None``: the Ville-style bounds 1/alpha and beta).
 
     Raises:
-        UsageError: the baseline is missing, or never showed the target (no positive
-            control: the rule could never stop with ``fixed``), or ``max_launches`` is too
-            few for these error rates, or for the exact test against this baseline.
+        UsageError: the baseline is missing, injects crashes or never showed the target (no
+            positive control: the rule could never stop with ``fixed``), or ``max_launches``
+            is too few for these error rates, or for the comparison with this baseline.
     """
     if isinstance(baseline, (str, os.PathLike)):
         baseline = load_campaign(baseline)
+    if isinstance(baseline, Campaign):
+        inject = parse_scenario(baseline.meta.scenario).inject
+        if inject is not None:
+            raise UsageError(f"the baseline's scenario injects crashes "
+                             f"(inject={'@'.join(inject)}): they are the kit's own, no "
+                             f"positive control, so --until-verdict could never stop with "
+                             f"fixed", "give a baseline campaign run with inject=none")
     records = baseline.records if isinstance(baseline, Campaign) else list(baseline)
     x_b, n_b = count_target(records, settings.signature)
     if x_b == 0:
@@ -143,28 +157,60 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
                         settings.ceiling / 4, settings.alpha, beta, max_launches)
     rule = StopRule(design, settings, x_b, n_b)
     if rule.out_of_reach(0):
-        more = clean_launches_to_fixed(x_b, n_b, 0, 0, alpha=settings.alpha,
-                                       ceiling=settings.ceiling)  # Fisher's: an upper bound
-        if more is not None and max_launches is not None and more > max_launches:
-            from .stats import _first_true
-
-            more = _first_true(lambda n: _compare_says_fixed(x_b, n_b, 0, n, settings),
-                               max_launches + 1, more)  # compare's own tests (Boschloo)
+        more = _clean_launches_needed(x_b, n_b, settings)
         need = f"at least {more}" if more is not None else "more than 10,000,000"
         raise UsageError(f"the baseline's {x_b}/{n_b} {settings.signature} could not be shown "
                          f"higher than even a clean candidate of {max_launches} launches "
-                         f"(a clean candidate needs {need})",
+                         f"(a clean candidate needs {need} for the rule's comparison)",
                          "give --launches that large, or make more baseline launches "
                          "(`coldstart run ... --out BASELINE_DIR --resume --launches M`)")
     return rule
 
 
-@functools.lru_cache(maxsize=1 << 14)
-def _compare_says_fixed(x_b: int, n_b: int, x_c: int, n_c: int,
-                        settings: VerdictSettings) -> bool:
-    """Whether ``compare`` says ``fixed`` for these counts, with its own tests (Boschloo's
-    where more powerful than Fisher's), cached: the rules ask again after every launch."""
-    return decide(x_b, n_b, x_c, n_c, settings, with_needed=False).verdict is Verdict.FIXED
+@functools.lru_cache(maxsize=1 << 16)
+def sequential_fixed(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings,
+                     design: SprtDesign) -> bool:
+    """Whether ``compare`` says ``fixed`` for these counts of a run under ``design``: its
+    own tests (positive control, Boschloo's or Fisher's test, Clopper-Pearson bound) and
+    the rule's (the anytime-valid e-value at ``1/alpha``; the SPRT over its upper threshold
+    or the run at ``max_launches``). The same answer as
+    ``decide(..., anytime=True, sequential=design)``, with the cheap conditions first, and
+    cached: the rules ask after every launch."""
+    alpha, ceiling = settings.alpha, settings.ceiling
+    if x_b == 0 or n_c == 0 or x_c * n_b >= x_b * n_c:
+        return False
+    if not _bound_below(x_c, n_c, ceiling, alpha):
+        return False
+    cap = design.max_launches
+    if design.state(x_c, n_c) is not SprtState.BELOW_CEILING and (cap is None or n_c < cap):
+        return False
+    if not e_reaches(x_b, n_b, x_c, n_c, alpha=alpha, ceiling=ceiling):
+        return False
+    return decide(x_b, n_b, x_c, n_c, settings, with_needed=False, anytime=True,
+                  sequential=design).verdict is Verdict.FIXED
+
+
+def _clean_launches_needed(x_b: int, n_b: int, settings: VerdictSettings,
+                           limit: int = 10_000_000) -> int | None:
+    """Fewest clean candidate launches against ``x_b/n_b`` with which ``compare`` of a rule
+    run can say ``fixed`` (bound, e-value and exact test; the SPRT aside): the e-value and
+    Fisher's p improve with every clean launch, so a doubling then a bisection finds it."""
+    alpha, ceiling = settings.alpha, settings.ceiling
+
+    def cheap(n: int) -> bool:
+        return (_bound_below(0, n, ceiling, alpha)
+                and e_reaches(x_b, n_b, 0, n, alpha=alpha, ceiling=ceiling)
+                and significant(_fisher_p(x_b, n_b, 0, n), alpha))
+
+    hi = 1
+    while not cheap(hi):
+        hi *= 2
+        if hi > limit:
+            return None
+    full = VerdictSettings(settings.signature, alpha, ceiling)
+    return _first_true(lambda n: _bound_below(0, n, ceiling, alpha) and e_reaches(
+        x_b, n_b, 0, n, alpha=alpha, ceiling=ceiling) and decide(
+        x_b, n_b, 0, n, full, with_needed=False).verdict is Verdict.FIXED, max(1, hi // 2), hi)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -181,7 +227,7 @@ def _rule_meta(design: SprtDesign, settings: VerdictSettings, baseline: str,
             "beta": design.beta, "ceiling": design.ceiling,
             "design_rate": design.design_rate, "max_launches": design.max_launches,
             "lr_upper": math.exp(design.upper), "lr_lower": math.exp(design.lower),
-            "stopped": stopped, "why": why}
+            "comparison": COMPARISON, "stopped": stopped, "why": why}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,11 +236,15 @@ class InterleavedRule:
 
     The candidate needs launches until its SPRT leaves :attr:`SprtState.CONTINUE`: "not
     below the ceiling" ends the run; "below the ceiling" ends it with ``fixed`` once
-    ``compare`` agrees, and until then only the baseline goes on. The baseline needs
-    launches until it has shown the target and Fisher's one-sided p is <= alpha against the
-    candidate as it will stand at its earliest possible ``fixed`` stop: its events so far in
-    :meth:`SprtDesign.first_fixed_launch` launches (or more, if it already has them). It
-    resumes if a later candidate event raises that p again.
+    :func:`sequential_fixed` agrees, and until then the baseline goes on (the candidate too,
+    when even twice the baseline's launches at its rate so far could not settle the
+    comparison against the candidate as it stands). Before that, the baseline needs
+    launches until it has shown the target and both Fisher's one-sided p <= alpha and the
+    e-value >= 1/alpha against the candidate as it will stand at its earliest possible
+    ``fixed`` stop: its events so far in :meth:`SprtDesign.first_fixed_launch` launches (or
+    more, if it already has them). It resumes if a later candidate event undoes that.
+    Which build runs never changes the error rates (the e-value holds for any allocation);
+    it only changes how many launches the run takes.
     """
 
     design: SprtDesign
@@ -207,6 +257,12 @@ class InterleavedRule:
         return {**_rule_meta(self.design, self.settings, baseline, stopped, why),
                 "interleaved": True}
 
+    def _settles(self, x_b: int, n_b: int, x_c: int, n_c: int) -> bool:
+        """The comparison's two tests pass for these counts (the bound and SPRT aside)."""
+        alpha = self.settings.alpha
+        return (x_b > 0 and significant(_fisher_p(x_b, n_b, x_c, n_c), alpha)
+                and e_reaches(x_b, n_b, x_c, n_c, alpha=alpha, ceiling=self.settings.ceiling))
+
     def needs_counts(self, x_b: int, n_b: int, x_c: int, n_c: int) -> tuple[bool, bool, str]:
         """``(baseline needs more, candidate needs more, why)`` from target counts."""
         state = self.design.state(x_c, n_c)
@@ -215,13 +271,14 @@ class InterleavedRule:
             return False, False, (f"the candidate's {sig} rate is not below the "
                                   f"{self.settings.ceiling:g} ceiling ({x_c}/{n_c})")
         if state is SprtState.BELOW_CEILING:
-            if _compare_says_fixed(x_b, n_b, x_c, n_c, self.settings):
+            if sequential_fixed(x_b, n_b, x_c, n_c, self.settings, self.design):
                 return False, False, f"fixed: baseline {x_b}/{n_b}, candidate {x_c}/{n_c}"
-            return True, False, (f"the candidate ({x_c}/{n_c}) is below the ceiling; the "
-                                 f"baseline ({x_b}/{n_b}) does not yet show it is lower")
+            alone = x_b == 0 or self._settles(2 * x_b, 2 * n_b, x_c, n_c)
+            return True, not alone, (f"the candidate ({x_c}/{n_c}) is below the ceiling; "
+                                     f"the baseline ({x_b}/{n_b}) does not yet show it is "
+                                     f"lower")
         n_at_stop = max(n_c, self.design.first_fixed_launch(x_c))
-        baseline_ok = x_b > 0 and significant(_fisher_p(x_b, n_b, x_c, n_at_stop),
-                                              self.settings.alpha)
+        baseline_ok = self._settles(x_b, n_b, x_c, n_at_stop)
         return not baseline_ok, True, f"baseline {x_b}/{n_b}, candidate {x_c}/{n_c}: {state}"
 
 

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import UsageError
-from .stats import _first_true
+from .stats import _first_true, k_max_range
 
 __all__ = ["SprtState", "SprtDesign", "OperatingPoint", "SLOW_RULE_LAUNCHES"]
 
@@ -83,23 +83,7 @@ def _k_max_table(max_launches: int, ceiling: float, alpha: float) -> np.ndarray:
     Clopper-Pearson bound at ``1 - alpha`` is below ``ceiling`` (-1: none), as
     :func:`kit.analysis.stats._k_max` gives it one ``n`` at a time (same duality:
     bound < ceiling <=> ``binom.cdf(k, n, ceiling) < alpha``)."""
-    from scipy import stats
-
-    n = np.arange(1, max_launches + 1)
-    # a normal approximation to start from (binom.ppf is slow for thousands of n); the loops
-    # below make it exact
-    mean, sd = n * ceiling, np.sqrt(n * ceiling * (1 - ceiling))
-    k = np.clip(np.floor(mean + stats.norm.ppf(alpha) * sd), -1, n).astype(np.int64)
-    while True:
-        too_high = (k >= 0) & (stats.binom.cdf(k, n, ceiling) >= alpha)
-        if not too_high.any():
-            break
-        k = np.where(too_high, k - 1, k)
-    while True:
-        too_low = (k + 1 <= n) & (stats.binom.cdf(k + 1, n, ceiling) < alpha)
-        if not too_low.any():
-            break
-        k = np.where(too_low, k + 1, k)
+    k = k_max_range(1, max_launches + 1, ceiling, alpha)
     return np.concatenate([[-1], k])
 
 
@@ -217,11 +201,12 @@ def _calibrate(ceiling: float, design_rate: float, alpha: float, beta: float,
 
     The smallest upper threshold whose exact chance of ``fixed`` at the ceiling is <=
     ``alpha``, and the largest lower threshold whose exact chance of ``fixed`` at the design
-    rate is >= ``1 - beta``, each given the other, iterated from Wald's thresholds to a fixed
-    point. Raising either threshold only removes ``fixed`` outcomes (a path that ends
-    ``fixed`` with the higher one ends so with the lower one too), so both maps are
-    monotone and the iteration settles; the error rate of ``fixed`` is largest at the
-    ceiling among rates at or above it (more events only move a path away from ``fixed``).
+    rate is >= ``1 - beta``, each given the other, iterated from the Ville-style bounds
+    (1/alpha, beta) to a fixed point. Raising either threshold only removes ``fixed``
+    outcomes (a path that ends ``fixed`` with the higher one ends so with the lower one
+    too), so both maps are monotone and the iteration settles; the error rate of
+    ``fixed`` is largest at the ceiling among rates at or above it (more events only move
+    a path away from ``fixed``).
     This is how exact critical values of truncated sequential tests are found in drug-safety
     surveillance (Kulldorff et al. 2011, "A maximized sequential probability ratio test",
     Sequential Analysis 30:58-78).
@@ -275,15 +260,17 @@ class SprtDesign:
     With ``max_launches`` (the campaign's ``--launches``) the thresholds are exact: computed
     by dynamic programming so that, truncated there and judged by ``compare`` at the end, the
     chance of ``fixed`` is <= ``alpha`` at any true rate at or above the ceiling and >=
-    ``1 - beta`` at the design rate (:func:`_calibrate`). Without it they are Wald's,
-    ``LR >= 1/alpha`` and ``LR <= beta``, which Ville's inequality makes valid however long
-    the run goes, at the price of more launches.
+    ``1 - beta`` at the design rate (:func:`_calibrate`). Without it they are the
+    conservative Ville-style bounds ``LR >= 1/alpha`` and ``LR <= beta``, valid however long
+    the run goes (Ville's inequality), at the price of more launches. (Wald's own
+    approximations are ``(1 - beta)/alpha`` and ``beta/(1 - alpha)``: 16 and 0.211 at 0.05 and
+    0.2, not guaranteed for a discrete, truncated run.)
 
     Attributes:
         ceiling: the rate the candidate must be shown below (as in ``compare``).
         design_rate: the rate under H1 (``0 < design_rate < ceiling``).
         alpha: false-``fixed`` bound. beta: bound on missing ``fixed`` at ``design_rate``.
-        max_launches: where the rule is truncated (``None``: Wald's thresholds).
+        max_launches: where the rule is truncated (``None``: the Ville-style bounds).
         upper, lower: the log-LR thresholds in use (computed).
 
     Raises:
@@ -387,12 +374,14 @@ class SprtDesign:
         """The rule and its error rates in one paragraph."""
         head = (f"SPRT on the candidate's target rate, H0: {self.ceiling:g} (the ceiling) vs "
                 f"H1: {self.design_rate:g}; stops with fixed when LR >= "
-                f"{math.exp(self.upper):.3g} and compare agrees, as not below the ceiling when "
+                f"{math.exp(self.upper):.3g} and compare agrees (with the rule's anytime-valid "
+                f"comparison against the baseline, e-value >= {1 / self.alpha:g}), as not below "
+                f"the ceiling when "
                 f"LR <= {math.exp(self.lower):.3g} and the bound is not below it")
         if self.max_launches is None:
-            tail = (f"; Wald's thresholds: false fixed <= {self.alpha:g} at any rate at or "
-                    f"above the ceiling and missed fixed <= {self.beta:g} at "
-                    f"{self.design_rate:g} or less (Ville's inequality), however long the run")
+            tail = (f"; Ville's bounds 1/alpha and beta as thresholds: false fixed <= "
+                    f"{self.alpha:g} at any rate at or above the ceiling and missed fixed <= "
+                    f"{self.beta:g} at {self.design_rate:g} or less, however long the run")
         else:
             at_c = self.operating(self.ceiling)
             at_h1 = self.operating(self.design_rate)

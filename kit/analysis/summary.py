@@ -2,7 +2,9 @@
 create-overlap figures and the infra errors (listed, never in a denominator).
 
 The run commands call :func:`summarize` then :func:`render_summary` when a campaign ends;
-:mod:`kit.report` writes the same figures to JSON, JUnit, HTML and Markdown.
+:mod:`kit.report` writes the same figures to JSON, JUnit, HTML and Markdown. A campaign is
+read in one streamed pass (:mod:`kit.analysis.scan`); long lists (signatures, infra
+errors) are printed up to :data:`SHOWN_ROWS` rows and an "and N more" line.
 """
 
 from __future__ import annotations
@@ -12,19 +14,26 @@ import dataclasses
 import statistics
 from typing import Any, Iterable, Sequence
 
-from ..campaign import Campaign
 from ..campaign.meta import CampaignMeta
 from ..errors import ColdstartError
-from ..records import LaunchRecord, Outcome
+from ..records import LaunchRecord
 from ..scenario import parse_scenario
+from .scan import (NO_PHASE, AnyCampaign, CampaignSource, Scan, example_frames, records_of,
+                   scan_campaign)
 from .stats import Rate, rate
 
-__all__ = ["CountRow", "DeviceRow", "OverlapSummary", "RaceSummary", "InfraErrorRow",
-           "SignatureRow", "CampaignSummary", "summarize", "render_summary",
-           "example_frames", "NO_PHASE", "unfinished_note"]
+__all__ = ["CountRow", "DeviceRow", "OverlapSummary", "RaceSummary", "DetectorSummary",
+           "InfraErrorRow", "SignatureRow", "CampaignSummary", "summarize", "render_summary",
+           "example_frames", "NO_PHASE", "unfinished_note", "SHOWN_ROWS", "more_text",
+           "detector_line"]
 
-#: ``last_phase`` shown for launches that did not even report ``start``.
-NO_PHASE = "none"
+#: rows of a long table (signatures, infra errors) printed before "and N more"
+SHOWN_ROWS = 20
+
+
+def more_text(hidden: int, what: str) -> str:
+    """``"and 1,279 more signatures (all in summary.json)"``."""
+    return f"and {hidden:,} more {what} (all in summary.json)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +114,34 @@ class RaceSummary:
 
 
 @dataclasses.dataclass(frozen=True)
+class DetectorSummary:
+    """A race detector's verdicts (``detector`` payloads: ThreadSanitizer, Helgrind...):
+    launches it judged (``on_target`` true or false; unknown ones are left out, as
+    launches without a witness are), how many of those had a data race on the allocator
+    statics (``race-detected``), the races it reported per judged launch, and how many
+    detected launches crashed.
+
+    Attributes:
+        detected: launches with ``on_target`` true, over judged launches.
+        races_per_launch: races reported (``races`` lists) per judged launch.
+        unknown: launches with a payload whose ``on_target`` is null.
+        detected_crashed: detected launches whose process crashed.
+        tools: the detectors that ran (``tool``), most frequent first.
+    """
+
+    detected: Rate
+    races_per_launch: float | None
+    unknown: int
+    detected_crashed: int
+    tools: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"detected": self.detected.to_dict(), "races_per_launch": self.races_per_launch,
+                "unknown": self.unknown, "detected_crashed": self.detected_crashed,
+                "tools": list(self.tools)}
+
+
+@dataclasses.dataclass(frozen=True)
 class InfraErrorRow:
     """One infra error: listed in every summary, never counted in a rate."""
 
@@ -153,8 +190,10 @@ class CampaignSummary:
         devices: per device, crashes and infra errors.
         overlap: create-overlap figures.
         race: race-witness figures, or ``None`` when no record carries a witness.
-        signatures: distinct crash signatures with one example each.
-        infra_errors: every infra-error record.
+        detector: race-detector figures, or ``None`` when no record carries a detector.
+        signatures: distinct crash signatures with one example each, most frequent first.
+        infra_errors: the first :data:`kit.analysis.scan.MAX_LISTED` infra-error records;
+            infra_error_count: all of them.
         notes: problems met while reading the campaign.
         confidence: of every interval (0.95).
     """
@@ -181,6 +220,8 @@ class CampaignSummary:
     notes: tuple[str, ...]
     confidence: float = 0.95
     unfinished: str | None = None
+    detector: DetectorSummary | None = None
+    infra_error_count: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``campaigns[]`` entries of ``summary.json``)."""
@@ -195,78 +236,44 @@ class CampaignSummary:
         return out
 
 
-def example_frames(record: LaunchRecord, limit: int = 8) -> tuple[str, ...]:
-    """The crashing thread's top ``limit`` frames of ``record.crash`` as text lines
-    (``#00 symbol+offset (module)``); empty when the record has no frames."""
-    frames = (record.crash or {}).get("frames") or []
-    lines = []
-    for frame in frames[:limit]:
-        if not isinstance(frame, dict):
-            continue
-        index = frame.get("index", len(lines))
-        symbol = frame.get("symbol") or frame.get("pc") or "??"
-        offset = frame.get("offset")
-        text = f"#{index:02d} {symbol}" if isinstance(index, int) else f"# {symbol}"
-        if offset is not None and frame.get("symbol"):
-            text += f"+{offset}"
-        if frame.get("module"):
-            text += f" ({frame['module']})"
-        lines.append(text)
-    return tuple(lines)
-
-
 def _rows(counter: collections.Counter[str], n: int, confidence: float) -> tuple[CountRow, ...]:
     return tuple(CountRow(key, rate(count, n, confidence))
                  for key, count in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _overlap(records: Sequence[LaunchRecord], confidence: float) -> OverlapSummary:
-    overlaps: list[float] = []
-    spreads: list[float] = []
-    for record in records:
-        value = record.create_overlap_ms
-        if value is None:
-            continue
-        overlaps.append(value)
-        starts = [s.start_ms for s in record.sessions]
-        spreads.append(max(starts) - min(starts))
-    hit = sum(1 for v in overlaps if v > 0)
-    return OverlapSummary(len(overlaps), rate(hit, len(overlaps), confidence),
-                          statistics.median(overlaps) if overlaps else None,
-                          statistics.median(spreads) if spreads else None,
-                          max(spreads) if spreads else None)
+def _median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if len(values) else None
 
 
-def _race(records: Sequence[LaunchRecord], confidence: float) -> RaceSummary | None:
-    available = [r for r in records if isinstance(r.race, dict)
-                 and r.race.get("available", True) is not False]
-    if not any(isinstance(r.race, dict) for r in records):
+def _overlap(scan: Scan, confidence: float) -> OverlapSummary:
+    hit = sum(1 for v in scan.overlaps if v > 0)
+    return OverlapSummary(len(scan.overlaps), rate(hit, len(scan.overlaps), confidence),
+                          _median(scan.overlaps), _median(scan.spreads),
+                          max(scan.spreads) if len(scan.spreads) else None)
+
+
+def _race(scan: Scan, confidence: float) -> RaceSummary | None:
+    if not scan.race_seen:
         return None
-    hits = [r for r in available if r.race.get("witnessed") is True]  # type: ignore[union-attr]
-
-    def median_skew(group: Sequence[LaunchRecord]) -> float | None:
-        skews = [float(r.race["skew_us"]) for r in group  # type: ignore[index]
-                 if isinstance(r.race.get("skew_us"), (int, float))]  # type: ignore[union-attr]
-        return statistics.median(skews) if skews else None
-
-    return RaceSummary(rate(len(hits), len(available), confidence),
-                       median_skew_us=median_skew(available),
-                       median_witnessed_skew_us=median_skew(hits),
-                       witnessed_crashed=sum(1 for r in hits if r.outcome is Outcome.CRASHED))
+    return RaceSummary(rate(scan.race_witnessed, scan.race_available, confidence),
+                       median_skew_us=_median(scan.race_skews),
+                       median_witnessed_skew_us=_median(scan.race_witnessed_skews),
+                       witnessed_crashed=scan.race_witnessed_crashed)
 
 
-def _signatures(records: Sequence[LaunchRecord]) -> tuple[SignatureRow, ...]:
-    groups: dict[tuple[str, str], list[LaunchRecord]] = {}
-    for record in records:
-        if record.outcome is not Outcome.CRASHED and not record.crash_class:
-            continue
-        key = (record.signature or "(no signature)", record.crash_class or "unclassified")
-        groups.setdefault(key, []).append(record)
-    rows = []
-    for (signature, crash_class), members in groups.items():
-        example = next((m for m in members if example_frames(m)), members[0])
-        rows.append(SignatureRow(signature, crash_class, len(members), example.launch_id,
-                                 example_frames(example)))
+def _detector(scan: Scan, confidence: float) -> DetectorSummary | None:
+    if not scan.detector_seen:
+        return None
+    judged = scan.detector_judged
+    return DetectorSummary(rate(scan.detector_detected, judged, confidence),
+                           scan.detector_races / judged if judged else None,
+                           scan.detector_seen - judged, scan.detector_detected_crashed,
+                           tuple(t for t, _ in scan.detector_tools.most_common()))
+
+
+def _signatures(scan: Scan) -> tuple[SignatureRow, ...]:
+    rows = [SignatureRow(signature, crash_class, count, example, tuple(frames))
+            for (signature, crash_class), (count, example, frames) in scan.signatures.items()]
     return tuple(sorted(rows, key=lambda r: (-r.count, r.signature)))
 
 
@@ -300,12 +307,14 @@ def _until_verdict_note(meta: CampaignMeta) -> tuple[str, ...]:
     return (f"{head}: interrupted before the rule settled",)
 
 
-def unfinished_note(campaign: Campaign) -> str | None:
+def unfinished_note(campaign: AnyCampaign, made: int | None = None) -> str | None:
     """``"campaign made 3 of its 30 planned launches (...)"`` for a campaign that was
     interrupted before its ``launches`` (``campaign.json``), else ``None``; a campaign run
-    under a sequential rule that ended (settled or not) is finished."""
+    under a sequential rule that ended (settled or not) is finished. ``made``: the launch
+    slots it made, when known (else its records are read)."""
     planned = campaign.meta.launches
-    made = len({r.index for r in campaign.records})
+    if made is None:
+        made = len({r.index for r in records_of(campaign)})
     if made >= planned:
         return None
     for kept in (campaign.meta.until_verdict, campaign.meta.interleaved):
@@ -315,67 +324,74 @@ def unfinished_note(campaign: Campaign) -> str | None:
             f"with --resume)")
 
 
-def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],
-              confidence: float = 0.95) -> CampaignSummary:
-    """Summarise a campaign (or a list of records, e.g. one in progress).
+def summarize(campaign_or_records: AnyCampaign | Iterable[LaunchRecord],
+              confidence: float = 0.95, *, scan: Scan | None = None) -> CampaignSummary:
+    """Summarise a campaign (or records, e.g. of one in progress) in one streamed pass.
 
     Args:
-        campaign_or_records: a :class:`~kit.campaign.Campaign` from
-            :func:`~kit.campaign.load_campaign`, or launch records (infra errors included;
-            they are listed and left out of every denominator).
+        campaign_or_records: a :class:`~kit.campaign.Campaign`, a
+            :class:`~kit.analysis.scan.CampaignSource` (records streamed from disk), or
+            launch records (infra errors included; they are listed and left out of every
+            denominator).
         confidence: of every Clopper-Pearson interval.
+        scan: the campaign's :class:`~kit.analysis.scan.Scan` when already made (compare
+            and the reports share one pass).
 
     Returns:
         A :class:`CampaignSummary`.
     """
-    if isinstance(campaign_or_records, Campaign):
+    from ..campaign import Campaign
+
+    if isinstance(campaign_or_records, (Campaign, CampaignSource)):
         campaign = campaign_or_records
-        records = list(campaign.records)
-        meta = campaign.meta
+        scan = scan if scan is not None else scan_campaign(campaign)
+        meta: CampaignMeta | None = campaign.meta
         path: str | None = str(campaign.path)
-        note = unfinished_note(campaign)
+        note = unfinished_note(campaign, len(scan.slots))
         unfinished = f"this {note}" if note else None
-        notes = (tuple(campaign.notes) + _until_verdict_note(meta)
+        notes = (tuple(campaign.notes) + _until_verdict_note(campaign.meta)
                  + ((unfinished,) if unfinished else ()))
     else:
-        records = list(campaign_or_records)
-        first = records[0] if records else None
+        scan = scan if scan is not None else scan_campaign(campaign_or_records)
+        first = scan.first
         meta = CampaignMeta(label=first.label, target=first.target,
                             scenario=_scenario_key(first.scenario), launches=0) if first else None
         path, notes, unfinished = None, (), None
-    counted = [r for r in records if r.counted]
-    n = len(counted)
-    crashed = [r for r in counted if r.outcome is Outcome.CRASHED]
-    classes = collections.Counter(r.crash_class or "unclassified" for r in counted
-                                  if r.crash_class or r.outcome is Outcome.CRASHED)
-    devices = []
-    for device in sorted({r.device for r in records}):
-        mine = [r for r in records if r.device == device]
-        mine_counted = [r for r in mine if r.counted]
-        devices.append(DeviceRow(device, mine[0].target,
-                                 rate(sum(1 for r in mine_counted
-                                          if r.outcome is Outcome.CRASHED),
-                                      len(mine_counted), confidence),
-                                 len(mine) - len(mine_counted)))
+    n = scan.counted
+    devices = tuple(DeviceRow(device, target, rate(crashed, counted, confidence), infra)
+                    for device, (target, counted, crashed, infra) in sorted(scan.devices.items()))
     return CampaignSummary(
         label=meta.label if meta else "", target=meta.target if meta else "",
         scenario=meta.scenario if meta else "",
         scenario_description=meta.scenario_description if meta else "",
         path=path, planned_launches=meta.launches if meta and path else None,
-        records=len(records), counted=n, crashed=rate(len(crashed), n, confidence),
-        outcomes=_rows(collections.Counter(r.outcome.value for r in counted), n, confidence),
-        crash_classes=_rows(classes, n, confidence),
-        last_phases=_rows(collections.Counter(r.last_phase or NO_PHASE for r in counted), n,
-                          confidence),
-        crash_phases=_rows(collections.Counter(r.last_phase or NO_PHASE for r in crashed), n,
-                           confidence),
-        targets=_rows(collections.Counter(r.target for r in counted), n, confidence),
-        devices=tuple(devices), overlap=_overlap(counted, confidence),
-        race=_race(counted, confidence), signatures=_signatures(counted),
-        infra_errors=tuple(InfraErrorRow(r.launch_id, r.index, r.attempt, r.device,
-                                         r.error or "") for r in records if not r.counted),
-        notes=notes, confidence=confidence,
-        unfinished=unfinished)
+        records=scan.records, counted=n, crashed=rate(scan.crashed, n, confidence),
+        outcomes=_rows(scan.outcomes, n, confidence),
+        crash_classes=_rows(scan.classes, n, confidence),
+        last_phases=_rows(scan.last_phases, n, confidence),
+        crash_phases=_rows(scan.crash_phases, n, confidence),
+        targets=_rows(scan.targets, n, confidence),
+        devices=devices, overlap=_overlap(scan, confidence),
+        race=_race(scan, confidence), signatures=_signatures(scan),
+        infra_errors=tuple(InfraErrorRow(*row) for row in scan.infra_listed),
+        notes=notes, confidence=confidence, unfinished=unfinished,
+        detector=_detector(scan, confidence), infra_error_count=scan.infra_count)
+
+
+def detector_line(detector: DetectorSummary | None) -> str | None:
+    """``"Race detector (tsan): 3/10 judged launches had a data race on the allocator
+    statics ...; 0.4 races reported per launch; 1 of those crashed"``, or ``None``."""
+    if detector is None:
+        return None
+    tools = ", ".join(detector.tools) or "unknown"
+    unknown = (f"; {detector.unknown} launches it could not judge (left out)"
+               if detector.unknown else "")
+    d = detector.detected
+    if not d.n:
+        return f"Race detector ({tools}): no launch judged{unknown}"
+    return (f"Race detector ({tools}): {d.count}/{d.n} judged launches had a data race on "
+            f"the allocator statics {_rate_cell(d)}; {detector.races_per_launch:.2f} races "
+            f"reported per launch; {detector.detected_crashed} of those crashed{unknown}")
 
 
 def _rate_cell(r: Rate) -> str:
@@ -402,7 +418,7 @@ def render_summary(summary: CampaignSummary, console: "Any") -> None:
     planned = (f" of {summary.planned_launches} planned" if summary.planned_launches
                else "")
     console.print(Text(
-        f"{summary.counted} counted launches{planned}, {len(summary.infra_errors)} infra errors "
+        f"{summary.counted} counted launches{planned}, {summary.infra_error_count} infra errors "
         f"(not counted); crashed {summary.crashed.count}/{summary.counted} "
         f"{_rate_cell(summary.crashed)}"))
 
@@ -450,21 +466,29 @@ def render_summary(summary: CampaignSummary, console: "Any") -> None:
         console.print(Text(f"Race witness: {w.count}/{w.n} launches with a witness saw two "
                            f"allocator contexts {_rate_cell(w)}{skew_text}; "
                            f"{summary.race.witnessed_crashed} of those crashed"))
+    line = detector_line(summary.detector)
+    if line:
+        console.print(Text(line))
     if summary.signatures:
         sig = Table(title="Crash signatures", title_justify="left")
         for col in ("signature", "class", "launches", "example"):
             sig.add_column(col)
-        for s in summary.signatures:
+        for s in summary.signatures[:SHOWN_ROWS]:
             sig.add_row(Text(s.signature), Text(s.crash_class), str(s.count),
                         Text(s.example_launch_id))
         console.print(sig)
+        if len(summary.signatures) > SHOWN_ROWS:
+            console.print(Text(more_text(len(summary.signatures) - SHOWN_ROWS, "signatures")))
     if summary.infra_errors:
         inf = Table(title="Infra errors (retried; never counted)", title_justify="left")
         for col in ("launch", "device", "error"):
             inf.add_column(col)
-        for e in summary.infra_errors:
-            inf.add_row(Text(e.launch_id), Text(e.device), Text(e.error))
+        for e in summary.infra_errors[:SHOWN_ROWS]:
+            inf.add_row(Text(e.launch_id), Text(e.device), Text(e.error[:200]))
         console.print(inf)
+        if summary.infra_error_count > SHOWN_ROWS:
+            console.print(Text(more_text(summary.infra_error_count - SHOWN_ROWS,
+                                         "infra errors")))
     for note in summary.notes:
         console.print(Text(f"note: {note}", style="yellow"))
 

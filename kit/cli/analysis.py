@@ -9,15 +9,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..campaign import iter_campaign_dirs, load_campaign
+from ..campaign import iter_campaign_dirs
 from .options import fraction_arg
 from .run import check_directory_arg, stderr_console
 from ..errors import ExitCode, UsageError
+from ..analysis.scan import open_campaign, records_of, scan_campaign
 from ..analysis.verdict import DEFAULT_SIGNATURE, Comparison, Verdict, VerdictSettings
 
 __all__ = ["register", "fail_verdicts"]
 
-_COLOURS = {Verdict.FIXED: "green", Verdict.NOT_FIXED: "red", Verdict.INCONCLUSIVE: "yellow"}
+_COLOURS = {Verdict.FIXED: "green", Verdict.REMOVED: "green", Verdict.NOT_FIXED: "red",
+            Verdict.NOT_REMOVED: "red", Verdict.INCONCLUSIVE: "yellow"}
 
 
 def _rate_or_zero(text: str) -> float:
@@ -36,7 +38,8 @@ def _settings_options(parser: argparse.ArgumentParser, *, signature: bool = True
     also = ", or the candidate's --until-verdict rule" if from_rule else ""
     if signature:
         parser.add_argument("--signature", default=None if from_rule else DEFAULT_SIGNATURE,
-                            help="target: a crash class, race-witnessed or any-crash "
+                            help="target: a crash class, any-crash, race-witnessed or "
+                                 "race-detected "
                                  f"(default {DEFAULT_SIGNATURE}{also})")
     parser.add_argument("--alpha", type=fraction_arg, default=None if from_rule else 0.05,
                         help="test level; the candidate's bound is one-sided at 1-alpha "
@@ -103,12 +106,13 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
 
 
 def fail_verdicts(fail_on: str | None) -> tuple[Verdict, ...]:
-    """The verdicts that make ``compare`` exit 1: ``not-fixed`` -> (not-fixed,),
-    ``inconclusive`` -> (inconclusive, not-fixed), ``None`` -> ()."""
+    """The verdicts that make ``compare`` exit 1: ``not-fixed`` -> (not-fixed,
+    not-removed), ``inconclusive`` -> those and inconclusive (anything but fixed or
+    removed), ``None`` -> ()."""
     if fail_on == "not-fixed":
-        return (Verdict.NOT_FIXED,)
+        return (Verdict.NOT_FIXED, Verdict.NOT_REMOVED)
     if fail_on == "inconclusive":
-        return (Verdict.INCONCLUSIVE, Verdict.NOT_FIXED)
+        return (Verdict.INCONCLUSIVE, Verdict.NOT_FIXED, Verdict.NOT_REMOVED)
     return ()
 
 
@@ -130,7 +134,10 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
     colour = _COLOURS[dec.verdict]
     body = Text()
     body.append(f"{dec.verdict.value.upper()}", style=f"bold {colour}")
-    body.append(f"  target {s.signature}\n")
+    body.append(f"  target {s.signature} ({dec.tier} tier)")
+    if dec.kind != "build":
+        body.append(f"  one build: {dec.change}" if dec.change else "  one build, no change")
+    body.append("\n")
     body.append(dec.reason[0].upper() + dec.reason[1:] + ".")
     if dec.advice:
         body.append("\nNext: ", style="bold")
@@ -149,16 +156,18 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
     table.add_row(f"upper bound ({1 - s.alpha:.0%}, one-sided)", f"{b.upper:.2%}",
                   f"{c.upper:.2%}")
     console.print(table)
-    if dec.test is not None:
-        from ..analysis.verdict import p_text
+    from ..analysis.verdict import p_text
 
+    if dec.test is not None:
         line = (f"one-sided p = {p_text(dec.p, s.alpha)} (Fisher "
                 f"{p_text(dec.test.fisher_p, s.alpha)}")
         if dec.test.boschloo_p is not None:
             line += f", Boschloo {p_text(dec.test.boschloo_p, s.alpha)}"
         line += ")"
         if comparison.stratified_p is not None:
-            line += f"; stratified over devices p = {comparison.stratified_p:.2g}"
+            line += f"; stratified over devices p = {p_text(comparison.stratified_p)}"
+        if dec.e_value is not None:
+            line += f"; anytime-valid e-value {dec.e_value:.3g} (sequential rule)"
         console.print(Text(line + f"; alpha {s.alpha:g}, ceiling {s.ceiling:.2%}"))
     if comparison.devices:
         dev = Table(title="Per device", title_justify="left")
@@ -166,12 +175,12 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
             dev.add_column(col)
         for d in comparison.devices:
             dev.add_row(Text(d.device), d.baseline.text(), d.candidate.text(),
-                        "-" if d.fisher_p is None else f"{d.fisher_p:.2g}")
+                        "-" if d.fisher_p is None else p_text(d.fisher_p))
         console.print(dev)
     for m in comparison.moved:
         flag = "rose significantly" if m.significant else "rose (not significant)"
         console.print(Text(f"moved: {m.key} {flag}: {m.baseline.text()} -> "
-                           f"{m.candidate.text()} (Holm p = {m.p_holm:.2g})",
+                           f"{m.candidate.text()} (Holm p = {p_text(m.p_holm)})",
                            style="red" if m.significant else ""))
     for note in comparison.notes:
         console.print(Text(f"note: {note}", style="yellow"))
@@ -187,30 +196,38 @@ def _compare(args: argparse.Namespace) -> int:
             what = "is a file" if Path(path).exists() else "does not exist"
             raise UsageError(f"campaign directory {path} {what}",
                              "give the --out directories of two `coldstart run` campaigns")
+    from ..report import check_report_dir
+
     if args.out:
         check_directory_arg(Path(args.out), "--out")
-    baseline, candidate = load_campaign(args.baseline), load_campaign(args.candidate)
+    # campaign.json only: the records are streamed, once per campaign
+    baseline, candidate = open_campaign(args.baseline), open_campaign(args.candidate)
+    out = Path(args.out) if args.out else candidate.path / "comparison"
+    if not args.no_reports:
+        check_report_dir(out)  # before the verdict: a refused --out changes nothing
     rule = candidate.meta.until_verdict
     taken = _rule_settings(args, rule.to_dict() if rule is not None else None)
     settings = VerdictSettings(signature=args.signature, alpha=args.alpha,
                                ceiling=args.ceiling, power=args.power)
-    comparison = compare_campaigns(baseline, candidate, settings)
+    scans = (scan_campaign(baseline, settings.signature),
+             scan_campaign(candidate, settings.signature))
+    comparison = compare_campaigns(baseline, candidate, settings, scans=scans)
     if taken:
         comparison = dataclasses.replace(comparison, notes=(
             *comparison.notes, f"{', '.join(taken)} as in the candidate's --until-verdict "
                                f"rule (campaign.json)"))
     failing = fail_verdicts(args.fail_on)
     if args.json:
-        data = report_dict([summarize(baseline), summarize(candidate)], comparison,
-                           fail_on=failing)
+        data = report_dict([summarize(baseline, scan=scans[0]),
+                            summarize(candidate, scan=scans[1])], comparison, fail_on=failing)
         from ..report.json_report import dumps
 
         print(dumps(data), end="")
     else:
         print_comparison(comparison, _console())
     if not args.no_reports:
-        out = Path(args.out) if args.out else candidate.path / "comparison"
-        paths = write_reports(out, [baseline, candidate], comparison, fail_on=failing)
+        paths = write_reports(out, [baseline, candidate], comparison, fail_on=failing,
+                              scans=scans)
         if not args.json:
             print(f"reports: {', '.join(str(p) for p in paths.values())}")
     return int(ExitCode.FAILED) if comparison.verdict in failing else int(ExitCode.OK)
@@ -245,8 +262,8 @@ def _plan(args: argparse.Namespace) -> int:
     if args.baseline:
         args.signature = args.signature or DEFAULT_SIGNATURE
         check_signature(args.signature)
-        campaign = load_campaign(args.baseline)
-        events, n = count_target(campaign.records, args.signature)
+        campaign = open_campaign(args.baseline)
+        events, n = count_target(records_of(campaign), args.signature)
         if events == 0:
             raise UsageError(f"the baseline {args.baseline} never showed {args.signature} "
                              f"({events}/{n}): no rate to plan from",
@@ -295,7 +312,9 @@ def _plan(args: argparse.Namespace) -> int:
                       f"{o.p_not_below:.3f}", f"{o.p_undecided:.3f}", f"{o.p_fixed:.3f}")
     console.print(table)
     console.print("The run stops with fixed only when compare's exact test against the "
-                  "baseline is significant too.")
+                  "baseline is significant and the rule's anytime-valid comparison (e-value "
+                  f">= {1 / args.alpha:g}) holds too: that keeps the false-fixed rate at "
+                  f"{args.alpha:g} whatever the baseline's rate (docs/verdict.md).")
     if clean_plan.candidate_launches > design.clean_launches():
         console.print(f"Against this baseline that test needs about "
                       f"{clean_plan.candidate_launches} clean candidate launches (the "
@@ -320,23 +339,27 @@ def _report(args: argparse.Namespace) -> int:
     if missing:
         what = "is a file" if Path(missing[0]).exists() else "does not exist"
         raise UsageError(f"{missing[0]} {what}", "give campaign directories")
+    from ..report import check_report_dir
+
     if args.out:
         check_directory_arg(Path(args.out), "--out")
     dirs = iter_campaign_dirs(args.dirs)
     if not dirs:
         raise UsageError(f"no campaign found in {', '.join(args.dirs)}",
                          "give directories made by `coldstart run` (with campaign.json)")
-    campaigns = [load_campaign(d) for d in dirs]
+    campaigns = [open_campaign(d) for d in dirs]
     if args.out:
         out = Path(args.out)
     elif len(campaigns) == 1:
         out = campaigns[0].path / "report"
     else:
         out = Path("coldstart-report")
+    check_report_dir(out)
+    scans = [scan_campaign(c) for c in campaigns]
     if not args.quiet:
         console = _console()
-        for campaign in campaigns:
-            render_summary(summarize(campaign), console)
-    paths = write_reports(out, campaigns, signature=args.signature)
+        for campaign, scan in zip(campaigns, scans):
+            render_summary(summarize(campaign, scan=scan), console)
+    paths = write_reports(out, campaigns, signature=args.signature, scans=scans)
     print(f"reports: {', '.join(str(p) for p in paths.values())}")
     return 0

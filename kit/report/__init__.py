@@ -4,43 +4,60 @@ and ``summary.md`` (issue #4).
 Every renderer works from one JSON-ready dict (:func:`report_dict`, written as
 ``summary.json``) whose strings have all been through :func:`kit.redact.redact_text`, so a
 credential that reached a record (an Appium URL in an infra error) reaches no report. The
-HTML page also gets each launch's label, device, start time and outcome for its timeline.
+HTML page also gets each campaign's launch timeline (start times and outcomes, binned when
+there are many). Each campaign is read once (:mod:`kit.analysis.scan`).
+
+``--out`` is never a place where a user's files get overwritten: :func:`write_reports`
+keeps a manifest (:data:`MANIFEST`) of what it wrote, with each file's sha256, and refuses a
+directory holding a report file it did not write (or one changed since).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import os
 from pathlib import Path
 from typing import Any, Sequence
 
 from .. import __version__
-from ..campaign import Campaign, utc_now
+from ..campaign import utc_now
+from ..errors import UsageError
 from ..redact import redact_text
+from ..analysis.scan import AnyCampaign, Scan, scan_campaign
 from ..analysis.stats import Rate
 from ..analysis.summary import CampaignSummary, summarize
 from ..analysis.verdict import Comparison, Verdict
 
-__all__ = ["REPORT_SCHEMA", "REPORT_SCHEMA_VERSION", "TimelinePoint", "report_dict",
-           "timeline_points", "write_reports", "rate_text", "REPORT_FILES"]
+__all__ = ["REPORT_SCHEMA", "REPORT_SCHEMA_VERSION", "Timeline", "report_dict",
+           "timelines", "write_reports", "rate_text", "REPORT_FILES", "MANIFEST",
+           "check_report_dir"]
 
 REPORT_SCHEMA = "coldstart-report"
-#: Bumped when a key of ``summary.json`` changes meaning or disappears.
-REPORT_SCHEMA_VERSION = 1
+#: Bumped when a key of ``summary.json`` changes meaning or disappears (2: ``verdict`` may be
+#: ``removed``/``not-removed`` for one build under two scenarios; ``infra_errors`` lists the
+#: first 200, ``infra_error_count`` counts them all).
+REPORT_SCHEMA_VERSION = 2
 #: The files :func:`write_reports` writes, by kind.
 REPORT_FILES = {"json": "summary.json", "junit": "junit.xml", "html": "report.html",
                 "markdown": "summary.md"}
+#: what :func:`write_reports` wrote into a directory, with each file's sha256
+MANIFEST = ".coldstart-report.json"
+_MANIFEST_SCHEMA = "coldstart-report-manifest"
 
 
 @dataclasses.dataclass(frozen=True)
-class TimelinePoint:
-    """One launch on the HTML timeline: build label, device, start (ISO 8601 UTC, may be
-    empty), launch index and outcome."""
+class Timeline:
+    """One campaign's launches for the HTML timeline: its label, and per record (infra
+    errors included) the start time in seconds since the epoch (``nan`` when unknown), the
+    launch index and the outcome (an index into
+    :data:`kit.analysis.scan.OUTCOME_ORDER`), as compact arrays."""
 
     label: str
-    device: str
-    started_at: str
-    index: int
-    outcome: str
+    seconds: Sequence[float]
+    index: Sequence[int]
+    outcome: bytes
 
 
 def rate_text(r: dict[str, Any] | None) -> str:
@@ -85,33 +102,95 @@ def report_dict(summaries: Sequence[CampaignSummary], comparison: Comparison | N
     return _redacted(data)
 
 
-def timeline_points(campaigns: Sequence[Campaign]) -> list[TimelinePoint]:
-    """Every record of ``campaigns`` as a :class:`TimelinePoint` (infra errors included)."""
-    return [TimelinePoint(c.label, redact_text(r.device), r.started_at, r.index,
-                          r.outcome.value) for c in campaigns for r in c.records]
+def timelines(campaigns: Sequence[AnyCampaign], scans: Sequence[Scan]) -> list[Timeline]:
+    """Each campaign's :class:`Timeline`, from its scan."""
+    return [Timeline(c.label, s.timeline_seconds, s.timeline_index, bytes(s.timeline_outcome))
+            for c, s in zip(campaigns, scans)]
 
 
-def write_reports(out_dir: str | Path, campaigns: Sequence[Campaign],
+def _sha256(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest() if hasattr(
+                hashlib, "file_digest") else hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _manifest(out: Path) -> dict[str, str]:
+    """The files a report run wrote into ``out`` and their sha256 (empty: none, or a
+    manifest that is not ours)."""
+    try:
+        data = json.loads((out / MANIFEST).read_bytes()[:1 << 20])
+    except (OSError, ValueError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) and data.get(
+        "schema") == _MANIFEST_SCHEMA else None
+    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)} \
+        if isinstance(files, dict) else {}
+
+
+def check_report_dir(out_dir: str | Path) -> None:
+    """Refuse ``out_dir`` when a report file there (:data:`REPORT_FILES`) was not written by
+    a report run, or was changed since (its sha256 is not the manifest's): the user's own
+    files are never overwritten.
+
+    Raises:
+        UsageError: such a file is there, or ``out_dir`` is a file.
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file", "choose a directory")
+    if not out.is_dir():
+        return
+    ours = _manifest(out)
+    for name in REPORT_FILES.values():
+        path = out / name
+        if path.exists() or path.is_symlink():
+            if path.is_symlink() or not path.is_file() or ours.get(name) != _sha256(path):
+                raise UsageError(f"--out {out} holds {name}, which no coldstart report wrote "
+                                 f"(or it was changed since): it is not overwritten",
+                                 "give an empty or new --out directory, or move the file")
+
+
+def write_reports(out_dir: str | Path, campaigns: Sequence[AnyCampaign],
                   comparison: Comparison | None = None, *, signature: str | None = None,
-                  fail_on: Sequence[Verdict] = ()) -> dict[str, Path]:
+                  fail_on: Sequence[Verdict] = (), scans: Sequence[Scan] | None = None
+                  ) -> dict[str, Path]:
     """Write the four reports into ``out_dir`` (created) and return their paths by kind
-    (:data:`REPORT_FILES`).
+    (:data:`REPORT_FILES`); a manifest of them (:data:`MANIFEST`) lets a later run replace
+    them.
 
     Args:
-        campaigns: the campaigns reported (baseline first, then candidate, for a comparison).
+        campaigns: the campaigns reported (baseline first, then candidate, for a
+            comparison), loaded or streamed (:func:`kit.analysis.scan.open_campaign`).
         comparison: from :func:`kit.analysis.verdict.compare_campaigns`, or ``None``.
         signature: target class to plot for campaign reports (a comparison's wins).
-        fail_on: verdicts that the JUnit report marks as failures (``not-fixed`` always is).
+        fail_on: verdicts that the JUnit report marks as failures (``not-fixed`` and
+            ``not-removed`` always are).
+        scans: the campaigns' scans when already made (else each is read once here).
+
+    Raises:
+        UsageError: ``out_dir`` holds a report file no report run wrote
+            (:func:`check_report_dir`).
     """
     from . import html_report, json_report, junit, markdown
 
     out = Path(out_dir)
+    check_report_dir(out)
     out.mkdir(parents=True, exist_ok=True)
-    data = report_dict([summarize(c) for c in campaigns], comparison, signature=signature,
-                       fail_on=fail_on)
+    if scans is None:
+        scans = [scan_campaign(c) for c in campaigns]
+    data = report_dict([summarize(c, scan=s) for c, s in zip(campaigns, scans)], comparison,
+                       signature=signature, fail_on=fail_on)
     paths = {kind: out / name for kind, name in REPORT_FILES.items()}
     json_report.write(data, paths["json"])
     junit.write(data, paths["junit"])
-    html_report.write(data, timeline_points(campaigns), paths["html"])
+    html_report.write(data, timelines(campaigns, scans), paths["html"])
     markdown.write(data, paths["markdown"])
+    manifest = {"schema": _MANIFEST_SCHEMA, "files": {
+        name: _sha256(out / name) for name in REPORT_FILES.values()}}
+    tmp = out / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, out / MANIFEST)
     return paths

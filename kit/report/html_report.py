@@ -1,9 +1,11 @@
 """``report.html``: one self-contained page (inline CSS, plots as base64 PNG, no script, no
 external resource; a Content-Security-Policy forbids loading any).
 
-Plots (matplotlib, Agg): crash and target rates with Clopper-Pearson intervals per build,
-crash rate by the phase reached per build, rates per device per build, and a launch timeline
-(each launch's start, coloured by outcome, one row per build). Tables: the verdict, both
+Plots (matplotlib, Agg): crash and target rates with Clopper-Pearson intervals per build
+(one series when the target is ``any-crash``), crash rate by the phase reached per build,
+rates per device per build (every y-axis from 0%), and a launch timeline: each launch's
+start coloured by outcome, one row per build, or, past :data:`TIMELINE_POINTS` launches,
+the outcomes' shares in :data:`TIMELINE_BINS` bins of time. Tables: the verdict, both
 builds, per-device rates, crashes that moved, each campaign's counts, the signature table
 with one example stack each, and the infra errors. The template
 (``kit/data/templates/report.html.j2``) is rendered by jinja2 with autoescaping on: crash
@@ -13,20 +15,29 @@ text is untrusted.
 from __future__ import annotations
 
 import base64
-import datetime as _dt
 import io
 from pathlib import Path
 from typing import Any, Sequence
 
 import jinja2
+import numpy as np
 from matplotlib.figure import Figure
 
 from ..scenario import PHASES
+from ..analysis.decide import p_text
+from ..analysis.scan import OUTCOME_ORDER
 from ..analysis.stats import rate
-from ..analysis.summary import NO_PHASE
-from . import TimelinePoint, rate_text
+from ..analysis.summary import NO_PHASE, SHOWN_ROWS, more_text
+from ..analysis.target import ANY_CRASH
+from . import Timeline, rate_text
 
-__all__ = ["render", "write", "OUTCOME_COLOURS", "BUILD_COLOURS"]
+__all__ = ["render", "write", "OUTCOME_COLOURS", "BUILD_COLOURS", "builds_figure",
+           "phases_figure", "devices_figure", "timeline_figure", "TIMELINE_POINTS",
+           "TIMELINE_BINS"]
+
+#: up to this many launches the timeline shows each one; past it, binned shares
+TIMELINE_POINTS = 400
+TIMELINE_BINS = 120
 
 #: Colour of each outcome on the timeline.
 OUTCOME_COLOURS = {"completed": "#2e7d32", "crashed": "#c62828", "hung": "#ef6c00",
@@ -36,7 +47,9 @@ OUTCOME_COLOURS = {"completed": "#2e7d32", "crashed": "#c62828", "hung": "#ef6c0
 BUILD_COLOURS = ("#1565c0", "#e65100", "#2e7d32", "#6a1b9a", "#00838f", "#ad1457")
 
 
-def _png(fig: Figure) -> str:
+def _png(fig: Figure | None) -> str | None:
+    if fig is None:
+        return None
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
     return base64.b64encode(buf.getvalue()).decode("ascii")
@@ -57,7 +70,8 @@ def _finish(ax: Any, ticks: list[float], labels: list[str], title: str) -> None:
     ax.set_xticklabels(labels, rotation=20 if len(labels) > 4 else 0, ha="right"
                        if len(labels) > 4 else "center", fontsize=8)
     ax.set_ylabel("% of counted launches (95% CI)")
-    ax.set_ylim(bottom=-2)
+    top = max([0.0, *(h for line in ax.get_lines() for h in line.get_ydata())])
+    ax.set_ylim(0.0, min(100.0, max(1.0, top) * 1.08) if top < 100 else 102.0)
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     handles, labels_ = ax.get_legend_handles_labels()
@@ -69,8 +83,10 @@ def _short(text: str, limit: int = 28) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def plot_builds(data: dict[str, Any]) -> str | None:
-    """Crash rate (and the target's rate) per build, with intervals; base64 PNG."""
+def builds_figure(data: dict[str, Any]) -> Figure | None:
+    """Crash rate (and the target's rate) per build, with intervals: one series "any
+    crash" and one for the target, or the single "any-crash" series when that is the
+    target."""
     camps = data["campaigns"]
     if not camps:
         return None
@@ -79,19 +95,28 @@ def plot_builds(data: dict[str, Any]) -> str | None:
     fig = Figure(figsize=(6.4, 3.4))
     ax = fig.subplots()
     for i, camp in enumerate(camps):
-        _errorbar(ax, i - 0.08, camp["crashed"], "#c62828", "any crash" if i == 0 else None)
         target = None
         if comp is not None and i < 2:
             target = (comp["baseline"], comp["candidate"])[i]["rate"]
-        elif sig:
+        elif sig and sig != ANY_CRASH:
             target = next((r for r in camp["crash_classes"] if r["key"] == sig),
                           _zero(camp["counted"]))
+        if sig == ANY_CRASH:
+            _errorbar(ax, i, target or camp["crashed"], "#c62828",
+                      f"{ANY_CRASH} (target)" if i == 0 else None)
+            continue
+        _errorbar(ax, i - 0.08, camp["crashed"], "#c62828", ANY_CRASH if i == 0 else None)
         if target is not None:
             _errorbar(ax, i + 0.08, target, "#1565c0", sig if i == 0 else None, marker="s")
     _finish(ax, list(range(len(camps))), [_short(c["label"]) for c in camps],
             "Crash rates per build")
     ax.set_xlim(-0.6, len(camps) - 0.4)
-    return _png(fig)
+    return fig
+
+
+def plot_builds(data: dict[str, Any]) -> str | None:
+    """:func:`builds_figure` as a base64 PNG."""
+    return _png(builds_figure(data))
 
 
 def _zero(n: int) -> dict[str, Any]:
@@ -99,8 +124,8 @@ def _zero(n: int) -> dict[str, Any]:
     return rate(0, n).to_dict()
 
 
-def plot_phases(data: dict[str, Any]) -> str | None:
-    """Crash rate by the last phase reached, one series per build; base64 PNG."""
+def phases_figure(data: dict[str, Any]) -> Figure | None:
+    """Crash rate by the last phase reached, one series per build."""
     camps = data["campaigns"]
     keys = [p for p in (*PHASES, NO_PHASE)
             if any(r["key"] == p for c in camps for r in c["crash_phases"])]
@@ -118,12 +143,12 @@ def plot_phases(data: dict[str, Any]) -> str | None:
                       _short(camp["label"]) if j == 0 else None)
     _finish(ax, list(range(len(keys))), keys, "Crash rate by the last phase reached")
     ax.set_xlim(-0.6, len(keys) - 0.4)
-    return _png(fig)
+    return fig
 
 
-def plot_devices(data: dict[str, Any]) -> str | None:
+def devices_figure(data: dict[str, Any]) -> Figure | None:
     """Rates per device per build (the target's in a comparison with several devices,
-    else crashes); base64 PNG."""
+    else crashes)."""
     comp = data.get("comparison")
     series: list[tuple[str, dict[str, dict[str, Any]]]] = []
     title = "Crash rate per device"
@@ -150,43 +175,65 @@ def plot_devices(data: dict[str, Any]) -> str | None:
                           _short(label) if not any(d in rows for d in devices[:j]) else None)
     _finish(ax, list(range(len(devices))), [_short(d, 22) for d in devices], title)
     ax.set_xlim(-0.6, len(devices) - 0.4)
-    return _png(fig)
+    return fig
 
 
-def _seconds(stamp: str) -> float | None:
-    try:
-        return _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except (ValueError, AttributeError):
+def timeline_figure(lines: Sequence[Timeline]) -> Figure | None:
+    """Each launch's start (s since the first; the launch index when start times are
+    missing), one row per build, coloured by outcome; past :data:`TIMELINE_POINTS`
+    launches, each row is :data:`TIMELINE_BINS` bins of time whose bars stack the outcomes'
+    shares (100,000 markers in a row are one solid block)."""
+    lines = [t for t in lines if len(t.index)]
+    if not lines:
         return None
-
-
-def plot_timeline(points: Sequence[TimelinePoint]) -> str | None:
-    """Each launch's start time (s since the first), one row per build, coloured by
-    outcome (launch index when start times are missing); base64 PNG."""
-    if not points:
-        return None
-    labels = list(dict.fromkeys(p.label for p in points))
-    times = [_seconds(p.started_at) for p in points]
-    use_time = all(t is not None for t in times)
-    t0 = min(t for t in times if t is not None) if use_time else 0.0
-    fig = Figure(figsize=(6.4, 0.9 + 0.5 * len(labels)))
+    seconds = [np.asarray(t.seconds, dtype=float) for t in lines]
+    use_time = all(np.isfinite(s).all() for s in seconds)
+    xs = [s if use_time else np.asarray(t.index, dtype=float) for s, t in zip(seconds, lines)]
+    x0 = min(float(x.min()) for x in xs) if use_time else 0.0
+    xs = [x - x0 for x in xs]
+    codes = [np.frombuffer(t.outcome, dtype=np.uint8) for t in lines]
+    total = sum(len(x) for x in xs)
+    fig = Figure(figsize=(6.4, 0.9 + 0.5 * len(lines)))
     ax = fig.subplots()
-    for outcome, colour in OUTCOME_COLOURS.items():
-        xs = [(t - t0) if use_time else p.index  # type: ignore[operator]
-              for p, t in zip(points, times) if p.outcome == outcome]
-        ys = [labels.index(p.label) for p in points if p.outcome == outcome]
-        if xs:
-            ax.scatter(xs, ys, c=colour, s=28, marker="|" if len(points) > 400 else "o",
-                       label=outcome, linewidths=1.5)
-    ax.set_yticks(range(len(labels)))
-    ax.set_yticklabels([_short(x) for x in labels], fontsize=8)
-    ax.set_ylim(-0.6, len(labels) - 0.4)
+    if total <= TIMELINE_POINTS:
+        for outcome, colour in OUTCOME_COLOURS.items():
+            code = OUTCOME_ORDER.index(outcome)
+            px = [x[c == code] for x, c in zip(xs, codes)]
+            py = [np.full(len(p), row) for row, p in enumerate(px)]
+            if any(len(p) for p in px):
+                ax.scatter(np.concatenate(px), np.concatenate(py), c=colour, s=28,
+                           marker="o", label=outcome, linewidths=1.5)
+        title = "Launch timeline"
+    else:
+        top = max(float(x.max()) for x in xs) or 1.0
+        edges = np.linspace(0.0, top * (1 + 1e-9), TIMELINE_BINS + 1)
+        width = edges[1] - edges[0]
+        for row, (x, c) in enumerate(zip(xs, codes)):
+            which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, TIMELINE_BINS - 1)
+            counts = np.zeros((len(OUTCOME_ORDER), TIMELINE_BINS))
+            np.add.at(counts, (c.astype(int), which), 1)
+            shares = counts / np.maximum(counts.sum(axis=0), 1)
+            bottom = np.full(TIMELINE_BINS, row - 0.4)
+            for outcome, colour in OUTCOME_COLOURS.items():
+                height = 0.8 * shares[OUTCOME_ORDER.index(outcome)]
+                if height.any():
+                    ax.bar(edges[:-1], height, width=width, bottom=bottom, align="edge",
+                           color=colour, label=outcome, linewidth=0)
+                bottom = bottom + height
+        title = (f"Launch timeline ({total:,} launches: outcome shares in {TIMELINE_BINS} "
+                 f"bins)")
+    ax.set_yticks(range(len(lines)))
+    ax.set_yticklabels([_short(t.label) for t in lines], fontsize=8)
+    ax.set_ylim(-0.6, len(lines) - 0.4)
     ax.set_xlabel("seconds since the first launch" if use_time else "launch index")
-    ax.set_title("Launch timeline", fontsize=10)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35 - 0.05 * (
-        3 - min(3, len(labels)))), ncol=6, frameon=False)
+    ax.set_title(title, fontsize=10)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    ax.legend(unique.values(), unique.keys(), fontsize=7, loc="upper center",
+              bbox_to_anchor=(0.5, -0.35 - 0.05 * (3 - min(3, len(lines)))), ncol=6,
+              frameon=False)
     ax.grid(axis="x", alpha=0.3)
-    return _png(fig)
+    return fig
 
 
 def _pct(value: Any) -> str:
@@ -194,7 +241,7 @@ def _pct(value: Any) -> str:
 
 
 def _p(value: Any) -> str:
-    return "–" if value is None else f"{value:.2g}"
+    return "–" if value is None else p_text(value)
 
 
 def _env() -> jinja2.Environment:
@@ -202,20 +249,21 @@ def _env() -> jinja2.Environment:
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
     env.filters.update(rate=rate_text, pct=_pct, p=_p)
+    env.globals.update(shown_rows=SHOWN_ROWS, more_text=more_text)
     return env
 
 
-def render(data: dict[str, Any], points: Sequence[TimelinePoint]) -> str:
-    """The HTML page for a report dict and the launches' timeline points."""
+def render(data: dict[str, Any], lines: Sequence[Timeline]) -> str:
+    """The HTML page for a report dict and the campaigns' timelines."""
     plots = [(title, png) for title, png in (
         ("Rates per build", plot_builds(data)),
-        ("Crash rate by phase", plot_phases(data)),
-        ("Rates per device", plot_devices(data)),
-        ("Launch timeline", plot_timeline(points))) if png]
+        ("Crash rate by phase", _png(phases_figure(data))),
+        ("Rates per device", _png(devices_figure(data))),
+        ("Launch timeline", _png(timeline_figure(lines)))) if png]
     return _env().get_template("report.html.j2").render(data=data, plots=plots,
                                                         comp=data.get("comparison"))
 
 
-def write(data: dict[str, Any], points: Sequence[TimelinePoint], path: Path) -> None:
+def write(data: dict[str, Any], lines: Sequence[Timeline], path: Path) -> None:
     """Write :func:`render` to ``path`` (UTF-8)."""
-    path.write_text(render(data, points), encoding="utf-8")
+    path.write_text(render(data, lines), encoding="utf-8")

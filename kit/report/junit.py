@@ -4,12 +4,15 @@ Layout (the common Jenkins/Surefire dialect: ``testsuites > testsuite > testcase
 ``failure``/``skipped`` children and ``properties``):
 
 * a comparison gives a suite ``coldstart compare`` whose first test case is the verdict
-  (``fixed`` passes, ``not-fixed`` fails, ``inconclusive`` is skipped unless it is in
-  ``fail_on``), then one case per check (positive control, exact test, ceiling, same
-  scenario; a check that did not pass is a failure only when the verdict is one, else
-  skipped with its reason, so the suite's result is the verdict) and one per crash class
-  (the target follows the verdict; another class fails whenever its rate rose
-  significantly in the candidate, after Holm's adjustment: a crash that moved);
+  (``fixed`` and ``removed`` pass, ``not-fixed`` and ``not-removed`` fail, ``inconclusive``
+  is skipped unless it is in ``fail_on``; the suite's properties name the verdict, its
+  tier — ``mechanism`` or ``failure`` — and its kind: ``build``, or ``scenario`` for one
+  build under two scenarios, with the change), then one case per check (positive
+  control, exact test, ceiling, same scenario; a check that did not pass is a failure
+  only when the verdict is one, else skipped with its reason, so the suite's result is
+  the verdict) and one per crash class (the target follows the verdict; another class
+  fails whenever its rate rose significantly in the candidate, after Holm's adjustment:
+  a crash that moved);
 * each campaign gives a suite with its checks (counted launches, infra errors, create
   overlap in concurrent scenarios) and, in a campaign report, one case per crash class
   that fails when the class occurred.
@@ -22,7 +25,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from ..analysis.decide import p_text
 from ..analysis.stats import significant
+from ..analysis.summary import SHOWN_ROWS, more_text
+from ..analysis.target import ANY_CRASH, RACE_DETECTED, RACE_WITNESSED
 from . import rate_text
 
 __all__ = ["write", "build"]
@@ -82,9 +88,13 @@ def _campaign_suite(root: ET.Element, camp: dict[str, Any], stamp: str,
                failure=camp.get("unfinished"),
                out=f"{camp['records']} records, {camp.get('planned_launches')} planned")
     infra = camp["infra_errors"]
-    suite.case(cls, "infra errors (retried, never counted)",
-               out="\n".join(f"{e['launch_id']} on {e['device']}: {e['error']}"
-                             for e in infra) or "none")
+    total = camp.get("infra_error_count", len(infra))
+    lines = [f"{e['launch_id']} on {e['device']}: {e['error']}" for e in infra[:SHOWN_ROWS]]
+    if total > len(lines):
+        lines.append(more_text(total - len(lines), "infra errors"))
+    suite.case(cls, "infra errors (retried, never counted)", out="\n".join(lines) or "none")
+    if camp.get("detector"):
+        suite.prop("race_detected", rate_text(camp["detector"]["detected"]))
     overlap = camp["overlap"]
     name = "creates overlapped (every create in flight at once)"
     if "mode=concurrent" not in camp.get("scenario", ""):
@@ -125,13 +135,18 @@ def build(data: dict[str, Any]) -> ET.ElementTree:
         base, cand = comp["baseline"], comp["candidate"]
         suite = _Suite(root, f"coldstart compare {base['label']} vs {cand['label']} ({sig})",
                        stamp)
-        for key, value in (("verdict", comp["verdict"]), ("signature", sig), ("alpha", alpha),
-                           ("ceiling", ceiling), ("p", dec["p"]),
+        for key, value in (("verdict", comp["verdict"]), ("tier", comp.get("tier")),
+                           ("kind", comp.get("kind")), ("change", comp.get("change")),
+                           ("signature", sig), ("alpha", alpha), ("ceiling", ceiling),
+                           ("p", None if dec["p"] is None else p_text(dec["p"])),
+                           ("e_value", dec.get("e_value")),
                            ("baseline", base["path"]), ("candidate", cand["path"])):
-            suite.prop(key, value)
+            if value is not None:
+                suite.prop(key, value)
         cls = "coldstart.compare"
         verdict = comp["verdict"]
-        failing = verdict == "not-fixed" or verdict in data.get("fail_on", [])
+        failing = verdict in ("not-fixed", "not-removed") or verdict in data.get("fail_on", [])
+        passing = verdict in ("fixed", "removed")
 
         def check(name: str, problem: str | None, out: str | None = None) -> None:
             """A check that did not pass fails only when the verdict fails the suite."""
@@ -142,10 +157,10 @@ def build(data: dict[str, Any]) -> ET.ElementTree:
             else:
                 suite.case(cls, name, skipped=problem, out=out)
 
-        text = f"{verdict}: {dec['reason']}"
+        text = f"{verdict} ({comp.get('tier')} tier, {comp.get('kind')}): {dec['reason']}"
         if dec.get("advice"):
             text += f" ({dec['advice']})"
-        if verdict == "fixed":
+        if passing:
             suite.case(cls, "verdict", out=text)
         elif failing:
             suite.case(cls, "verdict", failure=text, failure_type=verdict)
@@ -158,11 +173,15 @@ def build(data: dict[str, Any]) -> ET.ElementTree:
         p = dec.get("p")
         test = dec.get("test") or {}
         check(f"candidate's {sig} rate lower than the baseline's (alpha {alpha})",
-              None if p is not None and significant(p, alpha) else f"not shown lower (p = {p})",
-              f"p = {p} ({test.get('method')}); Fisher p = {test.get('fisher_p')}, "
-              f"Boschloo p = {test.get('boschloo_p')}"
-              + (f", stratified p = {comp['stratified_p']}" if comp.get("stratified_p")
-                 is not None else ""))
+              None if p is not None and significant(p, alpha) else
+              f"not shown lower (p = {'-' if p is None else p_text(p)})",
+              "-" if p is None else
+              f"p = {p_text(p)} ({test.get('method')}); Fisher p = "
+              f"{p_text(test['fisher_p']) if test.get('fisher_p') is not None else '-'}, "
+              f"Boschloo p = "
+              f"{p_text(test['boschloo_p']) if test.get('boschloo_p') is not None else '-'}"
+              + (f", stratified p = {p_text(comp['stratified_p'])}"
+                 if comp.get("stratified_p") is not None else ""))
         upper = dec["candidate_upper"]
         check(f"candidate's {sig} rate below the {ceiling:g} ceiling",
               None if upper < ceiling else
@@ -174,10 +193,10 @@ def build(data: dict[str, Any]) -> ET.ElementTree:
         moved = {m["key"]: m for m in comp["moved"]}
         keys = {row["key"] for camp in data["campaigns"] for row in camp["crash_classes"]}
         keys |= set(moved)
-        if sig in ("race-witnessed", "any-crash") or sig in keys:
+        if sig in (RACE_WITNESSED, RACE_DETECTED, ANY_CRASH) or sig in keys:
             target_text = (f"baseline {rate_text(base['rate'])}, "
                            f"candidate {rate_text(cand['rate'])}")
-            if verdict == "fixed":
+            if passing:
                 suite.case("coldstart.crash-class", sig, out=target_text)
             elif failing:
                 suite.case("coldstart.crash-class", sig, failure=target_text)
@@ -191,12 +210,12 @@ def build(data: dict[str, Any]) -> ET.ElementTree:
                 suite.case("coldstart.crash-class", key,
                            failure=f"{key} rose from {rate_text(m['baseline'])} to "
                                    f"{rate_text(m['candidate'])} (Holm-adjusted p = "
-                                   f"{m['p_holm']:.2g}): the crash may have moved")
+                                   f"{p_text(m['p_holm'])}): the crash may have moved")
             else:
                 suite.case("coldstart.crash-class", key,
                            out=f"rose from {rate_text(m['baseline'])} to "
                                f"{rate_text(m['candidate'])}, not significantly "
-                               f"(Holm-adjusted p = {m['p_holm']:.2g})")
+                               f"(Holm-adjusted p = {p_text(m['p_holm'])})")
         suite.close()
         suites.append(suite)
     for camp in data["campaigns"]:

@@ -10,12 +10,15 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..analysis.decide import p_text
+from ..analysis.summary import detector_line
 from . import rate_text
 
 __all__ = ["render", "write", "escape", "code"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
-_ICON = {"fixed": "✅", "not-fixed": "❌", "inconclusive": "⚠️"}
+_ICON = {"fixed": "✅", "removed": "✅", "not-fixed": "❌", "not-removed": "❌",
+         "inconclusive": "⚠️"}
 
 
 def escape(text: Any) -> str:
@@ -49,6 +52,12 @@ def render(data: dict[str, Any]) -> str:
         base, cand = comp["baseline"], comp["candidate"]
         lines.append(f"### coldstart: {_ICON.get(verdict, '')} **{verdict}** — {sig}")
         lines.append("")
+        tier, kind = comp.get("tier"), comp.get("kind")
+        what = ("two builds" if kind == "build" else
+                f"one build, the scenario changed: {code(comp.get('change'))}"
+                if kind == "scenario" else "one build, nothing changed")
+        about = ("a data race on the allocator statics" if tier == "mechanism" else "a crash")
+        lines += [f"_{escape(tier)} tier ({about}); {what}._", ""]
         lines.append(escape(dec["reason"]) + ".")
         if dec.get("advice"):
             lines += ["", f"_Next:_ {escape(dec['advice'])}."]
@@ -63,16 +72,18 @@ def render(data: dict[str, Any]) -> str:
             lines.append(_row(["any crash", rate_text(camps[0]["crashed"]),
                                rate_text(camps[1]["crashed"])]))
         test = dec.get("test") or {}
-        lines += ["", f"One-sided exact test p = {dec['p']:.2g}"
-                  + (f" (Fisher {test['fisher_p']:.2g})" if test.get("fisher_p") is not None
+        lines += ["", f"One-sided exact test p = {p_text(dec['p'])}"
+                  + (f" (Fisher {p_text(test['fisher_p'])})" if test.get("fisher_p") is not None
                      else "")
+                  + (f"; anytime-valid e-value {dec['e_value']:.3g} (sequential rule)"
+                     if dec.get("e_value") is not None else "")
                   + f"; ceiling {comp['settings']['ceiling']:.2%} at "
                     f"{1 - comp['settings']['alpha']:.0%}, candidate's upper bound "
                     f"{dec['candidate_upper']:.2%}."
                   if dec.get("p") is not None else ""]
         if comp.get("stratified_p") is not None:
             lines.append(f"Stratified over {len(comp['devices'])} devices: p = "
-                         f"{comp['stratified_p']:.2g}.")
+                         f"{p_text(comp['stratified_p'])}.")
         moved = comp["moved"]
         if moved:
             lines += ["", "**Crashes that rose in the candidate:**"]
@@ -93,14 +104,33 @@ def render(data: dict[str, Any]) -> str:
             name = escape(c["label"]) + (f" ({code(c['path'])})" if labels.count(c["label"]) > 1
                                          and c.get("path") else "")
             lines.append(_row([name, escape(c["target"]), str(c["counted"]),
-                               str(len(c["infra_errors"])), rate_text(c["crashed"]),
+                               str(c.get("infra_error_count", len(c["infra_errors"]))),
+                               rate_text(c["crashed"]),
                                f"{code(top['key'])} {top['count']}" if top else "—"]))
+    for c in camps:
+        line = detector_line(_detector(c.get("detector")))
+        if line:
+            lines += ["", f"{escape(c['label'])}: {escape(line)}"]
     for c in camps:  # e.g. a sequential rule's stop, which must not read as a killed run
         for note in c.get("notes") or []:
             lines += ["", f"> {escape(c['label'])}: {escape(note)}"]
     lines += ["", f"<sub>coldstart {escape(data['coldstart_version'])}, report schema "
                   f"{data['schema_version']}</sub>", ""]
     return "\n".join(lines)
+
+
+def _detector(d: dict[str, Any] | None) -> Any:
+    """A ``summary.json`` detector dict back as a :class:`DetectorSummary` (for its line)."""
+    if not d:
+        return None
+    from ..analysis.stats import Rate
+    from ..analysis.summary import DetectorSummary
+
+    r = d["detected"]
+    return DetectorSummary(Rate(r["count"], r["n"], r["low"], r["high"],
+                                r.get("confidence", 0.95)), d.get("races_per_launch"),
+                           d.get("unknown", 0), d.get("detected_crashed", 0),
+                           tuple(d.get("tools") or ()))
 
 
 def write(data: dict[str, Any], path: Path) -> None:

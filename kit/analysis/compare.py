@@ -1,0 +1,371 @@
+"""Compare two campaigns: the verdict (:func:`kit.analysis.decide.decide`) on their target
+counts, per-device rates and the stratified test, crashes that moved, and the notes a
+reader needs (docs/verdict.md).
+
+Each campaign is read in one streamed pass (:mod:`kit.analysis.scan`), so two campaigns of
+100,000 launches are compared in bounded memory (``benchmarks/bench_compare_memory.py``).
+What the comparison is about follows from ``campaign.json``: two builds (``fixed`` /
+``not-fixed``), or, when both ran the same build (the same onnxruntime library or APK
+digest, or the same provenance), the scenario or launch options that differ (``removed``
+/ ``not-removed``). A baseline whose scenario injects crashes is never a positive control.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+from urllib.parse import parse_qsl, urlsplit
+
+from ..errors import ColdstartError, UsageError
+from ..records import Outcome
+from ..scenario import parse_scenario
+from .decide import BUILD, NO_CHANGE, SCENARIO, Decision, Verdict, VerdictSettings, decide
+from .scan import AnyCampaign, Scan, scan_campaign
+from .stats import (Rate, StratumTable, holm, lower_rate_test, rate, significant,
+                    stratified_exact_p, upper_bound)
+from .summary import unfinished_note
+from .target import left_out_text
+
+__all__ = ["ArmResult", "DeviceResult", "MovedCrash", "Comparison", "compare_campaigns",
+           "option_differences", "MAX_NOTES", "cap_notes", "build_identity"]
+
+#: ``campaign.json`` build fields that name the bytes of a build: the host's onnxruntime
+#: library, an Android APK
+_BUILD_IDENTITY = ("ort_library_sha256", "apk_sha256")
+#: fields of the program around that library (the host workload): when both campaigns
+#: record one and they differ, the same library runs in another program, another build
+_BUILD_PROGRAM = ("workload", "workload_hash")
+#: Outcomes other than crashes that can "move" into a candidate (e.g. a fix that deadlocks).
+_MOVED_OUTCOMES = (Outcome.HUNG, Outcome.APP_ERROR, Outcome.WRONG_OUTPUT)
+#: ``campaign.json`` options that change what a launch does, and so confound a comparison
+_LAUNCH_OPTIONS = ("poison", "env", "witness", "delivery", "model_set")
+#: notes kept in a comparison; the rest are counted in one last note
+MAX_NOTES = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmResult:
+    """One side of a comparison.
+
+    Attributes:
+        label, path, target, scenario, scenario_description: from ``campaign.json``.
+        devices: devices that made counted launches.
+        counted: counted launches; infra_errors: infra-error records (not counted).
+        eligible: launches in the target rate's denominator; events: target events.
+        rate: two-sided interval of ``events/eligible``; upper: one-sided bound.
+    """
+
+    label: str
+    path: str
+    target: str
+    scenario: str
+    scenario_description: str
+    devices: tuple[str, ...]
+    counted: int
+    infra_errors: int
+    eligible: int
+    events: int
+    rate: Rate
+    upper: float
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["rate"] = self.rate.to_dict()
+        data["devices"] = list(self.devices)
+        return data
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceResult:
+    """One device's target rates in both builds and its own one-sided Fisher p."""
+
+    device: str
+    baseline: Rate
+    candidate: Rate
+    fisher_p: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "baseline": self.baseline.to_dict(),
+                "candidate": self.candidate.to_dict(), "fisher_p": self.fisher_p}
+
+
+@dataclasses.dataclass(frozen=True)
+class MovedCrash:
+    """A crash class (or non-crash outcome) whose rate rose in the candidate.
+
+    ``p`` is Fisher's one-sided p for "candidate higher", ``p_holm`` its Holm adjustment over
+    every class compared; ``significant`` when ``p_holm <= alpha``.
+    """
+
+    key: str
+    baseline: Rate
+    candidate: Rate
+    p: float
+    p_holm: float
+    significant: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "baseline": self.baseline.to_dict(),
+                "candidate": self.candidate.to_dict(), "p": self.p, "p_holm": self.p_holm,
+                "significant": self.significant}
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """A baseline-vs-candidate comparison (what ``coldstart compare`` prints and writes).
+
+    Attributes:
+        decision: the verdict, its reason and advice (:class:`~kit.analysis.decide.Decision`,
+            with its tier, kind and change).
+        settings: signature, alpha, ceiling, power.
+        baseline, candidate: the two sides.
+        devices: per-device rates (empty with one device overall).
+        stratified_p: the stratified exact p, when several devices ran.
+        moved: classes whose rate rose in the candidate.
+        notes: scenario differences and other caveats, in words (at most
+            :data:`MAX_NOTES`, the last one counting the rest).
+    """
+
+    decision: Decision
+    settings: VerdictSettings
+    baseline: ArmResult
+    candidate: ArmResult
+    devices: tuple[DeviceResult, ...]
+    stratified_p: float | None
+    moved: tuple[MovedCrash, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.decision.verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict.value, "tier": self.decision.tier,
+                "kind": self.decision.kind, "change": self.decision.change,
+                "decision": self.decision.to_dict(),
+                "settings": self.settings.to_dict(), "baseline": self.baseline.to_dict(),
+                "candidate": self.candidate.to_dict(),
+                "devices": [d.to_dict() for d in self.devices],
+                "stratified_p": self.stratified_p, "moved": [m.to_dict() for m in self.moved],
+                "notes": list(self.notes)}
+
+
+def cap_notes(notes: Sequence[str], limit: int = MAX_NOTES) -> tuple[str, ...]:
+    """``notes`` with repeats dropped and at most ``limit`` kept; the last one then says how
+    many more there were (binary junk in a campaign once gave 40+ notes)."""
+    unique = list(dict.fromkeys(notes))
+    if len(unique) <= limit:
+        return tuple(unique)
+    return (*unique[:limit - 1], f"and {len(unique) - limit + 1} more notes of the same kind "
+                                 f"(the campaigns' own notes are in their summaries)")
+
+
+def _arm(campaign: AnyCampaign, scan: Scan, confidence: float) -> ArmResult:
+    events, eligible = scan.target_events
+    meta = campaign.meta
+    counted_devices = tuple(sorted(d for d, row in scan.devices.items() if row[1]))
+    return ArmResult(
+        label=campaign.label, path=str(campaign.path), target=meta.target,
+        scenario=meta.scenario, scenario_description=meta.scenario_description,
+        devices=counted_devices, counted=scan.counted, infra_errors=scan.infra_count,
+        eligible=eligible, events=events, rate=rate(events, eligible),
+        upper=upper_bound(events, eligible, confidence))
+
+
+def _moved(base: Scan, cand: Scan, signature: str, alpha: float) -> tuple[MovedCrash, ...]:
+    keys = sorted((set(base.crash_class) | set(cand.crash_class)) - {signature})
+    keys += [o.value for o in _MOVED_OUTCOMES]
+
+    def count(scan: Scan, key: str) -> int:
+        return scan.crash_class.get(key, 0) + scan.outcomes.get(key, 0)
+
+    rows = []
+    for key in keys:
+        x_b, x_c = count(base, key), count(cand, key)
+        if x_b + x_c == 0:
+            continue
+        p = lower_rate_test(x_c, cand.counted, x_b, base.counted, use_boschloo=False).fisher_p
+        rows.append((key, x_b, x_c, p))
+    adjusted = holm([r[3] for r in rows])
+    out = []
+    for (key, x_b, x_c, p), p_holm in zip(rows, adjusted):
+        if base.counted and cand.counted and x_c / cand.counted > x_b / base.counted:
+            out.append(MovedCrash(key, rate(x_b, base.counted), rate(x_c, cand.counted), p,
+                                  p_holm, significant(p_holm, alpha)))
+    return tuple(out)
+
+
+def option_differences(baseline: Any, candidate: Any) -> list[str]:
+    """``["poison: baseline None, candidate 'glibc'", ...]`` for the launch-shaping options
+    (:data:`_LAUNCH_OPTIONS`) that two campaigns' ``options`` (from ``campaign.json``) set
+    differently; options only one campaign records are left out (older campaigns)."""
+    if not isinstance(baseline, dict) or not isinstance(candidate, dict):
+        return []
+    return [f"{key}: baseline {baseline[key]!r}, candidate {candidate[key]!r}"
+            for key in _LAUNCH_OPTIONS
+            if key in baseline and key in candidate and baseline[key] != candidate[key]]
+
+
+def build_identity(build_b: dict[str, Any], build_c: dict[str, Any]) -> str | None:
+    """How two campaigns' ``build`` provenance shows one build: ``"ort_library_sha256
+    abababababab..."`` (the same library or APK bytes, under whatever names, in the same
+    program: a host workload recorded by both must be the same),
+    ``"the same build provenance"`` (identical and not empty), else ``None``."""
+    same = [key for key in _BUILD_IDENTITY
+            if build_b.get(key) and build_b.get(key) == build_c.get(key)]
+    other_program = any(key in build_b and key in build_c and build_b[key] != build_c[key]
+                        for key in _BUILD_PROGRAM)
+    if same and not other_program:
+        return f"{same[0]} {str(build_b[same[0]])[:12]}..."
+    if build_b and build_b == build_c:
+        return "the same build provenance"
+    return None
+
+
+def _scenario_change(b_scenario: str, c_scenario: str, options: list[str]) -> str:
+    """What differs between two canonical scenario URLs (``mode=concurrent -> mode=serial``)
+    and the launch options, in one line ("" when nothing does)."""
+    def fields(url: str) -> dict[str, str]:
+        return dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))
+
+    b, c = fields(b_scenario), fields(c_scenario)
+    parts = [f"{k}={b.get(k, '-')} -> {k}={c.get(k, '-')}" for k in dict.fromkeys([*b, *c])
+             if b.get(k) != c.get(k)]
+    return "; ".join(parts + options)
+
+
+def _injected(scenario: str) -> str | None:
+    try:
+        inject = parse_scenario(scenario).inject
+    except ColdstartError:
+        return None
+    return None if inject is None else "@".join(inject)
+
+
+def _rule_design(candidate: AnyCampaign, settings: VerdictSettings, notes: list[str]) -> Any:
+    """The candidate's ``--until-verdict`` design when its settings are these (``None``
+    otherwise, with a note when the settings differ)."""
+    rule = candidate.meta.until_verdict
+    if rule is None:
+        return None
+    if (rule.signature, rule.alpha, rule.ceiling) != (settings.signature, settings.alpha,
+                                                      settings.ceiling):
+        notes.append(f"the candidate ran under a sequential rule for --signature "
+                     f"{rule.signature} --alpha {rule.alpha:g} --ceiling {rule.ceiling:g}; "
+                     f"judged with other settings, only the anytime-valid comparison holds "
+                     f"its error rate, not the ceiling's bound")
+        return None
+    from .sprt import SprtDesign
+
+    try:
+        return SprtDesign(rule.ceiling, rule.design_rate, rule.alpha, rule.beta,
+                          rule.max_launches)
+    except UsageError as exc:
+        notes.append(f"the candidate's sequential rule cannot be rebuilt ({exc.message})")
+        return None
+
+
+def compare_campaigns(baseline: AnyCampaign, candidate: AnyCampaign,
+                      settings: VerdictSettings = VerdictSettings(), *,
+                      scans: tuple[Scan, Scan] | None = None) -> Comparison:
+    """Compare two campaigns (loaded, or :func:`kit.analysis.scan.open_campaign`'s streamed
+    ones) and state the verdict (module doc).
+
+    With more than one device across both campaigns the decision uses the stratified exact
+    test over devices (:func:`kit.analysis.stats.stratified_exact_p`), so a device that ran
+    only one build, or one device's rate, cannot carry it. Campaigns made under a
+    sequential rule (the candidate's ``until_verdict``, the baseline's ``interleaved``) are
+    judged with the rule's anytime-valid conditions too (:func:`~kit.analysis.decide.decide`).
+
+    Args:
+        scans: both campaigns' :class:`~kit.analysis.scan.Scan` for ``settings.signature``
+            when already made (the reports share them); else each is read once here.
+
+    Raises:
+        UsageError: the campaigns are the same directory, or ran on different targets.
+        DataError: a campaign's records are invalid.
+    """
+    if baseline.path.resolve() == candidate.path.resolve():
+        raise UsageError(f"baseline and candidate are the same campaign ({baseline.path})",
+                         "give two different campaign directories")
+    t_b, t_c = baseline.meta.target, candidate.meta.target
+    if t_b != t_c:
+        raise UsageError(f"the baseline ran on target {t_b!r} and the candidate on {t_c!r}",
+                         "compare campaigns made on the same target")
+    sig = settings.signature
+    if scans is None or any(s.signature != sig for s in scans):
+        scans = (scan_campaign(baseline, sig), scan_campaign(candidate, sig))
+    s_b, s_c = scans
+    confidence = 1.0 - settings.alpha
+    b_arm, c_arm = _arm(baseline, s_b, confidence), _arm(candidate, s_c, confidence)
+    notes: list[str] = []
+    differ = option_differences(baseline.meta.options, candidate.meta.options)
+    same = build_identity(baseline.meta.build, candidate.meta.build)
+    change = _scenario_change(b_arm.scenario, c_arm.scenario, differ)
+    kind = BUILD if same is None else (SCENARIO if change else NO_CHANGE)
+    if kind == BUILD:
+        if b_arm.scenario != c_arm.scenario:
+            notes.append(f"the campaigns ran different scenarios (baseline: "
+                         f"{b_arm.scenario_description or b_arm.scenario}; candidate: "
+                         f"{c_arm.scenario_description or c_arm.scenario}), so the verdict "
+                         f"compares the scenarios as well as the builds")
+        if differ:
+            notes.append(f"the campaigns ran with different launch options "
+                         f"({'; '.join(differ)}), so the verdict compares the options as "
+                         f"well as the builds")
+    else:
+        notes.append(f"both campaigns ran the same build ({same}): the verdict is about "
+                     + (f"the change of scenario or options ({change}), not a fix"
+                        if change else "nothing: the scenario and options are the same too"))
+    for which, campaign, scan in (("baseline", baseline, s_b), ("candidate", candidate, s_c)):
+        unfinished = unfinished_note(campaign, len(scan.slots))
+        if unfinished:
+            notes.append(f"the {which} {unfinished}")
+    injected = _injected(b_arm.scenario)
+    if _injected(c_arm.scenario):
+        notes.append(f"the candidate's scenario injects crashes "
+                     f"({_injected(c_arm.scenario)}): its crashes are the kit's own")
+    for arm in (b_arm, c_arm):
+        if arm.counted > arm.eligible:
+            notes.append(f"{arm.counted - arm.eligible} {arm.label} launches "
+                         f"{left_out_text(sig)} and are left out of the {sig} rate")
+    for camp in (baseline, candidate):
+        for note in camp.notes:
+            notes.append(f"{camp.label}: {note}")
+    anytime = candidate.meta.until_verdict is not None or baseline.meta.interleaved is not None
+    design = _rule_design(candidate, settings, notes)
+    devices, stratified_p = _devices(s_b, s_c, notes)
+    decision = decide(b_arm.events, b_arm.eligible, c_arm.events, c_arm.eligible, settings,
+                      stratified_p=stratified_p, anytime=anytime, sequential=design,
+                      injected=injected, change=change if kind == SCENARIO else None,
+                      kind=kind)
+    moved = _moved(s_b, s_c, sig, settings.alpha)
+    return Comparison(decision, settings, b_arm, c_arm, devices, stratified_p, moved,
+                      cap_notes(notes))
+
+
+def _devices(s_b: Scan, s_c: Scan, notes: list[str]
+             ) -> tuple[tuple[DeviceResult, ...], float | None]:
+    """Per-device rates and the stratified p, with more than one device overall."""
+    all_devices = sorted({d for d, row in s_b.devices.items() if row[1]}
+                         | {d for d, row in s_c.devices.items() if row[1]})
+    if len(all_devices) <= 1:
+        return (), None
+    strata, devices = [], []
+    for device in all_devices:
+        xb, nb = s_b.target_by_device.get(device, (0, 0))
+        xc, nc = s_c.target_by_device.get(device, (0, 0))
+        strata.append(StratumTable(device, xb, nb, xc, nc))
+        fp = lower_rate_test(xb, nb, xc, nc, use_boschloo=False).fisher_p if nb and nc else None
+        devices.append(DeviceResult(device, rate(xb, nb), rate(xc, nc), fp))
+    stratified_p = stratified_exact_p(strata)
+    if not any(s.n_b and s.n_c for s in strata):
+        notes.append("no device ran both builds, so device and build cannot be told apart and "
+                     "the stratified test has no information: run both builds on the same "
+                     "devices, interleaved")
+    lonely = [s.name for s in strata if bool(s.n_b) != bool(s.n_c)]
+    if lonely and any(s.n_b and s.n_c for s in strata):
+        notes.append(f"devices that ran only one build add nothing to the stratified test: "
+                     f"{', '.join(lonely)}")
+    return tuple(devices), stratified_p
+

@@ -1,0 +1,149 @@
+"""Target events: what counts as the target in a launch, which launches enter its rate, and
+the tier of evidence a target is (docs/verdict.md, "The target").
+
+A target is a crash class (``xnnpack-allocator-uaf``, ``other-native-crash``, ``abort``...,
+a record's ``crash_class``), ``any-crash`` (outcome ``crashed``), ``race-witnessed`` (the
+host race witness of issue #8 saw two allocator contexts) or ``race-detected`` (a race
+detector, e.g. ThreadSanitizer or Helgrind, reported a data race on the allocator statics:
+the record's ``detector`` payload with ``on_target`` true).
+
+Two tiers: ``mechanism`` (``race-witnessed``, ``race-detected``: the data race on the
+allocator statics itself, crash or not) and ``failure`` (crash classes, ``any-crash``: the
+crash it causes). A verdict names its tier, so that "the race is gone" and "the crash is
+gone" are never confused.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from ..errors import UsageError
+from ..records import LaunchRecord, Outcome
+from ..scenario import PHASES
+
+__all__ = ["DEFAULT_SIGNATURE", "RACE_WITNESSED", "RACE_DETECTED", "ANY_CRASH", "MECHANISM",
+           "FAILURE", "tier", "tier_text", "detector_of", "detector_on_target",
+           "check_signature", "is_eligible", "is_target", "count_target", "left_out_text",
+           "none_eligible_text"]
+
+DEFAULT_SIGNATURE = "xnnpack-allocator-uaf"
+RACE_WITNESSED = "race-witnessed"
+RACE_DETECTED = "race-detected"
+ANY_CRASH = "any-crash"
+MECHANISM = "mechanism"
+FAILURE = "failure"
+_TIER_TEXT = {MECHANISM: "a data race on the allocator statics", FAILURE: "a crash"}
+_SIGNATURE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+def tier(signature: str) -> str:
+    """``mechanism`` for ``race-witnessed`` and ``race-detected``, else ``failure``."""
+    return MECHANISM if signature in (RACE_WITNESSED, RACE_DETECTED) else FAILURE
+
+
+def tier_text(signature: str) -> str:
+    """``"mechanism tier: a data race on the allocator statics"`` or ``"failure tier: a
+    crash"``."""
+    t = tier(signature)
+    return f"{t} tier: {_TIER_TEXT[t]}"
+
+
+def detector_of(record: LaunchRecord) -> dict[str, Any] | None:
+    """The record's race-detector payload: a ``detector`` field, or ``extra["detector"]``
+    (a dict with at least ``tool``, ``races`` (a list) and ``on_target``: true, false or
+    null, with a ``reason``); ``None`` when the record has none or it is not a dict."""
+    value = getattr(record, "detector", None)
+    if value is None:
+        value = record.extra.get("detector") if isinstance(record.extra, dict) else None
+    return value if isinstance(value, dict) else None
+
+
+def detector_on_target(record: LaunchRecord) -> bool | None:
+    """The detector's judgement: ``True`` (a race on the allocator statics), ``False`` (the
+    detector ran and reported none there), ``None`` (no detector, or it could not tell)."""
+    payload = detector_of(record)
+    value = payload.get("on_target") if payload is not None else None
+    return value if isinstance(value, bool) else None
+
+
+def check_signature(text: str) -> str:
+    """Validate a target: a crash class (:data:`kit.crash.rules.CRASH_CLASSES`, the closed set
+    every rule file maps to), ``race-witnessed``, ``race-detected`` or ``any-crash``.
+
+    Raises:
+        UsageError: the name is not one of them.
+    """
+    from ..crash.rules import CRASH_CLASSES
+
+    known = (*CRASH_CLASSES, RACE_WITNESSED, RACE_DETECTED, ANY_CRASH)
+    if not isinstance(text, str) or not _SIGNATURE_RE.match(text) or text not in known:
+        shown = repr(text[:60]) if isinstance(text, str) else repr(text)
+        raise UsageError(f"signature {shown} is not a crash class name",
+                         f"use one of {', '.join(known)}")
+    return text
+
+
+def is_eligible(record: LaunchRecord, signature: str) -> bool:
+    """Whether ``record`` enters the target rate's denominator: counted (not an infra
+    error) and, for ``race-witnessed``, carrying an available race witness; for
+    ``race-detected``, a detector that judged the launch (``on_target`` true or false: an
+    unknown is left out, like a launch without a witness); for a crash class, showing it
+    or having reached session creation (``models-ready`` or a later phase). A launch that
+    ended before creating sessions — a build that aborts at start every time — cannot show
+    a crash of creation, inference or release, so it is left out: counted as a clean
+    launch it would make a broken build look fixed."""
+    if not record.counted:
+        return False
+    if signature == RACE_WITNESSED:
+        return isinstance(record.race, dict) and record.race.get("available", True) is not False
+    if signature == RACE_DETECTED:
+        return detector_on_target(record) is not None
+    if signature == ANY_CRASH or is_target(record, signature):
+        return True
+    return record.last_phase in PHASES[1:]
+
+
+def is_target(record: LaunchRecord, signature: str) -> bool:
+    """Whether ``record`` shows the target ``signature`` (see the module doc)."""
+    if signature == RACE_WITNESSED:
+        return isinstance(record.race, dict) and record.race.get("witnessed") is True
+    if signature == RACE_DETECTED:
+        return detector_on_target(record) is True
+    if signature == ANY_CRASH:
+        return record.outcome is Outcome.CRASHED
+    return record.crash_class == signature
+
+
+def count_target(records: Iterable[LaunchRecord], signature: str) -> tuple[int, int]:
+    """``(events, eligible launches)`` of the target among ``records`` (streamed once)."""
+    events = eligible = 0
+    for record in records:
+        if is_eligible(record, signature):
+            eligible += 1
+            events += is_target(record, signature)
+    return events, eligible
+
+
+def left_out_text(signature: str) -> str:
+    """Why counted launches are left out of ``signature``'s rate, for a note."""
+    if signature == RACE_WITNESSED:
+        return "had no race witness"
+    if signature == RACE_DETECTED:
+        return "had no race detector verdict (on_target unknown)"
+    return "ended before creating sessions (they cannot show it)"
+
+
+def none_eligible_text(signature: str, which: str) -> tuple[str, str]:
+    """``(what, advice)`` for a campaign with no eligible launch of ``signature``."""
+    if signature == RACE_WITNESSED:
+        return ("launches with a race witness",
+                f"run the {which} campaign with the race witness on (the host's default; a "
+                f"runtime with static XNNPACK has none: compare crash classes there)")
+    if signature == RACE_DETECTED:
+        return ("launches a race detector judged",
+                f"run the {which} campaign under the race detector, or compare crash "
+                f"classes")
+    return ("counted launches that reached session creation",
+            f"run the {which} campaign, and look at why its launches end before creating "
+            f"sessions")
