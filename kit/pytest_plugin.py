@@ -227,9 +227,21 @@ class Coldstart:
 
     def assert_fixed(self, baseline: CampaignResult, candidate: CampaignResult,
                      **settings: Any) -> "Comparison":
-        """Fail unless the verdict is ``fixed``; the message is the verdict's reason."""
+        """Fail unless the verdict is ``fixed`` (a candidate build without the baseline's
+        defect); the message is the verdict's reason."""
+        return self._assert_verdict("fixed", baseline, candidate, settings)
+
+    def assert_removed(self, baseline: CampaignResult, candidate: CampaignResult,
+                       **settings: Any) -> "Comparison":
+        """Fail unless the verdict is ``removed``: one build, and the candidate's change of
+        scenario or options (e.g. ``mode=serial``, the known workaround) removes what the
+        baseline's showed."""
+        return self._assert_verdict("removed", baseline, candidate, settings)
+
+    def _assert_verdict(self, want: str, baseline: CampaignResult, candidate: CampaignResult,
+                        settings: dict[str, Any]) -> "Comparison":
         comparison = self.compare(baseline, candidate, **settings)
-        if comparison.verdict.value != "fixed":
+        if comparison.verdict.value != want:
             pytest.fail(f"verdict {comparison.verdict.value}: "
                         f"{comparison.decision.to_dict().get('reason')}", pytrace=False)
         return comparison

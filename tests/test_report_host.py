@@ -97,7 +97,7 @@ def test_host_pair_through_compare_and_report(host_pair: tuple[Path, Path],
     comp = data["comparison"]
     assert (comp["verdict"], comp["kind"], comp["tier"]) == ("inconclusive", "scenario",
                                                              "failure")
-    assert comp["change"].startswith("mode=concurrent -> mode=serial")
+    assert comp["change"] == "inject=segv@sessions-created -> inject=none"
     assert (comp["baseline"]["events"], comp["baseline"]["eligible"]) == (3, 3)
     assert (comp["candidate"]["events"], comp["candidate"]["eligible"]) == (0, 3)
     assert data["campaigns"][0]["crash_phases"][0]["key"] == "sessions-created"

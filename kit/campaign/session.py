@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from ..analysis.sequential import InterleavedRule, StopRule, make_stop_rule
 from ..analysis.sprt import SLOW_RULE_LAUNCHES
-from ..analysis.verdict import RACE_WITNESSED, count_target
+from ..analysis.verdict import RACE_DETECTED, RACE_WITNESSED, count_target
 from ..errors import UsageError
 from ..records import LaunchRecord
 from ..targets.base import PreparedTarget, get_target
@@ -72,6 +72,11 @@ def _check_rule(request: CampaignRequest, options: Sequence[dict[str, Any]]) -> 
             raise UsageError(f"--signature race-witnessed counts only launches the race "
                              f"witness watched, and this run has none ({witness})",
                              "run with the witness on the host, or give a crash class as "
+                             "--signature")
+        if rule.settings.signature == RACE_DETECTED and not opts.get("detector"):
+            raise UsageError("--signature race-detected counts only launches run under the "
+                             "race detector, and this run has none",
+                             "add --detector drd (host), or give a crash class as "
                              "--signature")
 
 

@@ -117,9 +117,9 @@ def fail_verdicts(fail_on: str | None) -> tuple[Verdict, ...]:
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from .progress import stdout_console
 
-    return Console(highlight=False)
+    return stdout_console()
 
 
 def print_comparison(comparison: Comparison, console: Any) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -119,9 +118,9 @@ def _render(rows: list[tuple[str, CrashRecord, Any]], as_json: bool) -> None:
 
 
 def _console() -> Any:
-    from rich.console import Console
-    # a pipe or a file gets wide lines instead of rich's 80-column default
-    return Console(width=None if sys.stdout.isatty() else 220)
+    from .progress import stdout_console  # a pipe gets wide lines, not rich's 80 columns
+
+    return stdout_console()
 
 
 def _load(args: argparse.Namespace) -> RuleSet:

@@ -112,7 +112,7 @@ def _devices(args: argparse.Namespace) -> int:
         for info in infos:
             print(json.dumps(info.to_dict(), separators=(",", ":")))
         return 0
-    from rich.console import Console
+    from ..progress import stdout_console
     from rich.table import Table
 
     if not infos:
@@ -125,7 +125,7 @@ def _devices(args: argparse.Namespace) -> int:
     for info in infos:
         table.add_row(info.serial, info.state, info.model or "-", info.abi or "-",
                       str(info.sdk) if info.sdk is not None else "-", info.transport)
-    Console().print(table)
+    stdout_console().print(table)
     return 0
 
 
