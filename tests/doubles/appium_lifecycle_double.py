@@ -23,10 +23,13 @@ The text is set on the real fake-driver element with one set-value, which replac
 as React Native re-renders the Text with the new line: the screen is never blank or half
 written between two lines. A cold-started app's screen is blank until its first line, and an
 app that was terminated or died never writes its screen again. Script entries:
-``completed``, ``crash@PHASE``, ``js-fatal@PHASE`` (the JS error kills the app before it
-reports PHASE), ``error-fatal@PHASE`` (an ``error`` line after PHASE, then the fatal JS
-error ends the app), ``error@PHASE`` (the app lives on), ``hang@PHASE``; a ``~D`` suffix
-gives the crash text D seconds after the death (an iOS ``.ips`` arrives late).
+``completed``, ``unchecked`` (``inference-done`` with neither scores nor ``ok``),
+``crash@PHASE`` (``crash@done``: a crash in teardown, a late release of a session; the app
+dies as it logs ``done``, before rendering it, so a reader of the log gets that line only
+after the death), ``js-fatal@PHASE`` (the JS error kills the app before it reports PHASE),
+``error-fatal@PHASE`` (an ``error`` line after PHASE, then the fatal JS error ends the app),
+``error@PHASE`` (the app lives on), ``hang@PHASE``; a ``~D`` suffix gives the crash text D
+seconds after the death (an iOS ``.ips`` arrives late).
 :meth:`AppiumLifecycleDouble.unused_script` tells a test what was not played. If the real
 server is gone, the double stops listening too (the client then sees the connection
 refused, as with a dead server).
@@ -68,6 +71,7 @@ _FRAMES = {
     "inference-done": ["onnxruntime::xnnpack::(anonymous namespace)::xnn_aligned_deallocate("
                        "void*, void*)+20", "xnn_deallocate+36", "xnn_delete_operator+92"],
 }
+_FRAMES["done"] = _FRAMES["inference-done"]  # a teardown crash is a late release
 
 
 def _stamp() -> str:
@@ -140,13 +144,18 @@ class _App:
             for i, m in enumerate(("melspectrogram", "embedding_model", "hey_jarvis_v0.1"))],
             "eps": ["xnnpack", "cpu"], "ort_version": "1.24.3"},
             "inference-done": {"scores": [0.998019], "score": 0.998019, "ok": True,
-                               "max_diff": 0.0}}
+                               "max_diff": 0.0} if kind != "unchecked" else {}}
         for phase in PHASES:
             time.sleep(self.double.phase_delay_s)
             if generation != self.generation:
                 return  # terminated meanwhile
             if kind == "js-fatal" and phase == at:
                 self._die_js(float(delay or 0))
+                return
+            if kind == "crash" and phase == at == "done":
+                self._stop_running()  # dead first: the screen is never written again
+                self.say(launch_id, phase, t0, generation)
+                self._crash_text(phase)
                 return
             self.say(launch_id, phase, t0, generation, **fields.get(phase, {}))
             if phase != at:
@@ -164,10 +173,16 @@ class _App:
                 self._die_native(phase)
             return
 
-    def _die_native(self, phase: str) -> None:
+    def _stop_running(self) -> None:
         with self.screen:
             self.state = 1
             self.generation += 1
+
+    def _die_native(self, phase: str) -> None:
+        self._stop_running()
+        self._crash_text(phase)
+
+    def _crash_text(self, phase: str) -> None:
         if self.double.platform == "android":
             pid, tid = self.pid, self.pid + 29
             head = [f"{_stamp()}  {pid:5d}  {tid:5d} F libc    : Fatal signal 11 (SIGSEGV), "
@@ -189,14 +204,12 @@ class _App:
                 self.log("logcat", line)
         else:
             kind = {"models-ready": "uaf-create", "sessions-created": "uaf-infer",
-                    "inference-done": "uaf-release"}.get(phase, "abort")
+                    "inference-done": "uaf-release", "done": "uaf-release"}.get(phase, "abort")
             self.log("crashlog", make_ips(kind, udid=self.double.udid, pid=self.pid,
                                           bundle_id="org.coldstart.app"))
 
     def _die_js(self, report_delay_s: float = 0.0) -> None:
-        with self.screen:
-            self.state = 1
-            self.generation += 1
+        self._stop_running()
         time.sleep(report_delay_s)
         if self.double.platform == "android":
             for text in ["FATAL EXCEPTION: mqt_native_modules",

@@ -41,7 +41,11 @@ EXIT_INFO_RING = 16
 _PHASES = ("start", "models-ready", "sessions-created", "inference-done", "sessions-released",
            "done")
 _CRASH_SITE_AFTER = {"creation": "models-ready", "inference": "sessions-created",
-                     "release": "inference-done"}
+                     "release": "inference-done", "teardown": "done"}
+#: The tombstone's stack per crash site (a teardown crash is a late release: a session
+#: freed after ``done``, e.g. by a finalizer, goes through ``xnn_destroy_operator``).
+_CRASH_STACK = {"creation": "creation", "inference": "inference", "release": "release",
+                "teardown": "release"}
 _REASONS = {1: "EXIT_SELF", 2: "SIGNALED", 3: "LOW_MEMORY", 4: "APP CRASH(EXCEPTION)",
             5: "APP CRASH(NATIVE)", 6: "ANR", 10: "USER REQUESTED"}
 
@@ -51,7 +55,9 @@ class AppBehaviour:
     """What one cold launch of the app does.
 
     Attributes:
-        kind: ``completed``, ``native-crash`` (a #32461 crash at ``site``), ``other-crash``
+        kind: ``completed``, ``native-crash`` (a #32461 crash at ``site``; at ``teardown``
+            the app dies as it logs ``done``, so the process is gone before any reader of
+            the log has the line), ``other-crash``
             (an abort in app code after ``after``), ``js-error`` (the app reports an
             ``error`` phase and stays up), ``js-fatal`` (uncaught JS error: a Java
             ``FATAL EXCEPTION``), ``js-error-fatal`` (an ``error`` line after ``after``,
@@ -64,7 +70,8 @@ class AppBehaviour:
             comes up ``services_late_s`` after adbd), ``runtime-restart`` (the system server
             restarts after ``after``: the app dies with it, the activity and package
             services are missing for ``services_late_s``; same boot id).
-        site: ``creation``, ``inference`` or ``release`` for ``native-crash``.
+        site: ``creation``, ``inference``, ``release`` or ``teardown`` (after ``done``) for
+            ``native-crash``.
         after: last phase reported before the behaviour's event.
         first_frame_ms: ``am start -W`` TotalTime.
         phase_gap_ms: time between two phases.
@@ -743,7 +750,12 @@ class FakeAndroidDevice:
 
         self._at(0.0, lambda: self.log("main", pid, pid, "I", "ReactNativeJS",
                                        'Running "ColdstartApp" with {"rootTag":11}'))
+        teardown = b.kind == "native-crash" and b.site == "teardown"
         for n, phase in enumerate(phases, 1):
+            if teardown and phase == "done":
+                self._at(gap_s * n, lambda n=n: self._teardown_crash(
+                    app, pid, b, lambda: emit("done", n * b.phase_gap_ms)))
+                continue
             self._at(gap_s * n, lambda phase=phase, n=n: emit(phase, n * b.phase_gap_ms))
         end_s = gap_s * (len(phases) + 1)
         def error_line(message: str) -> None:
@@ -762,7 +774,7 @@ class FakeAndroidDevice:
                                                "undefined"))
             self._at(end_s + b.death_after_ms * self.slowness / 1000.0,
                      lambda: self._java_crash(app, pid, b))
-        elif b.kind in ("native-crash", "other-crash"):
+        elif b.kind in ("native-crash", "other-crash") and not teardown:
             self._at(end_s, lambda: self._native_crash(app, pid, b))
         elif b.kind == "js-fatal":
             self._at(end_s, lambda: self._java_crash(app, pid, b))
@@ -774,6 +786,14 @@ class FakeAndroidDevice:
             drop_at = gap_s * (_PHASES.index(b.after or "models-ready") + 1) + gap_s / 2
             self._at(drop_at, lambda: self._drop(b))
 
+    def _teardown_crash(self, app: FakeApp, pid: int, b: AppBehaviour,
+                        log_done: Callable[[], None]) -> None:
+        """``done`` and the death in one step (the lock held): no shell command, ``pidof``
+        included, and no log reader can come between the line and the death."""
+        with self._lock:
+            log_done()
+            self._native_crash(app, pid, b)
+
     def _native_crash(self, app: FakeApp, pid: int, b: AppBehaviour) -> None:
         with self._lock:
             if self._running.get(app.package) != pid:
@@ -782,7 +802,7 @@ class FakeAndroidDevice:
         thread = "mqt_native_modu"
         when = self.now()
         if b.kind == "native-crash":
-            stack = reports.ort_stack(b.site or "creation", self.tomb_abi)
+            stack = reports.ort_stack(_CRASH_STACK[b.site or "creation"], self.tomb_abi)
             sig, sig_name, code, code_name, addr = 11, "SIGSEGV", 1, "SEGV_MAPERR", \
                 "0x0000000000000018"
             cause, abort = "null pointer dereference", None

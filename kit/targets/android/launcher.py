@@ -24,10 +24,11 @@ One launch (notes/drivers.md sections 2 and 6):
    lines (tag ``ReactNativeJS``; other launch ids are stale and ignored), ``ActivityManager``
    process starts and deaths, ``libc`` fatal signals and ``AndroidRuntime`` fatal
    exceptions; when the log is quiet for ``poll_s`` a ``pidof`` checks the process;
-5. the observation ends at ``done`` (lines already received are still read: a crash in
-   teardown counts), at a death, at the timeout (the app is force-stopped), or
-   ``error_grace_s`` after an ``error`` line: a fatal JS error prints ``error`` and then
-   dies, so an ``error`` is only an ``app-error`` if the process outlives the grace period;
+5. the observation ends at ``done`` (lines already received are still read, then one
+   ``pidof``: a crash in teardown, its lines still on their way, counts), at a death, at
+   the timeout (the app is force-stopped), or ``error_grace_s`` after an ``error`` line: a
+   fatal JS error prints ``error`` and then dies, so an ``error`` is only an ``app-error``
+   if the process outlives the grace period;
 6. on a death, :func:`~kit.targets.android.evidence.collect_death` gathers the evidence of
    this pid only.
 
@@ -497,6 +498,8 @@ class AndroidLauncher:
                 for line in follower.drain():
                     seen.append(line)
                     watch.take(line, now)
+                if watch.death is None:
+                    self._check_alive_at_done(watch)
                 return False
             grace_end = watch.error_at + t.error_grace_s if watch.error_at is not None \
                 else None
@@ -529,6 +532,16 @@ class AndroidLauncher:
             watch.pid = running
         elif watch.pid is not None and running != watch.pid:
             watch.death = f"pidof: pid {watch.pid} is gone (now {running})"
+
+    def _check_alive_at_done(self, watch: _Watch) -> None:
+        """One ``pidof`` once ``done`` is read: a process that died in teardown, whose
+        crash lines are still on their way through logd and adb, is a death (the outcome
+        table's row 2), not a completed launch. A check that cannot be made leaves the
+        launch as the app reported it (the next launch reconnects)."""
+        try:
+            self._check_alive(watch)
+        except TransportError:
+            self._broken = True
 
     def _force_stop(self) -> None:
         try:

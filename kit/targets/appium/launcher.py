@@ -18,12 +18,14 @@ launch. One launch (notes/drivers.md section 3):
    1 not running, 2-4 running); when the log shows the end (``done`` / ``error``) before the
    screen did, the status element is read once more, so the recorded ``status_text`` is a
    screen read after the end was logged, not one from before it;
-5. the launch ends at ``done``; at an ``error`` line once ``error_grace_s`` has passed with
-   the app running (a fatal JS error is logged, then React Native ends the app: a death
-   within the grace is a crash); when the app stops running; or at the timeout. After a
-   death the crash text is awaited in the log (tombstone or Java/JS fatal in ``logcat``,
-   the ``.ips`` of the XCUITest ``crashlog`` type) and parsed by :mod:`kit.crash`; what was
-   observed becomes the record through :func:`kit.observe.make_record`.
+5. the launch ends at ``done``, after one ``mobile: queryAppState`` (an app that died in
+   teardown, its last line read from the log after its death, is a death); at an
+   ``error`` line once ``error_grace_s`` has passed with the app running (a fatal JS error
+   is logged, then React Native ends the app: a death within the grace is a crash); when
+   the app stops running; or at the timeout. After a death the crash text is awaited in
+   the log (tombstone or Java/JS fatal in ``logcat``, the ``.ips`` of the XCUITest
+   ``crashlog`` type) and parsed by :mod:`kit.crash`; what was observed becomes the record
+   through :func:`kit.observe.make_record`.
 
 Retries never turn a crash into a pass: only transport failures (the server or session
 gone) raise InfraError, which :func:`kit.campaign.run_campaign` records and retries without
@@ -171,7 +173,8 @@ class AppiumLauncher:
             phases = {e.phase for e in events()}
             if "done" in phases:
                 self._read_final_screen(session, ctx.launch_id, status_seen)
-                end = ProcessEnd.ALIVE
+                running = session.app_state() >= AppState.RUNNING_IN_BACKGROUND_SUSPENDED
+                end = ProcessEnd.ALIVE if running else ProcessEnd.DIED
                 break
             if "error" in phases and error_at is None:
                 self._read_final_screen(session, ctx.launch_id, status_seen)
@@ -195,7 +198,9 @@ class AppiumLauncher:
         artifacts = [f"{ctx.artifacts_rel}/{log_type}.txt"]
         evidence: CrashEvidence | None = None
         if end is ProcessEnd.DIED:
-            evidence, rel = self._collect_crash(session, ctx, lines, log_type, crash_type)
+            when = "after" if "done" in {e.phase for e in events()} else "before"
+            evidence, rel = self._collect_crash(session, ctx, lines, log_type, crash_type,
+                                                when)
             if rel is not None:
                 artifacts.append(rel)
             elif not seen_running and not status_seen and not events():
@@ -234,10 +239,11 @@ class AppiumLauncher:
             status_seen.append(text)
 
     def _collect_crash(self, session: AppiumSession, ctx: LaunchContext, lines: list[str],
-                       log_type: str, crash_type: str | None
+                       log_type: str, crash_type: str | None, when: str = "before"
                        ) -> tuple[CrashEvidence, str | None]:
-        """Crash text after a death: the ``crashlog`` entry naming the app (iOS) or the
-        crash lines of ``logcat`` (Android), awaited up to ``report_wait_s``.
+        """Crash text after a death (``when``: ``before`` or ``after`` done, for the
+        note): the ``crashlog`` entry naming the app (iOS) or the crash lines of ``logcat``
+        (Android), awaited up to ``report_wait_s``.
 
         Returns:
             The evidence and its artifact, or a note as the evidence and ``None``.
@@ -245,8 +251,8 @@ class AppiumLauncher:
         deadline = time.monotonic() + self.config.report_wait_s
         available = [t for t in (log_type, crash_type) if t and t in self.log_types]
         if not available:
-            return CrashEvidence(note="the app died before done; the session offers no log "
-                                      "to read the crash from"), None
+            return CrashEvidence(note=f"the app died {when} done; the session offers no "
+                                      "log to read the crash from"), None
         crash_texts: list[str] = []
         while True:
             if log_type in self.log_types:
@@ -264,7 +270,7 @@ class AppiumLauncher:
                                           ctx.artifacts_rel, "crash.txt", hint="logcat")
             if time.monotonic() >= deadline or self._abort.is_set():
                 return CrashEvidence(note=(
-                    f"the app died before done and no crash text for it appeared in "
+                    f"the app died {when} done and no crash text for it appeared in "
                     f"{'/'.join(available)} within {self.config.report_wait_s:g} s")), None
             time.sleep(self.config.poll_s)
 

@@ -10,7 +10,9 @@ One launch:
    --environment-variables {...} <bundle>`` starts the app cold with the scenario;
    ``OS_ACTIVITY_DT_MODE=YES`` makes the app's os_log lines (``Name[pid:tid] ...``) reach
    the console, which ends when the app dies;
-3. each console line wakes the launch; it ends at ``done``, at an ``error`` line once
+3. each console line wakes the launch; it ends at ``done`` (the app is then looked for
+   once, in the console's end or ``device info processes``: an app that died in teardown,
+   its last line relayed after its death, is a death), at an ``error`` line once
    ``error_grace_s`` passed with the console open (a fatal JS error logs ``error`` and then
    aborts: a death within the grace is a crash), at the console's end, or at the timeout
    (hung: the app is terminated);
@@ -273,7 +275,8 @@ class DeviceLauncher:
                             error_at = time.monotonic()
                 now = time.monotonic()
                 if any(e.phase == "done" for e in events):
-                    return ProcessEnd.ALIVE, events, pid, console
+                    gone = ended or self._gone_at_done(pid)
+                    return ProcessEnd.DIED if gone else ProcessEnd.ALIVE, events, pid, console
                 if ended:
                     return ProcessEnd.DIED, events, pid, console
                 if error_at is not None and now >= error_at + self.error_grace_s:
@@ -293,6 +296,20 @@ class DeviceLauncher:
                                            name="devicectl-stop")
                 stopper.start()
                 self._stopping = [t for t in self._stopping if t.is_alive()] + [stopper]
+
+    def _gone_at_done(self, pid: int | None) -> bool:
+        """Whether the app that reported ``done`` is no longer running (module doc, step
+        3): one ``device info processes``. A check that cannot be made (no pid known, the
+        device not answering) leaves the launch as the app reported it; the next launch
+        checks the device first."""
+        if pid is None:
+            return False
+        try:
+            running = self.devicectl.processes(self.phone.identifier)
+        except InfraError:
+            self._suspect = True
+            return False
+        return not any(p.get("processIdentifier") == pid for p in running)
 
     def _judge_end(self, ctx: LaunchContext, console: _Console, text: str,
                    events: list[ProtocolEvent], pid: int | None
@@ -327,8 +344,9 @@ class DeviceLauncher:
         if tool_failed:
             return (f"the console ended with devicectl's own error ({own_error[:200]}) and no "
                     "crash report appeared: the app's fate is unknown"), None, None
+        when = "after" if any(e.phase == "done" for e in events) else "before"
         return None, CrashEvidence(note=(
-            f"the app died before done and the device had no new crash report for it within "
+            f"the app died {when} done and the device had no new crash report for it within "
             f"{self.report_wait_s:g} s")), None
 
     def _collect_crash(self, ctx: LaunchContext, pid: int | None

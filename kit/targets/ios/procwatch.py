@@ -96,6 +96,28 @@ class ProcessWatch:
         if ended:
             self._finish()
 
+    def ended(self) -> bool:
+        """Whether the process has ended, checked now instead of when the watch's thread
+        gets to it: a pidfd is polled with no wait; with kqueue, ``kill(pid, 0)`` fails
+        once the process is gone (launchd reaps its children at once). Never raises."""
+        if self.exited.is_set():
+            return True
+        if self._source is None or self._closed:
+            return False
+        kind, handle = self._source
+        if kind == "pidfd":
+            try:
+                return bool(select.select([handle], [], [], 0)[0])
+            except (OSError, ValueError):
+                return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # EPERM: it exists, owned by someone else
+            return False
+        return False
+
     def _finish(self) -> None:
         self.exited.set()
         try:

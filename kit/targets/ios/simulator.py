@@ -20,10 +20,12 @@ each launch reads the lines of its own launch id). One launch:
    ordinary host process of the Mac, see :mod:`.procwatch`) wakes it. Only where the host
    gives no process-exit event is ``simctl spawn <udid> launchctl list`` asked, every
    ``poll_s``; and while no line has named the pid, once a second;
-4. it ends at ``done``; at an ``error`` line once ``error_grace_s`` has passed with the app
-   alive (a fatal JS error logs ``error``, then React Native's RCTFatal aborts the app: a
-   death within the grace is a crash); at the app's death; or at the timeout (hung; the
-   app is terminated);
+4. it ends at ``done``, after one look at the app's process (its exit event, checked at
+   once, or ``launchctl list`` where the host gives none): an app that died in teardown,
+   its last lines delivered after its death (the unified log is asynchronous), is a death;
+   at an ``error`` line once ``error_grace_s`` has passed with the app alive (a fatal JS
+   error logs ``error``, then React Native's RCTFatal aborts the app: a death within the
+   grace is a crash); at the app's death; or at the timeout (hung; the app is terminated);
 5. after a death or a timeout the simulator's state is read: a simulator that is no
    longer booted makes the launch an infra error (never counted); else, after a death, the
    crash report of this
@@ -268,8 +270,9 @@ class SimulatorLauncher:
                     seen.pid = evidence.crash.get("pid")  # it died before a line named it
                 seen.end = ProcessEnd.DIED
             elif seen.end is not None:
+                when = "after" if any(e.phase == "done" for e in seen.events) else "before"
                 evidence = CrashEvidence(note=(
-                    f"the app died before done and no crash report for it appeared in "
+                    f"the app died {when} done and no crash report for it appeared in "
                     f"{self.reports.directory} within {self.report_wait_s:g} s"))
         stream = self._stream
         if seen.end is ProcessEnd.DIED and stream is not None:
@@ -345,6 +348,15 @@ class SimulatorLauncher:
         return (f"simulator {self.sim.name} ({self.device}) went {state} during the launch: "
                 "the app's fate is unknown")
 
+    def _gone_at_done(self, pid: int | None, watch: ProcessWatch | None) -> bool:
+        """Whether the app that reported ``done`` is already gone (module doc, step 4):
+        its exit event checked now, or, where the host gives none, ``launchctl list``."""
+        if watch is not None:
+            return watch.ended()
+        if pid is None:
+            return False
+        return self.simctl.app_pid(self.device, self.app.bundle_id) != pid
+
     def _watch(self, ctx: LaunchContext, pid: int | None, t0: float) -> _Seen:
         """Wait for the launch's end (module doc, steps 3-4), woken by log lines and the
         app's exit."""
@@ -385,7 +397,8 @@ class SimulatorLauncher:
                         follow(line_pid)
                 now = time.monotonic()
                 if done:
-                    seen.end = ProcessEnd.ALIVE
+                    seen.end = ProcessEnd.DIED if self._gone_at_done(seen.pid, watch) \
+                        else ProcessEnd.ALIVE
                     return seen
                 if watch is not None and watch.exited.is_set():
                     seen.end = ProcessEnd.DIED

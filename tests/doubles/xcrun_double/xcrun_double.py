@@ -33,7 +33,10 @@ the state's ``script`` (each launch request takes one; :meth:`XcrunDouble.unused
 tells a test what was not played):
 
 * ``completed``, ``wrong-output``, ``unchecked`` (``inference-done`` with neither scores nor
-  ``ok``), ``crash@PHASE``, ``js-fatal@PHASE`` (RCTFatal before PHASE, no ``error`` line),
+  ``ok``), ``crash@PHASE`` (``crash@done``: a crash in teardown, as a late release of a
+  session; the unified log delivers lines asynchronously, and this ``done`` line reaches the
+  log stream or the console only once the app is dead), ``js-fatal@PHASE`` (RCTFatal
+  before PHASE, no ``error`` line),
   ``error-fatal@PHASE`` (an ``error`` line after PHASE, then RCTFatal's SIGABRT),
   ``error@PHASE`` (an ``error`` line, the app lives on), ``hang@PHASE``, ``vanish@PHASE``
   (dies with no report), ``nostart`` (the request succeeds but no app appears);
@@ -69,7 +72,8 @@ PHASES = ("start", "models-ready", "sessions-created", "inference-done", "sessio
 #: Which crash a phase's death looks like: the defect surfaces in creation (after
 #: models-ready), inference (after sessions-created) and release (after inference-done).
 CRASH_KIND = {"start": "abort", "models-ready": "uaf-create", "sessions-created": "uaf-infer",
-              "inference-done": "uaf-release", "sessions-released": "abort"}
+              "inference-done": "uaf-release", "sessions-released": "abort",
+              "done": "uaf-release"}
 
 # --------------------------------------------------------------------------- state
 @contextlib.contextmanager
@@ -202,13 +206,12 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
     log_path = HOME / f"sim-{udid}" / "log.ndjson"
     pid = os.getpid()
 
-    def say(phase: str, **fields: object) -> None:
+    def text_of(phase: str, **fields: object) -> str:
+        """The line as the log stream (an ndjson record) or the console shows it."""
         line = format_event(launch_id, phase, (time.monotonic() - t0) * 1000.0, **fields)
         if mode == "console":
             stamp = time.strftime("%Y-%m-%d %H:%M:%S.000000+0000", time.gmtime())
-            sys.stderr.write(f"{stamp} ColdstartApp[{pid}:91001] [javascript] {line}\n")
-            sys.stderr.flush()
-            return
+            return f"{stamp} ColdstartApp[{pid}:91001] [javascript] {line}\n"
         record = {"traceID": 0, "eventMessage": line, "eventType": "logEvent",
                   "formatString": "%{public}s", "subsystem": "com.facebook.react.log",
                   "category": "javascript", "threadID": 91001, "processID": pid,
@@ -216,8 +219,10 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
                                       "ColdstartApp",
                   "timestamp": time.strftime("%Y-%m-%d %H:%M:%S.000000+0000", time.gmtime()),
                   "messageType": "Default"}
-        with open(log_path, "a") as fh:
-            fh.write(json.dumps(record) + "\n")
+        return json.dumps(record) + "\n"
+
+    def say(phase: str, **fields: object) -> None:
+        deliver(mode, log_path, text_of(phase, **fields))
 
     checked = kind not in ("unchecked",)
     fields = {
@@ -238,6 +243,11 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
         time.sleep(delay_s)
         if kind == "js-fatal" and phase == at:
             break  # the JS error is thrown before this phase is reported
+        if kind == "crash" and phase == at == "done":  # delivered after the death
+            subprocess.Popen([sys.executable, "-S", __file__, "__logd__", str(pid), mode,
+                              str(log_path)], stdin=subprocess.DEVNULL,
+                             env={**os.environ, "XCRUN_DOUBLE_LATE_LINE": text_of(phase)})
+            break
         say(phase, **fields.get(phase, {}))
         if phase != at:
             continue
@@ -281,6 +291,23 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
     if kind == "vanish":
         os.kill(pid, signal.SIGKILL)
     os.kill(pid, signal.SIGSEGV if report and report.startswith("uaf") else signal.SIGABRT)
+
+
+def deliver(mode: str, log_path: Path, text: str) -> None:
+    """One line of the app to its reader: the console (stderr) or the simulator's log."""
+    if mode == "console":
+        sys.stderr.write(text)
+        sys.stderr.flush()
+        return
+    with open(log_path, "a") as fh:
+        fh.write(text)
+
+
+def logd_main(pid: str, mode: str, log_path: str) -> None:
+    """Deliver ``XCRUN_DOUBLE_LATE_LINE`` once process ``pid`` is dead (see ``crash@done``)."""
+    while alive(int(pid)):
+        time.sleep(0.005)
+    deliver(mode, Path(log_path), os.environ["XCRUN_DOUBLE_LATE_LINE"])
 
 
 def reportcrash_main(udid: str, bundle: str, pid: str, kind: str, delay_s: str,
@@ -552,8 +579,9 @@ def devicectl(args: list[str]) -> None:
         url = option(args, "--payload-url")
         bundle = args[-1]
         signal.signal(signal.SIGUSR1, connection_lost)
-        proc = start_app(udid, bundle, url, env, outcome, console="--console" in args)
-        with locked_state() as state:
+        with locked_state() as state:  # listed before the app (which reads the state
+            # under this lock first) can print anything
+            proc = start_app(udid, bundle, url, env, outcome, console="--console" in args)
             state["running"][f"device-{udid}"] = proc.pid
         code = proc.wait()
         if code < 0:
@@ -603,6 +631,9 @@ def devicectl(args: list[str]) -> None:
 def main(argv: list[str]) -> None:
     if argv[:1] == ["__app__"]:
         app_main(*argv[1:6])
+        return
+    if argv[:1] == ["__logd__"]:
+        logd_main(*argv[1:4])
         return
     if argv[:1] == ["__reportcrash__"]:
         reportcrash_main(*argv[1:7])
