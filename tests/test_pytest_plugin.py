@@ -106,7 +106,7 @@ def test_xdist_shards_targets_over_workers(double: XcrunDouble,
 
 
 def test_no_target_is_a_usage_error(double: XcrunDouble, pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_inprocess(*FLAGS)
+    result = pytester.runpytest_subprocess(*FLAGS)
     assert result.ret == 2  # a collection error: nothing runs
     assert "test_farm.py::test_no_uaf needs a target: pass --coldstart-target" in \
         result.stdout.str()
@@ -114,7 +114,7 @@ def test_no_target_is_a_usage_error(double: XcrunDouble, pytester: pytest.Pytest
 
 def test_bad_target_input_fails_with_the_clis_one_line(double: XcrunDouble,
                                                         pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_inprocess(
+    result = pytester.runpytest_subprocess(
         *FLAGS, "--coldstart-target",
         "ios-sim --udid 00000000-0000-0000-0000-000000000000 --app /x.app")
     assert result.ret == 1
