@@ -11,6 +11,9 @@ import dataclasses
 import enum
 from typing import Any
 
+from .payloads import (CrashClass, CrashRecord, DetectorPayload, RacePayload,
+                       XnnpackNodes)
+
 __all__ = ["Outcome", "LaunchRecord", "RECORD_VERSION", "SessionTiming", "overlap_ms"]
 
 RECORD_VERSION = 1
@@ -69,19 +72,26 @@ class LaunchRecord:
         sessions: per-create timings (``sessions-created``).
         ort_version: ORT version the app reported.
         eps: EPs the app asked for.
-        xnnpack_nodes: evidence that XNNPACK took nodes, e.g. ``{"XnnpackExecutionProvider":
-            12, "CPUExecutionProvider": 3, "source": "verbose node placement log"}``.
+        xnnpack_nodes: evidence that XNNPACK took nodes (:class:`kit.payloads.XnnpackNodes`).
         scores: keyword scores the app reported; ``max_score_diff`` vs ``expected.json``.
         exit_code: the process's exit status when it exited normally.
         signal: the number of the signal that ended the process (``None`` if none).
         signal_name: e.g. ``SIGSEGV``.
         error: the app's ``error`` message, or why the launch is an infra error.
-        crash: the crash record as a dict (:class:`kit.crash.CrashRecord`), or ``None``.
-        crash_class: e.g. ``xnnpack-allocator-uaf``, ``abort``; ``None`` for no crash.
+        crash: the crash record (:class:`kit.payloads.CrashRecord`), or ``None``.
+        crash_class: :class:`kit.payloads.CrashClass` (``xnnpack-allocator-uaf``, ``abort``,
+            ...; equal to its string); ``None`` for no crash.
         signature: the crash signature string, or ``None``.
         artifacts: paths relative to the campaign dir (``artifacts/<launch-id>/...``).
-        race: host race-witness data (issue #8) or ``None``.
-        extra: any other keys (kept, for forward compatibility).
+        race: the host race witness's observation (:class:`kit.payloads.RacePayload`), or
+            ``None``.
+        detector: the host race detector's answer (:class:`kit.payloads.DetectorPayload`),
+            or ``None`` (written only when present).
+        extra: the target's own details (``android``: pid, launch state, exit-info...;
+            ``pid``/``crash_report`` on iOS; ``status_text`` on Appium) and any key this kit
+            does not know, kept as JSON for forward compatibility.
+
+    Payloads given as their JSON dicts are typed on construction.
     """
 
     launch_id: str
@@ -99,19 +109,39 @@ class LaunchRecord:
     sessions: list[SessionTiming] = dataclasses.field(default_factory=list)
     ort_version: str | None = None
     eps: list[str] = dataclasses.field(default_factory=list)
-    xnnpack_nodes: dict[str, Any] | None = None
+    xnnpack_nodes: XnnpackNodes | None = None
     scores: list[float] = dataclasses.field(default_factory=list)
     max_score_diff: float | None = None
     exit_code: int | None = None
     signal: int | None = None
     signal_name: str | None = None
     error: str | None = None
-    crash: dict[str, Any] | None = None
-    crash_class: str | None = None
+    crash: CrashRecord | None = None
+    crash_class: CrashClass | None = None
     signature: str | None = None
     artifacts: list[str] = dataclasses.field(default_factory=list)
-    race: dict[str, Any] | None = None
+    race: RacePayload | None = None
+    detector: DetectorPayload | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.detector is None and isinstance(self.extra, dict) and "detector" in self.extra:
+            extra = dict(self.extra)  # where the detector's payload was first kept
+            object.__setattr__(self, "detector", extra.pop("detector"))
+            object.__setattr__(self, "extra", extra)
+        for name, kind in _PAYLOADS.items():
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, kind):
+                object.__setattr__(self, name, kind.from_dict(value, name))
+        if self.crash_class is not None and not isinstance(self.crash_class, CrashClass):
+            try:
+                object.__setattr__(self, "crash_class", CrashClass(self.crash_class))
+            except ValueError:
+                from .errors import DataError
+
+                raise DataError(f"crash_class {str(self.crash_class)[:40]!r} is not one of "
+                                f"{', '.join(c.value for c in CrashClass)}",
+                                _REPAIR_HINT) from None
 
     @property
     def counted(self) -> bool:
@@ -130,10 +160,14 @@ class LaunchRecord:
             if field.name == "extra":
                 continue
             value = getattr(self, field.name)
-            if field.name == "outcome":
+            if field.name in ("outcome", "crash_class") and value is not None:
                 value = value.value
             elif field.name == "sessions":
                 value = [dataclasses.asdict(s) for s in value]
+            elif field.name in _PAYLOADS and value is not None:
+                value = value.to_dict()
+            elif field.name == "detector":
+                continue  # written only when present
             out[field.name] = value
         out.update(self.extra)
         return out
@@ -175,14 +209,34 @@ class LaunchRecord:
                    phases={k: float(v) for k, v in phases.items()},
                    started_at=r.str("started_at", ""), wall_ms=r.num("wall_ms", 0.0),
                    sessions=sessions, ort_version=r.opt_str("ort_version"),
-                   eps=r.strs("eps"), xnnpack_nodes=r.opt_obj("xnnpack_nodes"),
+                   eps=r.strs("eps"),
+                   xnnpack_nodes=_typed(XnnpackNodes, r.opt_obj("xnnpack_nodes"),
+                                        f"{where}: xnnpack_nodes"),
                    scores=r.nums("scores"), max_score_diff=r.opt_num("max_score_diff"),
                    exit_code=r.opt_int("exit_code"), signal=r.opt_int("signal"),
                    signal_name=r.opt_str("signal_name"), error=r.opt_str("error"),
-                   crash=r.opt_obj("crash"), crash_class=r.opt_str("crash_class"),
+                   crash=_typed(CrashRecord, r.opt_obj("crash"), f"{where}: crash"),
+                   crash_class=_crash_class(r.opt_str("crash_class"), where),
                    signature=r.opt_str("signature"), artifacts=r.strs("artifacts"),
-                   race=r.opt_obj("race"),
+                   race=_typed(RacePayload, r.opt_obj("race"), f"{where}: race"),
+                   detector=_typed(DetectorPayload, r.opt_obj("detector"), f"{where}: detector"),
                    extra={k: v for k, v in data.items() if k not in names and k != "v"})
 
 
 _REPAIR_HINT = "`coldstart repair DIR` keeps the readable records (it backs up the file first)"
+_PAYLOADS: dict[str, Any] = {"crash": CrashRecord, "race": RacePayload,
+                             "detector": DetectorPayload, "xnnpack_nodes": XnnpackNodes}
+
+
+def _crash_class(value: str | None, where: str) -> CrashClass | None:
+    from .errors import DataError
+
+    try:
+        return None if value is None else CrashClass(value)
+    except ValueError:
+        raise DataError(f"{where}: crash_class {value[:40]!r} is not one of "
+                        f"{', '.join(c.value for c in CrashClass)}", _REPAIR_HINT) from None
+
+
+def _typed(kind: Any, value: dict[str, Any] | None, where: str) -> Any:
+    return None if value is None else kind.from_dict(value, where)

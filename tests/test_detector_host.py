@@ -77,8 +77,8 @@ def test_concurrent_launch_has_the_race_on_the_statics(runtime, tmp_path):
     assert campaign.meta.options["detector"]["tool"] == "drd"
     for record in campaign.records:
         assert record.outcome is Outcome.COMPLETED, record.error
-        assert record_on_target(record) is True, record.extra["detector"]["reason"]
-        payload = record.extra["detector"]
+        assert record_on_target(record) is True, record.detector["reason"]
+        payload = record.detector
         assert payload["tool"] == "drd" and payload["complete"]
         evidence = payload["evidence"]
         wrapper = int(evidence["wrapper"]["offset"], 16)
@@ -102,7 +102,7 @@ def test_serial_launch_has_no_race_on_the_statics(runtime, tmp_path):
     assert proc.returncode == 0, proc.stderr
     (record,) = load_campaign(out).records
     assert record.outcome is Outcome.COMPLETED
-    assert record_on_target(record) is False, record.extra["detector"]["reason"]
+    assert record_on_target(record) is False, record.detector["reason"]
 
 
 def test_a_tool_that_dies_is_an_infra_error(runtime, tmp_path):

@@ -130,7 +130,7 @@ def test_signatures_keep_one_example_stack(mixed: Campaign) -> None:
 
 
 def test_race_witness_counts_only_launches_with_a_witness(tmp_path: Path) -> None:
-    recs = [record("w", 0, race={"witnessed": True, "available": True, "contexts": [1, 2]}),
+    recs = [record("w", 0, race={"witnessed": True, "available": True, "contexts": ["0x1", "0x2"]}),
             record("w", 1, race={"witnessed": False, "available": True}),
             record("w", 2, race={"witnessed": False, "available": False}),
             record("w", 3)]

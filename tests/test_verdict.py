@@ -184,7 +184,7 @@ def test_several_devices_use_the_stratified_test(tmp_path: Path) -> None:
 def test_race_witnessed_target_counts_launches_with_a_witness(tmp_path: Path) -> None:
     def witnessed(label: str, i: int, seen: bool, available: bool = True):
         return record(label, i, race={"witnessed": seen, "available": available,
-                                      "contexts": [1, 2] if seen else [1], "skew_us": 12.0})
+                                      "contexts": ["0x1", "0x2"] if seen else ["0x1"], "skew_us": 12.0})
 
     base = make_campaign(tmp_path, "b", [witnessed("b", i, i < 8) for i in range(20)] +
                          [witnessed("b", 20 + i, False, available=False) for i in range(5)])

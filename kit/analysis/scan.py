@@ -87,22 +87,16 @@ def records_of(campaign: AnyCampaign) -> Iterator[LaunchRecord]:
 def example_frames(record: LaunchRecord, limit: int = 8) -> tuple[str, ...]:
     """The crashing thread's top ``limit`` frames of ``record.crash`` as text lines
     (``#00 symbol+offset (module)``); empty when the record has no frames."""
-    crash = record.crash if isinstance(record.crash, dict) else {}
-    frames = crash.get("frames")
-    if not isinstance(frames, list):
+    if record.crash is None:
         return ()
     lines: list[str] = []
-    for frame in frames[:limit]:
-        if not isinstance(frame, dict):
-            continue
-        index = frame.get("index", len(lines))
-        symbol = frame.get("symbol") or frame.get("pc") or "??"
-        offset = frame.get("offset")
-        text = f"#{index:02d} {symbol}" if isinstance(index, int) else f"# {symbol}"
-        if offset is not None and frame.get("symbol"):
-            text += f"+{offset}"
-        if frame.get("module"):
-            text += f" ({frame['module']})"
+    for frame in record.crash.frames[:limit]:
+        symbol = frame.symbol or frame.pc or "??"
+        text = f"#{frame.index:02d} {symbol}"
+        if frame.offset is not None and frame.symbol:
+            text += f"+{frame.offset}"
+        if frame.module:
+            text += f" ({frame.module})"
         lines.append(text)
     return tuple(lines)
 
@@ -216,37 +210,31 @@ class Scan:
 
     def _race(self, r: LaunchRecord, crashed: bool) -> None:
         race = r.race
-        if not isinstance(race, dict):
+        if race is None:
             return
         self.race_seen = True
-        if race.get("available", True) is False:
+        if not race.available:
             return
         self.race_available += 1
-        skew = race.get("skew_us")
-        skew = float(skew) if isinstance(skew, (int, float)) and not isinstance(skew,
-                                                                                bool) else None
-        if skew is not None:
-            self.race_skews.append(skew)
-        if race.get("witnessed") is True:
+        if race.skew_us is not None:
+            self.race_skews.append(race.skew_us)
+        if race.witnessed:
             self.race_witnessed += 1
             self.race_witnessed_crashed += crashed
-            if skew is not None:
-                self.race_witnessed_skews.append(skew)
+            if race.skew_us is not None:
+                self.race_witnessed_skews.append(race.skew_us)
 
     def _detector(self, r: LaunchRecord, crashed: bool) -> None:
         payload = detector_of(r)
         if payload is None:
             return
         self.detector_seen += 1
-        tool = payload.get("tool")
-        self.detector_tools[tool if isinstance(tool, str) else "unknown"] += 1
-        on_target = payload.get("on_target")
-        if not isinstance(on_target, bool):
+        self.detector_tools[payload.tool or "unknown"] += 1
+        if payload.on_target is None:
             return
         self.detector_judged += 1
-        races = payload.get("races")
-        self.detector_races += len(races) if isinstance(races, list) else 0
-        if on_target:
+        self.detector_races += payload.race_count  # all reported, not only those kept
+        if payload.on_target:
             self.detector_detected += 1
             self.detector_detected_crashed += crashed
 

@@ -16,9 +16,10 @@ gone" are never confused.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Iterable
 
 from ..errors import UsageError
+from ..payloads import DetectorPayload
 from ..records import LaunchRecord, Outcome
 from ..scenario import PHASES
 
@@ -49,22 +50,17 @@ def tier_text(signature: str) -> str:
     return f"{t} tier: {_TIER_TEXT[t]}"
 
 
-def detector_of(record: LaunchRecord) -> dict[str, Any] | None:
-    """The record's race-detector payload: a ``detector`` field, or ``extra["detector"]``
-    (a dict with at least ``tool``, ``races`` (a list) and ``on_target``: true, false or
-    null, with a ``reason``); ``None`` when the record has none or it is not a dict."""
-    value = getattr(record, "detector", None)
-    if value is None:
-        value = record.extra.get("detector") if isinstance(record.extra, dict) else None
-    return value if isinstance(value, dict) else None
+def detector_of(record: LaunchRecord) -> DetectorPayload | None:
+    """The record's race-detector payload (:class:`kit.payloads.DetectorPayload`), or
+    ``None`` when the launch did not run under the detector."""
+    return record.detector
 
 
 def detector_on_target(record: LaunchRecord) -> bool | None:
     """The detector's judgement: ``True`` (a race on the allocator statics), ``False`` (the
     detector ran and reported none there), ``None`` (no detector, or it could not tell)."""
-    payload = detector_of(record)
-    value = payload.get("on_target") if payload is not None else None
-    return value if isinstance(value, bool) else None
+    payload = record.detector
+    return payload.on_target if payload is not None else None
 
 
 def check_signature(text: str) -> str:
@@ -96,7 +92,7 @@ def is_eligible(record: LaunchRecord, signature: str) -> bool:
     if not record.counted:
         return False
     if signature == RACE_WITNESSED:
-        return isinstance(record.race, dict) and record.race.get("available", True) is not False
+        return record.race is not None and record.race.available
     if signature == RACE_DETECTED:
         return detector_on_target(record) is not None
     if signature == ANY_CRASH or is_target(record, signature):
@@ -107,7 +103,7 @@ def is_eligible(record: LaunchRecord, signature: str) -> bool:
 def is_target(record: LaunchRecord, signature: str) -> bool:
     """Whether ``record`` shows the target ``signature`` (see the module doc)."""
     if signature == RACE_WITNESSED:
-        return isinstance(record.race, dict) and record.race.get("witnessed") is True
+        return record.race is not None and record.race.witnessed
     if signature == RACE_DETECTED:
         return detector_on_target(record) is True
     if signature == ANY_CRASH:

@@ -22,29 +22,14 @@ that decides ends the pipeline:
 from __future__ import annotations
 
 import dataclasses
-import enum
 from typing import Any, Callable
 
+from ..payloads import CrashClass
 from .record import CrashRecord
 from .rules import RuleSet, load_rules
 from .signature import NormalFrame, abort_frames, make_signature, meaningful_frames
 
 __all__ = ["CrashClass", "Classification", "classify", "default_rules"]
-
-
-class CrashClass(str, enum.Enum):
-    """The closed set of crash classes (compares equal to its string value)."""
-
-    XNNPACK_ALLOCATOR_UAF = "xnnpack-allocator-uaf"
-    OTHER_NATIVE_CRASH = "other-native-crash"
-    ABORT = "abort"
-    JS_ERROR = "js-error"
-    ANR = "anr"
-    OOM = "oom"
-    UNPARSED = "unparsed"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,6 +30,7 @@ Every other race stays in ``races`` with ``"class": "other"``.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from .report import Frame, Race, ToolReport
@@ -186,16 +187,11 @@ def record_on_target(record: Any) -> bool | None:
     """Whether a launch record shows a race on the XNNPACK allocator statics: ``True``,
     ``False``, or ``None`` (not run under the detector, or unknown; see the module doc).
 
-    Accepts a :class:`kit.records.LaunchRecord` (payload in ``detector`` or
-    ``extra["detector"]``) or its dict.
+    Accepts a :class:`kit.records.LaunchRecord` (its ``detector`` payload) or its dict.
     """
-    if isinstance(record, dict):
-        payload = record.get("detector")
-    else:
-        payload = getattr(record, "detector", None)
-        if payload is None:
-            payload = (getattr(record, "extra", None) or {}).get("detector")
-    if not isinstance(payload, dict):
+    payload = record.get("detector") if isinstance(record, dict) else getattr(
+        record, "detector", None)
+    if not isinstance(payload, Mapping):
         return None
     value = payload.get("on_target")
     return value if isinstance(value, bool) else None
