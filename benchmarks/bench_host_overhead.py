@@ -49,9 +49,8 @@ def shell_loop(launches: int, work: Path) -> float:
     command = shlex.join(argv).replace("coldstart://run?", "coldstart://run?id=loop-$i&")
     env = dict(os.environ)
     preload = witness_library(runtime)
-    if preload:
-        env["LD_PRELOAD"] = preload
-        command = f'{ENV_FILE}="{work}/witness.$i" {command}'
+    if preload:  # on the workload's command only: bash and seq are not watched
+        command = f'LD_PRELOAD={shlex.quote(str(preload))} {ENV_FILE}="{work}/witness.$i" {command}'
     script = (f'for i in $(seq 1 {launches}); do {command} > "{work}/out.$i" '
               f'2> "{work}/err.$i"; done')
     t0 = time.perf_counter()
