@@ -130,15 +130,6 @@ def _check_resumed_rule(store: CampaignStore, meta: CampaignMeta,
                          "resume with the campaign's own options")
 
 
-def _refuse_baseline_of_pair(store: CampaignStore, meta: CampaignMeta) -> None:
-    if meta.interleaved is not None:
-        raise UsageError(f"{store.path} is the baseline of the interleaved run "
-                         f"{meta.interleaved.candidate}: resuming it alone would ignore the "
-                         f"run's rule", f"resume that run: coldstart run {meta.target} "
-                                        f"--resume --out "
-                                        f"{shlex.quote(meta.interleaved.candidate)}")
-
-
 class _Made:
     """Removes a directory this session made if the session is refused before it writes a
     campaign there (only the lock file is in it)."""
@@ -203,13 +194,7 @@ def _open_for_run(request: CampaignRequest, store: CampaignStore, made: list[_Ma
     if not request.resume:
         check_out_dir(store.path)  # again, holding the lock: nobody made one since
         return None
-    if not store.exists():
-        if store.path.exists() and not store.path.is_dir():
-            raise UsageError(f"--out {store.path} is a file", "give the campaign's directory")
-        raise UsageError(f"nothing to resume: {store.path} holds no campaign",
-                         "drop --resume to start one, or fix --out")
-    meta = store.read_meta()
-    _refuse_baseline_of_pair(store, meta)
+    meta = store.resumable_meta()
     for key, want in (("label", request.label), ("target", request.target),
                       ("scenario", request.scenario.key())):
         if getattr(meta, key) != want:
@@ -424,7 +409,8 @@ def _run_interleaved(request: CampaignRequest, target: Any, store: CampaignStore
         update_meta(store, **cand_setup)
     _, base_records = prepare_store(base_path, label=base_label, target=request.target,
                                     scenario=request.scenario, launches=request.launches,
-                                    resume=base_meta is not None, meta_extra=base_setup)
+                                    resume=base_meta is not None, meta_extra=base_setup,
+                                    allow_pair_baseline=True)
     if base_meta is not None:
         update_meta(base_store, **base_setup)
     observer.note(f"{request.target} campaigns {base_label} -> {base_path} and "

@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import threading
 import time
@@ -139,6 +140,28 @@ class CampaignStore:
     def read_meta(self) -> CampaignMeta:
         """``campaign.json``, typed. Raises UsageError (missing) or DataError (invalid)."""
         return read_meta(self.path)
+
+    def resumable_meta(self) -> CampaignMeta:
+        """``campaign.json`` of the campaign ``--resume`` continues.
+
+        Raises:
+            UsageError: the path is a file, or holds no campaign (one line, what to do).
+            DataError: ``campaign.json`` is invalid.
+        """
+        if not self.exists():
+            if self.path.exists() and not self.path.is_dir():
+                raise UsageError(f"--out {self.path} is a file",
+                                 "give the campaign's directory")
+            raise UsageError(f"nothing to resume: {self.path} holds no campaign",
+                             "drop --resume to start one, or fix --out")
+        meta = self.read_meta()
+        if meta.interleaved is not None:
+            raise UsageError(f"{self.path} is the baseline of the interleaved run "
+                             f"{meta.interleaved.candidate}: resuming it alone would ignore "
+                             f"the run's rule", f"resume that run: coldstart run {meta.target} "
+                                                f"--resume --out "
+                                                f"{shlex.quote(meta.interleaved.candidate)}")
+        return meta
 
     def write_meta(self, meta: CampaignMeta) -> None:
         """Write ``campaign.json`` atomically."""
@@ -374,7 +397,8 @@ def check_out_dir(path: Path, flag: str = "--out") -> None:
 
 def prepare_store(out: str | os.PathLike[str], *, label: str, target: str,
                   scenario: Scenario, launches: int, resume: bool,
-                  meta_extra: dict[str, Any] | None = None) -> tuple[CampaignStore,
+                  meta_extra: dict[str, Any] | None = None,
+                  allow_pair_baseline: bool = False) -> tuple[CampaignStore,
                                                                      list[LaunchRecord]]:
     """Create (or reopen with ``resume``) a campaign directory. The caller holds (or takes)
     no lock here; :mod:`kit.campaign.session` locks before it calls this.
@@ -402,12 +426,7 @@ def prepare_store(out: str | os.PathLike[str], *, label: str, target: str,
         store.write_meta(meta)
         store.launches_path.touch()
         return store, []
-    if not store.exists():
-        if store.path.exists() and not store.path.is_dir():
-            raise UsageError(f"--out {store.path} is a file", "give the campaign's directory")
-        raise UsageError(f"nothing to resume: {store.path} holds no campaign",
-                         "drop --resume to start one, or fix --out")
-    meta = store.read_meta()
+    meta = store.read_meta() if allow_pair_baseline else store.resumable_meta()
     for key, want in (("label", label), ("target", target), ("scenario", scenario.key())):
         if getattr(meta, key) != want:
             raise UsageError(f"cannot resume {store.path}: its {key} is "

@@ -82,20 +82,7 @@ def _resume_meta(args: argparse.Namespace) -> CampaignMeta | None:
     if not args.out and not args.label:
         raise UsageError("--resume needs the campaign to resume", "pass --out DIR")
     out = Path(args.out) if args.out else Path("runs") / args.label
-    store = CampaignStore(out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file", "give the campaign's directory")
-    if not store.exists():
-        raise UsageError(f"nothing to resume: {out} holds no campaign",
-                         "drop --resume to start one, or fix --out")
-    meta = store.read_meta()
-    if meta.interleaved is not None:
-        raise UsageError(f"{out} is the baseline of the interleaved run "
-                         f"{meta.interleaved.candidate}: resuming it alone would ignore the "
-                         f"run's rule", f"resume that run: coldstart run {meta.target} "
-                                        f"--resume --out "
-                                        f"{shlex.quote(meta.interleaved.candidate)}")
-    return meta
+    return CampaignStore(out).resumable_meta()
 
 
 def _scenario(args: argparse.Namespace, meta: CampaignMeta | None) -> Scenario:
