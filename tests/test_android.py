@@ -196,14 +196,21 @@ def test_two_devices_run_in_parallel_into_one_campaign(rigs: Rigs, apk: tuple[Pa
 
 
 def test_reboot_mid_launch_is_an_infra_error_retried_after_reconnect(
-        rigs: Rigs, apk: tuple[Path, str], tmp_path: Path) -> None:
+        rigs: Rigs, apk: tuple[Path, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
     script = LaunchScript({"r-00001": B.drop(after="sessions-created", offline_s=0.8,
                                              reboot=True)})
     rig = rigs.add(apk[1], script)
     out = tmp_path / "campaign"
+    capsys.readouterr()
     assert run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
-                       "--launches", "3", "--label", "r", "--timeout", f"{LAUNCH_S:g}") == 0
+                       "--launches", "3", "--label", "r", "--timeout", f"{LAUNCH_S:g}",
+                       "--json") == 0
+    # --json: stdout is JSON Lines, one per record, in the campaign's order; the
+    # reconnect's progress lines went to stderr
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     recs = records_by_id(out)
+    assert [r["launch_id"] for r in printed] == [r.launch_id for r in load_campaign(out).records]
     assert recs["r-00001"].outcome is Outcome.INFRA_ERROR
     assert recs["r-00001.r2"].outcome is Outcome.COMPLETED
     assert all(recs[k].outcome is Outcome.COMPLETED for k in ("r-00000", "r-00002"))
