@@ -346,3 +346,31 @@ def test_a_trimmed_image_without_log_and_service_tools_still_runs_its_campaign(
         "t-00001": (Outcome.CRASHED, "xnnpack-allocator-uaf"),
         "t-00002": (Outcome.COMPLETED, None)}
     assert recs["t-00002"].extra["android"]["stale_lines"] >= 1  # t-00001's late line
+
+
+@pytest.mark.parametrize("log_start", [True, False])
+def test_a_crash_in_application_oncreate_before_any_line_is_a_counted_crash(
+        log_start: bool, rigs: Rigs, apk: tuple[Path, str], tmp_path: Path) -> None:
+    # Application.onCreate throws (the native library does not load) before the app logs
+    # anything; `am start -W` reports the cancelled launch (Status: ok, LaunchState:
+    # UNKNOWN (0), no TotalTime). The process was started, so this is the app's crash,
+    # whether or not ActivityManager's Start proc line is seen (the FATAL EXCEPTION names
+    # the pid)
+    script = LaunchScript({"o-00001": B(kind="init-crash", log_start=log_start)})
+    out = tmp_path / "c"
+    rig, code = play(rigs, apk, out, script, "3", "o", f"{LAUNCH_S:g}",
+                     "--report-wait", f"{REPORT_WAIT_S:g}")
+    script.assert_used_up()
+    assert code == 0
+    recs, counted, infra = campaign(out)
+    assert infra == [] and len(counted) == 3
+    assert [recs[f"o-0000{i}"].outcome for i in range(3)] == [
+        Outcome.COMPLETED, Outcome.CRASHED, Outcome.COMPLETED]
+    crashed = recs["o-00001"]
+    assert crashed.last_phase is None
+    assert crashed.extra["android"]["pid"] is not None
+    assert crashed.extra["android"]["launch_state"] == "UNKNOWN (0)"
+    assert crashed.extra["android"]["total_time_ms"] is None
+    assert crashed.crash is not None  # the report of that pid was found and parsed
+    kept = "".join(p.read_text() for p in (out / "artifacts" / "o-00001").iterdir())
+    assert "Unable to create application" in kept and "UnsatisfiedLinkError" in kept

@@ -69,7 +69,9 @@ class AppBehaviour:
             completes meanwhile; with ``reboot`` the device reboots instead, and its system
             comes up ``services_late_s`` after adbd), ``runtime-restart`` (the system server
             restarts after ``after``: the app dies with it, the activity and package
-            services are missing for ``services_late_s``; same boot id).
+            services are missing for ``services_late_s``; same boot id), ``init-crash``
+            (``Application.onCreate`` throws before the app logs any line: a Java ``FATAL
+            EXCEPTION``, and ``am start -W`` reports the launch with no launch time).
         site: ``creation``, ``inference``, ``release`` or ``teardown`` (after ``done``) for
             ``native-crash``.
         after: last phase reported before the behaviour's event.
@@ -104,7 +106,7 @@ class AppBehaviour:
 
     def last_phase(self) -> str:
         """The last phase this launch reports (``""``: none; ``after=""`` for ``vanish``)."""
-        if self.kind == "vanish" and self.after == "":
+        if (self.kind == "vanish" and self.after == "") or self.kind == "init-crash":
             return ""
         if self.kind == "native-crash":
             return _CRASH_SITE_AFTER[self.site or "creation"]
@@ -709,10 +711,15 @@ class FakeAndroidDevice:
         first_frame_s = behaviour.first_frame_ms * self.slowness / 1000.0
         if wait:
             time.sleep(first_frame_s)
+        if wait and behaviour.kind == "init-crash":  # -W returns once the launch is gone
+            with self._lock:
+                self._changed.wait_for(lambda: self._running.get(app.package) != pid, 30.0)
         total = int(behaviour.first_frame_ms * self.slowness)
         starting = f"Starting: Intent {{ act=android.intent.action.VIEW cmp={full} }}\n"
         if not wait or behaviour.am_start == "no-status":
             out.write(starting)
+        elif behaviour.kind == "init-crash":  # dead before its first frame
+            out.write(reports.am_start_cancelled(full, data, total + 3))
         elif behaviour.am_start == "status-timeout":
             out.write(f"{starting}Status: timeout\nLaunchState: UNKNOWN (0)\n"
                       f"Activity: {full}\nWaitTime: {total + 3}\nComplete\n")
@@ -778,6 +785,8 @@ class FakeAndroidDevice:
             self._at(end_s, lambda: self._native_crash(app, pid, b))
         elif b.kind == "js-fatal":
             self._at(end_s, lambda: self._java_crash(app, pid, b))
+        elif b.kind == "init-crash":  # before the first frame (am start -W waits for it)
+            self._at(gap_s / 2, lambda: self._java_crash(app, pid, b))
         elif b.kind == "vanish":
             self._at(end_s, lambda: self._vanish(app, pid))
         elif b.kind == "runtime-restart":
@@ -860,8 +869,10 @@ class FakeAndroidDevice:
         with self._lock:
             if self._running.get(app.package) != pid:
                 return
-        block = reports.javascript_exception(pid, app.package,
-                                             "Cannot read property 'dims' of undefined")
+        block = reports.application_init_exception(pid, app.package) \
+            if b.kind == "init-crash" else \
+            reports.javascript_exception(pid, app.package,
+                                         "Cannot read property 'dims' of undefined")
         for line in block if b.crash_buffer else ():
             self.log("crash", pid, pid + 27, "E", "AndroidRuntime", line)
         with self._lock:
