@@ -104,6 +104,8 @@ def test_a_reboot_with_late_services_is_waited_for_and_never_a_crash(
     ("no-service", "Can't find service: activity"),
     ("status-timeout", "Status: timeout"),
     ("no-status", "no Status line"),
+    ("no-activity-class", "Activity class {org.coldstart.app/"),
+    ("task-to-front", "its current task has been brought to the front"),
 ])
 def test_an_am_start_that_made_no_launch_is_an_infra_error_retried(
         failure: str, why: str, rigs: Rigs, apk: tuple[Path, str], tmp_path: Path) -> None:

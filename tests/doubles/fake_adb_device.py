@@ -82,7 +82,12 @@ class AppBehaviour:
         am_start: how ``am start`` fails for this launch id: ``no-service`` (``cmd: Can't
             find service: activity``, exit 20, the system down for ``services_late_s``; the
             app is not started), ``status-timeout`` (``Status: timeout``; the app runs),
-            ``no-status`` (only the ``Starting:`` line; the app runs); ``None``: it works.
+            ``no-status`` (only the ``Starting:`` line; the app runs), ``no-activity-class``
+            (``Error type 3`` / ``Error: Activity class {...} does not exist.``, exit 0: the
+            package was replaced by a build without that activity; the app is not started),
+            ``task-to-front`` (``START_TASK_TO_FRONT``: ``Warning: Activity not started, its
+            current task has been brought to the front``, exit 0; no new process);
+            ``None``: it works. (Strings: AOSP ActivityManagerShellCommand.runStartActivity.)
         crash_buffer: a ``js-error-fatal`` logs its FATAL EXCEPTION in the crash buffer
             (False: only DropBox has the report, later).
         log_start: ``ActivityManager`` logs ``Start proc`` for this launch.
@@ -692,6 +697,16 @@ class FakeAndroidDevice:
             if behaviour.am_start == "no-service":  # the system server went away just now
                 self.take_system_down(behaviour.services_late_s, booting=False)
                 return self._no_service("activity", out)
+            if behaviour.am_start == "no-activity-class":
+                out.write(reports.am_start_error(full, data, f"Activity class {{{full}}} "
+                                                 "does not exist."))
+                return 0
+            if behaviour.am_start == "task-to-front":
+                out.write(f"Starting: Intent {{ act=android.intent.action.VIEW cmp={full} }}\n"
+                          "Warning: Activity not started, its current task has been brought "
+                          f"to the front\nStatus: ok\nLaunchState: UNKNOWN (0)\n"
+                          f"Activity: {full}\nWaitTime: 11\nComplete\n")
+                return 0
             pid = next(self._pids)
             self._running[app.package] = pid
             self._launch_of_pid[pid] = launch_id or ""
