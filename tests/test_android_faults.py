@@ -376,3 +376,57 @@ def test_a_crash_in_application_oncreate_before_any_line_is_a_counted_crash(
     assert crashed.crash is not None  # the report of that pid was found and parsed
     kept = "".join(p.read_text() for p in (out / "artifacts" / "o-00001").iterdir())
     assert "Unable to create application" in kept and "UnsatisfiedLinkError" in kept
+
+
+def test_an_unauthorized_device_alone_is_named_with_what_to_do_exit_2(
+        rigs: Rigs, apk: tuple[Path, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the device's adbd trusts another host's key only: the real adb server lists it as
+    # `unauthorized` (a phone whose "Allow USB debugging?" prompt was never accepted, or
+    # after "Revoke USB debugging authorizations"). Without --serial the kit must not say
+    # "no device": it names the device, its state and what to do
+    from adb_shell.auth.keygen import keygen
+    from cryptography.hazmat.primitives import serialization
+
+    key = tmp_path / "otherhost"
+    keygen(str(key))
+    pem = serialization.load_pem_private_key(key.read_bytes(), None).public_key(
+        ).public_bytes(serialization.Encoding.PEM,
+                       serialization.PublicFormat.SubjectPublicKeyInfo)
+    device = FakeAndroidDevice("locked", (FakeApp(PKG, apk[1]),), LaunchScript())
+    rig = DeviceRig(device, None, auth_keys=(pem,))
+    rigs.rigs.append(rig)
+    rig.start()
+    rig.adbd.announce(rigs.server.port)
+    rigs.server.wait_for(rig.serial, "unauthorized")
+    capsys.readouterr()
+    out = tmp_path / "c"
+    code = run_android(rigs.server, out, "--apk", str(apk[0]), "--launches", "2",
+                       "--label", "u")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert f"{rig.serial} is unauthorized" in err[0]
+    assert "accept the USB debugging prompt" in err[0]
+    assert not (out / "launches.jsonl").exists()
+
+
+@pytest.mark.parametrize("state, exit_code, says", [
+    # what `adb devices` prints (packages/modules/adb: diagnose_usb.cpp's
+    # UsbNoPermissionsShortHelpText, transport.cpp's to_string(ConnectionState))
+    ("no permissions (missing udev rules? user is in the plugdev group); see "
+     "[http://developer.android.com/tools/device.html]", 2, "adb has no permissions"),
+    ("no permissions (user alice is not in the plugdev group); see "
+     "[http://developer.android.com/tools/device.html]", 2, "udev rule"),
+    ("unauthorized", 2, "accept the USB debugging prompt"),
+    ("recovery", 2, "is in recovery mode, not running Android"),
+    ("sideload", 2, "reboot it into Android"),
+    ("bootloader", 2, "is in bootloader mode"),
+    ("offline", 3, "is offline"),
+    ("authorizing", 3, "is authorizing"),
+])
+def test_every_adb_state_but_device_is_one_error_that_says_what_to_do(
+        state: str, exit_code: int, says: str) -> None:
+    error = android.state_error("0A1B2C3D4E", state)
+    assert int(error.exit_code) == exit_code
+    text = f"{error.message} ({error.hint})"
+    assert says in text and "0A1B2C3D4E" in text and "\n" not in text

@@ -25,7 +25,7 @@ from .transport import AdbTransport, shell_join
 __all__ = ["ApkInfo", "inspect_apk", "PoisonMode", "DeviceSetup", "prepare_device",
            "Readiness", "read_readiness", "wait_until_ready", "DeviceNotReady",
            "PACKAGE_RE", "APP_SCHEME", "REMOTE_APK_DIR", "BOOT_ID_PATH", "READY_COMMAND",
-           "REQUIRED_SERVICES", "WRAP_OPTIONS", "wrap_property"]
+           "REQUIRED_SERVICES", "WRAP_OPTIONS", "wrap_property", "state_error"]
 
 APP_SCHEME = "coldstart"
 #: Java package names (``pm`` accepts letters, digits and ``_`` in dot-separated parts).
@@ -286,19 +286,40 @@ def _getprops(text: str) -> dict[str, str]:
     return dict(re.findall(r"^\[([^\]]+)\]: \[(.*)\]\s*$", text, re.M))
 
 
-def _check_state(transport: AdbTransport) -> None:
-    state = transport.state()
-    if state == "device":
-        return
+#: adb states of a device that is not running Android (adb's ``to_string(ConnectionState)``)
+_NOT_ANDROID = ("bootloader", "recovery", "rescue", "sideload")
+
+
+def state_error(serial: str, state: str) -> InfraError | UsageError:
+    """The error for a device in adb state ``state`` (anything but ``device``): what the
+    user must fix is a :class:`UsageError` (exit 2: ``unauthorized``, ``no permissions
+    (...)``, a device in bootloader/recovery/rescue/sideload mode, none listed); a state
+    that passes by itself (``offline``, ``connecting``, ``authorizing``) an
+    :class:`InfraError` (exit 3). States: adb's ``adb devices`` (packages/modules/adb
+    transport.cpp, ``UsbNoPermissionsShortHelpText``)."""
     if state in ("absent", "no-server"):
-        raise UsageError(f"no device {transport.serial}" + (
+        return UsageError(f"no device {serial}" + (
             " (no adb server answers)" if state == "no-server" else ""),
             "run `coldstart devices` and pass one of its serials with --serial")
     if state == "unauthorized":
-        raise UsageError(f"device {transport.serial} is unauthorized",
-                         "accept the USB debugging prompt on the device, then run again")
-    raise InfraError(f"device {transport.serial} is {state}",
-                     "reconnect it (`adb reconnect`) and run again")
+        return UsageError(f"device {serial} is unauthorized",
+                          "accept the USB debugging prompt on the device (if there is none, "
+                          "replug it or revoke USB debugging authorizations), then run again")
+    if state.startswith("no permissions"):
+        return UsageError(f"device {serial}: adb has no permissions to open it",
+                          "add a udev rule for it (https://developer.android.com/studio/run/"
+                          "device), then `adb kill-server` and run again")
+    if state in _NOT_ANDROID:
+        return UsageError(f"device {serial} is in {state} mode, not running Android",
+                          "reboot it into Android (`adb reboot`), then run again")
+    return InfraError(f"device {serial} is {state}",
+                      "reconnect it (`adb reconnect`) and run again")
+
+
+def _check_state(transport: AdbTransport) -> None:
+    state = transport.state()
+    if state != "device":
+        raise state_error(transport.serial, state)
 
 
 def wrap_property(package: str) -> str:
