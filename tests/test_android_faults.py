@@ -430,3 +430,42 @@ def test_every_adb_state_but_device_is_one_error_that_says_what_to_do(
     assert int(error.exit_code) == exit_code
     text = f"{error.message} ({error.hint})"
     assert says in text and "0A1B2C3D4E" in text and "\n" not in text
+
+
+def test_a_device_that_comes_back_unauthorized_mid_campaign_exits_3_saying_so(
+        rigs: Rigs, apk: tuple[Path, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # mid-launch the device drops and comes back trusting another host's key only (USB
+    # debugging authorizations revoked, or a reflashed device): the real adb server lists
+    # it `unauthorized`. Nothing after that can launch: the slots are infra errors, never
+    # counted, the campaign exits 3, and the errors say what to do
+    from adb_shell.auth.keygen import keygen
+    from cryptography.hazmat.primitives import serialization
+
+    key = tmp_path / "otherhost"
+    keygen(str(key))
+    pem = serialization.load_pem_private_key(key.read_bytes(), None).public_key(
+        ).public_bytes(serialization.Encoding.PEM,
+                       serialization.PublicFormat.SubjectPublicKeyInfo)
+    script = LaunchScript({"v-00001": B.drop(after="models-ready", offline_s=0.3)})
+    rig = rigs.add(apk[1], script)
+    rig.device.on_drop = lambda offline_s, _reboot: rig.adbd.drop(
+        offline_s, on_return=lambda: setattr(rig.adbd, "auth_keys", (pem,)))
+    out = tmp_path / "c"
+    capsys.readouterr()
+    code = run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
+                       "--launches", "3", "--label", "v", "--timeout", f"{LAUNCH_S:g}",
+                       "--max-attempts", "2", "--reconnect-timeout", "2")
+    recs, counted, infra = campaign(out)
+    assert code == 3
+    assert [r.launch_id for r in counted] == ["v-00000"]
+    assert counted[0].outcome is Outcome.COMPLETED
+    assert sorted(r.launch_id for r in infra) == ["v-00001", "v-00001.r2", "v-00002",
+                                                  "v-00002.r2"]
+    no_crash_without_a_start(recs)
+    for record in infra[1:]:
+        assert "unauthorized" in record.error, record.error
+    printed = capsys.readouterr()
+    assert "2 of 3 planned launches of v were abandoned" in printed.out + printed.err
+    assert "--resume" in printed.out + printed.err
+    assert "accept the USB debugging prompt" in printed.out + printed.err

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...errors import InfraError, UsageError
-from .transport import AdbTransport, shell_join
+from .transport import AdbTransport, shell_join, state_error
 
 __all__ = ["ApkInfo", "inspect_apk", "PoisonMode", "DeviceSetup", "prepare_device",
            "Readiness", "read_readiness", "wait_until_ready", "DeviceNotReady",
@@ -284,36 +284,6 @@ class DeviceSetup:
 
 def _getprops(text: str) -> dict[str, str]:
     return dict(re.findall(r"^\[([^\]]+)\]: \[(.*)\]\s*$", text, re.M))
-
-
-#: adb states of a device that is not running Android (adb's ``to_string(ConnectionState)``)
-_NOT_ANDROID = ("bootloader", "recovery", "rescue", "sideload")
-
-
-def state_error(serial: str, state: str) -> InfraError | UsageError:
-    """The error for a device in adb state ``state`` (anything but ``device``): what the
-    user must fix is a :class:`UsageError` (exit 2: ``unauthorized``, ``no permissions
-    (...)``, a device in bootloader/recovery/rescue/sideload mode, none listed); a state
-    that passes by itself (``offline``, ``connecting``, ``authorizing``) an
-    :class:`InfraError` (exit 3). States: adb's ``adb devices`` (packages/modules/adb
-    transport.cpp, ``UsbNoPermissionsShortHelpText``)."""
-    if state in ("absent", "no-server"):
-        return UsageError(f"no device {serial}" + (
-            " (no adb server answers)" if state == "no-server" else ""),
-            "run `coldstart devices` and pass one of its serials with --serial")
-    if state == "unauthorized":
-        return UsageError(f"device {serial} is unauthorized",
-                          "accept the USB debugging prompt on the device (if there is none, "
-                          "replug it or revoke USB debugging authorizations), then run again")
-    if state.startswith("no permissions"):
-        return UsageError(f"device {serial}: adb has no permissions to open it",
-                          "add a udev rule for it (https://developer.android.com/studio/run/"
-                          "device), then `adb kill-server` and run again")
-    if state in _NOT_ANDROID:
-        return UsageError(f"device {serial} is in {state} mode, not running Android",
-                          "reboot it into Android (`adb reboot`), then run again")
-    return InfraError(f"device {serial} is {state}",
-                      "reconnect it (`adb reconnect`) and run again")
 
 
 def _check_state(transport: AdbTransport) -> None:
