@@ -469,3 +469,28 @@ def test_a_device_that_comes_back_unauthorized_mid_campaign_exits_3_saying_so(
     assert "2 of 3 planned launches of v were abandoned" in printed.out + printed.err
     assert "--resume" in printed.out + printed.err
     assert "accept the USB debugging prompt" in printed.out + printed.err
+
+
+@pytest.mark.parametrize("failure, says", [
+    ("INSTALL_FAILED_INSUFFICIENT_STORAGE", "free space on the device"),
+    ("INSTALL_FAILED_UPDATE_INCOMPATIBLE: Existing package org.coldstart.app signatures do "
+     "not match newer version; ignoring!", "adb uninstall org.coldstart.app"),
+    ("INSTALL_FAILED_NO_MATCHING_ABIS: Failed to extract native libraries, res=-113",
+     "no native libraries for the device's ABI"),
+])
+def test_an_apk_the_device_refuses_is_one_line_exit_2_saying_what_to_do(
+        failure: str, says: str, rigs: Rigs, apk: tuple[Path, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # a device whose /data is full, or holding another key's build, refuses the install
+    rig = rigs.add(apk[1], LaunchScript(), install_failure=failure)
+    capsys.readouterr()
+    out = tmp_path / "c"
+    code = run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
+                       "--launches", "2", "--label", "f")
+    err = capsys.readouterr().err.strip().splitlines()
+    # one error line, after the progress line of the install
+    assert code == 2 and err[-1].startswith("coldstart: error: "), err
+    assert [ln for ln in err if "error" in ln] == err[-1:], err
+    assert f"{rig.serial} refused the APK: {failure.split(':')[0]}" in err[-1]
+    assert says in err[-1]
+    assert not (out / "launches.jsonl").exists()

@@ -255,6 +255,9 @@ class FakeAndroidDevice:
             vendor image); they answer ``inaccessible or not found``, exit 127.
         hidden_system_server: ``pidof system_server`` finds nothing (a /proc the shell
             cannot read).
+        install_failure: ``pm install`` fails with this ``INSTALL_FAILED_*`` code, as
+            ``PackageManagerShellCommand`` prints it (``Failure [CODE]`` on stdout, exit 1),
+            e.g. ``INSTALL_FAILED_INSUFFICIENT_STORAGE`` for a full /data.
     """
 
     def __init__(self, serial_hint: str, apps: tuple[FakeApp, ...], script: LaunchScript,
@@ -262,8 +265,9 @@ class FakeAndroidDevice:
                  slowness: float = 1.0, clock_offset_s: float = -7 * 3600 + 123.4,
                  report_delay_s: float = 0.3, root: bool = False,
                  on_drop: Callable[[float, bool], None] | None = None,
-                 missing_tools: tuple[str, ...] = (), hidden_system_server: bool = False
-                 ) -> None:
+                 missing_tools: tuple[str, ...] = (), hidden_system_server: bool = False,
+                 install_failure: str | None = None) -> None:
+        self.install_failure = install_failure
         self.missing_tools = frozenset(missing_tools)
         self.hidden_system_server = hidden_system_server
         self.name = serial_hint
@@ -569,6 +573,9 @@ class FakeAndroidDevice:
                           f"{path}: Failed to load asset path {path}]\n")
                 return 1
             time.sleep(0.05 * self.slowness)
+            if self.install_failure is not None:
+                out.write(f"Failure [{self.install_failure}]\n")
+                return 1
             with self._lock:
                 self._kill(app.package, reason=16, subreason=25, subtext="PACKAGE UPDATE",
                            description="replace package")

@@ -292,6 +292,30 @@ def _check_state(transport: AdbTransport) -> None:
         raise state_error(transport.serial, state)
 
 
+#: What to do about a ``pm install`` failure, by its code (``PackageManager.INSTALL_*``,
+#: printed by ``PackageManagerShellCommand`` as ``Failure [CODE: message]``).
+_INSTALL_HINTS = (
+    ("INSUFFICIENT_STORAGE", "free space on the device (`adb shell df /data`; uninstall "
+                             "apps or delete files), then run again"),
+    ("UPDATE_INCOMPATIBLE", "an app of this package signed with another key is installed: "
+                            "`adb uninstall {package}`, then run again"),
+    ("VERSION_DOWNGRADE", "a newer build of {package} is installed: `adb uninstall "
+                          "{package}`, then run again"),
+    ("NO_MATCHING_ABIS", "the APK has no native libraries for the device's ABI (see "
+                         "`coldstart devices`): build it for that ABI"),
+    ("OLDER_SDK", "the device's Android is older than the APK's minSdk (see `coldstart "
+                  "devices`)"),
+)
+
+
+def _install_hint(failure: str, package: str) -> str:
+    for code, hint in _INSTALL_HINTS:
+        if code in failure:
+            return hint.format(package=package)
+    return ("check the APK's ABI and minSdk against `coldstart devices`, or uninstall an "
+            "app signed with another key")
+
+
 def wrap_property(package: str) -> str:
     """The property zygote reads for ``package``'s wrapper (``wrap.<package>``)."""
     return f"wrap.{package}"
@@ -339,10 +363,9 @@ def prepare_device(transport: AdbTransport, *, package: str, apk: ApkInfo | None
         transport.shell(shell_join(["rm", "-f", remote]), call_timeout_s)
         if "Success" not in result.stdout:
             reason = re.search(r"Failure \[([^\]]+)\]", result.output)
-            raise UsageError(f"{transport.serial} refused the APK: "
-                             f"{reason.group(1) if reason else result.output.strip()[-200:]}",
-                             "check the APK's ABI and minSdk against `coldstart devices`, "
-                             "or uninstall an app signed with another key")
+            text = reason.group(1) if reason else result.output.strip()[-200:]
+            raise UsageError(f"{transport.serial} refused the APK: {text}",
+                             _install_hint(text, package))
     listed = transport.shell(shell_join(["pm", "list", "packages", package]), call_timeout_s)
     if f"package:{package}" not in listed.stdout.split():
         raise UsageError(f"package {package} is not installed on {transport.serial}",
