@@ -20,7 +20,7 @@ from kit.campaign import load_campaign
 from kit.cli import main
 from kit.records import Outcome
 from kit.targets import android
-from tests.doubles.android_adb_server import DeviceRig
+from tests.doubles.android_adb_server import DeviceRig, PrivateAdbServer
 from tests.doubles.fake_adb_device import AppBehaviour as B
 from tests.doubles.fake_adb_device import FakeAndroidDevice, FakeApp, LaunchScript
 from tests.test_android import PKG, Rigs, adb_server, apk, records_by_id, rigs, run_android
@@ -397,12 +397,18 @@ def test_an_unauthorized_device_alone_is_named_with_what_to_do_exit_2(
     rig = DeviceRig(device, None, auth_keys=(pem,))
     rigs.rigs.append(rig)
     rig.start()
-    rig.adbd.announce(rigs.server.port)
-    rigs.server.wait_for(rig.serial, "unauthorized")
-    capsys.readouterr()
-    out = tmp_path / "c"
-    code = run_android(rigs.server, out, "--apk", str(apk[0]), "--launches", "2",
-                       "--label", "u")
+    # a server of its own: the module's server still lists earlier tests' devices
+    server = PrivateAdbServer().start()
+    try:
+        rig.adbd.announce(server.port)
+        server.wait_for(rig.serial, "unauthorized")
+        assert server.states() == {rig.serial: "unauthorized"}
+        capsys.readouterr()
+        out = tmp_path / "c"
+        code = run_android(server, out, "--apk", str(apk[0]), "--launches", "2",
+                           "--label", "u")
+    finally:
+        server.stop()
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
     assert f"{rig.serial} is unauthorized" in err[0]
