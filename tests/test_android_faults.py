@@ -20,7 +20,7 @@ from kit.campaign import load_campaign
 from kit.cli import main
 from kit.records import Outcome
 from kit.targets import android
-from tests.doubles.android_adb_server import DeviceRig
+from tests.doubles.android_adb_server import DeviceRig, PrivateAdbServer
 from tests.doubles.fake_adb_device import AppBehaviour as B
 from tests.doubles.fake_adb_device import FakeAndroidDevice, FakeApp, LaunchScript
 from tests.test_android import PKG, Rigs, adb_server, apk, records_by_id, rigs, run_android
@@ -104,6 +104,8 @@ def test_a_reboot_with_late_services_is_waited_for_and_never_a_crash(
     ("no-service", "Can't find service: activity"),
     ("status-timeout", "Status: timeout"),
     ("no-status", "no Status line"),
+    ("no-activity-class", "Activity class {org.coldstart.app/"),
+    ("task-to-front", "its current task has been brought to the front"),
 ])
 def test_an_am_start_that_made_no_launch_is_an_infra_error_retried(
         failure: str, why: str, rigs: Rigs, apk: tuple[Path, str], tmp_path: Path) -> None:
@@ -346,3 +348,155 @@ def test_a_trimmed_image_without_log_and_service_tools_still_runs_its_campaign(
         "t-00001": (Outcome.CRASHED, "xnnpack-allocator-uaf"),
         "t-00002": (Outcome.COMPLETED, None)}
     assert recs["t-00002"].extra["android"]["stale_lines"] >= 1  # t-00001's late line
+
+
+@pytest.mark.parametrize("log_start", [True, False])
+def test_a_crash_in_application_oncreate_before_any_line_is_a_counted_crash(
+        log_start: bool, rigs: Rigs, apk: tuple[Path, str], tmp_path: Path) -> None:
+    # Application.onCreate throws (the native library does not load) before the app logs
+    # anything; `am start -W` reports the cancelled launch (Status: ok, LaunchState:
+    # UNKNOWN (0), no TotalTime). The process was started, so this is the app's crash,
+    # whether or not ActivityManager's Start proc line is seen (the FATAL EXCEPTION names
+    # the pid)
+    script = LaunchScript({"o-00001": B(kind="init-crash", log_start=log_start)})
+    out = tmp_path / "c"
+    rig, code = play(rigs, apk, out, script, "3", "o", f"{LAUNCH_S:g}",
+                     "--report-wait", f"{REPORT_WAIT_S:g}")
+    script.assert_used_up()
+    assert code == 0
+    recs, counted, infra = campaign(out)
+    assert infra == [] and len(counted) == 3
+    assert [recs[f"o-0000{i}"].outcome for i in range(3)] == [
+        Outcome.COMPLETED, Outcome.CRASHED, Outcome.COMPLETED]
+    crashed = recs["o-00001"]
+    assert crashed.last_phase is None
+    assert crashed.extra["android"]["pid"] is not None
+    assert crashed.extra["android"]["launch_state"] == "UNKNOWN (0)"
+    assert crashed.extra["android"]["total_time_ms"] is None
+    assert crashed.crash is not None  # the report of that pid was found and parsed
+    kept = "".join(p.read_text() for p in (out / "artifacts" / "o-00001").iterdir())
+    assert "Unable to create application" in kept and "UnsatisfiedLinkError" in kept
+
+
+def test_an_unauthorized_device_alone_is_named_with_what_to_do_exit_2(
+        rigs: Rigs, apk: tuple[Path, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the device's adbd trusts another host's key only: the real adb server lists it as
+    # `unauthorized` (a phone whose "Allow USB debugging?" prompt was never accepted, or
+    # after "Revoke USB debugging authorizations"). Without --serial the kit must not say
+    # "no device": it names the device, its state and what to do
+    from adb_shell.auth.keygen import keygen
+    from cryptography.hazmat.primitives import serialization
+
+    key = tmp_path / "otherhost"
+    keygen(str(key))
+    pem = serialization.load_pem_private_key(key.read_bytes(), None).public_key(
+        ).public_bytes(serialization.Encoding.PEM,
+                       serialization.PublicFormat.SubjectPublicKeyInfo)
+    device = FakeAndroidDevice("locked", (FakeApp(PKG, apk[1]),), LaunchScript())
+    rig = DeviceRig(device, None, auth_keys=(pem,))
+    rigs.rigs.append(rig)
+    rig.start()
+    # a server of its own: the module's server still lists earlier tests' devices
+    server = PrivateAdbServer().start()
+    try:
+        rig.adbd.announce(server.port)
+        server.wait_for(rig.serial, "unauthorized")
+        assert server.states() == {rig.serial: "unauthorized"}
+        capsys.readouterr()
+        out = tmp_path / "c"
+        code = run_android(server, out, "--apk", str(apk[0]), "--launches", "2",
+                           "--label", "u")
+    finally:
+        server.stop()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert f"{rig.serial} is unauthorized" in err[0]
+    assert "accept the USB debugging prompt" in err[0]
+    assert not (out / "launches.jsonl").exists()
+
+
+@pytest.mark.parametrize("state, exit_code, says", [
+    # what `adb devices` prints (packages/modules/adb: diagnose_usb.cpp's
+    # UsbNoPermissionsShortHelpText, transport.cpp's to_string(ConnectionState))
+    ("no permissions (missing udev rules? user is in the plugdev group); see "
+     "[http://developer.android.com/tools/device.html]", 2, "adb has no permissions"),
+    ("no permissions (user alice is not in the plugdev group); see "
+     "[http://developer.android.com/tools/device.html]", 2, "udev rule"),
+    ("unauthorized", 2, "accept the USB debugging prompt"),
+    ("recovery", 2, "is in recovery mode, not running Android"),
+    ("sideload", 2, "reboot it into Android"),
+    ("bootloader", 2, "is in bootloader mode"),
+    ("offline", 3, "is offline"),
+    ("authorizing", 3, "is authorizing"),
+])
+def test_every_adb_state_but_device_is_one_error_that_says_what_to_do(
+        state: str, exit_code: int, says: str) -> None:
+    error = android.state_error("0A1B2C3D4E", state)
+    assert int(error.exit_code) == exit_code
+    text = f"{error.message} ({error.hint})"
+    assert says in text and "0A1B2C3D4E" in text and "\n" not in text
+
+
+def test_a_device_that_comes_back_unauthorized_mid_campaign_exits_3_saying_so(
+        rigs: Rigs, apk: tuple[Path, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # mid-launch the device drops and comes back trusting another host's key only (USB
+    # debugging authorizations revoked, or a reflashed device): the real adb server lists
+    # it `unauthorized`. Nothing after that can launch: the slots are infra errors, never
+    # counted, the campaign exits 3, and the errors say what to do
+    from adb_shell.auth.keygen import keygen
+    from cryptography.hazmat.primitives import serialization
+
+    key = tmp_path / "otherhost"
+    keygen(str(key))
+    pem = serialization.load_pem_private_key(key.read_bytes(), None).public_key(
+        ).public_bytes(serialization.Encoding.PEM,
+                       serialization.PublicFormat.SubjectPublicKeyInfo)
+    script = LaunchScript({"v-00001": B.drop(after="models-ready", offline_s=0.3)})
+    rig = rigs.add(apk[1], script)
+    rig.device.on_drop = lambda offline_s, _reboot: rig.adbd.drop(
+        offline_s, on_return=lambda: setattr(rig.adbd, "auth_keys", (pem,)))
+    out = tmp_path / "c"
+    capsys.readouterr()
+    code = run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
+                       "--launches", "3", "--label", "v", "--timeout", f"{LAUNCH_S:g}",
+                       "--max-attempts", "2", "--reconnect-timeout", "2")
+    recs, counted, infra = campaign(out)
+    assert code == 3
+    assert [r.launch_id for r in counted] == ["v-00000"]
+    assert counted[0].outcome is Outcome.COMPLETED
+    assert sorted(r.launch_id for r in infra) == ["v-00001", "v-00001.r2", "v-00002",
+                                                  "v-00002.r2"]
+    no_crash_without_a_start(recs)
+    for record in infra[1:]:
+        assert "unauthorized" in record.error, record.error
+    printed = capsys.readouterr()
+    assert "2 of 3 planned launches of v were abandoned" in printed.out + printed.err
+    assert "--resume" in printed.out + printed.err
+    assert "accept the USB debugging prompt" in printed.out + printed.err
+
+
+@pytest.mark.parametrize("failure, says", [
+    ("INSTALL_FAILED_INSUFFICIENT_STORAGE", "free space on the device"),
+    ("INSTALL_FAILED_UPDATE_INCOMPATIBLE: Existing package org.coldstart.app signatures do "
+     "not match newer version; ignoring!", "adb uninstall org.coldstart.app"),
+    ("INSTALL_FAILED_NO_MATCHING_ABIS: Failed to extract native libraries, res=-113",
+     "no native libraries for the device's ABI"),
+])
+def test_an_apk_the_device_refuses_is_one_line_exit_2_saying_what_to_do(
+        failure: str, says: str, rigs: Rigs, apk: tuple[Path, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # a device whose /data is full, or holding another key's build, refuses the install
+    rig = rigs.add(apk[1], LaunchScript(), install_failure=failure)
+    capsys.readouterr()
+    out = tmp_path / "c"
+    code = run_android(rigs.server, out, "--serial", rig.serial, "--apk", str(apk[0]),
+                       "--launches", "2", "--label", "f")
+    err = capsys.readouterr().err.strip().splitlines()
+    # one error line, after the progress line of the install
+    assert code == 2 and err[-1].startswith("coldstart: error: "), err
+    assert [ln for ln in err if "error" in ln] == err[-1:], err
+    assert f"{rig.serial} refused the APK: {failure.split(':')[0]}" in err[-1]
+    assert says in err[-1]
+    assert not (out / "launches.jsonl").exists()

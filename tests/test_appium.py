@@ -352,3 +352,36 @@ def test_run_appium_json_stdout_is_json_lines(appium_server: AppiumServer, caps_
     assert [(r["index"], r["outcome"]) for r in records] == [(0, "completed"), (1, "crashed")]
     assert "appium: server http://***:***@127.0.0.1" in captured.err  # progress: stderr
     assert KEY not in captured.out + captured.err
+
+
+@pytest.mark.parametrize("fault, why", [
+    ("500", "Could not proxy command to the remote server"),
+    ("gone", "the Appium session ended during get_log(logcat)"),
+])
+def test_a_session_that_breaks_after_the_death_was_seen_keeps_the_crash(
+        fault: str, why: str, appium_server: AppiumServer, caps_file: Path,
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the app is seen dead (queryAppState 1), then its crash text cannot be read: the
+    # launch is a crash all the same (an infra error would be retried, and a retry can
+    # turn a crash into a pass), and the next launch opens a new session
+    double = AppiumLifecycleDouble(appium_server.url, platform="android", script=[
+        "completed", f"crash@sessions-created!{fault}", "completed"], credentials=(USER, KEY))
+    out = tmp_path / "run"
+    capsys.readouterr()
+    try:
+        assert _run(double, caps_file, out, "android", 3) == 0
+    finally:
+        double.stop()
+    printed = capsys.readouterr()
+    assert KEY not in printed.out + printed.err and KEY not in _files_text(out)
+    assert double.unused_script() == [] and double.faults_played == [fault]
+    loaded = load_campaign(out)
+    records = sorted(loaded.records, key=lambda r: (r.index, r.attempt))
+    assert [(r.index, r.attempt, r.outcome) for r in records] == [
+        (0, 1, Outcome.COMPLETED), (1, 1, Outcome.CRASHED), (2, 1, Outcome.COMPLETED)]
+    assert len(loaded.counted) == 3 and not list(loaded.infra_errors)
+    crashed = records[1]
+    assert crashed.last_phase == "sessions-created" and crashed.crash_class is None
+    assert "the app died before done; its crash text could not be read" in crashed.error
+    assert why in crashed.error
+    assert sum(1 for m, p, _ in double.calls if m == "POST" and p == "/session") == 2

@@ -491,3 +491,38 @@ def test_sim_without_process_exit_events_asks_launchctl(
         (Outcome.COMPLETED, "done", None)]
     assert ["simctl", "spawn", UDID, "launchctl", "list"] in [c["argv"]
                                                               for c in double.calls()]
+
+
+def test_sim_app_that_exits_during_its_launch_request_with_a_report_is_a_crash(
+        double: XcrunDouble, app: Path, tmp_path: Path) -> None:
+    # the app aborts before its first line (e.g. a framework that does not load): simctl
+    # launch fails with FBProcessExit, and ReportCrash writes the app's report. That is the
+    # app's crash, counted, not an infra error retried until the campaign gives up
+    double.script(["completed", "launch-exit", "completed"])
+    out = tmp_path / "run"
+    assert _run_sim(double, app, out, 3, "--deliver", "args") == 0
+    assert double.unused_script() == []
+    records = sorted(load_campaign(out).records, key=lambda r: (r.index, r.attempt))
+    assert [(r.index, r.attempt, r.outcome) for r in records] == [
+        (0, 1, Outcome.COMPLETED), (1, 1, Outcome.CRASHED), (2, 1, Outcome.COMPLETED)]
+    _counted_once_each(records, 3)
+    crashed = records[1]
+    assert crashed.last_phase is None
+    assert crashed.crash is not None and crashed.extra["pid"] == crashed.crash["pid"]
+    assert f"artifacts/{crashed.launch_id}/simctl-launch.txt" in crashed.artifacts
+    kept = (out / "artifacts" / crashed.launch_id / "simctl-launch.txt").read_text()
+    assert "(domain=FBProcessExit, code=128)" in kept
+
+
+def test_sim_launch_request_that_fails_with_no_report_stays_an_infra_error(
+        double: XcrunDouble, tmp_path: Path) -> None:
+    # an app that is not installed: FBSOpenApplicationServiceErrorDomain code=4 and no
+    # report; never a crash
+    out = tmp_path / "run"
+    assert main(["run", "ios-sim", "--udid", UDID, "--bundle-id", "org.coldstart.app",
+                 "--no-install", "--deliver", "args", "--launches", "1", "--out", str(out),
+                 "--max-attempts", "1", "--report-wait", "1",
+                 "--diagnostic-reports", str(double.reports)]) == 3
+    record = load_campaign(out).records[0]
+    assert record.outcome is Outcome.INFRA_ERROR and record.crash is None
+    assert "The request to open \"org.coldstart.app\" failed." in record.error

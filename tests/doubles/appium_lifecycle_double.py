@@ -29,7 +29,16 @@ dies as it logs ``done``, before rendering it, so a reader of the log gets that 
 after the death), ``js-fatal@PHASE`` (the JS error kills the app before it reports PHASE),
 ``error-fatal@PHASE`` (an ``error`` line after PHASE, then the fatal JS error ends the app),
 ``error@PHASE`` (the app lives on), ``hang@PHASE``; a ``~D`` suffix gives the crash text D
-seconds after the death (an iOS ``.ips`` arrives late).
+seconds after the death (an iOS ``.ips`` arrives late). A ``!FAULT`` suffix breaks the
+session once the kit has seen the death (a ``mobile: queryAppState`` reported the app dead)
+and has read every line the app logged: at the first log read after that report with none
+of the app's lines pending (a read with some gets those, the crash text held back):``!500`` makes every later log read fail with the HTTP 500 that
+Appium's proxy answers when the driver's device-side server went away (``unknown error``,
+"An unknown server-side error occurred while processing the command. Original error: Could
+not proxy command to the remote server. Original error: socket hang up", as quoted in
+Appium's troubleshooting notes); ``!gone`` deletes the session on the real server (as a
+farm's session limit or ``newCommandTimeout`` does), whose every later answer is its own
+HTTP 404 ``invalid session id``.
 :meth:`AppiumLifecycleDouble.unused_script` tells a test what was not played. If the real
 server is gone, the double stops listening too (the client then sees the connection
 refused, as with a dead server).
@@ -94,6 +103,10 @@ class _App:
         #: held while the screen is written and while the app starts, stops or dies, so a
         #: terminated app's last line never lands on the next launch's screen
         self.screen = threading.Lock()
+        #: ``!FAULT`` of the running launch, and whether it is in force
+        self.fault: str | None = None
+        self.dead_seen = False
+        self.broken = False
 
     def log(self, kind: str, message: str) -> None:
         with self.lock:
@@ -130,7 +143,8 @@ class _App:
             self.double.set_status(self.sid, "")  # a new process: nothing rendered yet
             self.state = 4
             generation = self.generation
-        outcome = self.double.next_outcome()
+        outcome, _, fault = self.double.next_outcome().partition("!")
+        self.fault, self.dead_seen, self.broken = fault or None, False, False
         threading.Thread(target=self._run, args=(url, outcome, generation),
                          daemon=True).start()
 
@@ -254,6 +268,8 @@ class AppiumLifecycleDouble:
         self.calls: list[tuple[str, str, Any]] = []
         self.auth_seen: list[str | None] = []
         self.launches = 0
+        #: ``!FAULT`` suffixes put in force, in order
+        self.faults_played: list[str] = []
         #: phases the apps have logged, in order (see :meth:`wait_logged`)
         self.phases_logged: list[str] = []
         self.logged = threading.Condition()
@@ -383,6 +399,14 @@ class AppiumLifecycleDouble:
 
         return Handler
 
+    def _break(self, sid: str, app: _App) -> None:
+        """Put the launch's ``!FAULT`` in force (see the module doc)."""
+        app.broken = True
+        self.faults_played.append(str(app.fault))
+        if app.fault == "gone":
+            self.apps.pop(sid, None)
+            self.forward("DELETE", f"/session/{sid}", None)
+
     def answer(self, method: str, path: str, payload: dict[str, Any]
                ) -> tuple[int, Any] | None:
         """The double's own answer to a request, or ``None`` to forward it."""
@@ -395,7 +419,10 @@ class AppiumLifecycleDouble:
             name = payload["script"]
             args = (payload.get("args") or [{}])[0]
             if name == "mobile: queryAppState":
-                return 200, {"value": app.state}
+                state = app.state
+                if state < 2 and app.fault:
+                    app.dead_seen = True
+                return 200, {"value": state}
             if name == "mobile: terminateApp":
                 return 200, {"value": app.terminate()}
             if name in ("mobile: deepLink", "mobile: launchApp", "mobile: activateApp"):
@@ -414,6 +441,24 @@ class AppiumLifecycleDouble:
             return 200, {"value": types}
         if rest == "/se/log" and method == "POST":
             kind = payload.get("type")
+            if app.dead_seen and not app.broken and kind in app.logs:
+                with app.lock:
+                    pending = app.logs[kind]
+                    ours = [i for i, e in enumerate(pending)
+                            if "ReactNativeJS" in e["message"] or "(React)" in e["message"]]
+                    if ours:
+                        served, app.logs[kind] = pending[:ours[-1] + 1], \
+                            pending[ours[-1] + 1:]
+                        return 200, {"value": served}
+                self._break(match.group("sid"), app)
+                if app.fault == "gone":
+                    return None  # the real server answers: invalid session id
+            if app.broken:
+                return 500, {"value": {
+                    "error": "unknown error", "stacktrace": "",
+                    "message": "An unknown server-side error occurred while processing the "
+                               "command. Original error: Could not proxy command to the "
+                               "remote server. Original error: socket hang up"}}
             if kind not in app.logs:
                 return 500, {"value": {"error": "unknown error",
                                        "message": f"Don't understand log type '{kind}'"}}

@@ -69,7 +69,9 @@ class AppBehaviour:
             completes meanwhile; with ``reboot`` the device reboots instead, and its system
             comes up ``services_late_s`` after adbd), ``runtime-restart`` (the system server
             restarts after ``after``: the app dies with it, the activity and package
-            services are missing for ``services_late_s``; same boot id).
+            services are missing for ``services_late_s``; same boot id), ``init-crash``
+            (``Application.onCreate`` throws before the app logs any line: a Java ``FATAL
+            EXCEPTION``, and ``am start -W`` reports the launch with no launch time).
         site: ``creation``, ``inference``, ``release`` or ``teardown`` (after ``done``) for
             ``native-crash``.
         after: last phase reported before the behaviour's event.
@@ -80,7 +82,12 @@ class AppBehaviour:
         am_start: how ``am start`` fails for this launch id: ``no-service`` (``cmd: Can't
             find service: activity``, exit 20, the system down for ``services_late_s``; the
             app is not started), ``status-timeout`` (``Status: timeout``; the app runs),
-            ``no-status`` (only the ``Starting:`` line; the app runs); ``None``: it works.
+            ``no-status`` (only the ``Starting:`` line; the app runs), ``no-activity-class``
+            (``Error type 3`` / ``Error: Activity class {...} does not exist.``, exit 0: the
+            package was replaced by a build without that activity; the app is not started),
+            ``task-to-front`` (``START_TASK_TO_FRONT``: ``Warning: Activity not started, its
+            current task has been brought to the front``, exit 0; no new process);
+            ``None``: it works. (Strings: AOSP ActivityManagerShellCommand.runStartActivity.)
         crash_buffer: a ``js-error-fatal`` logs its FATAL EXCEPTION in the crash buffer
             (False: only DropBox has the report, later).
         log_start: ``ActivityManager`` logs ``Start proc`` for this launch.
@@ -104,7 +111,7 @@ class AppBehaviour:
 
     def last_phase(self) -> str:
         """The last phase this launch reports (``""``: none; ``after=""`` for ``vanish``)."""
-        if self.kind == "vanish" and self.after == "":
+        if (self.kind == "vanish" and self.after == "") or self.kind == "init-crash":
             return ""
         if self.kind == "native-crash":
             return _CRASH_SITE_AFTER[self.site or "creation"]
@@ -248,6 +255,9 @@ class FakeAndroidDevice:
             vendor image); they answer ``inaccessible or not found``, exit 127.
         hidden_system_server: ``pidof system_server`` finds nothing (a /proc the shell
             cannot read).
+        install_failure: ``pm install`` fails with this ``INSTALL_FAILED_*`` code, as
+            ``PackageManagerShellCommand`` prints it (``Failure [CODE]`` on stdout, exit 1),
+            e.g. ``INSTALL_FAILED_INSUFFICIENT_STORAGE`` for a full /data.
     """
 
     def __init__(self, serial_hint: str, apps: tuple[FakeApp, ...], script: LaunchScript,
@@ -255,8 +265,9 @@ class FakeAndroidDevice:
                  slowness: float = 1.0, clock_offset_s: float = -7 * 3600 + 123.4,
                  report_delay_s: float = 0.3, root: bool = False,
                  on_drop: Callable[[float, bool], None] | None = None,
-                 missing_tools: tuple[str, ...] = (), hidden_system_server: bool = False
-                 ) -> None:
+                 missing_tools: tuple[str, ...] = (), hidden_system_server: bool = False,
+                 install_failure: str | None = None) -> None:
+        self.install_failure = install_failure
         self.missing_tools = frozenset(missing_tools)
         self.hidden_system_server = hidden_system_server
         self.name = serial_hint
@@ -562,6 +573,9 @@ class FakeAndroidDevice:
                           f"{path}: Failed to load asset path {path}]\n")
                 return 1
             time.sleep(0.05 * self.slowness)
+            if self.install_failure is not None:
+                out.write(f"Failure [{self.install_failure}]\n")
+                return 1
             with self._lock:
                 self._kill(app.package, reason=16, subreason=25, subtext="PACKAGE UPDATE",
                            description="replace package")
@@ -690,6 +704,16 @@ class FakeAndroidDevice:
             if behaviour.am_start == "no-service":  # the system server went away just now
                 self.take_system_down(behaviour.services_late_s, booting=False)
                 return self._no_service("activity", out)
+            if behaviour.am_start == "no-activity-class":
+                out.write(reports.am_start_error(full, data, f"Activity class {{{full}}} "
+                                                 "does not exist."))
+                return 0
+            if behaviour.am_start == "task-to-front":
+                out.write(f"Starting: Intent {{ act=android.intent.action.VIEW cmp={full} }}\n"
+                          "Warning: Activity not started, its current task has been brought "
+                          f"to the front\nStatus: ok\nLaunchState: UNKNOWN (0)\n"
+                          f"Activity: {full}\nWaitTime: 11\nComplete\n")
+                return 0
             pid = next(self._pids)
             self._running[app.package] = pid
             self._launch_of_pid[pid] = launch_id or ""
@@ -709,10 +733,15 @@ class FakeAndroidDevice:
         first_frame_s = behaviour.first_frame_ms * self.slowness / 1000.0
         if wait:
             time.sleep(first_frame_s)
+        if wait and behaviour.kind == "init-crash":  # -W returns once the launch is gone
+            with self._lock:
+                self._changed.wait_for(lambda: self._running.get(app.package) != pid, 30.0)
         total = int(behaviour.first_frame_ms * self.slowness)
         starting = f"Starting: Intent {{ act=android.intent.action.VIEW cmp={full} }}\n"
         if not wait or behaviour.am_start == "no-status":
             out.write(starting)
+        elif behaviour.kind == "init-crash":  # dead before its first frame
+            out.write(reports.am_start_cancelled(full, data, total + 3))
         elif behaviour.am_start == "status-timeout":
             out.write(f"{starting}Status: timeout\nLaunchState: UNKNOWN (0)\n"
                       f"Activity: {full}\nWaitTime: {total + 3}\nComplete\n")
@@ -778,6 +807,8 @@ class FakeAndroidDevice:
             self._at(end_s, lambda: self._native_crash(app, pid, b))
         elif b.kind == "js-fatal":
             self._at(end_s, lambda: self._java_crash(app, pid, b))
+        elif b.kind == "init-crash":  # before the first frame (am start -W waits for it)
+            self._at(gap_s / 2, lambda: self._java_crash(app, pid, b))
         elif b.kind == "vanish":
             self._at(end_s, lambda: self._vanish(app, pid))
         elif b.kind == "runtime-restart":
@@ -860,8 +891,10 @@ class FakeAndroidDevice:
         with self._lock:
             if self._running.get(app.package) != pid:
                 return
-        block = reports.javascript_exception(pid, app.package,
-                                             "Cannot read property 'dims' of undefined")
+        block = reports.application_init_exception(pid, app.package) \
+            if b.kind == "init-crash" else \
+            reports.javascript_exception(pid, app.package,
+                                         "Cannot read property 'dims' of undefined")
         for line in block if b.crash_buffer else ():
             self.log("crash", pid, pid + 27, "E", "AndroidRuntime", line)
         with self._lock:

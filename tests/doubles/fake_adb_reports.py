@@ -254,6 +254,39 @@ def dropbox_dump(tag: str, entries: list[tuple[_dt.datetime, str, str]], total: 
     return "\n".join(out) + "\n"
 
 
+def application_init_exception(pid: int, package: str) -> list[str]:
+    """The ``FATAL EXCEPTION`` of an app whose ``Application.onCreate`` threw (here: the
+    native library failed to load): ``ActivityThread.handleBindApplication`` wraps it in
+    ``RuntimeException("Unable to create application " + class + ": " + e)`` (AOSP
+    frameworks/base core/java/android/app/ActivityThread.java)."""
+    cause = ('java.lang.UnsatisfiedLinkError: dlopen failed: library "libonnxruntime.so" '
+             'not found')
+    return ["FATAL EXCEPTION: main",
+            f"Process: {package}, PID: {pid}",
+            f"java.lang.RuntimeException: Unable to create application "
+            f"{package}.MainApplication: {cause}",
+            "\tat android.app.ActivityThread.handleBindApplication(ActivityThread.java:7003)",
+            "\tat android.app.ActivityThread.-$$Nest$mhandleBindApplication(Unknown Source:0)",
+            "\tat android.os.Looper.loop(Looper.java:294)",
+            "\tat android.app.ActivityThread.main(ActivityThread.java:8177)",
+            f"Caused by: {cause}",
+            "\tat java.lang.Runtime.loadLibrary0(Runtime.java:1082)",
+            "\tat java.lang.System.loadLibrary(System.java:1661)",
+            f"\tat {package}.MainApplication.onCreate(MainApplication.kt:31)"]
+
+
+def am_start_cancelled(component: str, data: str | None, wait_ms: int) -> str:
+    """``am start -W`` when the process died before the activity's first frame: the
+    launch is cleaned up with no launch time (AOSP ``ActivityTaskSupervisor.
+    stopWaitingForActivityVisible``: ``reportActivityLaunched(false, r, INVALID_DELAY,
+    LAUNCH_STATE_UNKNOWN)``), so ``Status: ok``, ``LaunchState: UNKNOWN (0)`` and no
+    ``TotalTime`` (ActivityManagerShellCommand prints it only when it is >= 0)."""
+    dat = "" if data is None else f" dat={data.split(':', 1)[0]}://run/..."
+    return (f"Starting: Intent {{ act=android.intent.action.VIEW{dat} cmp={component} }}\n"
+            f"Status: ok\nLaunchState: UNKNOWN (0)\nActivity: {component}\n"
+            f"WaitTime: {wait_ms}\nComplete\n")
+
+
 def javascript_exception(pid: int, package: str, message: str) -> list[str]:
     """An uncaught JS error's ``FATAL EXCEPTION`` block (React Native 0.7x+ names the class
     ``com.facebook.react.common.JavascriptException``)."""

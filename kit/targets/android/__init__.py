@@ -30,7 +30,7 @@ from ...scenario import Scenario
 from ..base import LogFn, PreparedTarget
 from .device import (APP_SCHEME, PACKAGE_RE, REMOTE_APK_DIR, ApkInfo, DeviceNotReady,
                      DeviceSetup, PoisonMode, Readiness, inspect_apk, prepare_device,
-                     read_readiness, wait_until_ready)
+                     read_readiness, state_error, wait_until_ready)
 from .direct_transport import DirectTransport
 from .launcher import FOLLOW_COMMAND, AndroidLauncher, AndroidTimeouts
 from .server_transport import ServerTransport, ensure_server, list_server_devices, server_address
@@ -42,7 +42,7 @@ from .transport import (DEFAULT_CALL_TIMEOUT_S, HOSTPORT_RE, SERIAL_RE, AdbTrans
 __all__ = ["AndroidConfig", "AndroidTarget", "TARGETS", "open_transports", "list_devices",
            # re-exported parts
            "ApkInfo", "inspect_apk", "PoisonMode", "DeviceSetup", "prepare_device",
-           "Readiness", "read_readiness", "wait_until_ready", "DeviceNotReady",
+           "Readiness", "read_readiness", "wait_until_ready", "DeviceNotReady", "state_error",
            "AndroidLauncher", "AndroidTimeouts", "FOLLOW_COMMAND", "parse_am_start",
            "check_am_start", "AmStartFailed", "parse_threadtime", "LogLine", "PACKAGE_RE",
            "APP_SCHEME", "REMOTE_APK_DIR", "AdbTransport", "ServerTransport",
@@ -128,7 +128,15 @@ def open_transports(serials: Sequence[str], direct: Sequence[str],
     if not chosen and not direct:
         host, port = server
         ensure_server(host, port)
-        ready = [s for s, state in list_server_devices(host, port) if state == "device"]
+        listed = list_server_devices(host, port)
+        ready = [s for s, state in listed if state == "device"]
+        if not ready and len(listed) == 1:  # there is one, not usable: say why
+            raise state_error(*listed[0])
+        if not ready and listed:
+            raise UsageError("no usable device: " + ", ".join(
+                f"{s} is {state.split(' (')[0]}" for s, state in listed),
+                "`coldstart devices` lists them; fix one, or pass it with --serial to see "
+                "what to do")
         if not ready:
             raise UsageError("no device", "connect one or start an emulator; "
                              "`coldstart devices` lists what adb sees")

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...errors import InfraError, UsageError
-from .transport import AdbTransport, shell_join
+from .transport import AdbTransport, shell_join, state_error
 
 __all__ = ["ApkInfo", "inspect_apk", "PoisonMode", "DeviceSetup", "prepare_device",
            "Readiness", "read_readiness", "wait_until_ready", "DeviceNotReady",
            "PACKAGE_RE", "APP_SCHEME", "REMOTE_APK_DIR", "BOOT_ID_PATH", "READY_COMMAND",
-           "REQUIRED_SERVICES", "WRAP_OPTIONS", "wrap_property"]
+           "REQUIRED_SERVICES", "WRAP_OPTIONS", "wrap_property", "state_error"]
 
 APP_SCHEME = "coldstart"
 #: Java package names (``pm`` accepts letters, digits and ``_`` in dot-separated parts).
@@ -288,17 +288,32 @@ def _getprops(text: str) -> dict[str, str]:
 
 def _check_state(transport: AdbTransport) -> None:
     state = transport.state()
-    if state == "device":
-        return
-    if state in ("absent", "no-server"):
-        raise UsageError(f"no device {transport.serial}" + (
-            " (no adb server answers)" if state == "no-server" else ""),
-            "run `coldstart devices` and pass one of its serials with --serial")
-    if state == "unauthorized":
-        raise UsageError(f"device {transport.serial} is unauthorized",
-                         "accept the USB debugging prompt on the device, then run again")
-    raise InfraError(f"device {transport.serial} is {state}",
-                     "reconnect it (`adb reconnect`) and run again")
+    if state != "device":
+        raise state_error(transport.serial, state)
+
+
+#: What to do about a ``pm install`` failure, by its code (``PackageManager.INSTALL_*``,
+#: printed by ``PackageManagerShellCommand`` as ``Failure [CODE: message]``).
+_INSTALL_HINTS = (
+    ("INSUFFICIENT_STORAGE", "free space on the device (`adb shell df /data`; uninstall "
+                             "apps or delete files), then run again"),
+    ("UPDATE_INCOMPATIBLE", "an app of this package signed with another key is installed: "
+                            "`adb uninstall {package}`, then run again"),
+    ("VERSION_DOWNGRADE", "a newer build of {package} is installed: `adb uninstall "
+                          "{package}`, then run again"),
+    ("NO_MATCHING_ABIS", "the APK has no native libraries for the device's ABI (see "
+                         "`coldstart devices`): build it for that ABI"),
+    ("OLDER_SDK", "the device's Android is older than the APK's minSdk (see `coldstart "
+                  "devices`)"),
+)
+
+
+def _install_hint(failure: str, package: str) -> str:
+    for code, hint in _INSTALL_HINTS:
+        if code in failure:
+            return hint.format(package=package)
+    return ("check the APK's ABI and minSdk against `coldstart devices`, or uninstall an "
+            "app signed with another key")
 
 
 def wrap_property(package: str) -> str:
@@ -348,10 +363,9 @@ def prepare_device(transport: AdbTransport, *, package: str, apk: ApkInfo | None
         transport.shell(shell_join(["rm", "-f", remote]), call_timeout_s)
         if "Success" not in result.stdout:
             reason = re.search(r"Failure \[([^\]]+)\]", result.output)
-            raise UsageError(f"{transport.serial} refused the APK: "
-                             f"{reason.group(1) if reason else result.output.strip()[-200:]}",
-                             "check the APK's ABI and minSdk against `coldstart devices`, "
-                             "or uninstall an app signed with another key")
+            text = reason.group(1) if reason else result.output.strip()[-200:]
+            raise UsageError(f"{transport.serial} refused the APK: {text}",
+                             _install_hint(text, package))
     listed = transport.shell(shell_join(["pm", "list", "packages", package]), call_timeout_s)
     if f"package:{package}" not in listed.stdout.split():
         raise UsageError(f"package {package} is not installed on {transport.serial}",

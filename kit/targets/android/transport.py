@@ -30,7 +30,8 @@ from typing import Any, Callable, Protocol, Sequence
 from ...errors import InfraError, UsageError
 
 __all__ = ["AdbTransport", "ShellResult", "LineStream", "TransportError", "DeviceInfo",
-           "shell_join", "reconnect_with_backoff", "keep_alive", "describe", "parse_port",
+           "shell_join", "reconnect_with_backoff", "state_error", "keep_alive", "describe",
+           "parse_port",
            "split_rc", "short_command", "DEFAULT_CALL_TIMEOUT_S", "SERIAL_RE", "HOSTPORT_RE",
            "RC_MARK"]
 
@@ -250,6 +251,36 @@ def split_rc(text: str) -> tuple[str, int | None]:
     return text[:pos], code
 
 
+#: adb states of a device that is not running Android (adb's ``to_string(ConnectionState)``)
+_NOT_ANDROID = ("bootloader", "recovery", "rescue", "sideload")
+
+
+def state_error(serial: str, state: str) -> InfraError | UsageError:
+    """The error for a device in adb state ``state`` (anything but ``device``): what the
+    user must fix is a :class:`UsageError` (exit 2: ``unauthorized``, ``no permissions
+    (...)``, a device in bootloader/recovery/rescue/sideload mode, none listed); a state
+    that passes by itself (``offline``, ``connecting``, ``authorizing``) an
+    :class:`InfraError` (exit 3). States: adb's ``adb devices`` (packages/modules/adb
+    transport.cpp, ``UsbNoPermissionsShortHelpText``)."""
+    if state in ("absent", "no-server"):
+        return UsageError(f"no device {serial}" + (
+            " (no adb server answers)" if state == "no-server" else ""),
+            "run `coldstart devices` and pass one of its serials with --serial")
+    if state == "unauthorized":
+        return UsageError(f"device {serial} is unauthorized",
+                          "accept the USB debugging prompt on the device (if there is none, "
+                          "replug it or revoke USB debugging authorizations), then run again")
+    if state.startswith("no permissions"):
+        return UsageError(f"device {serial}: adb has no permissions to open it",
+                          "add a udev rule for it (https://developer.android.com/studio/run/"
+                          "device), then `adb kill-server` and run again")
+    if state in _NOT_ANDROID:
+        return UsageError(f"device {serial} is in {state} mode, not running Android",
+                          "reboot it into Android (`adb reboot`), then run again")
+    return InfraError(f"device {serial} is {state}",
+                      "reconnect it (`adb reconnect`) and run again")
+
+
 def reconnect_with_backoff(attempt: Callable[[], bool], timeout_s: float, what: str,
                            first_delay_s: float = 0.25, max_delay_s: float = 4.0,
                            should_stop: Callable[[], bool] = lambda: False) -> None:
@@ -263,18 +294,22 @@ def reconnect_with_backoff(attempt: Callable[[], bool], timeout_s: float, what: 
     """
     deadline = time.monotonic() + timeout_s
     delay = first_delay_s
-    last = "no answer"
+    last, state = "no answer", None
     while True:
         try:
             if attempt():
                 return
         except TransportError as exc:
-            last = exc.message
+            last, state = exc.message, exc.state
         left = deadline - time.monotonic()
         if left <= 0 or should_stop():
+            # a state only the user can change (unauthorized...) says what to do
+            fix = state_error(what, state) if state else None
+            hint = fix.hint if isinstance(fix, UsageError) else \
+                "check the cable / network and `adb devices`"
             raise TransportError(f"{what} did not come back within {timeout_s:g} s ({last})",
-                                 "check the cable / network and `adb devices`; the launch "
-                                 "is kept as an infra error and retried", state="offline")
+                                 f"{hint}; the launch is kept as an infra error and retried",
+                                 state=state if isinstance(fix, UsageError) else "offline")
         time.sleep(min(delay, left))
         delay = min(delay * 2, max_delay_s)
 

@@ -29,7 +29,9 @@ launch. One launch (notes/drivers.md section 3):
 
 Retries never turn a crash into a pass: only transport failures (the server or session
 gone) raise InfraError, which :func:`kit.campaign.run_campaign` records and retries without
-counting; a crash is always recorded as a crash.
+counting; a crash is always recorded as a crash. A session that fails after the death was
+seen (while the crash text is read) leaves a ``crashed`` record with a note saying why its
+text is missing; the session is opened again for the next launch.
 
 """
 
@@ -82,6 +84,7 @@ class AppiumLauncher:
         self.server_info: dict[str, Any] = {}
         self.log_types: list[str] = []
         self._abort = threading.Event()
+        self._session_lost = False
 
     def open(self) -> None:
         """Open the session and check that the driver has the app lifecycle commands.
@@ -138,12 +141,17 @@ class AppiumLauncher:
             self.open()
         session = self.session
         assert session is not None
+        self._session_lost = False
         try:
-            return self._launch(session, ctx)
+            record = self._launch(session, ctx)
         except InfraError:
             session.quit()
             self.session = None
             raise
+        if self._session_lost:  # the death was seen, then the session broke
+            session.quit()
+            self.session = None
+        return record
 
     def _launch(self, session: AppiumSession, ctx: LaunchContext) -> LaunchRecord:
         started_at = utc_now()
@@ -199,11 +207,23 @@ class AppiumLauncher:
         evidence: CrashEvidence | None = None
         if end is ProcessEnd.DIED:
             when = "after" if "done" in {e.phase for e in events()} else "before"
-            evidence, rel = self._collect_crash(session, ctx, lines, log_type, crash_type,
-                                                when)
+            never_seen = not seen_running and not status_seen and not events()
+            try:
+                evidence, rel = self._collect_crash(session, ctx, lines, log_type,
+                                                    crash_type, when)
+            except InfraError as exc:
+                # the death is already observed (queryAppState said so): the launch is a
+                # crash whose text is unknown, never an infra error (a retry could turn a
+                # crash into a pass). A launch never seen is not a death at all.
+                if never_seen:
+                    raise
+                self._session_lost = True
+                evidence, rel = CrashEvidence(note=(
+                    f"the app died {when} done; its crash text could not be read: "
+                    f"{exc.message}")), None
             if rel is not None:
                 artifacts.append(rel)
-            elif not seen_running and not status_seen and not events():
+            elif never_seen:
                 raise InfraError("the app did not start within 10 s of the launch request "
                                  "(never running, no COLDSTART line)", "check --app-id and "
                                  "that the app is installed and opens coldstart:// URLs")

@@ -14,7 +14,8 @@ each launch reads the lines of its own launch id). One launch:
    or ``simctl launch --terminate-running-process <udid> <bundle> -coldstartScenario <url>``
    (``--deliver args``, which prints the pid). A request that fails because the simulator
    is not booted (CoreSimulator's "Unable to lookup in current state: Shutdown") boots it
-   and makes the request once more;
+   and makes the request once more; one that fails because the app's process exited during
+   it (``FBProcessExit``) is the app's crash when its crash report appears;
 3. the launch is watched by events, not polling: each log line wakes it, the first line
    of this launch gives the app's pid (``processID``), and the end of that process (an
    ordinary host process of the Mac, see :mod:`.procwatch`) wakes it. Only where the host
@@ -240,10 +241,16 @@ class SimulatorLauncher:
         started_at = utc_now()
         t0 = time.monotonic()
         t0_epoch = time.time()
+        before = self.reports.snapshot()
         try:
-            before = self.reports.snapshot()
             pid, requested = self._start(ctx)
             seen = self._watch(ctx, pid, requested)
+        except XcrunError as exc:
+            self._suspect = True
+            record = self._exited_at_request(ctx, exc, before, t0_epoch, started_at, t0)
+            if record is None:
+                raise
+            return record
         except InfraError:
             self._suspect = True
             raise
@@ -302,6 +309,39 @@ class SimulatorLauncher:
                            observation=observation, started_at=started_at,
                            wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=artifacts,
                            pid=seen.pid, **payloads)
+
+    def _exited_at_request(self, ctx: LaunchContext, exc: XcrunError, before: Any,
+                           t0_epoch: float, started_at: str, t0: float
+                           ) -> LaunchRecord | None:
+        """A launch request that failed because the app's process exited during it
+        (``FBProcessExit`` in simctl's error: the app aborted before finishing launching,
+        e.g. a framework that does not load) and left a crash report of the app: that
+        crash, counted, with no phase (it printed no line). ``None`` when simctl's error
+        says no process exited or no report of the app appears within ``report_wait_s``
+        (an infra error: nothing of the app is known)."""
+        if "FBProcessExit" not in exc.output:
+            return None
+        found = self.reports.wait_for(
+            before, t0_epoch, report_matcher(None, self.app.executable, self.app.bundle_id,
+                                             self.device, self._past_pids),
+            self.report_wait_s, abort=self._abort)
+        if found is None:
+            return None
+        path, text = found
+        (ctx.artifacts_dir / "simctl-launch.txt").write_text(exc.output)
+        evidence, rel = crash_evidence(text, ctx.artifacts_dir, ctx.artifacts_rel,
+                                       "crash" + path.suffix, hint="ips")
+        pid = evidence.crash.get("pid") if evidence.crash is not None else None
+        if pid is not None:
+            self._past_pids.add(pid)
+        observation = Observation(events=(), end=ProcessEnd.DIED, timeout_s=ctx.timeout_s,
+                                  infer=ctx.scenario.infer, crash=evidence,
+                                  killed_note="terminated")
+        return make_record(ctx, target=self.target, device=self.device,
+                           observation=observation, started_at=started_at,
+                           wall_ms=(time.monotonic() - t0) * 1000.0,
+                           artifacts=[f"{ctx.artifacts_rel}/simctl-launch.txt", rel],
+                           pid=pid, crash_report=path.name)
 
     def _request(self, url: str) -> int | None:
         """Ask simctl to start the app cold with ``url``; the pid when simctl gives one."""

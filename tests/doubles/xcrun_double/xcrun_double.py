@@ -39,7 +39,12 @@ tells a test what was not played):
   before PHASE, no ``error`` line),
   ``error-fatal@PHASE`` (an ``error`` line after PHASE, then RCTFatal's SIGABRT),
   ``error@PHASE`` (an ``error`` line, the app lives on), ``hang@PHASE``, ``vanish@PHASE``
-  (dies with no report), ``nostart`` (the request succeeds but no app appears);
+  (dies with no report), ``nostart`` (the request succeeds but no app appears),
+  ``launch-exit`` (``simctl launch`` only: the app aborts before its first line, a crash
+  report is written, and simctl fails as it does for a process that exited during the
+  launch request: ``FBSOpenApplicationServiceErrorDomain, code=1`` ... ``Underlying error
+  (domain=FBProcessExit, code=128)``, text recorded in
+  https://github.com/appinioGmbH/flutter_packages/issues/147);
 * simulators: ``shutdown[:S]`` (the simulator shuts down at the launch request, ``Shutting
   Down`` for S seconds first), ``shutdown@PHASE[:S]`` (it shuts down after PHASE);
 * devices: ``drop:S`` (the device drops off for S seconds at the launch request),
@@ -239,7 +244,7 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
                            "ok": kind != "wrong-output", "max_diff": 0.0 if kind !=
                            "wrong-output" else 0.4} if checked else {},
     }
-    for phase in PHASES:
+    for phase in PHASES if kind != "launch-exit" else ():
         time.sleep(delay_s)
         if kind == "js-fatal" and phase == at:
             break  # the JS error is thrown before this phase is reported
@@ -279,7 +284,7 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
         while True:  # an iOS app keeps running until it is terminated
             time.sleep(1)
     report = {"crash": CRASH_KIND.get(at, "abort"), "js-fatal": "js-fatal",
-              "error-fatal": "js-fatal"}.get(kind)
+              "error-fatal": "js-fatal", "launch-exit": "abort"}.get(kind)
     if report is not None:
         writer = [sys.executable, "-S", __file__, "__reportcrash__", udid, bundle, str(pid), report,
                   str(report_delay_s), "sim" if simulator else "device"]
@@ -431,6 +436,15 @@ def simctl(args: list[str]) -> None:
                 return
             proc = start_app(udid, bundle, url, env, outcome)
             state["running"][key] = proc.pid
+        if command == "launch" and kind == "launch-exit":
+            proc.wait()  # SpringBoard sees the process exit before the launch completes
+            fail("An error was encountered processing the command "
+                 "(domain=FBSOpenApplicationServiceErrorDomain, code=1):\n"
+                 f"The request to open \"{bundle}\" failed.\n"
+                 "The request was denied by service delegate (SBMainWorkspace).\n"
+                 "Underlying error (domain=FBProcessExit, code=128):\n"
+                 "\tThe operation couldn\u2019t be completed. The process exited.\n"
+                 "\tThe process exited.\n", 1)
         if command == "launch":
             print(f"{bundle}: {proc.pid}")
         return
