@@ -46,6 +46,9 @@ _THREAD_HEAD = re.compile(r'^"(?P<name>[^"]*)"(?P<rest>.*)$')
 _DROPBOX_HEAD = re.compile(r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?P<tag>\S+)"
                            r"(?: \((?P<what>.*)\))?\s*$")
 _JS_MESSAGE = re.compile(r"^(?:\w*Error|Invariant Violation|Unhandled JS Exception)\b")
+#: an older React Native's JS error (``devsupport.JSException``) or a JavascriptException
+#: as the message of the exception that wraps it (``java.lang.RuntimeException: ...``)
+_JS_WRAPPED = re.compile(r"^(?P<type>(?:[a-z][\w$]*\.)+(?:JSException|JavascriptException)):\s*")
 _WATCHDOG_THREAD = re.compile(r"^(?P<name>\S+) \(state = \w+\)")
 
 
@@ -73,6 +76,9 @@ def read_java(draft: Draft, lines: Sequence[str]) -> None:
             proc, _, pid = stripped[len("Process:"):].partition(", PID:")
             draft.set("process", proc.strip() or None)
             draft.set("pid", parse_int(pid))
+            continue
+        if stripped.startswith("PID:") and not exc_seen:  # Android 4's block: no Process
+            draft.set("pid", parse_int(stripped[len("PID:"):]))
             continue
         if not exc_seen:
             m = _JAVA_EXC.match(stripped)
@@ -104,7 +110,11 @@ def read_java(draft: Draft, lines: Sequence[str]) -> None:
         draft.note("caused by: " + " <- ".join(causes))
     exception = draft.get("exception") or ""
     text = "\n".join(message_lines)
-    if exception.endswith("JavascriptException") or (
+    wrapped = _JS_WRAPPED.match(text)
+    if wrapped is not None and not exception.endswith("JavascriptException"):
+        draft.note(f"{exception} wraps a {wrapped.group('type')}: a React Native JS error")
+        exception, text = wrapped.group("type"), text[wrapped.end():]
+    if exception.endswith(("JavascriptException", "JSException")) or (
             _JS_MESSAGE.match(text.strip()) and (", stack:" in text or "js engine:" in text)):
         _read_js_exception(draft, exception, text)
     elif exception.endswith("ANRError"):
@@ -126,7 +136,7 @@ def read_java(draft: Draft, lines: Sequence[str]) -> None:
 
 def _read_js_exception(draft: Draft, exception: str, text: str) -> None:
     draft.kind = "js"
-    if not exception.endswith("JavascriptException"):
+    if not exception.endswith(("JavascriptException", "JSException")):
         draft.note(f"exception class {exception} is not JavascriptException (renamed by R8/"
                    "ProGuard?), but its message is a React Native JS error")
     head, _, stack = text.partition(", stack:")
@@ -279,11 +289,14 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
                                    ("ANR traces", traces_at), ("low-memory kill", lmk_at))
              if at is not None]
     others = found
-    exc_at = summary_at = None
+    exc_at = summary_at = bare_at = None
     if not native and java_at is None:
         exc_at = console.find_console_exception(msgs)
         if exc_at is None and anr_at is None and traces_at is None:
             summary_at = console.find_anr_summary(msgs)
+        if exc_at is None and summary_at is None and anr_at is None and traces_at is None \
+                and lmk_at is None:
+            bare_at = console.find_bare_exception(msgs)
     if native:
         _read_native(draft, lines, tomb, fatal_at, headline)
     elif java_at is not None:
@@ -298,6 +311,11 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
             read_java(draft, block)
             draft.format = {"js": "js-fatal", "anr": "anr", "oom": "java-fatal"}.get(
                 draft.kind, "java-fatal") + "-console"
+    elif bare_at is not None:
+        read_java(draft, msgs[bare_at:])
+        draft.format = {"js": "js-fatal", "anr": "anr", "oom": "java-fatal"}.get(
+            draft.kind, "java-fatal") + "-stack"
+        draft.note("a bare stack trace: no FATAL EXCEPTION block or crash-console headline")
     elif anr_at is not None:
         read_anr_log(draft, _block(lines, anr_at))
         if traces_at is not None:

@@ -5,6 +5,8 @@ and Android Studio copy what their views show):
 
 * lldb: ``* thread #N, queue = '...', stop reason = EXC_BAD_ACCESS (code=1, address=0x..)``
   (or ``stop reason = signal SIGSEGV: invalid address (fault address: 0x5)`` off Apple),
+  (the ``* `` marks the selected thread; ``thread backtrace all`` and older lldb print the
+  stopped thread's line without it)
   then ``frame #N: 0xADDR module`symbol(args) + off at file:line:col``; a frame may have no
   symbol (``frame #0: 0x96879d38 libflutter.so``) or no module (``frame #10: 0x9a31520d``).
   Disassembly and ``(lldb)`` prompts between blocks are skipped; when the stop is printed
@@ -30,7 +32,10 @@ from .record import Frame
 __all__ = ["read_lldb", "read_xcode_threads", "looks_like_xcode_threads", "read_ide_frames",
            "looks_like_ide_frames"]
 
-_LLDB_STOP = re.compile(r"^\s*\* thread #(?P<n>\d+)(?P<attrs>.*?), stop reason = (?P<reason>.*)$")
+# "* " marks lldb's selected thread; without it (``thread backtrace all``, older lldb) a
+# thread line that names a stop reason is a stopped thread too
+_LLDB_STOP = re.compile(r"^\s*(?P<star>\*\s*)?thread #(?P<n>\d+)(?P<attrs>.*?), stop reason = "
+                        r"(?P<reason>.*)$")
 _LLDB_FRAME = re.compile(r"^\s*\*?\s*frame #(?P<idx>\d+): (?P<addr>0x[0-9a-fA-F]+)(?P<rest>.*)$")
 _SYM_TAIL = re.compile(r"^(?P<sym>.*?)(?: \+ (?P<off>\d+))?"
                        r"(?: at (?P<file>[^\s:]+):(?P<line>\d+)(?::\d+)?)?\s*$")
@@ -107,7 +112,8 @@ def read_lldb(draft: Draft, lines: Sequence[str]) -> None:
                 blocks.append((None, []))  # another thread's backtrace: not the stopped one
             continue
         (blocks[-1][1] if blocks else loose).append(_lldb_frame(f))
-    stopped = [(m, frames) for m, frames in blocks if m is not None]
+    stopped = [(m, frames) for m, frames in blocks if m is not None and m.group("star")] or \
+        [(m, frames) for m, frames in blocks if m is not None]
     if stopped:
         stop, frames = max(stopped, key=lambda b: len(b[1]))
         _stop(draft, stop)

@@ -51,7 +51,7 @@ HINTS = ("android", "tombstone", "logcat", "dropbox", "exit-info", "ips", "jetsa
 
 _DROPBOX = re.compile(r"^(?:={20,}\s*\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(|Drop box contents:)",
                       re.M)
-_LLDB = re.compile(r"^\s*\* thread #\d+.*stop reason = |^\s*\*?\s*frame #\d+: 0x[0-9a-fA-F]+.*\n"
+_LLDB = re.compile(r"^\s*\*?\s*thread #\d+.*stop reason = |^\s*\*?\s*frame #\d+: 0x[0-9a-fA-F]+.*\n"
                    r"\s*\*?\s*frame #\d+: 0x", re.M)
 _CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS")
 _EXIT_INFO = re.compile(r"^\s*ApplicationExitInfo #\d+", re.M)
