@@ -264,10 +264,18 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
     lmk_at = None
     tags = tombstone_tags(lines)
     tomb: list[str] = []
+    in_tomb = False
     for i, line in enumerate(lines):
         msg = line.msg
         if raw or line.tag in tags:
             tomb.append(msg)
+            in_tomb = True
+        elif in_tomb and line.tag is None and msg[:1] in (" ", "\t") and msg.strip():
+            # a continuation line of a multi-line DEBUG message: Android Studio prints it
+            # indented, without the prefix (an abort message's closing quote)
+            tomb.append(msg)
+        else:
+            in_tomb = False
         if fatal_at is None and "Fatal signal " in msg:
             fatal_at = i
         elif java_at is None and "FATAL EXCEPTION:" in msg:

@@ -169,10 +169,19 @@ def tombstone_tags(lines: Sequence[object]) -> frozenset[str]:
 
 
 def looks_like_tombstone(lines: Sequence[str]) -> bool:
-    """True if the lines hold a tombstone's star line, pid line or ``#NN pc`` frames."""
+    """True if the lines hold a tombstone's star line, pid line or ``#NN pc`` frames, or a
+    ``signal N (SIG...)`` line with an ``Abort message:``, a ``backtrace:`` or a frame (a
+    paste that starts at the signal line)."""
     frames = 0
+    signal = body = False
     for line in lines:
         if _STAR.match(line) or (">>> " in line and _PID.search(line)):
+            return True
+        if not signal and "signal " in line and _SIGNAL.match(line):
+            signal = True
+        elif "Abort message:" in line or line.strip() == "backtrace:":
+            body = True
+        if signal and (body or frames):
             return True
         if _FRAME.match(line):
             frames += 1
@@ -283,7 +292,10 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
         draft.note("'backtrace:' is followed by no frames (report cut?)")
     if total_frames is not None and 0 < len(draft.frames) < total_frames:
         draft.note(f"{len(draft.frames)} of {total_frames} frames present (report cut?)")
-    if not saw_star and not saw_pid and draft.frames:
+    if not saw_star and not saw_pid and saw_signal:
+        draft.note("no tombstone header (star line / pid line): the text starts at the signal "
+                   "line")
+    elif not saw_star and not saw_pid and draft.frames:
         draft.note("no tombstone header (star line / pid line): frames only")
     if draft.get("signal") is None:
         draft.note("no signal line")
@@ -294,5 +306,7 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
 
 
 def _finish_abort(draft: Draft, parts: list[str]) -> None:
-    text = "\n".join(p.strip() for p in parts).strip().strip("'")
+    # Scudo's and others' messages end in a newline, so debuggerd's closing quote comes on a
+    # line of its own: the newline is no part of the message
+    text = "\n".join(p.strip() for p in parts).strip().strip("'").strip()
     draft.set("abort_message", text)
