@@ -15,7 +15,8 @@ fits; ``hint`` skips it); :func:`detect_family` returns the family and why:
    Reason:``, ``Thread N Crashed:``, Apple frame lines ...);
 7. ``* thread #N ... stop reason =`` or ``frame #N: 0x`` lines: lldb; ``Thread N Queue :`` /
    ``#N<TAB>0x... in``: Xcode's debug navigator (:mod:`kit.crash.debugger`);
-8. Android text (any logcat prefix, or none): tombstone, ``Fatal signal``, FATAL EXCEPTION,
+8. GrapheneOS's crash notification (``type: crash``, ``signal: N (SIG...)``):
+   :mod:`kit.crash.grapheneos`; other Android text (any logcat prefix, or none): tombstone, ``Fatal signal``, FATAL EXCEPTION,
    JavascriptException, ANR, lmkd, crash-console exports (:mod:`kit.crash.android`,
    :mod:`kit.crash.console`);
 9. a glibc ``backtrace_symbols`` / gdb backtrace: host (:mod:`kit.crash.host`); an IDE's
@@ -37,6 +38,7 @@ from .apple import crash_text_marks, parse_ips, read_crash_text
 from .debugger import (looks_like_ide_frames, looks_like_xcode_threads, read_ide_frames, read_lldb,
                        read_xcode_threads)
 from .exitinfo import ExitReason, parse_exit_info
+from .grapheneos import looks_like_grapheneos, read_grapheneos
 from .host import looks_like_console_abort, looks_like_host_backtrace, read_host_output
 from .ips_salvage import looks_like_ips_fragment, parse_ips_fragment
 from .record import CrashRecord
@@ -47,7 +49,7 @@ __all__ = ["parse_text", "detect_family", "HINTS"]
 #: Values accepted for ``hint`` (a format family).
 HINTS = ("android", "tombstone", "logcat", "dropbox", "exit-info", "ips", "jetsam",
          "crash-text", "lldb", "host", "ips-partial", "sanitizer", "xcode", "ide-frames",
-         "console")
+         "console", "grapheneos")
 
 _DROPBOX = re.compile(r"^(?:={20,}\s*\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(|Drop box contents:)",
                       re.M)
@@ -103,6 +105,9 @@ def detect_family(text: str) -> tuple[str, str]:
         return "lldb", "an lldb stop line ('* thread #N ... stop reason =') or 'frame #N:' lines"
     if looks_like_xcode_threads(text):
         return "xcode", "Xcode debug-navigator lines ('Thread N Queue :', '#N<TAB>0x... in')"
+    if looks_like_grapheneos(text):
+        return "grapheneos", "'type: crash' and a 'signal: N (SIG...)' line: GrapheneOS's " \
+                             "crash notification"
     return "android", "no Apple, sanitizer or debugger marks: Android log text (tombstone, " \
                       "logcat, crash-console export) or host output"
 
@@ -119,6 +124,7 @@ _READERS: dict[str, tuple[str, str, str, Callable[[Draft, Any], None], bool]] = 
     "xcode": ("ios", "debugger", "xcode-threads", read_xcode_threads, True),
     "ide-frames": ("unknown", "debugger", "ide-frames", read_ide_frames, True),
     "host": ("linux", "host-signal", "host-backtrace", read_host_output, True),
+    "grapheneos": ("android", "crash-reporter", "grapheneos", read_grapheneos, True),
 }
 
 

@@ -18,15 +18,17 @@ from an APK, ``[anon:...]`` or ``<anonymous:...>``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Sequence
 
+from ._demangle import demangle_all
 from ._draft import Draft
 from ._text import basename, matching_open_paren, parse_int, signal_name, signal_number
 from .record import Frame
 
 __all__ = ["parse_frame_line", "read_tombstone", "read_fatal_signal", "looks_like_tombstone",
-           "FATAL_SIGNAL", "FRAME_LINE", "TOMBSTONE_TAGS", "tombstone_tags"]
+           "FATAL_SIGNAL", "FRAME_LINE", "TOMBSTONE_TAGS", "tombstone_tags", "demangle_frames"]
 
 #: Logcat tags that carry the tombstone summary (debuggerd before Android 8, crash_dump and
 #: DEBUG since).
@@ -299,6 +301,7 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
         draft.note("no tombstone header (star line / pid line): frames only")
     if draft.get("signal") is None:
         draft.note("no signal line")
+    demangle_frames(draft)
     if draft.get("signal") is not None and draft.get("signal_name") is None:
         draft.set("signal_name", signal_name(draft.get("signal")))
     if draft.get("signal_name") is not None and draft.get("signal") is None:
@@ -310,3 +313,16 @@ def _finish_abort(draft: Draft, parts: list[str]) -> None:
     # line of its own: the newline is no part of the message
     text = "\n".join(p.strip() for p in parts).strip().strip("'").strip()
     draft.set("abort_message", text)
+
+
+def demangle_frames(draft: Draft) -> None:
+    """Demangle the frames' ``_Z...`` symbols in place (older tombstones print some C++
+    names mangled, often with an ``.llvm.<hash>`` suffix that debuggerd's demangler did not
+    take), so that a frame reads, and signs, the same whichever Android printed it."""
+    if not any(f.symbol and f.symbol.startswith("_Z") for f in draft.frames):
+        return
+    mapping, note = demangle_all(f.symbol for f in draft.frames if f.symbol)
+    if note:
+        draft.note(note)
+    draft.frames = [dataclasses.replace(f, symbol=mapping[f.symbol])
+                    if f.symbol in mapping else f for f in draft.frames]
