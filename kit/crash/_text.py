@@ -137,21 +137,31 @@ def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
 
     Returns ``(style, lines)``: ``style`` is ``threadtime``, ``brief``, ``studio``, ``tag``
     or ``raw`` (the style that most lines carry; ``raw`` when fewer than one line in five, or
-    none, has a prefix). Lines without the prefix are kept with ``tag=None`` (continuations,
-    ``--------- beginning of crash`` markers, pasted text).
+    none, has a prefix; the indented lines right after a prefixed line, a message's
+    continuations, are not counted). Lines without the prefix are kept with ``tag=None``
+    (continuations, ``--------- beginning of crash`` markers, pasted text).
     """
     lines = list(lines)
     votes: Counter[str] = Counter()
     sample = [ln for ln in lines if ln.strip()][:400]
+    voters = 0
+    continues = False
     for line in sample:
+        if continues and line[:1] in (" ", "\t"):
+            # a multi-line message's continuation, which Android Studio prints indented and
+            # without the prefix: it does not vote
+            continue
+        voters += 1
+        continues = False
         for name, pattern in _STYLES:
             if pattern.match(line):
                 votes[name] += 1
+                continues = True
                 break
     if not votes:
         return "raw", [LogLine(msg=ln) for ln in lines]
     style, count = votes.most_common(1)[0]
-    if count * 5 < len(sample):
+    if count * 5 < voters:
         return "raw", [LogLine(msg=ln) for ln in lines]
     patterns = [p for name, p in _STYLES if name == style]
     out: list[LogLine] = []

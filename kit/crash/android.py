@@ -234,17 +234,26 @@ def read_lmk(draft: Draft, msg: str) -> bool:
 
 
 def _block(lines: Sequence[LogLine], start: int, same_tag: bool = True) -> list[str]:
-    """Messages from ``start`` on that share its tag and pid (a logcat multi-line block)."""
+    """Messages from ``start`` on that share its tag and pid (a logcat multi-line block),
+    with the indented unprefixed lines that continue one of them (Android Studio prints a
+    multi-line message's later lines so)."""
     first = lines[start]
     out = [first.msg]
+    continues = True
     for line in lines[start + 1:]:
         if same_tag and first.tag is not None:
             if line.tag is None:
+                if continues and line.msg[:1] in (" ", "\t") and line.msg.strip():
+                    out.append(line.msg)
+                else:
+                    continues = False
                 continue
             if line.tag != first.tag or (first.pid is not None and line.pid != first.pid):
+                continues = False
                 if line.tag == first.tag:
                     break
                 continue
+            continues = True
         out.append(line.msg)
     return out
 
@@ -331,6 +340,11 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
         others = [f for f in found if not f.startswith("ANR")]
     elif traces_at is not None:
         read_anr_traces(draft, msgs[traces_at:])
+        if draft.get("message") is None:
+            # a console's copy: the ANR's reason on a line above the thread dump
+            reason = next((m.strip() for m in msgs[:traces_at][:console.HEADLINE_LINES]
+                           if console.ANR_REASON.search(m)), None)
+            draft.set("message", reason)
         others = [f for f in found if not f.startswith("ANR")]
     elif summary_at is not None:
         console.read_anr_summary(draft, msgs, summary_at)
