@@ -51,8 +51,10 @@ FATAL_SIGNAL = re.compile(
     r"(?:, code (?P<code>-?\d+)(?: \((?P<code_name>[^)]*)\))?)?"
     r"(?:, fault addr (?P<addr>[-\w]+))?"
     r"(?: in tid (?P<tid>\d+) \((?P<tname>.*?)\))?(?:, pid (?P<pid>\d+)(?: \((?P<proc>.*?)\)?$)?)?")
-_FRAME = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+pc\s+(?:0x)?(?P<pc>[0-9a-fA-F]{1,16})\b\s*"
-                    r"(?P<rest>.*)$")
+# "#00 pc 000000000005e69f  /apex/.../libc.so (abort+191)"; a crash SDK's copy may drop the
+# "pc" ("#79 0x000d86dd /apex/.../libart.so (...)"): then a path must follow the address
+_FRAME = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+(?:pc\s+|(?=0x[0-9a-fA-F]{1,16}\s+[/\[<]))(?:0x)?"
+                    r"(?P<pc>[0-9a-fA-F]{1,16})\b\s*(?P<rest>.*)$")
 FRAME_LINE = _FRAME
 # a crash reporter's note after the mapping: Bugly's "[arm64-v8a::<build id>]"
 _REPORTER_NOTE = re.compile(r"\s+\[(?P<note>[^\]\[]*)\]\s*$")
@@ -216,7 +218,7 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
                     abort_lines = None
                 continue
         if not done_frames:
-            frame, note = parse_frame_line(line) if "pc" in line else (None, None)
+            frame, note = parse_frame_line(line) if "#" in line else (None, None)
             if frame is not None:
                 in_frames = True
                 draft.add_frame(frame)
