@@ -37,7 +37,9 @@ __all__ = ["read_java", "read_anr_log", "read_anr_traces", "read_lmk", "parse_an
 
 _JAVA_EXC = re.compile(r"^\s*(?:Caused by: )?(?P<type>[A-Za-z_$][\w$]*(?:\.[\w$]+)+)"
                        r"(?::\s?(?P<msg>.*))?$")
-_LMK = re.compile(r"Kill(?:ing)? '(?P<proc>[^']*)' \((?P<pid>\d+)\)(?P<rest>.*)$")
+# "Kill 'pkg' (pid), uid ..., to free ...kB rss"; Samsung's lmkd says "Reclaim" for the same kill
+# (ActivityManager then logs "Process pkg (pid N) has died")
+_LMK = re.compile(r"(?P<verb>Kill(?:ing)?|Reclaim) '(?P<proc>[^']*)' \((?P<pid>\d+)\)(?P<rest>.*)$")
 _TRACES_HEAD = re.compile(r"^----- pid (?P<pid>\d+) at (?P<time>.*?) -----\s*$")
 #: where an ANR traces dump (or a piece of one) starts: its pid block, its thread list
 _TRACES_START = re.compile(r'^(?:----- pid \d+ at .* -----|DALVIK THREADS\b.*|suspend all '
@@ -216,9 +218,16 @@ def read_anr_traces(draft: Draft, lines: Sequence[str]) -> None:
         draft.note('no "main" thread in the ANR traces (cut?)')
 
 
+def _lmk_kill(msg: str) -> re.Match[str] | None:
+    m = _LMK.search(msg)
+    if m is None or (m.group("verb") == "Reclaim" and "to free" not in m.group("rest")):
+        return None
+    return m
+
+
 def read_lmk(draft: Draft, msg: str) -> bool:
     """Read one lmkd / kernel lowmemorykiller kill line; ``False`` if it is not one."""
-    m = _LMK.search(msg)
+    m = _lmk_kill(msg)
     if m is None:
         return False
     draft.kind = "oom"
@@ -295,7 +304,7 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
                                     or "prio=" in msg) and _TRACES_START.match(msg.strip()):
             traces_at = i
         elif lmk_at is None and ("lowmemorykiller" in (line.tag or "") or line.tag == "lmkd"
-                                 or "lowmemorykiller" in msg) and _LMK.search(msg):
+                                 or "lowmemorykiller" in msg) and _lmk_kill(msg):
             lmk_at = i
     msgs = [ln.msg for ln in lines]
     headline = console.read_headline_signal(Draft(platform="", source=""), msgs)
