@@ -27,6 +27,7 @@ from typing import Sequence
 
 from ._draft import Draft
 from ._text import matching_open_paren, parse_int, signal_number
+from .host import console_abort_message
 from .record import Frame
 
 __all__ = ["read_lldb", "read_xcode_threads", "looks_like_xcode_threads", "read_ide_frames",
@@ -37,6 +38,9 @@ __all__ = ["read_lldb", "read_xcode_threads", "looks_like_xcode_threads", "read_
 _LLDB_STOP = re.compile(r"^\s*(?P<star>\*\s*)?thread #(?P<n>\d+)(?P<attrs>.*?), stop reason = "
                         r"(?P<reason>.*)$")
 _LLDB_FRAME = re.compile(r"^\s*\*?\s*frame #(?P<idx>\d+): (?P<addr>0x[0-9a-fA-F]+)(?P<rest>.*)$")
+# lldb's own lines when it runs the program: "Process 67904 stopped", "Target 0: (yolo) stopped."
+_LLDB_PROCESS = re.compile(r"^\s*Process (?P<pid>\d+) (?:stopped|exited|launched)\b")
+_LLDB_TARGET = re.compile(r"^\s*Target \d+: \((?P<name>[^()]+)\) stopped\.")
 _SYM_TAIL = re.compile(r"^(?P<sym>.*?)(?: \+ (?P<off>\d+))?"
                        r"(?: at (?P<file>[^\s:]+):(?P<line>\d+)(?::\d+)?)?\s*$")
 _EXC_SIGNALS = {"EXC_BAD_ACCESS": "SIGSEGV", "EXC_CRASH": "SIGABRT",
@@ -123,6 +127,14 @@ def read_lldb(draft: Draft, lines: Sequence[str]) -> None:
         frames = loose
     for frame in frames:
         draft.add_frame(frame)
+    for line in lines:
+        process = _LLDB_PROCESS.match(line)
+        if process is not None:
+            draft.set("pid", parse_int(process.group("pid")))
+        target = _LLDB_TARGET.match(line)
+        if target is not None:
+            draft.set("process", target.group("name"))
+    draft.set("abort_message", console_abort_message(lines))
     text = "\n".join(lines)
     if draft.get("signal_name") and not draft.get("exception") and _ANDROID_MARKS.search(text):
         draft.platform = "android"

@@ -191,12 +191,18 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
             frames.append(frame)
         elif in_run:
             done = True
+    wrapped = False  # the last abort line ends "...of type X:": its what() is on the next
     for line in all_lines:
         stripped = line.strip()
         if not stripped or (stripped.startswith("#") and _frame_from_line(0, stripped)):
             continue
         if _ABORT_TEXT.match(stripped) and len(abort_lines) < 8:
             abort_lines.append(stripped)
+            wrapped = stripped.endswith(":") and stripped.startswith("libc++abi")
+            continue
+        if wrapped:
+            abort_lines.append(stripped)
+            wrapped = False
             continue
         if draft.get("signal_name") is None:
             lowered = stripped.lower()
@@ -302,3 +308,23 @@ def _parse_host(signal: int | None, output: str | bytes) -> CrashRecord:
         draft.note(f"ignored exit signal {signal!r}: not a signal number")
     read_host_output(draft, text.split("\n"))
     return draft.build()
+
+
+def console_abort_message(lines: Sequence[str]) -> str | None:
+    """The abort message in console lines printed before a debugger's or a report's own
+    text (``libc++abi: terminating due to uncaught exception of type X: what``, ``malloc:
+    *** error for object ...``, a failed assertion), or ``None``. A ``libc++abi`` line
+    that ends with ``:`` takes the next line (the exception's ``what()``)."""
+    out: list[str] = []
+    wrapped = False
+    for line in lines[:4000]:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if _ABORT_TEXT.match(stripped) and len(out) < 8:
+            out.append(stripped)
+            wrapped = stripped.endswith(":") and stripped.startswith("libc++abi")
+        elif wrapped:
+            out.append(stripped)
+            wrapped = False
+    return "\n".join(out) or None

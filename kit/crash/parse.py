@@ -164,6 +164,12 @@ def _console_abort(text: str, notes: list[str]) -> Draft:
         draft.platform = "ios"  # an NSException's last words (Xcode console), assumed iOS
     elif "malloc: ***" in text or "dyld" in text or ".dylib" in text:
         draft.platform = "ios" if "/Developer/usr/lib/" in text else "macos"
+    elif "libc++abi" in text and ".so" not in text and "linux" not in text.lower():
+        # LLVM's C++ runtime: Apple's and Android's, seldom a Linux host's (libstdc++ says
+        # "terminate called after throwing"), and nothing else here names the platform
+        draft.platform = "unknown"
+        draft.note("libc++abi's line alone does not say the platform (Apple, Android or a "
+                   "libc++ build)")
     if draft.get("abort_message"):
         draft.kind = "native"
         if "no signal and no backtrace: the workload did not crash by a signal" in draft.notes:
