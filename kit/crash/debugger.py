@@ -154,10 +154,14 @@ _XCODE_FRAME = re.compile(r"^\s*#(?P<idx>\d+)\s+(?P<addr>0x[0-9a-fA-F]+) in (?P<
 
 
 def looks_like_xcode_threads(text: str) -> bool:
-    """True for Xcode debug-navigator text: a ``Thread N Queue :`` header, or two
-    ``#N<TAB>0x... in`` frame lines."""
+    """True for Xcode debug-navigator text: a ``Thread N Queue :`` header, two
+    ``#N<TAB>0x... in`` frame lines, or a first line that is the editor's banner
+    (``Thread 1: EXC_BAD_ACCESS (code=1, address=0x0)``, ``Thread 1: signal SIGABRT``)."""
     if re.search(r"^Thread \d+ Queue\s*:", text, re.M):
         return True
+    first = text.lstrip().split("\n", 1)[0].strip()
+    if _XCODE_BANNER.match(first) and ("(code=" in first or first.count(" ") < 4):
+        return True  # the editor's red banner alone: "Thread 1: EXC_BAD_ACCESS (code=1, ...)"
     return len(re.findall(r"^#\d+\t0x[0-9a-fA-F]+ in ", text, re.M)) >= 2
 
 
@@ -170,6 +174,7 @@ def read_xcode_threads(draft: Draft, lines: Sequence[str]) -> None:
         stop = re.match(r"(?P<n>)(?P<attrs>)(?P<reason>.*)", banner.group("reason"))
         assert stop is not None
         _stop(draft, stop)
+        draft.set("thread_index", wanted)
     current: int | None = None
     taken: int | None = None
     for line in lines:
