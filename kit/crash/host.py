@@ -192,6 +192,9 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
         elif in_run:
             done = True
     wrapped = False  # the last abort line ends "...of type X:": its what() is on the next
+    for line in all_lines[:4000]:
+        if "Thread " in line or "LWP " in line:
+            _gdb_thread(draft, line.strip())
     for line in all_lines:
         stripped = line.strip()
         if not stripped or (stripped.startswith("#") and _frame_from_line(0, stripped)):
@@ -239,6 +242,26 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
 
 
 _CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS")
+
+
+# gdb: 'Thread 4 "coldstart-workl" received signal SIGSEGV, Segmentation fault.', then
+# '[Switching to Thread 0x7ffff29ff6c0 (LWP 41233)]' or, on a core file,
+# '[Current thread is 1 (Thread 0x7fb1737fe600 (LWP 552820))]'
+_GDB_SIGNALED = re.compile(r'^Thread \d+ "(?P<name>[^"]*)" received signal (?P<sig>SIG[A-Z]+)\b')
+_GDB_LWP = re.compile(r"^\[(?:Switching to|Current thread is \d+ \() ?Thread 0x[0-9a-fA-F]+ "
+                      r"\(LWP (?P<lwp>\d+)\)\)?\]")
+
+
+def _gdb_thread(draft: Draft, line: str) -> None:
+    """The signalled thread's name and LWP id (its tid) from gdb's own lines."""
+    m = _GDB_SIGNALED.match(line)
+    if m is not None:
+        draft.set("thread_name", m.group("name") or None)
+        draft.set("signal_name", m.group("sig"))
+        return
+    m = _GDB_LWP.match(line)
+    if m is not None:
+        draft.set("tid", parse_int(m.group("lwp")))
 
 
 def _finish(draft: Draft) -> None:
