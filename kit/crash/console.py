@@ -31,9 +31,9 @@ from ._text import signal_number
 from .record import Frame
 from .tombstone import parse_frame_line
 
-__all__ = ["HEADLINE_LINES", "find_bare_exception", "read_headline_signal", "find_anr_summary", "read_anr_summary",
-           "find_console_exception", "console_exception_block", "read_js_terminal",
-           "read_headline_frames", "looks_like_js_headline", "ANR_REASON"]
+__all__ = ["HEADLINE_LINES", "find_bare_exception", "read_headline_signal", "find_anr_summary",
+           "read_anr_summary", "find_console_exception", "console_exception_block",
+           "read_js_terminal", "read_headline_frames", "looks_like_js_headline", "ANR_REASON"]
 
 #: Non-empty lines at the top of a paste where a console headline may stand.
 HEADLINE_LINES = 8

@@ -16,9 +16,9 @@ fits; ``hint`` skips it); :func:`detect_family` returns the family and why:
 7. ``* thread #N ... stop reason =`` or ``frame #N: 0x`` lines: lldb; ``Thread N Queue :`` /
    ``#N<TAB>0x... in``: Xcode's debug navigator (:mod:`kit.crash.debugger`);
 8. GrapheneOS's crash notification (``type: crash``, ``signal: N (SIG...)``):
-   :mod:`kit.crash.grapheneos`; other Android text (any logcat prefix, or none): tombstone, ``Fatal signal``, FATAL EXCEPTION,
-   JavascriptException, ANR, lmkd, crash-console exports (:mod:`kit.crash.android`,
-   :mod:`kit.crash.console`);
+   :mod:`kit.crash.grapheneos`; other Android text (any logcat prefix, or none): tombstone,
+   ``Fatal signal``, FATAL EXCEPTION, JavascriptException, a bare stack trace, ANR, lmkd,
+   crash-console exports (:mod:`kit.crash.android`, :mod:`kit.crash.console`);
 9. a glibc ``backtrace_symbols`` / gdb backtrace: host (:mod:`kit.crash.host`); an IDE's
    frame list; console lines of an abort (``libc++abi: terminating``, ``malloc: ***``,
    ``terminated by signal SIGABRT``);
