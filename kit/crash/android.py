@@ -218,6 +218,44 @@ def read_anr_traces(draft: Draft, lines: Sequence[str]) -> None:
         draft.note('no "main" thread in the ANR traces (cut?)')
 
 
+# ART's abort dump, every line under the app's own tag: "runtime.cc:630]   native: #02 pc ...",
+# "java_vm_ext.cc:577] JNI DETECTED ERROR IN APPLICATION: ...", "runtime.cc:630] Runtime aborting..."
+_ART_LINE = re.compile(r"^\s*(?P<src>[\w.-]+\.cc):\d+\]\s?(?P<rest>.*)$")
+_ART_CAUSE = re.compile(r"^\s*(?:JNI DETECTED ERROR IN APPLICATION: .*|Check failed: .*|"
+                        r"\w[^:]* failed: .*)$")
+
+
+def read_art_abort(draft: Draft, msgs: Sequence[str]) -> bool:
+    """ART's abort dump (``Runtime::Abort``: a JNI check, a failed ``CHECK``) without the
+    tombstone that follows it: the cause line as the abort message and the first run of
+    ``native: #NN pc`` frames (the aborting thread's). ``False`` if there is none."""
+    frames: list[Frame] = []
+    ended = False
+    for msg in msgs:
+        m = _ART_LINE.match(msg) if "] " in msg or msg.rstrip().endswith("]") else None
+        if m is None:
+            continue
+        rest = m.group("rest").strip()
+        if draft.get("abort_message") is None and _ART_CAUSE.match(rest):
+            draft.set("abort_message", rest)
+        if rest.startswith("native: #") and not ended:
+            frame, note = parse_frame_line(rest[len("native: "):])
+            if frame is not None:
+                frames.append(frame)
+                if note:
+                    draft.note(note)
+        elif frames:
+            ended = True
+    if not frames and draft.get("abort_message") is None:
+        return False
+    draft.kind = "native"
+    for frame in frames:
+        draft.add_frame(frame)
+    draft.note("ART's abort dump (Runtime::Abort) without its tombstone: no signal line; "
+               "the frames are the first thread's in the dump")
+    return True
+
+
 def _lmk_kill(msg: str) -> re.Match[str] | None:
     m = _LMK.search(msg)
     if m is None or (m.group("verb") == "Reclaim" and "to free" not in m.group("rest")):
@@ -365,6 +403,8 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
     elif (js_at := console.looks_like_js_headline(msgs)) is not None:
         console.read_js_terminal(draft, msgs, js_at)
         draft.format = "js-terminal"
+    elif read_art_abort(draft, msgs):
+        draft.format = "art-abort"
     else:
         draft.note("no crash found: no tombstone, Fatal signal, FATAL EXCEPTION, ANR or "
                    "low-memory kill lines")

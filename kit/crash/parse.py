@@ -209,6 +209,9 @@ def _parse_android_or_host(text: str, notes: list[str], forced: bool) -> Draft:
         draft.format = "unknown"
         draft.note("no known crash report format found")
         return draft
+    if draft.format == "art-abort":
+        draft.format = f"art-abort-{style}" if not raw else "art-abort"
+        return draft
     if draft.format != "unknown":  # a crash-console shape named itself
         draft.source = "terminal" if draft.format == "js-terminal" else "crash-reporter"
         return draft
