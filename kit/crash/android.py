@@ -29,8 +29,8 @@ from ._draft import Draft
 from ._java import JAVA_FRAME_HINT, java_frame, js_stack
 from ._text import LogLine, parse_int
 from .record import Frame
-from .tombstone import (FRAME_LINE, TOMBSTONE_TAGS, looks_like_tombstone, parse_frame_line,
-                        read_fatal_signal, read_tombstone, tombstone_tags)
+from .tombstone import (FRAME_LINE, TOMBSTONE_TAGS, demangle_frames, looks_like_tombstone,
+                        parse_frame_line, read_fatal_signal, read_tombstone, tombstone_tags)
 
 __all__ = ["read_java", "read_anr_log", "read_anr_traces", "read_lmk", "parse_android_log",
            "parse_dropbox", "TOMBSTONE_TAGS"]
@@ -220,21 +220,25 @@ def read_anr_traces(draft: Draft, lines: Sequence[str]) -> None:
 
 # ART's abort dump, every line under the app's own tag: "runtime.cc:630]   native: #02 pc ...",
 # "java_vm_ext.cc:577] JNI DETECTED ERROR IN APPLICATION: ...", "runtime.cc:630] Runtime aborting..."
-_ART_LINE = re.compile(r"^\s*(?P<src>[\w.-]+\.cc):\d+\]\s?(?P<rest>.*)$")
+_ART_LINE = re.compile(r"^\s*(?P<src>[\w./-]+\.cc):\d+\]\s?(?P<rest>.*)$")
 _ART_CAUSE = re.compile(r"^\s*(?:JNI DETECTED ERROR IN APPLICATION: .*|Check failed: .*|"
                         r"\w[^:]* failed: .*)$")
 
 
-def read_art_abort(draft: Draft, msgs: Sequence[str]) -> bool:
+def read_art_abort(draft: Draft, lines: Sequence[LogLine]) -> bool:
     """ART's abort dump (``Runtime::Abort``: a JNI check, a failed ``CHECK``) without the
-    tombstone that follows it: the cause line as the abort message and the first run of
-    ``native: #NN pc`` frames (the aborting thread's). ``False`` if there is none."""
+    tombstone that follows it: the cause line as the abort message, the pid and tid of its
+    logcat prefix, and the first run of ``native: #NN pc`` frames (the aborting thread's).
+    ``False`` if there is none."""
     frames: list[Frame] = []
     ended = False
-    for msg in msgs:
+    for line in lines:
+        msg = line.msg
         m = _ART_LINE.match(msg) if "] " in msg or msg.rstrip().endswith("]") else None
         if m is None:
             continue
+        draft.set("pid", line.pid)
+        draft.set("tid", line.tid)
         rest = m.group("rest").strip()
         if draft.get("abort_message") is None and _ART_CAUSE.match(rest):
             draft.set("abort_message", rest)
@@ -251,6 +255,7 @@ def read_art_abort(draft: Draft, msgs: Sequence[str]) -> bool:
     draft.kind = "native"
     for frame in frames:
         draft.add_frame(frame)
+    demangle_frames(draft)
     draft.note("ART's abort dump (Runtime::Abort) without its tombstone: no signal line; "
                "the frames are the first thread's in the dump")
     return True
@@ -403,7 +408,7 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
     elif (js_at := console.looks_like_js_headline(msgs)) is not None:
         console.read_js_terminal(draft, msgs, js_at)
         draft.format = "js-terminal"
-    elif read_art_abort(draft, msgs):
+    elif read_art_abort(draft, lines):
         draft.format = "art-abort"
     else:
         draft.note("no crash found: no tombstone, Fatal signal, FATAL EXCEPTION, ANR or "
