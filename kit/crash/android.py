@@ -235,7 +235,7 @@ def read_art_abort(draft: Draft, lines: Sequence[LogLine]) -> bool:
     for line in lines:
         msg = line.msg
         m = _ART_LINE.match(msg) if "] " in msg or msg.rstrip().endswith("]") else None
-        if m is None:
+        if m is None or line.level not in (None, "F", "A"):  # ART logs its abort as fatal
             continue
         draft.set("pid", line.pid)
         draft.set("tid", line.tid)
