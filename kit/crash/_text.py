@@ -8,7 +8,7 @@ and notes/crash-formats.md section 1):
 * brief: ``L/TAG     ( PID): msg``;
 * Android Studio copies: ``YYYY-MM-DD HH:MM:SS.mmm PID-TID TAG pkg L msg`` (current) and
   ``[YYYY-]MM-DD HH:MM:SS.mmm PID-TID/pkg L/TAG: msg`` (older; before Android Studio 3 the
-  year was not printed);
+  year was not printed, and 1.x printed U+FE55 SMALL COLON for the colon);
 * tag: ``L/TAG: msg``, and ``L TAG: msg`` (a crash SDK's copy, e.g. Bugly's, with a space
   for the slash);
 * time (``-v time``, and Eclipse/DDMS copies with a colon after the time):
@@ -99,7 +99,7 @@ _STUDIO = re.compile(
 # 2024-05-01 12:00:01.234 1234-1250/com.example.app A/libc: Fatal signal 11 ...
 _STUDIO_OLD = re.compile(
     r"^(?P<time>(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+)\s+(?P<pid>\d+)-(?P<tid>\d+)/\S*\s+"
-    + _LEVEL + r"/(?P<tag>[^:]+?): (?P<msg>.*)$")
+    + _LEVEL + r"/(?P<tag>[^:\ufe55]+?)[:\ufe55] (?P<msg>.*)$")
 # F/DEBUG: backtrace:
 _TAG = re.compile(r"^" + _LEVEL + r"/(?P<tag>[\w.\-]+)\s*: (?P<msg>.*)$")
 # E AndroidRuntime: FATAL EXCEPTION: mqt_js   (a crash SDK's copy: a space for the slash)

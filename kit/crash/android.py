@@ -423,6 +423,9 @@ def _read_native(draft: Draft, lines: Sequence[LogLine], tomb: list[str], fatal_
     draft.kind = "native"
     if fatal_at is not None:
         read_fatal_signal(draft, lines[fatal_at].msg)
+        # libc logs the line from the crashing process: its prefix's pid is that process's
+        # (Android 4's line names no pid; a tombstone's pid line wins later)
+        draft.set("pid", lines[fatal_at].pid)
     msgs = [ln.msg for ln in lines]
     if headline is not None and fatal_at is None:
         console.read_headline_signal(draft, msgs)

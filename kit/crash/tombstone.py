@@ -50,7 +50,10 @@ FATAL_SIGNAL = re.compile(
     r"Fatal signal (?P<num>\d+) \((?P<name>\w+)\)"
     r"(?:, code (?P<code>-?\d+)(?: \((?P<code_name>[^)]*)\))?)?"
     r"(?:, fault addr (?P<addr>[-\w]+))?"
-    r"(?: in tid (?P<tid>\d+) \((?P<tname>.*?)\))?(?:, pid (?P<pid>\d+)(?: \((?P<proc>.*?)\)?$)?)?")
+    r"(?: in tid (?P<tid>\d+) \((?P<tname>.*?)\))?(?:, pid (?P<pid>\d+)(?: \((?P<proc>.*?)\)?$)?)?"
+    # Android 4.x: "Fatal signal 11 (SIGSEGV) at 0x00000030 (code=1), thread 8313 (AsyncTask #2)"
+    r"(?: at (?P<old_addr>0x[0-9a-fA-F]+) \(code=(?P<old_code>-?\d+)\), thread (?P<old_tid>\d+)"
+    r"(?: \((?P<old_tname>.*?)\))?)?")
 # "#00 pc 000000000005e69f  /apex/.../libc.so (abort+191)"; a crash SDK's copy may drop the
 # "pc" ("#79 0x000d86dd /apex/.../libart.so (...)"): then a path must follow the address
 _FRAME = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+(?:pc\s+|(?=0x[0-9a-fA-F]{1,16}\s+[/\[<]))(?:0x)?"
@@ -147,10 +150,10 @@ def read_fatal_signal(draft: Draft, msg: str) -> bool:
         return False
     draft.set("signal", parse_int(m.group("num")))
     draft.set("signal_name", m.group("name"))
-    draft.set("code", m.group("code_name") or m.group("code"))
-    draft.set("fault_address", _hex_address(m.group("addr")))
-    draft.set("tid", parse_int(m.group("tid")))
-    draft.set("thread_name", m.group("tname"))
+    draft.set("code", m.group("code_name") or m.group("code") or m.group("old_code"))
+    draft.set("fault_address", _hex_address(m.group("addr") or m.group("old_addr")))
+    draft.set("tid", parse_int(m.group("tid") or m.group("old_tid")))
+    draft.set("thread_name", m.group("tname") or m.group("old_tname"))
     draft.set("pid", parse_int(m.group("pid")))
     # the libc line cuts the process name to 15 characters; a tombstone line wins later
     draft.short_process = draft.short_process or m.group("proc") or None
@@ -236,7 +239,12 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
         stripped = line.strip()
         if not stripped:
             continue
-        if _STAR.match(stripped):
+        if _STAR.match(stripped) or (saw_signal and done_frames and _SIGNAL.match(stripped)):
+            if saw_pid or draft.frames:  # (a console's copy puts the signal line first)
+                # a second report pasted after the first: its fields are not this one's
+                draft.note("the text holds another tombstone after this one: only the first "
+                           "is read")
+                break
             saw_star = True
             continue
         if stripped == "backtrace:":
