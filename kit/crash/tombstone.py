@@ -239,9 +239,11 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
         stripped = line.strip()
         if not stripped:
             continue
-        if _STAR.match(stripped) or (saw_signal and done_frames and _SIGNAL.match(stripped)):
-            if saw_pid or draft.frames:  # (a console's copy puts the signal line first)
-                # a second report pasted after the first: its fields are not this one's
+        if _STAR.match(stripped) or (saw_signal and _SIGNAL.match(stripped)):
+            # a second report pasted after the first (its star line, or a second signal
+            # line): its fields are not this one's. A console's copy puts the signal line
+            # above the star line of the same report.
+            if saw_pid or draft.frames or not stripped.startswith("*"):
                 draft.note("the text holds another tombstone after this one: only the first "
                            "is read")
                 break
