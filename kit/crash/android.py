@@ -219,7 +219,8 @@ def read_anr_traces(draft: Draft, lines: Sequence[str]) -> None:
 
 
 # ART's abort dump, every line under the app's own tag: "runtime.cc:630]   native: #02 pc ...",
-# "java_vm_ext.cc:577] JNI DETECTED ERROR IN APPLICATION: ...", "runtime.cc:630] Runtime aborting..."
+# "java_vm_ext.cc:577] JNI DETECTED ERROR IN APPLICATION: ...",
+# "runtime.cc:630] Runtime aborting..."
 _ART_LINE = re.compile(r"^\s*(?P<src>[\w./-]+\.cc):\d+\]\s?(?P<rest>.*)$")
 _ART_CAUSE = re.compile(r"^\s*(?:JNI DETECTED ERROR IN APPLICATION: .*|Check failed: .*|"
                         r"\w[^:]* failed: .*)$")
