@@ -29,6 +29,12 @@ DATA = Path(__file__).parent / "data" / "crashes"
     ("2025-03-14 11:15:07.402 5501-5544/com.coldstart.wakeword A/libc: Fatal signal 7",
      "studio", "libc", 5501, "Fatal signal 7"),
     ("08-17 19:29:52.131: E/CRASH(8989): backtrace:", "time", "CRASH", 8989, "backtrace:"),
+    ("04-12 11:37:19.164 1221-1221/? A/DEBUG: backtrace:", "studio", "DEBUG", 1221,
+     "backtrace:"),
+    ("05-27 15:08:42.220      145-145/? I/DEBUG\ufe55 backtrace:", "studio", "DEBUG", 145,
+     "backtrace:"),
+    ("E AndroidRuntime: FATAL EXCEPTION: main", "tag", "AndroidRuntime", None,
+     "FATAL EXCEPTION: main"),
     ("08-17 19:29:52.131 E/CRASH( 8989): backtrace:", "time", "CRASH", 8989, "backtrace:"),
     ("2025-03-31\t13:17:21.785\t23022\t23022\tF\t\tDEBUG\t\t#33 pc 003127b5  /x/libart.so "
      "(f+1) (BuildId: 72ac)", "tabs", "DEBUG", 23022, "#33 pc 003127b5  /x/libart.so (f+1) "
@@ -294,3 +300,21 @@ def test_detect_family_says_why(name: str, family: str) -> None:
     text, _ = tidy_paste((DATA / name).read_text())
     got, why = detect_family(text)
     assert got == family and why
+
+
+@pytest.mark.parametrize("first,second", [
+    ("public/android/ort-22013-raw-tombstone-no-frames.txt",
+     "public/android/tombstone-starts-at-signal-line.txt"),
+    ("android/tombstone-full-xnnpack-create.txt",
+     "public/android/ort-22013-raw-tombstone-no-frames.txt"),
+    ("public/android/tombstone-starts-at-signal-line.txt",
+     "android/tombstone-full-xnnpack-create.txt"),
+])
+def test_two_tombstones_in_one_text_read_only_the_first(first: str, second: str) -> None:
+    alone = parse_text((DATA / first).read_bytes())
+    both = parse_text((DATA / first).read_bytes() + b"\n" + (DATA / second).read_bytes())
+    fields = ("signal", "code", "fault_address", "pid", "tid", "process", "abort_message")
+    assert [getattr(both, f) for f in fields] == [getattr(alone, f) for f in fields]
+    assert both.frames == alone.frames
+    assert "the text holds another tombstone after this one: only the first is read" \
+        in both.notes

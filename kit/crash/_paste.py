@@ -7,7 +7,10 @@ crash format has:
 * Markdown code fences (`````` ``` ``````) and a back-quote stuck to the first or last line;
 * HTML entities (``&quot;main&quot;``) from trackers that were imported as HTML;
 * a log prefix of the test runner around the report (ctest's ``714: ``), the same on every
-  line.
+  line;
+* the indentation of a Markdown indented code block (four spaces or a tab before every
+  line, https://spec.commonmark.org/0.31.2/#indented-code-blocks), which hides logcat's
+  line prefixes from their anchored patterns.
 
 :func:`tidy_paste` removes these and says what it removed, so a note can tell the reader.
 It never touches a report that has none of them.
@@ -16,6 +19,7 @@ It never touches a report that has none of them.
 from __future__ import annotations
 
 import html
+import os
 import re
 from collections import Counter
 
@@ -50,17 +54,36 @@ def _strip_runner_prefix(lines: list[str]) -> tuple[list[str], str | None]:
     return [ln[len(prefix):] if ln.startswith(prefix) else ln for ln in lines], prefix
 
 
+def _strip_indent(lines: list[str]) -> tuple[list[str], str]:
+    """Remove the leading whitespace every non-empty line shares, when it is at least four
+    spaces or a tab (a Markdown indented code block); ``(lines, "")`` otherwise."""
+    common: str | None = None
+    for ln in lines:
+        if not ln.strip():
+            continue
+        lead = ln[:len(ln) - len(ln.lstrip(" \t"))]
+        common = lead if common is None else os.path.commonprefix([common, lead])
+        if not common:
+            return lines, ""
+    if not common or not (common.startswith("\t") or len(common) >= 4):
+        return lines, ""
+    return [ln[len(common):] if ln.startswith(common) else ln.lstrip(" \t") for ln in lines], \
+        common
+
+
 def tidy_paste(text: str) -> tuple[str, list[str]]:
     """``text`` without paste marks, and one note per kind of mark removed.
 
     Quote markers are removed only when at least 80 % of the non-empty lines carry one; a
     test runner's ``N: `` prefix only when at least 60 % carry the same one; HTML entities
-    only when the text holds an entity and no plain double quote. Never raises.
+    only when the text holds an entity and no plain double quote; an indentation only when
+    every non-empty line has it. Never raises.
     """
     notes: list[str] = []
     quotes = _QUOTE_ANY.search(text) is not None
     runner = _CTEST_ANY.search(text) is not None
-    if not (quotes or runner or "```" in text or "~~~" in text or "`" in text[:4]
+    indented = text[:1] in (" ", "\t") and text.lstrip()[:1] != "{"  # JSON: indent is free
+    if not (quotes or runner or indented or "```" in text or "~~~" in text or "`" in text[:4]
             or "`" in text[-4:] or "&" in text):
         return text, notes
     lines = text.split("\n")
@@ -73,6 +96,11 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
         lines[0] = lines[0][1:]
     if lines and lines[-1].rstrip().endswith("`") and not lines[-1].rstrip().endswith("``"):
         lines[-1] = lines[-1].rstrip()[:-1]
+    if indented:
+        lines, indent = _strip_indent(lines)
+        if indent:
+            notes.append(f"pasted as an indented code block: {len(indent)} leading "
+                         "whitespace characters removed from every line")
     lines, prefix = _strip_runner_prefix(lines) if runner else (lines, None)
     if prefix is not None:
         notes.append(f"a test runner's '{prefix}' line prefix removed")

@@ -7,8 +7,10 @@ and notes/crash-formats.md section 1):
   ``YYYY-``, ``-v uid`` adds a UID column before the PID);
 * brief: ``L/TAG     ( PID): msg``;
 * Android Studio copies: ``YYYY-MM-DD HH:MM:SS.mmm PID-TID TAG pkg L msg`` (current) and
-  ``YYYY-MM-DD HH:MM:SS.mmm PID-TID/pkg L/TAG: msg`` (older);
-* tag: ``L/TAG: msg``;
+  ``[YYYY-]MM-DD HH:MM:SS.mmm PID-TID/pkg L/TAG: msg`` (older; before Android Studio 3 the
+  year was not printed, and 1.x printed U+FE55 SMALL COLON for the colon);
+* tag: ``L/TAG: msg``, and ``L TAG: msg`` (a crash SDK's copy, e.g. Bugly's, with a space
+  for the slash);
 * time (``-v time``, and Eclipse/DDMS copies with a colon after the time):
   ``MM-DD HH:MM:SS.mmm[:] L/TAG( PID): msg``;
 * tabs (a copy from a table view, fields separated by tabs):
@@ -96,10 +98,12 @@ _STUDIO = re.compile(
     r"(?P<tag>\S+)\s+(?:\S+\s+)?" + _LEVEL + r"\s{1,3}(?P<msg>.*)$")
 # 2024-05-01 12:00:01.234 1234-1250/com.example.app A/libc: Fatal signal 11 ...
 _STUDIO_OLD = re.compile(
-    r"^(?P<time>\d{4}-\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+)\s+(?P<pid>\d+)-(?P<tid>\d+)/\S*\s+"
-    + _LEVEL + r"/(?P<tag>[^:]+?): (?P<msg>.*)$")
+    r"^(?P<time>(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+)\s+(?P<pid>\d+)-(?P<tid>\d+)/\S*\s+"
+    + _LEVEL + r"/(?P<tag>[^:\ufe55]+?)[:\ufe55] (?P<msg>.*)$")
 # F/DEBUG: backtrace:
 _TAG = re.compile(r"^" + _LEVEL + r"/(?P<tag>[\w.\-]+)\s*: (?P<msg>.*)$")
+# E AndroidRuntime: FATAL EXCEPTION: mqt_js   (a crash SDK's copy: a space for the slash)
+_TAG_SPACE = re.compile(r"^" + _LEVEL + r" (?P<tag>[A-Za-z][\w.\-]*): (?P<msg>.*)$")
 # 08-17 19:29:52.131: E/CRASH(8989): backtrace:   (-v time; DDMS adds the colon)
 _TIME = re.compile(
     r"^(?P<time>(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+):?\s+" + _LEVEL
@@ -113,7 +117,7 @@ _TABS = re.compile(
 # ": " (every frame's "BuildId: ")
 _STYLES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("tabs", _TABS), ("threadtime", _THREADTIME), ("studio", _STUDIO_OLD), ("studio", _STUDIO),
-    ("time", _TIME), ("brief", _BRIEF), ("tag", _TAG))
+    ("time", _TIME), ("brief", _BRIEF), ("tag", _TAG), ("tag", _TAG_SPACE))
 
 
 def _match(pattern: re.Pattern[str], line: str) -> LogLine | None:
@@ -133,21 +137,31 @@ def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
 
     Returns ``(style, lines)``: ``style`` is ``threadtime``, ``brief``, ``studio``, ``tag``
     or ``raw`` (the style that most lines carry; ``raw`` when fewer than one line in five, or
-    none, has a prefix). Lines without the prefix are kept with ``tag=None`` (continuations,
-    ``--------- beginning of crash`` markers, pasted text).
+    none, has a prefix; the indented lines right after a prefixed line, a message's
+    continuations, are not counted). Lines without the prefix are kept with ``tag=None``
+    (continuations, ``--------- beginning of crash`` markers, pasted text).
     """
     lines = list(lines)
     votes: Counter[str] = Counter()
     sample = [ln for ln in lines if ln.strip()][:400]
+    voters = 0
+    continues = False
     for line in sample:
+        if continues and line[:1] in (" ", "\t"):
+            # a multi-line message's continuation, which Android Studio prints indented and
+            # without the prefix: it does not vote
+            continue
+        voters += 1
+        continues = False
         for name, pattern in _STYLES:
             if pattern.match(line):
                 votes[name] += 1
+                continues = True
                 break
     if not votes:
         return "raw", [LogLine(msg=ln) for ln in lines]
     style, count = votes.most_common(1)[0]
-    if count * 5 < len(sample):
+    if count * 5 < voters:
         return "raw", [LogLine(msg=ln) for ln in lines]
     patterns = [p for name, p in _STYLES if name == style]
     out: list[LogLine] = []

@@ -29,15 +29,17 @@ from ._draft import Draft
 from ._java import JAVA_FRAME_HINT, java_frame, js_stack
 from ._text import LogLine, parse_int
 from .record import Frame
-from .tombstone import (FRAME_LINE, TOMBSTONE_TAGS, looks_like_tombstone, parse_frame_line,
-                        read_fatal_signal, read_tombstone, tombstone_tags)
+from .tombstone import (FRAME_LINE, TOMBSTONE_TAGS, demangle_frames, looks_like_tombstone,
+                        parse_frame_line, read_fatal_signal, read_tombstone, tombstone_tags)
 
 __all__ = ["read_java", "read_anr_log", "read_anr_traces", "read_lmk", "parse_android_log",
            "parse_dropbox", "TOMBSTONE_TAGS"]
 
 _JAVA_EXC = re.compile(r"^\s*(?:Caused by: )?(?P<type>[A-Za-z_$][\w$]*(?:\.[\w$]+)+)"
                        r"(?::\s?(?P<msg>.*))?$")
-_LMK = re.compile(r"Kill(?:ing)? '(?P<proc>[^']*)' \((?P<pid>\d+)\)(?P<rest>.*)$")
+# "Kill 'pkg' (pid), uid ..., to free ...kB rss"; Samsung's lmkd says "Reclaim" for the same kill
+# (ActivityManager then logs "Process pkg (pid N) has died")
+_LMK = re.compile(r"(?P<verb>Kill(?:ing)?|Reclaim) '(?P<proc>[^']*)' \((?P<pid>\d+)\)(?P<rest>.*)$")
 _TRACES_HEAD = re.compile(r"^----- pid (?P<pid>\d+) at (?P<time>.*?) -----\s*$")
 #: where an ANR traces dump (or a piece of one) starts: its pid block, its thread list
 _TRACES_START = re.compile(r'^(?:----- pid \d+ at .* -----|DALVIK THREADS\b.*|suspend all '
@@ -46,6 +48,9 @@ _THREAD_HEAD = re.compile(r'^"(?P<name>[^"]*)"(?P<rest>.*)$')
 _DROPBOX_HEAD = re.compile(r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?P<tag>\S+)"
                            r"(?: \((?P<what>.*)\))?\s*$")
 _JS_MESSAGE = re.compile(r"^(?:\w*Error|Invariant Violation|Unhandled JS Exception)\b")
+#: an older React Native's JS error (``devsupport.JSException``) or a JavascriptException
+#: as the message of the exception that wraps it (``java.lang.RuntimeException: ...``)
+_JS_WRAPPED = re.compile(r"^(?P<type>(?:[a-z][\w$]*\.)+(?:JSException|JavascriptException)):\s*")
 _WATCHDOG_THREAD = re.compile(r"^(?P<name>\S+) \(state = \w+\)")
 
 
@@ -73,6 +78,9 @@ def read_java(draft: Draft, lines: Sequence[str]) -> None:
             proc, _, pid = stripped[len("Process:"):].partition(", PID:")
             draft.set("process", proc.strip() or None)
             draft.set("pid", parse_int(pid))
+            continue
+        if stripped.startswith("PID:") and not exc_seen:  # Android 4's block: no Process
+            draft.set("pid", parse_int(stripped[len("PID:"):]))
             continue
         if not exc_seen:
             m = _JAVA_EXC.match(stripped)
@@ -104,7 +112,11 @@ def read_java(draft: Draft, lines: Sequence[str]) -> None:
         draft.note("caused by: " + " <- ".join(causes))
     exception = draft.get("exception") or ""
     text = "\n".join(message_lines)
-    if exception.endswith("JavascriptException") or (
+    wrapped = _JS_WRAPPED.match(text)
+    if wrapped is not None and not exception.endswith("JavascriptException"):
+        draft.note(f"{exception} wraps a {wrapped.group('type')}: a React Native JS error")
+        exception, text = wrapped.group("type"), text[wrapped.end():]
+    if exception.endswith(("JavascriptException", "JSException")) or (
             _JS_MESSAGE.match(text.strip()) and (", stack:" in text or "js engine:" in text)):
         _read_js_exception(draft, exception, text)
     elif exception.endswith("ANRError"):
@@ -126,7 +138,7 @@ def read_java(draft: Draft, lines: Sequence[str]) -> None:
 
 def _read_js_exception(draft: Draft, exception: str, text: str) -> None:
     draft.kind = "js"
-    if not exception.endswith("JavascriptException"):
+    if not exception.endswith(("JavascriptException", "JSException")):
         draft.note(f"exception class {exception} is not JavascriptException (renamed by R8/"
                    "ProGuard?), but its message is a React Native JS error")
     head, _, stack = text.partition(", stack:")
@@ -206,9 +218,60 @@ def read_anr_traces(draft: Draft, lines: Sequence[str]) -> None:
         draft.note('no "main" thread in the ANR traces (cut?)')
 
 
+# ART's abort dump, every line under the app's own tag: "runtime.cc:630]   native: #02 pc ...",
+# "java_vm_ext.cc:577] JNI DETECTED ERROR IN APPLICATION: ...",
+# "runtime.cc:630] Runtime aborting..."
+_ART_LINE = re.compile(r"^\s*(?P<src>[\w./-]+\.cc):\d+\]\s?(?P<rest>.*)$")
+_ART_CAUSE = re.compile(r"^\s*(?:JNI DETECTED ERROR IN APPLICATION: .*|Check failed: .*|"
+                        r"\w[^:]* failed: .*)$")
+
+
+def read_art_abort(draft: Draft, lines: Sequence[LogLine]) -> bool:
+    """ART's abort dump (``Runtime::Abort``: a JNI check, a failed ``CHECK``) without the
+    tombstone that follows it: the cause line as the abort message, the pid and tid of its
+    logcat prefix, and the first run of ``native: #NN pc`` frames (the aborting thread's).
+    ``False`` if there is none."""
+    frames: list[Frame] = []
+    ended = False
+    for line in lines:
+        msg = line.msg
+        m = _ART_LINE.match(msg) if "] " in msg or msg.rstrip().endswith("]") else None
+        if m is None or line.level not in (None, "F", "A"):  # ART logs its abort as fatal
+            continue
+        draft.set("pid", line.pid)
+        draft.set("tid", line.tid)
+        rest = m.group("rest").strip()
+        if draft.get("abort_message") is None and _ART_CAUSE.match(rest):
+            draft.set("abort_message", rest)
+        if rest.startswith("native: #") and not ended:
+            frame, note = parse_frame_line(rest[len("native: "):])
+            if frame is not None:
+                frames.append(frame)
+                if note:
+                    draft.note(note)
+        elif frames:
+            ended = True
+    if not frames and draft.get("abort_message") is None:
+        return False
+    draft.kind = "native"
+    for frame in frames:
+        draft.add_frame(frame)
+    demangle_frames(draft)
+    draft.note("ART's abort dump (Runtime::Abort) without its tombstone: no signal line; "
+               "the frames are the first thread's in the dump")
+    return True
+
+
+def _lmk_kill(msg: str) -> re.Match[str] | None:
+    m = _LMK.search(msg)
+    if m is None or (m.group("verb") == "Reclaim" and "to free" not in m.group("rest")):
+        return None
+    return m
+
+
 def read_lmk(draft: Draft, msg: str) -> bool:
     """Read one lmkd / kernel lowmemorykiller kill line; ``False`` if it is not one."""
-    m = _LMK.search(msg)
+    m = _lmk_kill(msg)
     if m is None:
         return False
     draft.kind = "oom"
@@ -224,17 +287,26 @@ def read_lmk(draft: Draft, msg: str) -> bool:
 
 
 def _block(lines: Sequence[LogLine], start: int, same_tag: bool = True) -> list[str]:
-    """Messages from ``start`` on that share its tag and pid (a logcat multi-line block)."""
+    """Messages from ``start`` on that share its tag and pid (a logcat multi-line block),
+    with the indented unprefixed lines that continue one of them (Android Studio prints a
+    multi-line message's later lines so)."""
     first = lines[start]
     out = [first.msg]
+    continues = True
     for line in lines[start + 1:]:
         if same_tag and first.tag is not None:
             if line.tag is None:
+                if continues and line.msg[:1] in (" ", "\t") and line.msg.strip():
+                    out.append(line.msg)
+                else:
+                    continues = False
                 continue
             if line.tag != first.tag or (first.pid is not None and line.pid != first.pid):
+                continues = False
                 if line.tag == first.tag:
                     break
                 continue
+            continues = True
         out.append(line.msg)
     return out
 
@@ -254,10 +326,18 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
     lmk_at = None
     tags = tombstone_tags(lines)
     tomb: list[str] = []
+    in_tomb = False
     for i, line in enumerate(lines):
         msg = line.msg
         if raw or line.tag in tags:
             tomb.append(msg)
+            in_tomb = True
+        elif in_tomb and line.tag is None and msg[:1] in (" ", "\t") and msg.strip():
+            # a continuation line of a multi-line DEBUG message: Android Studio prints it
+            # indented, without the prefix (an abort message's closing quote)
+            tomb.append(msg)
+        else:
+            in_tomb = False
         if fatal_at is None and "Fatal signal " in msg:
             fatal_at = i
         elif java_at is None and "FATAL EXCEPTION:" in msg:
@@ -268,7 +348,7 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
                                     or "prio=" in msg) and _TRACES_START.match(msg.strip()):
             traces_at = i
         elif lmk_at is None and ("lowmemorykiller" in (line.tag or "") or line.tag == "lmkd"
-                                 or "lowmemorykiller" in msg) and _LMK.search(msg):
+                                 or "lowmemorykiller" in msg) and _lmk_kill(msg):
             lmk_at = i
     msgs = [ln.msg for ln in lines]
     headline = console.read_headline_signal(Draft(platform="", source=""), msgs)
@@ -279,11 +359,14 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
                                    ("ANR traces", traces_at), ("low-memory kill", lmk_at))
              if at is not None]
     others = found
-    exc_at = summary_at = None
+    exc_at = summary_at = bare_at = None
     if not native and java_at is None:
         exc_at = console.find_console_exception(msgs)
         if exc_at is None and anr_at is None and traces_at is None:
             summary_at = console.find_anr_summary(msgs)
+        if exc_at is None and summary_at is None and anr_at is None and traces_at is None \
+                and lmk_at is None:
+            bare_at = console.find_bare_exception(msgs)
     if native:
         _read_native(draft, lines, tomb, fatal_at, headline)
     elif java_at is not None:
@@ -298,6 +381,11 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
             read_java(draft, block)
             draft.format = {"js": "js-fatal", "anr": "anr", "oom": "java-fatal"}.get(
                 draft.kind, "java-fatal") + "-console"
+    elif bare_at is not None:
+        read_java(draft, msgs[bare_at:])
+        draft.format = {"js": "js-fatal", "anr": "anr", "oom": "java-fatal"}.get(
+            draft.kind, "java-fatal") + "-stack"
+        draft.note("a bare stack trace: no FATAL EXCEPTION block or crash-console headline")
     elif anr_at is not None:
         read_anr_log(draft, _block(lines, anr_at))
         if traces_at is not None:
@@ -305,6 +393,11 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
         others = [f for f in found if not f.startswith("ANR")]
     elif traces_at is not None:
         read_anr_traces(draft, msgs[traces_at:])
+        if draft.get("message") is None:
+            # a console's copy: the ANR's reason on a line above the thread dump
+            reason = next((m.strip() for m in msgs[:traces_at][:console.HEADLINE_LINES]
+                           if console.ANR_REASON.search(m)), None)
+            draft.set("message", reason)
         others = [f for f in found if not f.startswith("ANR")]
     elif summary_at is not None:
         console.read_anr_summary(draft, msgs, summary_at)
@@ -316,6 +409,8 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
     elif (js_at := console.looks_like_js_headline(msgs)) is not None:
         console.read_js_terminal(draft, msgs, js_at)
         draft.format = "js-terminal"
+    elif read_art_abort(draft, lines):
+        draft.format = "art-abort"
     else:
         draft.note("no crash found: no tombstone, Fatal signal, FATAL EXCEPTION, ANR or "
                    "low-memory kill lines")
@@ -329,6 +424,9 @@ def _read_native(draft: Draft, lines: Sequence[LogLine], tomb: list[str], fatal_
     draft.kind = "native"
     if fatal_at is not None:
         read_fatal_signal(draft, lines[fatal_at].msg)
+        # libc logs the line from the crashing process: its prefix's pid is that process's
+        # (Android 4's line names no pid; a tombstone's pid line wins later)
+        draft.set("pid", lines[fatal_at].pid)
     msgs = [ln.msg for ln in lines]
     if headline is not None and fatal_at is None:
         console.read_headline_signal(draft, msgs)

@@ -13,7 +13,8 @@ that decides ends the pipeline:
    shipped #32461 rule first), each with its own sub-trail;
 3. ``managed-death``: JS errors, ANRs, out-of-memory kills, uncaught Java exceptions
    (``abort``: the runtime ended the process on an error it detected);
-4. ``native-abort``: SIGABRT / EXC_CRASH / an abort message -> ``abort``;
+4. ``native-abort``: SIGABRT / EXC_CRASH (with SIGABRT or no signal) / an abort message ->
+   ``abort``;
 5. ``native-crash``: any other native signal or exception -> ``other-native-crash`` (also
    for a native report with no frames);
 6. ``fallback``: ``unparsed``, with the reason.
@@ -144,6 +145,9 @@ def _native_abort(ctx: _Context) -> CrashClass | None:
     if r.kind != "native":
         return None
     sig = {g for g in (r.signal_name, r.exception) if g} & _NATIVE_ABORTS
+    if r.signal_name not in (None, "SIGABRT"):
+        # EXC_CRASH is Apple's "ended by a signal"; (SIGSEGV), (SIGKILL) ... is no abort
+        sig.discard("EXC_CRASH")
     unsignalled = r.signal_name is None and r.exception is None
     plumbing = abort_frames(r) if unsignalled else []
     uncaught = (r.signal_name is None and (r.abort_message or "").startswith(

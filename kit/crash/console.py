@@ -31,9 +31,9 @@ from ._text import signal_number
 from .record import Frame
 from .tombstone import parse_frame_line
 
-__all__ = ["HEADLINE_LINES", "read_headline_signal", "find_anr_summary", "read_anr_summary",
-           "find_console_exception", "console_exception_block", "read_js_terminal",
-           "read_headline_frames", "looks_like_js_headline", "ANR_REASON"]
+__all__ = ["HEADLINE_LINES", "find_bare_exception", "read_headline_signal", "find_anr_summary",
+           "read_anr_summary", "find_console_exception", "console_exception_block",
+           "read_js_terminal", "read_headline_frames", "looks_like_js_headline", "ANR_REASON"]
 
 #: Non-empty lines at the top of a paste where a console headline may stand.
 HEADLINE_LINES = 8
@@ -168,6 +168,29 @@ def find_console_exception(lines: Sequence[str]) -> int | None:
     for i, line in enumerate(lines):
         if ("ERROR" in line or "FATAL" in line) and _METRO.match(line):
             return i  # Metro prints the component stack of earlier errors first
+    return None
+
+
+#: a bare ``Throwable.printStackTrace`` headline: ``pkg.Class[Exception|Error]: message``
+_BARE_EXC = re.compile(r"^\s*(?P<type>[a-z][\w$]*(?:\.[\w$]+)+(?:Exception|Error))(?::\s.*|\s*)$")
+#: lines after a bare headline in which its first ``at`` frame must come (a JS stack
+#: between the two counts, as in a JavascriptException's message)
+BARE_FRAME_LINES = 80
+
+
+def find_bare_exception(lines: Sequence[str]) -> int | None:
+    """Index of a bare Java exception headline in the top lines (a stack trace pasted
+    without its ``FATAL EXCEPTION`` block or a console's prefix: ``java.lang.X: msg``
+    then ``at ...`` lines), or ``None``. A ``...JavascriptException`` headline needs no
+    ``at`` frame (its message holds the JS stack)."""
+    for i, line in _top(lines):
+        m = _BARE_EXC.match(line)
+        if m is None:
+            continue
+        if m.group("type").endswith("JavascriptException"):
+            return i
+        if any(JAVA_FRAME_HINT.match(ln) for ln in lines[i + 1:i + 1 + BARE_FRAME_LINES]):
+            return i
     return None
 
 

@@ -5,6 +5,8 @@ and Android Studio copy what their views show):
 
 * lldb: ``* thread #N, queue = '...', stop reason = EXC_BAD_ACCESS (code=1, address=0x..)``
   (or ``stop reason = signal SIGSEGV: invalid address (fault address: 0x5)`` off Apple),
+  (the ``* `` marks the selected thread; ``thread backtrace all`` and older lldb print the
+  stopped thread's line without it)
   then ``frame #N: 0xADDR module`symbol(args) + off at file:line:col``; a frame may have no
   symbol (``frame #0: 0x96879d38 libflutter.so``) or no module (``frame #10: 0x9a31520d``).
   Disassembly and ``(lldb)`` prompts between blocks are skipped; when the stop is printed
@@ -25,13 +27,20 @@ from typing import Sequence
 
 from ._draft import Draft
 from ._text import matching_open_paren, parse_int, signal_number
+from .host import console_abort_message
 from .record import Frame
 
 __all__ = ["read_lldb", "read_xcode_threads", "looks_like_xcode_threads", "read_ide_frames",
            "looks_like_ide_frames"]
 
-_LLDB_STOP = re.compile(r"^\s*\* thread #(?P<n>\d+)(?P<attrs>.*?), stop reason = (?P<reason>.*)$")
+# "* " marks lldb's selected thread; without it (``thread backtrace all``, older lldb) a
+# thread line that names a stop reason is a stopped thread too
+_LLDB_STOP = re.compile(r"^\s*(?P<star>\*\s*)?thread #(?P<n>\d+)(?P<attrs>.*?), stop reason = "
+                        r"(?P<reason>.*)$")
 _LLDB_FRAME = re.compile(r"^\s*\*?\s*frame #(?P<idx>\d+): (?P<addr>0x[0-9a-fA-F]+)(?P<rest>.*)$")
+# lldb's own lines when it runs the program: "Process 67904 stopped", "Target 0: (yolo) stopped."
+_LLDB_PROCESS = re.compile(r"^\s*Process (?P<pid>\d+) (?:stopped|exited|launched)\b")
+_LLDB_TARGET = re.compile(r"^\s*Target \d+: \((?P<name>[^()]+)\) stopped\.")
 _SYM_TAIL = re.compile(r"^(?P<sym>.*?)(?: \+ (?P<off>\d+))?"
                        r"(?: at (?P<file>[^\s:]+):(?P<line>\d+)(?::\d+)?)?\s*$")
 _EXC_SIGNALS = {"EXC_BAD_ACCESS": "SIGSEGV", "EXC_CRASH": "SIGABRT",
@@ -107,7 +116,8 @@ def read_lldb(draft: Draft, lines: Sequence[str]) -> None:
                 blocks.append((None, []))  # another thread's backtrace: not the stopped one
             continue
         (blocks[-1][1] if blocks else loose).append(_lldb_frame(f))
-    stopped = [(m, frames) for m, frames in blocks if m is not None]
+    stopped = [(m, frames) for m, frames in blocks if m is not None and m.group("star")] or \
+        [(m, frames) for m, frames in blocks if m is not None]
     if stopped:
         stop, frames = max(stopped, key=lambda b: len(b[1]))
         _stop(draft, stop)
@@ -117,6 +127,14 @@ def read_lldb(draft: Draft, lines: Sequence[str]) -> None:
         frames = loose
     for frame in frames:
         draft.add_frame(frame)
+    for line in lines:
+        process = _LLDB_PROCESS.match(line)
+        if process is not None:
+            draft.set("pid", parse_int(process.group("pid")))
+        target = _LLDB_TARGET.match(line)
+        if target is not None:
+            draft.set("process", target.group("name"))
+    draft.set("abort_message", console_abort_message(lines))
     text = "\n".join(lines)
     if draft.get("signal_name") and not draft.get("exception") and _ANDROID_MARKS.search(text):
         draft.platform = "android"
@@ -136,10 +154,14 @@ _XCODE_FRAME = re.compile(r"^\s*#(?P<idx>\d+)\s+(?P<addr>0x[0-9a-fA-F]+) in (?P<
 
 
 def looks_like_xcode_threads(text: str) -> bool:
-    """True for Xcode debug-navigator text: a ``Thread N Queue :`` header, or two
-    ``#N<TAB>0x... in`` frame lines."""
+    """True for Xcode debug-navigator text: a ``Thread N Queue :`` header, two
+    ``#N<TAB>0x... in`` frame lines, or a first line that is the editor's banner
+    (``Thread 1: EXC_BAD_ACCESS (code=1, address=0x0)``, ``Thread 1: signal SIGABRT``)."""
     if re.search(r"^Thread \d+ Queue\s*:", text, re.M):
         return True
+    first = text.lstrip().split("\n", 1)[0].strip()
+    if _XCODE_BANNER.match(first) and ("(code=" in first or first.count(" ") < 4):
+        return True  # the editor's red banner alone: "Thread 1: EXC_BAD_ACCESS (code=1, ...)"
     return len(re.findall(r"^#\d+\t0x[0-9a-fA-F]+ in ", text, re.M)) >= 2
 
 
@@ -152,6 +174,7 @@ def read_xcode_threads(draft: Draft, lines: Sequence[str]) -> None:
         stop = re.match(r"(?P<n>)(?P<attrs>)(?P<reason>.*)", banner.group("reason"))
         assert stop is not None
         _stop(draft, stop)
+        draft.set("thread_index", wanted)
     current: int | None = None
     taken: int | None = None
     for line in lines:

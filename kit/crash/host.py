@@ -191,12 +191,21 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
             frames.append(frame)
         elif in_run:
             done = True
+    wrapped = False  # the last abort line ends "...of type X:": its what() is on the next
+    for line in all_lines[:4000]:
+        if "Thread " in line or "LWP " in line:
+            _gdb_thread(draft, line.strip())
     for line in all_lines:
         stripped = line.strip()
         if not stripped or (stripped.startswith("#") and _frame_from_line(0, stripped)):
             continue
         if _ABORT_TEXT.match(stripped) and len(abort_lines) < 8:
             abort_lines.append(stripped)
+            wrapped = stripped.endswith(":") and stripped.startswith("libc++abi")
+            continue
+        if wrapped:
+            abort_lines.append(stripped)
+            wrapped = False
             continue
         if draft.get("signal_name") is None:
             lowered = stripped.lower()
@@ -233,6 +242,26 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
 
 
 _CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS")
+
+
+# gdb: 'Thread 4 "coldstart-workl" received signal SIGSEGV, Segmentation fault.', then
+# '[Switching to Thread 0x7ffff29ff6c0 (LWP 41233)]' or, on a core file,
+# '[Current thread is 1 (Thread 0x7fb1737fe600 (LWP 552820))]'
+_GDB_SIGNALED = re.compile(r'^Thread \d+ "(?P<name>[^"]*)" received signal (?P<sig>SIG[A-Z]+)\b')
+_GDB_LWP = re.compile(r"^\[(?:Switching to|Current thread is \d+ \() ?Thread 0x[0-9a-fA-F]+ "
+                      r"\(LWP (?P<lwp>\d+)\)\)?\]")
+
+
+def _gdb_thread(draft: Draft, line: str) -> None:
+    """The signalled thread's name and LWP id (its tid) from gdb's own lines."""
+    m = _GDB_SIGNALED.match(line)
+    if m is not None:
+        draft.set("thread_name", m.group("name") or None)
+        draft.set("signal_name", m.group("sig"))
+        return
+    m = _GDB_LWP.match(line)
+    if m is not None:
+        draft.set("tid", parse_int(m.group("lwp")))
 
 
 def _finish(draft: Draft) -> None:
@@ -302,3 +331,23 @@ def _parse_host(signal: int | None, output: str | bytes) -> CrashRecord:
         draft.note(f"ignored exit signal {signal!r}: not a signal number")
     read_host_output(draft, text.split("\n"))
     return draft.build()
+
+
+def console_abort_message(lines: Sequence[str]) -> str | None:
+    """The abort message in console lines printed before a debugger's or a report's own
+    text (``libc++abi: terminating due to uncaught exception of type X: what``, ``malloc:
+    *** error for object ...``, a failed assertion), or ``None``. A ``libc++abi`` line
+    that ends with ``:`` takes the next line (the exception's ``what()``)."""
+    out: list[str] = []
+    wrapped = False
+    for line in lines[:4000]:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if _ABORT_TEXT.match(stripped) and len(out) < 8:
+            out.append(stripped)
+            wrapped = stripped.endswith(":") and stripped.startswith("libc++abi")
+        elif wrapped:
+            out.append(stripped)
+            wrapped = False
+    return "\n".join(out) or None

@@ -15,9 +15,10 @@ fits; ``hint`` skips it); :func:`detect_family` returns the family and why:
    Reason:``, ``Thread N Crashed:``, Apple frame lines ...);
 7. ``* thread #N ... stop reason =`` or ``frame #N: 0x`` lines: lldb; ``Thread N Queue :`` /
    ``#N<TAB>0x... in``: Xcode's debug navigator (:mod:`kit.crash.debugger`);
-8. Android text (any logcat prefix, or none): tombstone, ``Fatal signal``, FATAL EXCEPTION,
-   JavascriptException, ANR, lmkd, crash-console exports (:mod:`kit.crash.android`,
-   :mod:`kit.crash.console`);
+8. GrapheneOS's crash notification (``type: crash``, ``signal: N (SIG...)``):
+   :mod:`kit.crash.grapheneos`; other Android text (any logcat prefix, or none): tombstone,
+   ``Fatal signal``, FATAL EXCEPTION, JavascriptException, a bare stack trace, ANR, lmkd,
+   crash-console exports (:mod:`kit.crash.android`, :mod:`kit.crash.console`);
 9. a glibc ``backtrace_symbols`` / gdb backtrace: host (:mod:`kit.crash.host`); an IDE's
    frame list; console lines of an abort (``libc++abi: terminating``, ``malloc: ***``,
    ``terminated by signal SIGABRT``);
@@ -37,6 +38,7 @@ from .apple import crash_text_marks, parse_ips, read_crash_text
 from .debugger import (looks_like_ide_frames, looks_like_xcode_threads, read_ide_frames, read_lldb,
                        read_xcode_threads)
 from .exitinfo import ExitReason, parse_exit_info
+from .grapheneos import looks_like_grapheneos, read_grapheneos
 from .host import looks_like_console_abort, looks_like_host_backtrace, read_host_output
 from .ips_salvage import looks_like_ips_fragment, parse_ips_fragment
 from .record import CrashRecord
@@ -47,11 +49,11 @@ __all__ = ["parse_text", "detect_family", "HINTS"]
 #: Values accepted for ``hint`` (a format family).
 HINTS = ("android", "tombstone", "logcat", "dropbox", "exit-info", "ips", "jetsam",
          "crash-text", "lldb", "host", "ips-partial", "sanitizer", "xcode", "ide-frames",
-         "console")
+         "console", "grapheneos")
 
 _DROPBOX = re.compile(r"^(?:={20,}\s*\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(|Drop box contents:)",
                       re.M)
-_LLDB = re.compile(r"^\s*\* thread #\d+.*stop reason = |^\s*\*?\s*frame #\d+: 0x[0-9a-fA-F]+.*\n"
+_LLDB = re.compile(r"^\s*\*?\s*thread #\d+.*stop reason = |^\s*\*?\s*frame #\d+: 0x[0-9a-fA-F]+.*\n"
                    r"\s*\*?\s*frame #\d+: 0x", re.M)
 _CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS")
 _EXIT_INFO = re.compile(r"^\s*ApplicationExitInfo #\d+", re.M)
@@ -103,6 +105,9 @@ def detect_family(text: str) -> tuple[str, str]:
         return "lldb", "an lldb stop line ('* thread #N ... stop reason =') or 'frame #N:' lines"
     if looks_like_xcode_threads(text):
         return "xcode", "Xcode debug-navigator lines ('Thread N Queue :', '#N<TAB>0x... in')"
+    if looks_like_grapheneos(text):
+        return "grapheneos", "'type: crash' and a 'signal: N (SIG...)' line: GrapheneOS's " \
+                             "crash notification"
     return "android", "no Apple, sanitizer or debugger marks: Android log text (tombstone, " \
                       "logcat, crash-console export) or host output"
 
@@ -119,6 +124,7 @@ _READERS: dict[str, tuple[str, str, str, Callable[[Draft, Any], None], bool]] = 
     "xcode": ("ios", "debugger", "xcode-threads", read_xcode_threads, True),
     "ide-frames": ("unknown", "debugger", "ide-frames", read_ide_frames, True),
     "host": ("linux", "host-signal", "host-backtrace", read_host_output, True),
+    "grapheneos": ("android", "crash-reporter", "grapheneos", read_grapheneos, True),
 }
 
 
@@ -158,6 +164,12 @@ def _console_abort(text: str, notes: list[str]) -> Draft:
         draft.platform = "ios"  # an NSException's last words (Xcode console), assumed iOS
     elif "malloc: ***" in text or "dyld" in text or ".dylib" in text:
         draft.platform = "ios" if "/Developer/usr/lib/" in text else "macos"
+    elif "libc++abi" in text and ".so" not in text and "linux" not in text.lower():
+        # LLVM's C++ runtime: Apple's and Android's, seldom a Linux host's (libstdc++ says
+        # "terminate called after throwing"), and nothing else here names the platform
+        draft.platform = "unknown"
+        draft.note("libc++abi's line alone does not say the platform (Apple, Android or a "
+                   "libc++ build)")
     if draft.get("abort_message"):
         draft.kind = "native"
         if "no signal and no backtrace: the workload did not crash by a signal" in draft.notes:
@@ -196,6 +208,9 @@ def _parse_android_or_host(text: str, notes: list[str], forced: bool) -> Draft:
             draft.source = "unknown"
         draft.format = "unknown"
         draft.note("no known crash report format found")
+        return draft
+    if draft.format == "art-abort":
+        draft.format = f"art-abort-{style}" if not raw else "art-abort"
         return draft
     if draft.format != "unknown":  # a crash-console shape named itself
         draft.source = "terminal" if draft.format == "js-terminal" else "crash-reporter"

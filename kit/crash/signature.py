@@ -66,6 +66,9 @@ def _tool() -> object:
 _PLAIN = re.compile(r"^[\w:.$~]+$")
 # a source location a parser left on a symbol: " /path/file.cc:30:12", " (file.cc:30)",
 # " at file.cc:30"
+#: a compiler's clone label (``[clone .cold]``, ``[clone .llvm.2620325170]``: ThinLTO's hash
+#: differs in every build), which names no other function
+_CLONE = re.compile(r"\s*\[clone \.[^\]]*\]")
 _SOURCE_TAIL = re.compile(r"(?:\s+(?:at\s+)?/?[\w./+~-]*\.\w{1,5}:\d+(?::\d+)?|"
                           r"\s+\([\w./+~-]+\.\w{1,5}:\d+(?::\d+)?\))\s*$")
 # siggen keeps the arguments of a call operator (``X::operator()(int)``); drop them too
@@ -84,7 +87,7 @@ def normalize_symbol(symbol: str, rust: bool = False) -> str:
     ``onnxruntime::xnnpack::MatMul::PrePack``. Never raises (a symbol the normaliser cannot
     read is returned stripped).
     """
-    symbol = _SOURCE_TAIL.sub("", symbol.strip())
+    symbol = _CLONE.sub("", _SOURCE_TAIL.sub("", symbol.strip()))
     if symbol.startswith("::"):  # the global namespace spelled out (IDE frame views)
         symbol = symbol[2:]
     if symbol.startswith("[inlined] "):

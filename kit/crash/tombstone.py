@@ -18,15 +18,17 @@ from an APK, ``[anon:...]`` or ``<anonymous:...>``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Sequence
 
+from ._demangle import demangle_all
 from ._draft import Draft
 from ._text import basename, matching_open_paren, parse_int, signal_name, signal_number
 from .record import Frame
 
 __all__ = ["parse_frame_line", "read_tombstone", "read_fatal_signal", "looks_like_tombstone",
-           "FATAL_SIGNAL", "FRAME_LINE", "TOMBSTONE_TAGS", "tombstone_tags"]
+           "FATAL_SIGNAL", "FRAME_LINE", "TOMBSTONE_TAGS", "tombstone_tags", "demangle_frames"]
 
 #: Logcat tags that carry the tombstone summary (debuggerd before Android 8, crash_dump and
 #: DEBUG since).
@@ -48,9 +50,14 @@ FATAL_SIGNAL = re.compile(
     r"Fatal signal (?P<num>\d+) \((?P<name>\w+)\)"
     r"(?:, code (?P<code>-?\d+)(?: \((?P<code_name>[^)]*)\))?)?"
     r"(?:, fault addr (?P<addr>[-\w]+))?"
-    r"(?: in tid (?P<tid>\d+) \((?P<tname>.*?)\))?(?:, pid (?P<pid>\d+)(?: \((?P<proc>.*?)\)?$)?)?")
-_FRAME = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+pc\s+(?:0x)?(?P<pc>[0-9a-fA-F]{1,16})\b\s*"
-                    r"(?P<rest>.*)$")
+    r"(?: in tid (?P<tid>\d+) \((?P<tname>.*?)\))?(?:, pid (?P<pid>\d+)(?: \((?P<proc>.*?)\)?$)?)?"
+    # Android 4.x: "Fatal signal 11 (SIGSEGV) at 0x00000030 (code=1), thread 8313 (AsyncTask #2)"
+    r"(?: at (?P<old_addr>0x[0-9a-fA-F]+) \(code=(?P<old_code>-?\d+)\), thread (?P<old_tid>\d+)"
+    r"(?: \((?P<old_tname>.*?)\))?)?")
+# "#00 pc 000000000005e69f  /apex/.../libc.so (abort+191)"; a crash SDK's copy may drop the
+# "pc" ("#79 0x000d86dd /apex/.../libart.so (...)"): then a path must follow the address
+_FRAME = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+(?:pc\s+|(?=0x[0-9a-fA-F]{1,16}\s+[/\[<]))(?:0x)?"
+                    r"(?P<pc>[0-9a-fA-F]{1,16})\b\s*(?P<rest>.*)$")
 FRAME_LINE = _FRAME
 # a crash reporter's note after the mapping: Bugly's "[arm64-v8a::<build id>]"
 _REPORTER_NOTE = re.compile(r"\s+\[(?P<note>[^\]\[]*)\]\s*$")
@@ -143,10 +150,10 @@ def read_fatal_signal(draft: Draft, msg: str) -> bool:
         return False
     draft.set("signal", parse_int(m.group("num")))
     draft.set("signal_name", m.group("name"))
-    draft.set("code", m.group("code_name") or m.group("code"))
-    draft.set("fault_address", _hex_address(m.group("addr")))
-    draft.set("tid", parse_int(m.group("tid")))
-    draft.set("thread_name", m.group("tname"))
+    draft.set("code", m.group("code_name") or m.group("code") or m.group("old_code"))
+    draft.set("fault_address", _hex_address(m.group("addr") or m.group("old_addr")))
+    draft.set("tid", parse_int(m.group("tid") or m.group("old_tid")))
+    draft.set("thread_name", m.group("tname") or m.group("old_tname"))
     draft.set("pid", parse_int(m.group("pid")))
     # the libc line cuts the process name to 15 characters; a tombstone line wins later
     draft.short_process = draft.short_process or m.group("proc") or None
@@ -169,10 +176,19 @@ def tombstone_tags(lines: Sequence[object]) -> frozenset[str]:
 
 
 def looks_like_tombstone(lines: Sequence[str]) -> bool:
-    """True if the lines hold a tombstone's star line, pid line or ``#NN pc`` frames."""
+    """True if the lines hold a tombstone's star line, pid line or ``#NN pc`` frames, or a
+    ``signal N (SIG...)`` line with an ``Abort message:``, a ``backtrace:`` or a frame (a
+    paste that starts at the signal line)."""
     frames = 0
+    signal = body = False
     for line in lines:
         if _STAR.match(line) or (">>> " in line and _PID.search(line)):
+            return True
+        if not signal and "signal " in line and _SIGNAL.match(line):
+            signal = True
+        elif "Abort message:" in line or line.strip() == "backtrace:":
+            body = True
+        if signal and (body or frames):
             return True
         if _FRAME.match(line):
             frames += 1
@@ -205,7 +221,7 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
                     abort_lines = None
                 continue
         if not done_frames:
-            frame, note = parse_frame_line(line) if "pc" in line else (None, None)
+            frame, note = parse_frame_line(line) if "#" in line else (None, None)
             if frame is not None:
                 in_frames = True
                 draft.add_frame(frame)
@@ -223,7 +239,14 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
         stripped = line.strip()
         if not stripped:
             continue
-        if _STAR.match(stripped):
+        if _STAR.match(stripped) or (saw_signal and _SIGNAL.match(stripped)):
+            # a second report pasted after the first (its star line, or a second signal
+            # line): its fields are not this one's. A console's copy puts the signal line
+            # above the star line of the same report.
+            if saw_pid or draft.frames or not stripped.startswith("*"):
+                draft.note("the text holds another tombstone after this one: only the first "
+                           "is read")
+                break
             saw_star = True
             continue
         if stripped == "backtrace:":
@@ -283,10 +306,14 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
         draft.note("'backtrace:' is followed by no frames (report cut?)")
     if total_frames is not None and 0 < len(draft.frames) < total_frames:
         draft.note(f"{len(draft.frames)} of {total_frames} frames present (report cut?)")
-    if not saw_star and not saw_pid and draft.frames:
+    if not saw_star and not saw_pid and saw_signal:
+        draft.note("no tombstone header (star line / pid line): the text starts at the signal "
+                   "line")
+    elif not saw_star and not saw_pid and draft.frames:
         draft.note("no tombstone header (star line / pid line): frames only")
     if draft.get("signal") is None:
         draft.note("no signal line")
+    demangle_frames(draft)
     if draft.get("signal") is not None and draft.get("signal_name") is None:
         draft.set("signal_name", signal_name(draft.get("signal")))
     if draft.get("signal_name") is not None and draft.get("signal") is None:
@@ -294,5 +321,20 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
 
 
 def _finish_abort(draft: Draft, parts: list[str]) -> None:
-    text = "\n".join(p.strip() for p in parts).strip().strip("'")
+    # Scudo's and others' messages end in a newline, so debuggerd's closing quote comes on a
+    # line of its own: the newline is no part of the message
+    text = "\n".join(p.strip() for p in parts).strip().strip("'").strip()
     draft.set("abort_message", text)
+
+
+def demangle_frames(draft: Draft) -> None:
+    """Demangle the frames' ``_Z...`` symbols in place (older tombstones print some C++
+    names mangled, often with an ``.llvm.<hash>`` suffix that debuggerd's demangler did not
+    take), so that a frame reads, and signs, the same whichever Android printed it."""
+    if not any(f.symbol and f.symbol.startswith("_Z") for f in draft.frames):
+        return
+    mapping, note = demangle_all(f.symbol for f in draft.frames if f.symbol)
+    if note:
+        draft.note(note)
+    draft.frames = [dataclasses.replace(f, symbol=mapping[f.symbol])
+                    if f.symbol in mapping else f for f in draft.frames]
