@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# piped output is read whole by the tests; a CI's own COLUMNS would wrap it (tests that
+# are about COLUMNS set it themselves)
+os.environ.pop("COLUMNS", None)
 
 
 def coldstart(*args: str, env: dict[str, str] | None = None, timeout: float = 300,

@@ -436,3 +436,21 @@ def test_race_detected_reaches_every_report(tmp_path: Path) -> None:
     assert "b: Race detector (tsan): 8/20 judged launches had a data race" in md
     html = paths["html"].read_text()
     assert "(mechanism tier)" in html and "Race detector (tsan): 8/20" in html
+
+
+def test_piped_compare_prints_the_whole_reason_in_its_box(pair, capsys,
+                                                           monkeypatch) -> None:
+    # not a terminal (CI logs, `| tee`): the box wraps its text instead of cropping it
+    from kit.analysis.compare import compare_campaigns as compare_them
+
+    base, cand = pair
+    for columns in ("", "80"):
+        monkeypatch.setenv("COLUMNS", columns)
+        assert main(["compare", str(base.path), str(cand.path), "--no-reports"]) == 0
+        out = capsys.readouterr().out
+        box = out[:out.index("╰")]
+        text = " ".join(line.strip("│╭╮ ").strip() for line in box.splitlines()[1:])
+        reason = compare_them(base, cand).decision.reason
+        assert " ".join(reason.lower().split()) in " ".join(text.lower().split()), (columns, out)
+        if columns:
+            assert max(len(line) for line in out.splitlines()) <= 80

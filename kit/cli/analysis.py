@@ -142,7 +142,8 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
     if dec.advice:
         body.append("\nNext: ", style="bold")
         body.append(dec.advice + ".")
-    console.print(Panel(body, title="coldstart compare", border_style=colour))
+    # a box wraps its text at the console's width, piped too (soft wrap would crop it)
+    console.print(Panel(body, title="coldstart compare", border_style=colour), soft_wrap=False)
     b, c = comparison.baseline, comparison.candidate
     table = Table(show_header=True)
     table.add_column("")

@@ -6,6 +6,7 @@ Lines for every target."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Any, Sequence
@@ -27,10 +28,16 @@ _PIPE_WIDTH = 200
 
 
 def _console(stderr: bool) -> Console:
+    """A terminal: rich measures it and wraps. Piped: the width in ``COLUMNS`` when the user
+    set one (20-1000), wrapped to it; else lines left whole (``_PIPE_WIDTH`` for tables and
+    boxes), so that a CI log keeps each line on one line."""
     stream = sys.stderr if stderr else sys.stdout
-    terminal = hasattr(stream, "isatty") and stream.isatty()
-    return Console(stderr=stderr, soft_wrap=not terminal, highlight=False,
-                   width=None if terminal else _PIPE_WIDTH)
+    if hasattr(stream, "isatty") and stream.isatty():
+        return Console(stderr=stderr, highlight=False)
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and 20 <= int(columns) <= 1000:
+        return Console(stderr=stderr, highlight=False, width=int(columns))
+    return Console(stderr=stderr, soft_wrap=True, highlight=False, width=_PIPE_WIDTH)
 
 
 def stderr_console() -> Console:
