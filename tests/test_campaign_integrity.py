@@ -347,7 +347,11 @@ def test_debug_anywhere_and_long_input_cut_in_error_lines() -> None:
     line = one_line_error(proc, "label 'xxxx", progress=False)
     assert len(line) < 700
     proc = coldstart("compare", "/nonexistent/a", "/nonexistent/b", "--debug")
-    assert proc.returncode != 0 and "Traceback" in proc.stderr  # --debug after the command
+    # --debug after the command: the traceback, then the same line and exit code as without
+    assert proc.returncode == 2 and "Traceback" in proc.stderr, proc.stderr
+    assert proc.stderr.rstrip().splitlines()[-1].startswith("coldstart: error: ")
+    proc = coldstart("--debug", "crash", "classify", "/nonexistent/report.txt")
+    assert proc.returncode == 2 and "Traceback" in proc.stderr, proc.stderr
 
 
 def test_bad_signal_number_is_refused() -> None:

@@ -17,6 +17,7 @@ import errno
 import importlib
 import os
 import sys
+import traceback
 from typing import Any, NoReturn, Sequence, TextIO
 
 from .. import __version__
@@ -137,12 +138,12 @@ def _main(argv: list[str]) -> int:
         return int(args.func(args) or 0)
     except ColdstartError as exc:
         if debug:
-            raise
+            traceback.print_exc()  # and the same exit code as without --debug
         print(f"coldstart: error: {exc.one_line()}", file=sys.stderr)
         return int(exc.exit_code)
     except OSError as exc:  # permissions, a full disk, a vanished file: the environment
         if debug:
-            raise
+            traceback.print_exc()
         where = f": {exc.filename}" if exc.filename else ""
         infra = exc.errno in _INFRA_ERRNOS
         hint = ("free space or fix the disk" if infra else "check the path and its "
@@ -152,7 +153,7 @@ def _main(argv: list[str]) -> int:
         return int(ExitCode.INFRA if infra else ExitCode.USAGE)
     except KeyboardInterrupt:
         if debug:
-            raise
+            traceback.print_exc()
         campaign = getattr(args, "campaign_dir", None)  # set once a campaign directory exists
         print(f"coldstart: interrupted; finished launches are saved in {campaign} (resume with "
               f"--resume)" if campaign else "coldstart: interrupted", file=sys.stderr)
