@@ -392,3 +392,16 @@ def test_fuzzed_campaign_files_give_data_errors_only(tmp_path_factory, meta_chan
     from kit.analysis.summary import summarize
 
     summarize(campaign)  # what loaded is usable
+
+
+@pytest.mark.parametrize("args", [
+    ("plan", "--baseline-rate", "0.5", "--ceiling", "1e-20"),
+    ("plan", "--baseline-rate", "0.5", "--alpha", "1e-20"),
+    ("plan", "--baseline-rate", "5e-324"),
+    ("plan", "--baseline-rate", "0.5", "--ceiling", "5e-324"),
+    ("compare", "a", "b", "--ceiling", "1e-301"),
+])
+def test_rates_too_small_for_any_launch_count_are_refused(args) -> None:
+    # below 1e-9 no plan fits in any number of launches; the arithmetic used to overflow
+    proc = coldstart(*args)
+    one_line_error(proc, "is below 1e-09, the smallest rate", progress=False)

@@ -35,12 +35,16 @@ from .stats import (RateTest, fisher_p_vector, launches_to_see, lower_bound, low
 from .target import (DEFAULT_SIGNATURE, RACE_DETECTED, RACE_WITNESSED, check_signature, tier,
                      tier_text, none_eligible_text)
 
-__all__ = ["Verdict", "VerdictSettings", "Decision", "Needed", "decide", "p_text",
+__all__ = ["MIN_FRACTION", "Verdict", "VerdictSettings", "Decision", "Needed", "decide", "p_text",
            "clean_launches_to_fixed", "HEAP_ADVICE", "BUILD", "SCENARIO", "NO_CHANGE"]
 
 #: what a comparison is about: two builds, or one build under two scenarios (or options)
 BUILD, SCENARIO, NO_CHANGE = "build", "scenario", "none"
 #: What to do when the baseline never reproduces the target (BACKGROUND.md).
+#: the smallest rate, error rate or ceiling accepted: no launch count could show a smaller one
+#: (plans need ~1/rate launches; 1e-9 already needs more than 10 million)
+MIN_FRACTION = 1e-9
+
 HEAP_ADVICE = ("make the baseline crash first: enable heap poisoning (MallocScribble=1 on "
                "Apple platforms; GWP-ASan always or malloc debug on Android; MALLOC_PERTURB_ "
                "with GLIBC_TUNABLES=glibc.malloc.tcache_count=0 on glibc), raise sessions, use "
@@ -91,8 +95,8 @@ class VerdictSettings:
         check_signature(self.signature)
         for name in ("alpha", "ceiling", "power"):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and 0.0 < value < 1.0):
-                raise UsageError(f"{name} {value!r} is not in (0, 1)",
+            if not (isinstance(value, (int, float)) and MIN_FRACTION <= value < 1.0):
+                raise UsageError(f"{name} {value!r} is not in [{MIN_FRACTION:g}, 1)",
                                  "give a fraction, e.g. 0.05")
 
     def to_dict(self) -> dict[str, Any]:

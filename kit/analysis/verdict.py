@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from .compare import (ArmResult, Comparison, DeviceResult, MovedCrash, build_identity,
                       cap_notes, compare_campaigns, option_differences)
-from .decide import (BUILD, HEAP_ADVICE, NO_CHANGE, SCENARIO, Decision, Needed, Verdict,
+from .decide import (BUILD, HEAP_ADVICE, MIN_FRACTION, NO_CHANGE, SCENARIO, Decision, Needed, Verdict,
                      VerdictSettings, clean_launches_to_fixed, decide, p_text)
 from .target import (ANY_CRASH, DEFAULT_SIGNATURE, FAILURE, MECHANISM, RACE_DETECTED,
                      RACE_WITNESSED, check_signature, count_target, is_eligible, is_target,
                      tier, tier_text)
 
-__all__ = ["Verdict", "VerdictSettings", "Decision", "Needed", "ArmResult", "DeviceResult",
+__all__ = ["MIN_FRACTION", "Verdict", "VerdictSettings", "Decision", "Needed", "ArmResult", "DeviceResult",
            "MovedCrash", "Comparison", "decide", "compare_campaigns", "is_target",
            "is_eligible", "count_target", "check_signature", "DEFAULT_SIGNATURE",
            "RACE_WITNESSED", "RACE_DETECTED", "ANY_CRASH", "MECHANISM", "FAILURE", "tier",

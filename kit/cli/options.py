@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.sequential import InterleavedRule, StopRule
-from ..analysis.verdict import DEFAULT_SIGNATURE, VerdictSettings
+from ..analysis.verdict import DEFAULT_SIGNATURE, MIN_FRACTION, VerdictSettings
 from ..campaign.meta import RuleMeta
 from ..campaign.session import RuleRequest
 from ..errors import UsageError
@@ -43,8 +43,8 @@ def _number(text: str, what: str = "a number") -> float:
 
 
 def fraction_arg(text: str, zero_allowed: bool = False) -> float:
-    """argparse type for a rate or an error rate: a number in ``(0, 1)`` (``[0, 1)`` with
-    ``zero_allowed``, for a true rate).
+    """argparse type for a rate or an error rate: a number in ``[MIN_FRACTION, 1)`` (or 0
+    with ``zero_allowed``, for a true rate).
 
     Raises:
         argparse.ArgumentTypeError: not a number, or out of range (argparse prints it).
@@ -54,6 +54,9 @@ def fraction_arg(text: str, zero_allowed: bool = False) -> float:
         raise argparse.ArgumentTypeError(f"{text} is not a rate in [0, 1), e.g. 0 or 0.01")
     if not zero_allowed and not 0.0 < value < 1.0:
         raise argparse.ArgumentTypeError(f"{text} is not a fraction in (0, 1), e.g. 0.05")
+    if 0.0 < value < MIN_FRACTION:  # no launch count could show it: the plans overflow
+        raise argparse.ArgumentTypeError(f"{text} is below {MIN_FRACTION:g}, the smallest "
+                                         f"rate any number of launches can show")
     return value
 
 
