@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ._apple import ADDRESS_AT, abi, leb_note, mark_js_fatal
+from ._apple import ADDRESS_AT, abi, leb_note, mark_js_fatal, set_apple_signal
 from ._draft import Draft
 from ._text import basename, parse_int, signal_number
 from .ips_salvage import termination_kind
@@ -28,7 +28,8 @@ __all__ = ["crash_text_marks", "looks_like_crash_text", "read_crash_text"]
 _CRASHED = re.compile(r"^Thread (?P<n>\d+) Crashed:{1,2}\s*(?P<queue>.*)$")
 _THREAD_ANY = re.compile(r"^Thread (?P<n>\d+)(?: name:\s*(?P<name>.*)|::\s*(?P<queue>.*)|:| Crashed.*)?"
                          r"\s*$")
-_TEXT_FRAME = re.compile(r"^(?P<idx>\d{1,4})\s+(?P<image>\S.*?)\s+(?P<addr>0x[0-9a-fA-F]{1,16})"
+# the image name may be blank (an app binary whose name the report left out)
+_TEXT_FRAME = re.compile(r"^(?P<idx>\d{1,4})\s+(?:(?P<image>\S.*?)\s+)??(?P<addr>0x[0-9a-fA-F]{1,16})"
                          r"(?:\s+(?P<rest>.*))?$")
 _SYM_OFF = re.compile(r"^(?P<sym>.*?) \+ (?P<off>\d+)(?: \((?P<file>[^()]*?):(?P<line>\d+)\))?\s*$")
 _SYM_FILE = re.compile(r"^(?P<sym>.*?) \((?P<file>[^()\s]+):(?P<line>\d+)\)\s*$")
@@ -99,8 +100,7 @@ def _header(draft: Draft, state: _TextState, key: str, value: str) -> None:
         if exc.startswith("SIG") and not sig:
             exc, sig = "", exc  # "Exception Type: SIGSEGV" (PLCrashReporter, Bugly)
         draft.set("exception", exc if exc and exc != "Unknown" else None)
-        draft.set("signal_name", sig or None)
-        draft.set("signal", signal_number(sig, darwin=True))
+        set_apple_signal(draft, sig)
     elif key in ("Exception Subtype", "Exception Codes"):
         at = ADDRESS_AT.search(value)
         if at is not None:
@@ -178,7 +178,8 @@ def _frame(draft: Draft, images: dict[str, tuple[int, str, str]],
         file, line_no = sm.group("file"), parse_int(sm.group("line"))
     elif rest:
         symbol = rest
-    return Frame(index=idx, module=image, symbol=symbol, offset=offset, pc=pc, build_id=uuid,
+    return Frame(index=idx, module=image or None, symbol=symbol, offset=offset, pc=pc,
+                 build_id=uuid,
                  path=path or None, file=file, line=line_no)
 
 
@@ -236,9 +237,9 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
                 images.setdefault(words[0], images[name])
             continue
         f = _TEXT_FRAME.match(line.strip()) if current is not None else None
-        if f is not None and current is not None:
+        if f is not None and current is not None and (f.group("image") or f.group("rest")):
             blocks.setdefault(current, []).append(
-                (int(f.group("idx")), f.group("image").strip(), int(f.group("addr"), 16),
+                (int(f.group("idx")), (f.group("image") or "").strip(), int(f.group("addr"), 16),
                  f.group("rest")))
             continue
         if not line.strip():
