@@ -241,6 +241,9 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
             blocks.setdefault(current, []).append(
                 (int(f.group("idx")), (f.group("image") or "").strip(), int(f.group("addr"), 16),
                  f.group("rest")))
+            # 0x00007fff...: x86-64 user space (the dyld shared cache), a Mac's, never a
+            # device's (iOS devices are arm64, their addresses below 2^40)
+            state.macos = state.macos or 0x7F00_0000_0000 <= int(f.group("addr"), 16) < 2 ** 47
             continue
         if not line.strip():
             current = None

@@ -167,7 +167,7 @@ def parse_ips_fragment(draft: Draft, text: str) -> None:
             draft.set("message", _str(termination, "indicator") or namespace)
         if namespace == "SIGNAL" and code is not None:
             draft.set("signal", code)
-    region = _str(text, "vmRegionInfo")
+    region = _str(text, "vmRegionInfo") or _str(text, "vmregioninfo")  # both spellings occur
     draft.set("cause", region.strip() if region else None)
     draft.set("signal", signal_number(draft.get("signal_name"), darwin=True))
     frames, how = _frames(text)
