@@ -108,7 +108,7 @@ def parse_sanitizer_frame(line: str) -> Frame | None:
             if fm.group("file") != "<null>":
                 file = fm.group("file")
             rest = (" " + rest)[:fm.start()].strip()
-    if rest == "<null>":
+    if rest in ("<null>", "(<unknown module>)"):  # no symbol; no module the tool could name
         rest = ""
     return Frame(index=parse_int(m.group("idx")) or 0, module=module, symbol=rest or None,
                  pc=pc or (m.group("addr") or "").lower() or None, build_id=build_id, path=path,
