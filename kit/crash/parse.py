@@ -36,6 +36,7 @@ from ._paste import tidy_paste
 from ._text import decode, signal_name, split_logcat
 from .android import parse_android_log, parse_dropbox
 from .apple import crash_text_marks, parse_ips, read_crash_text
+from .bugsnag import looks_like_bugsnag, read_bugsnag
 from .debugger import (looks_like_ide_frames, looks_like_xcode_threads, read_ide_frames, read_lldb,
                        read_xcode_threads)
 from .exitinfo import ExitReason, parse_exit_info
@@ -196,6 +197,11 @@ def _parse_android_or_host(text: str, notes: list[str], forced: bool) -> Draft:
     raw = style == "raw"
     draft = Draft(platform="android", source="logcat", format="unknown", notes=list(notes))
     parse_android_log(draft, loglines, raw=raw)
+    bugsnag = looks_like_bugsnag(lines) if draft.kind == "unknown" and not forced else None
+    if bugsnag is not None:
+        issue = Draft(platform="android", source="crash-reporter", notes=list(notes))
+        read_bugsnag(issue, lines, bugsnag)
+        return issue
     if draft.kind == "unknown" and not forced and looks_like_host_backtrace(lines):
         host = Draft(platform="linux", source="host-signal", format="host-backtrace",
                      notes=list(notes))
