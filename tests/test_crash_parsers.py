@@ -288,6 +288,8 @@ def test_js_frame_shapes(line: str, symbol: str, module: str | None, line_no: in
 @pytest.mark.parametrize("name,family", [
     ("public/macos/ips-fragment-frames-array.ips", "ips-partial"),
     ("public/host/asan-uaf-ctest-prefix.txt", "sanitizer"),
+    ("public/host/valgrind-terminating-sigsegv.txt", "valgrind"),
+    ("public/host/valgrind-address-not-stackd.txt", "valgrind"),
     ("public/ios/frames-only-no-header.txt", "crash-text"),
     ("public/ios/watchdog-header-only.crash", "crash-text"),
     ("public/android/lldb-android-libflutter.txt", "lldb"),
@@ -318,3 +320,17 @@ def test_two_tombstones_in_one_text_read_only_the_first(first: str, second: str)
     assert both.frames == alone.frames
     assert "the text holds another tombstone after this one: only the first is read" \
         in both.notes
+
+
+def test_apple_frames_with_a_symbol_comment_read_symbol_offset_and_pc() -> None:
+    # ReProvision's paste (a jailbreak symbolicator): "0xADDR 0xBASE + 0xOFF  // sym + 0xN";
+    # the crashed thread there has no frames, so name thread 6 the crashed one
+    text = (DATA / "public/ios/thread-state-names-crashed-thread.crash").read_text()
+    text = text.replace("Thread 6:\n", "Thread 6 Crashed:\n").split("\n\nThread 0 crashed")[0]
+    record = parse_text(text)
+    assert record.thread_index == 6 and len(record.frames) == 11
+    first, fifth = record.frames[0], record.frames[5]
+    assert (first.module, first.symbol, first.offset, first.pc) == (
+        "libsystem_kernel.dylib", "mach_msg_trap", 8, "0x3634")
+    assert (fifth.symbol, fifth.offset, fifth.pc) == (
+        "-[NSRunLoop(NSRunLoop) runMode:beforeDate:]", 0xe4, "0x7824")

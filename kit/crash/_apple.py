@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 
 from ._draft import Draft
+from ._text import signal_number
 
-__all__ = ["ADDRESS_AT", "abi", "mark_js_fatal", "leb_note"]
+__all__ = ["ADDRESS_AT", "abi", "mark_js_fatal", "leb_note", "set_apple_signal"]
 
 ADDRESS_AT = re.compile(r"\bat (0x[0-9a-fA-F]+)")
 # Apple "Code Type" / cpuType spellings -> the ABI names tombstones use
@@ -44,3 +45,33 @@ def leb_note(count: int, symbols: list[str]) -> str:
     top = ", ".join(symbols[:3])
     return f"last exception backtrace ({count} frames; an uncaught exception ended the " \
            f"process): {top}"
+
+
+# "SIGKILL (Code Signature Invalid)" (.ips), "SIGKILL - CODESIGNING" (text): a signal and
+# what the kernel says about it
+_SIGNAL_DETAIL = re.compile(r"^(?P<sig>SIG[A-Z0-9]+)(?:\s*(?:-|\()\s*(?P<detail>.*?)\)?)?\s*$")
+
+
+def set_apple_signal(draft: Draft, text: str | None) -> None:
+    """Set ``signal_name``/``signal`` from an Apple report's signal text (``SIGSEGV``,
+    ``SIGKILL (Code Signature Invalid)``, ``SIGKILL - CODESIGNING``); a detail after the
+    name goes to a note, and a text that names no signal (``EXC_CRASH (Code Signature
+    Invalid)``) sets no signal."""
+    text = (text or "").strip()
+    if not text:
+        return
+    m = _SIGNAL_DETAIL.match(text)
+    if m is None and "code signature" in text.lower():
+        # old macOS: "EXC_CRASH (Code Signature Invalid)"; the kernel kills (SIGKILL) a
+        # process whose code pages fail validation (Apple TN2151, "Code signing")
+        draft.set("signal_name", "SIGKILL")
+        draft.set("signal", 9)
+        draft.note(f"{text[:80]}: the kernel kills the process (SIGKILL)")
+        return
+    if m is None:
+        draft.note(f"the exception names no signal: {text[:80]!r}")
+        return
+    draft.set("signal_name", m.group("sig"))
+    draft.set("signal", signal_number(m.group("sig"), darwin=True))
+    if m.group("detail"):
+        draft.note(f"the kernel's word on the signal: {m.group('detail')[:80]}")

@@ -28,6 +28,8 @@ __all__ = ["tidy_paste"]
 _QUOTE = re.compile(r"^[ \t]{0,3}>(?: |$)")
 _FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
 _CTEST = re.compile(r"^(\d{1,5}): ")
+# a whole line in Markdown bold ("**java.lang.RuntimeException:** "): a rendered copy
+_BOLD_LINE = re.compile(r"^[ \t]*\*\*(?P<inner>[^*\n]+?)\*\*[ \t]*$", re.M)
 _ENTITY = re.compile(r"&(?:quot|lt|gt|amp|#39|#x27);")
 _QUOTE_ANY = re.compile(r"^[ \t]{0,3}>(?: |$)", re.M)
 _CTEST_ANY = re.compile(r"\A\s*\d{1,5}: ")
@@ -83,7 +85,8 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
     quotes = _QUOTE_ANY.search(text) is not None
     runner = _CTEST_ANY.search(text) is not None
     indented = text[:1] in (" ", "\t") and text.lstrip()[:1] != "{"  # JSON: indent is free
-    if not (quotes or runner or indented or "```" in text or "~~~" in text or "`" in text[:4]
+    bold = "**" in text and _BOLD_LINE.search(text) is not None
+    if not (quotes or runner or indented or bold or "```" in text or "~~~" in text or "`" in text[:4]
             or "`" in text[-4:] or "&" in text):
         return text, notes
     lines = text.split("\n")
@@ -101,6 +104,12 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
         if indent:
             notes.append(f"pasted as an indented code block: {len(indent)} leading "
                          "whitespace characters removed from every line")
+    if bold:
+        # Markdown bold lines, and '> ' that opens a lazy block quote (only its first line
+        # carries the marker): both from a rendered copy (Play Console's, pasted in bold)
+        lines = [_BOLD_LINE.sub(r"\g<inner>", ln) for ln in lines]
+        lines = [ln[2:] if ln.startswith("> ") else ln for ln in lines]
+        notes.append("Markdown bold ('**') and block-quote ('> ') marks removed")
     lines, prefix = _strip_runner_prefix(lines) if runner else (lines, None)
     if prefix is not None:
         notes.append(f"a test runner's '{prefix}' line prefix removed")

@@ -112,12 +112,16 @@ _TIME = re.compile(
 _TABS = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\d\t\d\d:\d\d:\d\d\.\d+)\t(?P<pid>\d+)\t(?P<tid>\d+)\t"
     + _LEVEL + r"\t+(?P<tag>[^\t]*)\t+(?P<msg>.*)$")
+# 13:24:30 A DEBUG : #00 pc 00204064 ...   (a device farm's log view: the clock alone, the
+# level, the tag; Sauce Labs)
+_CLOCK = re.compile(r"^(?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)\s+" + _LEVEL
+                    + r"\s+(?P<tag>[^:\s]*)\s*: (?P<msg>.*)$")
 
 # tabs first: a tab-separated line also fits threadtime's loose tag when its message holds
 # ": " (every frame's "BuildId: ")
 _STYLES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("tabs", _TABS), ("threadtime", _THREADTIME), ("studio", _STUDIO_OLD), ("studio", _STUDIO),
-    ("time", _TIME), ("brief", _BRIEF), ("tag", _TAG), ("tag", _TAG_SPACE))
+    ("time", _TIME), ("brief", _BRIEF), ("tag", _TAG), ("tag", _TAG_SPACE), ("clock", _CLOCK))
 
 
 def _match(pattern: re.Pattern[str], line: str) -> LogLine | None:
@@ -135,8 +139,8 @@ def _match(pattern: re.Pattern[str], line: str) -> LogLine | None:
 def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
     """Detect the logcat prefix style and strip it from every line.
 
-    Returns ``(style, lines)``: ``style`` is ``threadtime``, ``brief``, ``studio``, ``tag``
-    or ``raw`` (the style that most lines carry; ``raw`` when fewer than one line in five, or
+    Returns ``(style, lines)``: ``style`` is ``threadtime``, ``brief``, ``studio``, ``tag``,
+    ``time``, ``tabs``, ``clock`` or ``raw`` (the style that most lines carry; ``raw`` when fewer than one line in five, or
     none, has a prefix; the indented lines right after a prefixed line, a message's
     continuations, are not counted). Lines without the prefix are kept with ``tag=None``
     (continuations, ``--------- beginning of crash`` markers, pasted text).

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._apple import ADDRESS_AT, abi, leb_note, mark_js_fatal
+from ._apple import ADDRESS_AT, abi, leb_note, mark_js_fatal, set_apple_signal
 from ._draft import Draft
 from ._text import basename, parse_int, signal_number
 from .crash_text import crash_text_marks, looks_like_crash_text, read_crash_text
@@ -200,9 +200,8 @@ def parse_ips(draft: Draft, text: str) -> None:
     draft.set("abi", abi(_str(body.get("cpuType"))))
     exception = _dict(body.get("exception"))
     draft.set("exception", _str(exception.get("type")))
-    sig = _str(exception.get("signal"))
-    draft.set("signal_name", sig)
-    draft.set("signal", signal_number(sig, darwin=True))
+    set_apple_signal(draft, _str(exception.get("signal")))
+    draft.set("message", _str(exception.get("message")))  # EXC_GUARD, EXC_RESOURCE say why
     subtype = _str(exception.get("subtype")) or ""
     codes = _str(exception.get("codes")) or ""
     draft.set("code", subtype.split(" at ")[0].strip() or None)

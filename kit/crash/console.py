@@ -172,7 +172,7 @@ def find_console_exception(lines: Sequence[str]) -> int | None:
 
 
 #: a bare ``Throwable.printStackTrace`` headline: ``pkg.Class[Exception|Error]: message``
-_BARE_EXC = re.compile(r"^\s*(?P<type>[a-z][\w$]*(?:\.[\w$]+)+(?:Exception|Error))(?::\s.*|\s*)$")
+_BARE_EXC = re.compile(r"^\s*(?P<type>[a-z][\w$]*(?:\.[\w$]+)+(?:Exception|Error))(?::(?:\s.*)?|\s*)$")
 #: lines after a bare headline in which its first ``at`` frame must come (a JS stack
 #: between the two counts, as in a JavascriptException's message)
 BARE_FRAME_LINES = 80

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ._apple import ADDRESS_AT, abi, leb_note, mark_js_fatal
+from ._apple import ADDRESS_AT, abi, leb_note, mark_js_fatal, set_apple_signal
 from ._draft import Draft
 from ._text import basename, parse_int, signal_number
 from .ips_salvage import termination_kind
@@ -28,9 +28,16 @@ __all__ = ["crash_text_marks", "looks_like_crash_text", "read_crash_text"]
 _CRASHED = re.compile(r"^Thread (?P<n>\d+) Crashed:{1,2}\s*(?P<queue>.*)$")
 _THREAD_ANY = re.compile(r"^Thread (?P<n>\d+)(?: name:\s*(?P<name>.*)|::\s*(?P<queue>.*)|:| Crashed.*)?"
                          r"\s*$")
-_TEXT_FRAME = re.compile(r"^(?P<idx>\d{1,4})\s+(?P<image>\S.*?)\s+(?P<addr>0x[0-9a-fA-F]{1,16})"
+# the image name may be blank (an app binary whose name the report left out)
+_STATE = re.compile(r"^Thread (?P<n>\d+) crashed with .*Thread State\b", re.I)
+#: Cr4shed's spellings of the header keys (lower case after the first word)
+_KEY_CASE = {"Exception type": "Exception Type", "Exception subtype": "Exception Subtype",
+             "Exception codes": "Exception Codes", "Triggered by thread": "Triggered by Thread"}
+_TEXT_FRAME = re.compile(r"^(?P<idx>\d{1,4})\s+(?:(?P<image>\S.*?)\s+)??(?P<addr>0x[0-9a-fA-F]{1,16})"
                          r"(?:\s+(?P<rest>.*))?$")
 _SYM_OFF = re.compile(r"^(?P<sym>.*?) \+ (?P<off>\d+)(?: \((?P<file>[^()]*?):(?P<line>\d+)\))?\s*$")
+_COMMENT = re.compile(r"^0x[0-9a-fA-F]+ \+ (?P<off>0x[0-9a-fA-F]+|\d+)\s*//\s*(?P<sym>.*?)"
+                      r"(?: \+ (?P<soff>0x[0-9a-fA-F]+|\d+))?\s*$")
 _SYM_FILE = re.compile(r"^(?P<sym>.*?) \((?P<file>[^()\s]+):(?P<line>\d+)\)\s*$")
 _IMAGE = re.compile(r"^\s*(?P<start>0x[0-9a-fA-F]+)\s*-\s*(?:0x[0-9a-fA-F]+|\?\?\?)\s+\+?"
                     r"(?P<what>.*?)\s*<(?P<uuid>[0-9a-fA-F-]{32,36})>\s*(?P<path>.*)$")
@@ -99,8 +106,7 @@ def _header(draft: Draft, state: _TextState, key: str, value: str) -> None:
         if exc.startswith("SIG") and not sig:
             exc, sig = "", exc  # "Exception Type: SIGSEGV" (PLCrashReporter, Bugly)
         draft.set("exception", exc if exc and exc != "Unknown" else None)
-        draft.set("signal_name", sig or None)
-        draft.set("signal", signal_number(sig, darwin=True))
+        set_apple_signal(draft, sig)
     elif key in ("Exception Subtype", "Exception Codes"):
         at = ADDRESS_AT.search(value)
         if at is not None:
@@ -117,6 +123,10 @@ def _header(draft: Draft, state: _TextState, key: str, value: str) -> None:
         name, _, pid = value.partition("[")
         draft.set("process", name.strip() or None)
         draft.set("pid", parse_int(pid.rstrip("]")))
+    elif key == "Thread name" and state.crashed is not None:  # Cr4shed, under the trigger
+        name = _thread_name(value)
+        if name:
+            state.names.setdefault(state.crashed, name)
     elif key in ("Date/Time", "Date"):
         draft.set("timestamp", value)
     elif key == "Code Type":
@@ -169,6 +179,15 @@ def _frame(draft: Draft, images: dict[str, tuple[int, str, str]],
     rest = (rest or "").strip()
     if rest.startswith("[inlined] "):
         rest = rest[len("[inlined] "):]
+    cm = _COMMENT.match(rest)
+    if cm is not None:  # jailbreak symbolicators: "0xBASE + 0xOFF  // symbol + 0xN"
+        pc = hex(parse_int(cm.group("off"), 16 if cm.group("off").startswith("0x") else 10)
+                 or 0)
+        symbol = cm.group("sym").strip() or None
+        offset = parse_int(cm.group("soff"), 16 if (cm.group("soff") or "").startswith("0x")
+                           else 10)
+        return Frame(index=idx, module=image or None, symbol=symbol, offset=offset, pc=pc,
+                     build_id=uuid, path=path or None)
     sm = _SYM_OFF.match(rest) or _SYM_FILE.match(rest)
     if sm is not None and sm.group("sym").startswith("0x") and "off" in sm.groupdict():
         pc = hex(parse_int(sm.group("off")) or 0)  # unsymbolicated: "0xLOAD + offset"
@@ -178,7 +197,8 @@ def _frame(draft: Draft, images: dict[str, tuple[int, str, str]],
         file, line_no = sm.group("file"), parse_int(sm.group("line"))
     elif rest:
         symbol = rest
-    return Frame(index=idx, module=image, symbol=symbol, offset=offset, pc=pc, build_id=uuid,
+    return Frame(index=idx, module=image or None, symbol=symbol, offset=offset, pc=pc,
+                 build_id=uuid,
                  path=path or None, file=file, line=line_no)
 
 
@@ -218,6 +238,15 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
             if ":: " in line or line.rstrip().endswith("::"):
                 state.macos = True  # "Thread N Crashed::" is macOS's spelling
             continue
+        ts = _STATE.match(line)
+        if ts is not None:  # "Thread 0 crashed with ARM Thread State (64-bit):"
+            if state.crashed is None:
+                state.crashed = parse_int(ts.group("n"))
+            current = None
+            continue
+        if line.strip() == "Call stack:" and state.crashed is not None:
+            current = state.crashed  # Cr4shed: the triggered thread's frames follow
+            continue
         t = _THREAD_ANY.match(line)
         if t is not None:
             current = parse_int(t.group("n"))
@@ -236,10 +265,13 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
                 images.setdefault(words[0], images[name])
             continue
         f = _TEXT_FRAME.match(line.strip()) if current is not None else None
-        if f is not None and current is not None:
+        if f is not None and current is not None and (f.group("image") or f.group("rest")):
             blocks.setdefault(current, []).append(
-                (int(f.group("idx")), f.group("image").strip(), int(f.group("addr"), 16),
+                (int(f.group("idx")), (f.group("image") or "").strip(), int(f.group("addr"), 16),
                  f.group("rest")))
+            # 0x00007fff...: x86-64 user space (the dyld shared cache), a Mac's, never a
+            # device's (iOS devices are arm64, their addresses below 2^40)
+            state.macos = state.macos or 0x7F00_0000_0000 <= int(f.group("addr"), 16) < 2 ** 47
             continue
         if not line.strip():
             current = None
@@ -257,6 +289,7 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
                 draft.set("signal", signal_number(sig, darwin=True))
             continue
         key, value = h.group("key").strip(), h.group("value").strip()
+        key = _KEY_CASE.get(key, key)
         if key == "Application Specific Information":
             asi = [value] if value else []
         else:

@@ -57,6 +57,20 @@ _ABORT_TEXT = re.compile(
 _SIGNAL_WORDS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                  "Illegal instruction": "SIGILL", "Floating point exception": "SIGFPE",
                  "Trace/breakpoint trap": "SIGTRAP", "Killed": "SIGKILL"}
+# a shell's job notice: zsh "[1]    2527336 abort (core dumped)  cmd", bash "[1]+  Aborted
+# (core dumped)  cmd", bash -c "bash: line 1:  1234 Segmentation fault  (core dumped) cmd"
+_SHELL_JOB = re.compile(r"^(?:\[\d+\]\s*[+-]?\s*|\S+: line \d+:\s*)(?P<pid>\d+\s+)?(?P<words>"
+                        r"abort(?:ed)?|segmentation fault|bus error|illegal instruction|"
+                        r"floating point exception|trace/breakpoint trap|killed)\b", re.I)
+_SHELL_WORDS = {"abort": "SIGABRT", "aborted": "SIGABRT", "segmentation fault": "SIGSEGV",
+                "bus error": "SIGBUS", "illegal instruction": "SIGILL",
+                "floating point exception": "SIGFPE", "trace/breakpoint trap": "SIGTRAP",
+                "killed": "SIGKILL"}
+# glibc's fatal messages: __libc_message / malloc_printerr / __fortify_fail end in abort()
+_GLIBC_FATAL = re.compile(r"^(?:\*\*\* (?:stack smashing|buffer overflow|longjmp causes) "
+                          r"|(?:free|malloc|realloc|munmap_chunk|malloc_consolidate|_int_\w+|"
+                          r"tcache_\w+)(?:\(\))?: |double free or corruption|corrupted |"
+                          r"Fatal glibc error: )")
 _SIGNAL_MENTION = re.compile(r"\b(?:signal (?P<num>\d{1,2})\b|(?P<name>SIG(?:SEGV|ABRT|BUS|ILL|"
                              r"FPE|TRAP|KILL|SYS)))")
 
@@ -121,7 +135,7 @@ _CONSOLE_ABORT = re.compile(r"^(?:.*\bterminated by signal SIG[A-Z]+|.*malloc: \
                             r".*Assertion [`'].*' failed\.|(?:Segmentation fault|Aborted) \(core "
                             r"dumped\)|Fatal Python error: |\w+: (?:segmentation fault|abort|bus "
                             r"error|illegal instruction)\b|.*\*\*\* Terminating app due to "
-                            r"uncaught exception)", re.M | re.I)
+                            r"uncaught exception|\[\d+\]\s*[+-]?\s*(?:\d+\s+)?(?:abort|segmentation fault|bus error|illegal instruction)\b)", re.M | re.I)
 _GDB_PROMPT = re.compile(r"^\(gdb\) (?:bt|backtrace|where|thread apply all bt)\b")
 _GDB_TAIL = re.compile(r"^(?:at|from) \S")
 
@@ -207,6 +221,11 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
             abort_lines.append(stripped)
             wrapped = False
             continue
+        job = _SHELL_JOB.match(stripped)
+        if job is not None and draft.get("signal_name") is None:
+            draft.set("signal_name", _SHELL_WORDS[job.group("words").lower()])
+            draft.set("pid", parse_int((job.group("pid") or "").strip() or None))
+            continue
         if draft.get("signal_name") is None:
             lowered = stripped.lower()
             for words, name in _SIGNAL_WORDS.items():
@@ -222,6 +241,9 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
                               or signal_name(parse_int(m.group("num"))))
     if abort_lines:
         draft.set("abort_message", "\n".join(abort_lines))
+        if draft.get("signal_name") is None and any(map(_GLIBC_FATAL.match, abort_lines)):
+            draft.set("signal_name", "SIGABRT")
+            draft.note("glibc's fatal error message: glibc aborts the process (SIGABRT)")
     mapping, note = demangle_all(f.symbol for f in frames if f.symbol)
     if note:
         draft.note(note)

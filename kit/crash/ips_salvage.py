@@ -25,6 +25,7 @@ import functools
 import re
 
 from ._draft import Draft
+from ._apple import set_apple_signal
 from ._text import parse_int, signal_number
 from .record import Frame
 
@@ -150,7 +151,8 @@ def parse_ips_fragment(draft: Draft, text: str) -> None:
     exception = _object(text, "exception")
     if exception is not None:
         draft.set("exception", _str(exception, "type"))
-        draft.set("signal_name", _str(exception, "signal"))
+        set_apple_signal(draft, _str(exception, "signal"))
+        draft.set("message", _str(exception, "message"))
         subtype = _str(exception, "subtype") or ""
         draft.set("code", subtype.split(" at ")[0].strip() or None)
         at = re.search(r"\bat (0x[0-9a-fA-F]+)", subtype)
@@ -165,7 +167,7 @@ def parse_ips_fragment(draft: Draft, text: str) -> None:
             draft.set("message", _str(termination, "indicator") or namespace)
         if namespace == "SIGNAL" and code is not None:
             draft.set("signal", code)
-    region = _str(text, "vmRegionInfo")
+    region = _str(text, "vmRegionInfo") or _str(text, "vmregioninfo")  # both spellings occur
     draft.set("cause", region.strip() if region else None)
     draft.set("signal", signal_number(draft.get("signal_name"), darwin=True))
     frames, how = _frames(text)

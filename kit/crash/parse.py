@@ -10,7 +10,8 @@ fits; ``hint`` skips it); :func:`detect_family` returns the family and why:
 3. ``ApplicationExitInfo #N``: ``dumpsys activity exit-info`` (the newest entry);
 4. a line of ``=`` plus ``YYYY-MM-DD HH:MM:SS <tag> (`` or ``Drop box contents:``: DropBox;
 5. a sanitizer's report (ASan, HWASan, TSan, MSan, LSan, UBSan; a piece of one):
-   :mod:`kit.crash.sanitizer`;
+   :mod:`kit.crash.sanitizer`; Valgrind's output (``==PID==`` lines of Memcheck, Helgrind,
+   DRD): :mod:`kit.crash.valgrind`;
 6. legacy Apple ``.crash`` text or a piece of it (``Exception Type:``, ``Termination
    Reason:``, ``Thread N Crashed:``, Apple frame lines ...);
 7. ``* thread #N ... stop reason =`` or ``frame #N: 0x`` lines: lldb; ``Thread N Queue :`` /
@@ -35,6 +36,7 @@ from ._paste import tidy_paste
 from ._text import decode, signal_name, split_logcat
 from .android import parse_android_log, parse_dropbox
 from .apple import crash_text_marks, parse_ips, read_crash_text
+from .bugsnag import looks_like_bugsnag, read_bugsnag
 from .debugger import (looks_like_ide_frames, looks_like_xcode_threads, read_ide_frames, read_lldb,
                        read_xcode_threads)
 from .exitinfo import ExitReason, parse_exit_info
@@ -43,13 +45,14 @@ from .host import looks_like_console_abort, looks_like_host_backtrace, read_host
 from .ips_salvage import looks_like_ips_fragment, parse_ips_fragment
 from .record import CrashRecord
 from .sanitizer import looks_like_sanitizer, read_sanitizer
+from .valgrind import looks_like_valgrind, read_valgrind
 
 __all__ = ["parse_text", "detect_family", "HINTS"]
 
 #: Values accepted for ``hint`` (a format family).
 HINTS = ("android", "tombstone", "logcat", "dropbox", "exit-info", "ips", "jetsam",
          "crash-text", "lldb", "host", "ips-partial", "sanitizer", "xcode", "ide-frames",
-         "console", "grapheneos")
+         "console", "grapheneos", "valgrind")
 
 _DROPBOX = re.compile(r"^(?:={20,}\s*\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(|Drop box contents:)",
                       re.M)
@@ -98,6 +101,9 @@ def detect_family(text: str) -> tuple[str, str]:
     why = looks_like_sanitizer(text)
     if why:
         return "sanitizer", why
+    why = looks_like_valgrind(text)
+    if why:
+        return "valgrind", why
     why = crash_text_marks(text)
     if why:
         return "crash-text", why
@@ -119,6 +125,7 @@ _READERS: dict[str, tuple[str, str, str, Callable[[Draft, Any], None], bool]] = 
     "ips-partial": ("ios", "ips", "ips-partial", parse_ips_fragment, False),
     "dropbox": ("android", "dropbox", "dropbox", parse_dropbox, False),
     "sanitizer": ("linux", "sanitizer", "sanitizer", read_sanitizer, True),
+    "valgrind": ("linux", "valgrind", "valgrind", read_valgrind, True),
     "crash-text": ("ios", "crash-text", "crash-text", read_crash_text, True),
     "lldb": ("ios", "lldb", "lldb", read_lldb, True),
     "xcode": ("ios", "debugger", "xcode-threads", read_xcode_threads, True),
@@ -190,6 +197,11 @@ def _parse_android_or_host(text: str, notes: list[str], forced: bool) -> Draft:
     raw = style == "raw"
     draft = Draft(platform="android", source="logcat", format="unknown", notes=list(notes))
     parse_android_log(draft, loglines, raw=raw)
+    bugsnag = looks_like_bugsnag(lines) if draft.kind == "unknown" and not forced else None
+    if bugsnag is not None:
+        issue = Draft(platform="android", source="crash-reporter", notes=list(notes))
+        read_bugsnag(issue, lines, bugsnag)
+        return issue
     if draft.kind == "unknown" and not forced and looks_like_host_backtrace(lines):
         host = Draft(platform="linux", source="host-signal", format="host-backtrace",
                      notes=list(notes))

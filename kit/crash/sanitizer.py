@@ -56,6 +56,10 @@ _FRAME = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+(?:(?P<addr>0x[0-9a-fA-F]+)\s+)?(?
 _MODULE = re.compile(r"^\((?P<mod>[^()]+?)\+(?P<off>0x[0-9a-fA-F]+)\)$")
 _BUILD_ID = re.compile(r"\s*\(BuildId: (?P<id>[0-9a-fA-F]+)\)\s*$")
 _SOURCE = re.compile(r"\s(?P<file>(?:[/.\w<>~-][^\s:]*)?\.\w+|<null>):(?P<line>\d+)(?::\d+)?$")
+_FILE_ONLY = re.compile(r"\s(?P<file><null>|[/.\w~-][^\s:()]*\.(?:c|cc|cpp|cxx|c\+\+|h|hh|hpp|hxx|"
+                        r"inc|inl|m|mm|rs|go|swift))$")
+_UBSAN = re.compile(r"^\s*(?:\S+: )?(?P<file>[^\s:]+):(?P<line>\d+):(?:\d+:)? runtime error: "
+                    r"(?P<msg>.+?)\s*$")
 _DETECT = re.compile(r"(?:ERROR|WARNING): (?:" + "|".join(_TOOLS) + r"):|SUMMARY: \w+Sanitizer:|"
                      r"freed by thread T\d+ here:|previously allocated by thread T\d+ here:|"
                      r"(?:READ|WRITE) of size \d+ at 0x[0-9a-fA-F]+ thread T\d+")
@@ -98,6 +102,14 @@ def parse_sanitizer_frame(line: str) -> Frame | None:
     if sm is not None and sm.start() > 0:
         file, line_no = sm.group("file"), parse_int(sm.group("line"))
         rest = (" " + rest)[:sm.start()].strip()
+    else:  # TSan's symbolizer: "main <null>", "<null> <null>", "f() a.cpp" (a file, no line)
+        fm = _FILE_ONLY.search(" " + rest)
+        if fm is not None and fm.start() > 0:
+            if fm.group("file") != "<null>":
+                file = fm.group("file")
+            rest = (" " + rest)[:fm.start()].strip()
+    if rest in ("<null>", "(<unknown module>)"):  # no symbol; no module the tool could name
+        rest = ""
     return Frame(index=parse_int(m.group("idx")) or 0, module=module, symbol=rest or None,
                  pc=pc or (m.group("addr") or "").lower() or None, build_id=build_id, path=path,
                  file=file, line=line_no)
@@ -168,6 +180,10 @@ def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
             draft.set("thread_name", thread.group(1) or thread.group(2))
         draft.set("cause", f"{kind or tool}: {access.group('access')} of size "
                            f"{access.group('size')} at {access.group('addr').lower()}")
+    ubsan = next((m for m in map(_UBSAN.match, lines) if m), None)
+    if ubsan is not None:  # UBSan's own line: "file:line:col: runtime error: what"
+        draft.set("message", ubsan.group("msg"))
+        draft.set("cause", f"runtime error at {ubsan.group('file')}:{ubsan.group('line')}")
     location = re.search(r"^\s*Location is (?P<loc>.*?)(?: of size \d+)? at 0x", text, re.M)
     if location is not None:
         draft.note(f"race location: {location.group('loc')}")

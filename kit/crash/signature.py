@@ -88,6 +88,10 @@ def normalize_symbol(symbol: str, rust: bool = False) -> str:
     read is returned stripped).
     """
     symbol = _CLONE.sub("", _SOURCE_TAIL.sub("", symbol.strip()))
+    if symbol.startswith("__GI_") and len(symbol) > 5:
+        # glibc's internal alias of a public function (include/libc-symbols.h hidden_def):
+        # gdb prints __GI_raise, __GI_abort, __GI___libc_free for raise, abort, __libc_free
+        symbol = symbol[5:]
     if symbol.startswith("::"):  # the global namespace spelled out (IDE frame views)
         symbol = symbol[2:]
     if symbol.startswith("[inlined] "):
