@@ -405,3 +405,14 @@ def test_rates_too_small_for_any_launch_count_are_refused(args) -> None:
     # below 1e-9 no plan fits in any number of launches; the arithmetic used to overflow
     proc = coldstart(*args)
     one_line_error(proc, "is below 1e-09, the smallest rate", progress=False)
+
+
+@pytest.mark.parametrize("args, prog", [
+    (("run", "host", "--poison", "bogus"), "coldstart run host"),
+    (("models", "verify", "m1"), "coldstart models verify"),
+    (("compare", "a", "b", "c"), "coldstart compare"),
+])
+def test_unrecognized_arguments_point_at_their_subcommands_help(args, prog) -> None:
+    proc = coldstart(*args)
+    line = one_line_error(proc, "unrecognized arguments", progress=False)
+    assert line.endswith(f"(see `{prog} --help`)"), line

@@ -41,6 +41,13 @@ MAX_ERROR_CHARS = 400
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error and exit code 2, like every other usage error."""
 
+    #: the innermost parser of the last parse (``run host``'s for ``coldstart run host ...``)
+    innermost: "_Parser | None" = None
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        _Parser.innermost = self  # the subcommand's parser is entered after its parent's
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
         self.exit(ExitCode.USAGE, f"coldstart: error: {_cut(message)} (see `{self.prog} "
                                   f"--help`)\n")
@@ -134,7 +141,10 @@ def _main(argv: list[str]) -> int:
         argv = [a for a in argv[:cut] if a != "--debug"] + argv[cut:]
     args = None
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # named by the subcommand they were given to, with its --help
+            (_Parser.innermost or parser).error(f"unrecognized arguments: {' '.join(extra)}")
         return int(args.func(args) or 0)
     except ColdstartError as exc:
         if debug:
