@@ -106,6 +106,32 @@ def test_a_reader_notes_a_campaign_in_progress(tmp_path: Path) -> None:
     assert not any("in progress" in n for n in load_campaign(store.path).notes)
 
 
+def test_compare_on_a_campaign_in_progress_says_so_once_and_not_interrupted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kit.campaign import update_meta
+    from kit.cli import main
+
+    store = _campaign(tmp_path / "c")
+    update_meta(store, launches=10)  # 3 of 10 made, and still being written
+    other = _campaign(tmp_path / "d")
+    writer = CampaignStore(store.path)
+    writer.lock()
+    try:
+        assert main(["compare", str(store.path), str(other.path)]) == 0
+    finally:
+        writer.unlock()
+    out = capsys.readouterr().out
+    assert out.count("a campaign in progress") == 1, out
+    assert "interrupted" not in out, out
+    summary = (other.path / "comparison" / "summary.md").read_text()
+    assert summary.count("a campaign in progress") == 1, summary
+    assert "interrupted" not in summary, summary
+    # once its writer is gone, the same campaign reads as interrupted, with the resume hint
+    assert main(["compare", str(store.path), str(other.path), "--no-reports"]) == 0
+    out = capsys.readouterr().out
+    assert "in progress" not in out and "made 3 of its 10 planned launches" in out, out
+
+
 # -- --out ----------------------------------------------------------------------------------
 def test_a_fresh_run_never_adopts_what_is_in_out(tmp_path: Path) -> None:
     stray = tmp_path / "stray"

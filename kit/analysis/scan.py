@@ -43,6 +43,8 @@ class CampaignSource:
     path: Path
     meta: CampaignMeta
     notes: list[str] = dataclasses.field(default_factory=list)
+    #: the pid of the coldstart still writing it (-1: one whose pid is unknown), else None
+    writer: int | None = None
 
     @property
     def label(self) -> str:
@@ -69,11 +71,8 @@ def open_campaign(path: str | os.PathLike[str]) -> CampaignSource:
     if tail:
         notes.append(f"dropped an incomplete last line ({tail} bytes)")
     pid = store.writer_pid()
-    if pid is not None:
-        notes.append("a campaign in progress: another coldstart "
-                     f"({'pid ' + str(pid) if pid > 0 else 'process'}) is still writing it; "
-                     f"these are its records so far")
-    return CampaignSource(Path(path), meta, notes)
+    note = store.in_progress_note(pid)
+    return CampaignSource(Path(path), meta, notes + ([note] if note else []), writer=pid)
 
 
 def records_of(campaign: AnyCampaign) -> Iterator[LaunchRecord]:

@@ -310,8 +310,11 @@ def _until_verdict_note(meta: CampaignMeta) -> tuple[str, ...]:
 def unfinished_note(campaign: AnyCampaign, made: int | None = None) -> str | None:
     """``"campaign made 3 of its 30 planned launches (...)"`` for a campaign that was
     interrupted before its ``launches`` (``campaign.json``), else ``None``; a campaign run
-    under a sequential rule that ended (settled or not) is finished. ``made``: the launch
+    under a sequential rule that ended (settled or not) is finished, and one still being
+    written is not interrupted. ``made``: the launch
     slots it made, when known (else its records are read)."""
+    if campaign.writer is not None:
+        return None  # still running: its in-progress note says so, and --resume would wait
     planned = campaign.meta.launches
     if made is None:
         made = len({r.index for r in records_of(campaign)})

@@ -97,6 +97,8 @@ class Campaign:
     meta: CampaignMeta
     records: list[LaunchRecord]
     notes: list[str] = dataclasses.field(default_factory=list)
+    #: the pid of the coldstart still writing it (-1: one whose pid is unknown), else None
+    writer: int | None = None
 
     @property
     def label(self) -> str:
@@ -212,6 +214,15 @@ class CampaignStore:
         finally:
             os.close(fd)
         return None
+
+    def in_progress_note(self, pid: int | None) -> str | None:
+        """The note a reader gets for a campaign that ``pid`` (:meth:`writer_pid`) is still
+        writing, else ``None``."""
+        if pid is None:
+            return None
+        return ("a campaign in progress: another coldstart "
+                f"({'pid ' + str(pid) if pid > 0 else 'process'}) is still writing it; "
+                f"these are its records so far")
 
     # -- records ---------------------------------------------------------------------------
     def iter_records(self, *, dedupe_check: bool = True) -> Iterator[LaunchRecord]:
@@ -366,11 +377,9 @@ def load_campaign(path: str | os.PathLike[str]) -> Campaign:
     meta = store.read_meta()
     records, notes = store.read_records()
     pid = store.writer_pid()
-    if pid is not None:
-        notes.append("a campaign in progress: another coldstart "
-                     f"({'pid ' + str(pid) if pid > 0 else 'process'}) is still writing it; "
-                     f"these are its records so far")
-    return Campaign(path=Path(path), meta=meta, records=records, notes=notes)
+    note = store.in_progress_note(pid)
+    return Campaign(path=Path(path), meta=meta, records=records,
+                    notes=notes + ([note] if note else []), writer=pid)
 
 
 def check_out_dir(path: Path, flag: str = "--out") -> None:

@@ -111,9 +111,11 @@ def render(data: dict[str, Any]) -> str:
         line = detector_line(_detector(c.get("detector")))
         if line:
             lines += ["", f"{escape(c['label'])}: {escape(line)}"]
+    said = set(comp["notes"]) if comp else set()  # a comparison already lists them
     for c in camps:  # e.g. a sequential rule's stop, which must not read as a killed run
         for note in c.get("notes") or []:
-            lines += ["", f"> {escape(c['label'])}: {escape(note)}"]
+            if f"{c['label']}: {note}" not in said:
+                lines += ["", f"> {escape(c['label'])}: {escape(note)}"]
     lines += ["", f"<sub>coldstart {escape(data['coldstart_version'])}, report schema "
                   f"{data['schema_version']}</sub>", ""]
     return "\n".join(lines)
