@@ -7,7 +7,8 @@ Each command lives in a module listed in :data:`COMMAND_MODULES`; a module expos
 
 This is the one error boundary: a :class:`~kit.errors.ColdstartError` becomes one line on
 stderr and its exit code (2 for usage and data errors, 3 for infrastructure); ``--debug``
-lets the traceback through instead. Ctrl-C exits 130 after the command has saved its work.
+prints the traceback instead (through :func:`kit.redact.redact_known`, so credentials never
+show) with the same exit code (1 for an unexpected exception). Ctrl-C exits 130 after the command has saved its work.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import errno
 import importlib
 import os
 import sys
+import traceback
 from typing import Any, NoReturn, Sequence, TextIO
 
 from .. import __version__
@@ -131,6 +133,20 @@ def _main(argv: list[str]) -> int:
     if debug:
         cut = argv.index("--") if "--" in argv else len(argv)
         argv = [a for a in argv[:cut] if a != "--debug"] + argv[cut:]
+        try:
+            return _dispatch(argv, debug=True)
+        except Exception as exc:  # the traceback, redacted (credentials in URLs, caps)
+            from ..redact import redact_known
+            print(redact_known(traceback.format_exc()), end="", file=sys.stderr)
+            return int(exc.exit_code) if isinstance(exc, ColdstartError) else 1
+        except KeyboardInterrupt:
+            from ..redact import redact_known
+            print(redact_known(traceback.format_exc()), end="", file=sys.stderr)
+            return 130
+    return _dispatch(argv, debug=False)
+
+
+def _dispatch(argv: list[str], debug: bool) -> int:
     args = None
     try:
         args = build_parser().parse_args(argv)
@@ -138,7 +154,8 @@ def _main(argv: list[str]) -> int:
     except ColdstartError as exc:
         if debug:
             raise
-        print(f"coldstart: error: {exc.one_line()}", file=sys.stderr)
+        from ..redact import redact_known  # a last net: every message is redacted already
+        print(f"coldstart: error: {redact_known(exc.one_line())}", file=sys.stderr)
         return int(exc.exit_code)
     except OSError as exc:  # permissions, a full disk, a vanished file: the environment
         if debug:
