@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
-from ..records import LaunchRecord, Outcome
+from ..records import PERSISTENT_INFRA_KEY, LaunchRecord, Outcome
 from ..scenario import Scenario
 from .store import CampaignStore, launch_id_for, utc_now
 
@@ -163,7 +163,9 @@ def run_campaign(store: CampaignStore, records: list[LaunchRecord],
     at once. An ``infra-error`` (returned, or a :class:`~kit.errors.ColdstartError` raised)
     is recorded with its evidence and its slot is tried again first, up to
     ``retry.max_attempts`` attempts in all, after the launcher's backoff; it never counts.
-    Past the retry budget the campaign stops (see :class:`RetryPolicy`).
+    Past the retry budget the campaign stops (see :class:`RetryPolicy`), and so it does at
+    once after a persistent infra error (:data:`kit.records.PERSISTENT_INFRA_KEY`: a
+    resource limit every retry would meet); the rest is abandoned (exit 3, resume hint).
 
     Args:
         store: from :func:`kit.campaign.prepare_store`.
@@ -224,8 +226,8 @@ def run_campaign(store: CampaignStore, records: list[LaunchRecord],
                     observer.recorded(record)
                 if record.outcome is Outcome.INFRA_ERROR:
                     budget[0] -= 1
-                    if budget[0] < 0:
-                        stop.set()  # the budget is spent: the rest is abandoned
+                    if budget[0] < 0 or record.extra.get(PERSISTENT_INFRA_KEY):
+                        stop.set()  # the budget is spent, or every retry would fail alike
                     elif attempt < retry.max_attempts:
                         todo.appendleft((index, attempt + 1))
                 if should_stop is not None and should_stop(list(all_records)):
