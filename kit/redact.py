@@ -24,7 +24,11 @@ in token-like query parameters (``?token=...``, ``?apiKey=...``) and in capabili
 
 What counts as token-like: a query parameter or key whose name, lower-cased with ``-`` and
 ``_`` removed, contains ``token``, ``secret``, ``passw``, ``pwd``, ``key``, ``auth``,
-``credential`` or ``signature``, or is exactly ``sig``. Over-redaction is preferred to a
+``credential`` or ``signature``, or is exactly ``sig``, ``user``, ``username`` or ``userid``
+(a farm's account name, half of its credential; a ``vendor:`` or ``dotted.`` prefix is
+ignored). In free text a URL without a scheme counts when it reads ``//USERINFO@host`` or
+``USER:PASSWORD@host``; a bare ``word@host`` (an e-mail address, ``fn@file`` in a JS stack)
+only when its secret is known (:class:`Redactor`). Over-redaction is preferred to a
 leak. Values are replaced, never parsed: nothing here raises on odd input.
 """
 
@@ -59,11 +63,12 @@ _HOST = r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-
 #: text (an e-mail address, a JS stack's ``fn@file``, ``memcpy@GLIBC``): a user-only token
 #: given as a URL is caught as a known secret instead (:class:`Redactor`).
 _BARE_USERINFO_RE = re.compile(
-    r"(?<![\w.%~+:/@-])(?P<slashes>//)(?P<info>[^\s/?#@'\"<>`]+)@(?=" + _HOST + r")"
-    r"|(?<![\w.%~+:/@-])(?P<user>[A-Za-z0-9._~%!$&*+,;=-]+):(?P<pw>[^\s/?#@:'\"<>`]"
-    r"[^\s/?#@'\"<>`]*)@(?=" + _HOST + r")")
+    r"(?<![\w.%~+:/@-])(?P<slashes>//)(?P<info>[^\s/?#@'\"<>`]{1,512})@(?=" + _HOST + r")"
+    r"|(?<![\w.%~+:/@-])(?P<user>[A-Za-z0-9._~%!$&*+,;=-]{1,256}):(?P<pw>[^\s/?#@:'\"<>`]"
+    r"[^\s/?#@'\"<>`]{0,512})@(?=" + _HOST + r")")
 #: A query-like ``?name=value`` / ``&name=value`` / ``;name=value`` in free text.
-_QUERY_PARAM_RE = re.compile(r"(?P<sep>[?&;])(?P<name>[^\s=&#;?'\"<>`]+)=(?P<value>[^\s&#;'\"<>`]*)")
+_QUERY_PARAM_RE = re.compile(r"(?P<sep>[?&;])(?P<name>[^\s=&#;?'\"<>`]{1,128})="
+                             r"(?P<value>[^\s&#;'\"<>`]*)")
 #: A quoted ``"name": "value"`` or ``'name': 'value'`` pair in free text (JSON, a Python
 #: dict's repr in an exception's message).
 _QUOTED_PAIR_RE = re.compile(
