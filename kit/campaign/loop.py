@@ -132,13 +132,16 @@ def _infra_record(ctx: LaunchContext, launcher: Any, exc: BaseException, started
                   wall_ms: float) -> LaunchRecord:
     """The record of a launch that could not be made or observed, with its evidence: the
     error, the hint, any output the failing tool gave (``exc.output``/``exc.evidence``) in
-    ``infra-error.txt``, and every file the launcher had already written."""
-    message = exc.one_line() if hasattr(exc, "one_line") else str(exc)
+    ``infra-error.txt``, and every file the launcher had already written. Both pass through
+    :func:`kit.redact.redact_known`."""
+    from ..redact import redact_known  # a last net: a target's exception may echo a URL
+
+    message = redact_known(exc.one_line() if hasattr(exc, "one_line") else str(exc))
     lines = [f"launch {ctx.launch_id}: infra error after {wall_ms / 1000:.3f} s", message]
     for name in ("evidence", "output"):
         extra = getattr(exc, name, None)
         if extra:
-            lines += ["", f"-- {name} --", str(extra)[-65536:]]
+            lines += ["", f"-- {name} --", redact_known(str(extra)[-65536:])]
     try:
         (ctx.artifacts_dir / "infra-error.txt").write_text("\n".join(lines) + "\n")
         names = sorted(p.name for p in ctx.artifacts_dir.iterdir() if p.is_file())
