@@ -402,7 +402,8 @@ def _leaks(out: Path, printed: str) -> list[str]:
     "//alice:SECRETPW@127.0.0.1:1/wd/hub", "SECRETTOK@127.0.0.1:1",
     "SECRETTOK@hub.example.com/wd/hub", "hub.example.com/wd/hub?access_key=SECRETPW",
     "http://127.0.0.1:1/wd/hub?access_key=SECRETPW", "https://h.example/wd/hub?token=SECRETTOK",
-    "https://h.example/wd/hub?password=SECRETPW", "http://alice:SECRET%40PW@127.0.0.1:{port}/wd/hub",
+    "https://h.example/wd/hub?password=SECRETPW",
+    "http://alice:SECRET%40PW@127.0.0.1:{port}/wd/hub",
     "http://SECRETTOK@127.0.0.1:{port}/wd/hub",
 ])
 def test_no_form_of_server_credentials_is_printed_or_stored(

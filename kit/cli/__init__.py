@@ -8,7 +8,8 @@ Each command lives in a module listed in :data:`COMMAND_MODULES`; a module expos
 This is the one error boundary: a :class:`~kit.errors.ColdstartError` becomes one line on
 stderr and its exit code (2 for usage and data errors, 3 for infrastructure); ``--debug``
 prints the traceback instead (through :func:`kit.redact.redact_known`, so credentials never
-show) with the same exit code (1 for an unexpected exception). Ctrl-C exits 130 after the command has saved its work.
+show) with the same exit code (1 for an unexpected exception). Ctrl-C exits 130 after the
+command has saved its work.
 """
 
 from __future__ import annotations
