@@ -12,6 +12,9 @@ ended, and any crash evidence that belongs to this launch's process and time win
  1   the launch could not be made or observed (``infra``:   ``infra-error`` (retried, never
      device not ready, transport lost before the app's      counted)
      fate was known, the tool around the app died)
+ 1b  the process was killed by a resource limit of its      ``infra-error``, persistent:
+     environment (``SIGXFSZ``: RLIMIT_FSIZE, ``SIGXCPU``:    every retry meets it again, so
+     RLIMIT_CPU; setrlimit(2), signal(7))                   the campaign stops
  2   the process died: a signal, an abort, a fatal          ``crashed``, whatever it printed
      exception, a kill by the system (``SIGNALED``,         before (``error`` then death, or
      ``DIED``), or it exited by itself before ``done``      ``done`` then a crash in
@@ -43,17 +46,34 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from .protocol import ProtocolEvent
-from .records import LaunchRecord, Outcome, SessionTiming
+from .records import PERSISTENT_INFRA_KEY, LaunchRecord, Outcome, SessionTiming
 from .scenario import Phase
 
 __all__ = ["ProcessEnd", "CrashEvidence", "Observation", "Observed", "observe",
            "fold_events", "EventFold", "crash_evidence", "make_record", "signal_name",
-           "ScoreCheck"]
+           "ScoreCheck", "RESOURCE_LIMIT_SIGNALS", "resource_limit_reason"]
 
 #: ``check(scores) -> (ok, max_abs_diff)`` against the model set's expected scores
 #: (:func:`kit.modelset.scores_match`).
 ScoreCheck = Callable[[Sequence[float]], "tuple[bool, float]"]
 _SIGNAL_NAMES = {s.value: s.name for s in _signal.Signals}
+#: Signals the kernel sends when a process passes a resource limit of its environment, not
+#: because the app is broken (setrlimit(2), signal(7)): number -> (limit, what it limits,
+#: the shell command that lifts it). Same numbers on Linux and Darwin.
+RESOURCE_LIMIT_SIGNALS: dict[int, tuple[str, str, str]] = {
+    25: ("RLIMIT_FSIZE", "file size", "ulimit -f unlimited"),  # SIGXFSZ
+    24: ("RLIMIT_CPU", "CPU time", "ulimit -t unlimited"),  # SIGXCPU
+}
+
+
+def resource_limit_reason(number: int, soft: str | None = None) -> str:
+    """The infra-error message of a launch killed by a resource-limit signal (a key of
+    :data:`RESOURCE_LIMIT_SIGNALS`); ``soft`` is the limit's value as the kit saw it (e.g.
+    ``30 blocks of 1024 bytes``), if known. Raises ``KeyError`` for another signal."""
+    limit, what, lift = RESOURCE_LIMIT_SIGNALS[number]
+    value = f" ({soft})" if soft else ""
+    return (f"killed by {signal_name(number)}: the {what} limit {limit}{value} was reached, "
+            f"not an app crash; every retry meets it: run `{lift}`, then resume")
 
 
 def signal_name(number: int | None) -> str | None:
@@ -109,6 +129,8 @@ class Observation:
         signal: the signal number for ``SIGNALED`` (or ``DIED`` when the platform said).
         crash: crash evidence for this launch, or ``None``.
         infra: why the launch could not be made or observed; set -> ``infra-error``.
+        persistent: with ``infra``, every retry would fail the same way (the campaign
+            stops; :data:`kit.records.PERSISTENT_INFRA_KEY`).
         check_scores: the kit's own check of the reported scores against the model set
             (``None`` when the kit has no expected scores; the app's ``ok`` is used then).
         killed_note: how the kit ended a ``TIMED_OUT`` process (``killed``,
@@ -123,6 +145,7 @@ class Observation:
     signal: int | None = None
     crash: CrashEvidence | None = None
     infra: str | None = None
+    persistent: bool = False
     check_scores: ScoreCheck | None = None
     killed_note: str = "killed"
 
@@ -226,6 +249,7 @@ class Observed:
     crash: dict[str, Any] | None
     crash_class: str | None
     signature: str | None
+    persistent: bool = False
 
     def record_fields(self) -> dict[str, Any]:
         """Keyword arguments for :class:`~kit.records.LaunchRecord`."""
@@ -269,8 +293,8 @@ def observe(obs: Observation) -> Observed:
     signal = obs.signal if obs.signal is not None else evidence.signal
 
     def result(outcome: Outcome, error: str | None, diff: float | None = None,
-               crash: bool = False) -> Observed:
-        return Observed(outcome=outcome, fold=fold, error=error,
+               crash: bool = False, persistent: bool = False) -> Observed:
+        return Observed(outcome=outcome, fold=fold, error=error, persistent=persistent,
                         exit_code=obs.exit_code if obs.end is ProcessEnd.EXITED else None,
                         signal=signal if outcome is Outcome.CRASHED else None,
                         max_score_diff=diff,
@@ -279,8 +303,10 @@ def observe(obs: Observation) -> Observed:
                         signature=evidence.signature if crash else None)
 
     if obs.infra is not None:
-        return result(Outcome.INFRA_ERROR, obs.infra)
+        return result(Outcome.INFRA_ERROR, obs.infra, persistent=obs.persistent)
     died = obs.end in (ProcessEnd.SIGNALED, ProcessEnd.DIED)
+    if died and signal in RESOURCE_LIMIT_SIGNALS:
+        return result(Outcome.INFRA_ERROR, resource_limit_reason(signal), persistent=True)
     exited_early = (obs.end is ProcessEnd.EXITED and not fold.done and fold.error is None)
     exited_badly = (obs.end is ProcessEnd.EXITED and fold.done and obs.exit_code not in (0, None))
     if died or exited_early or exited_badly:
@@ -345,6 +371,8 @@ def make_record(ctx: Any, *, target: str, device: str, observation: Observation,
     known = {k: v for k, v in payloads.items() if k in names and k != "extra"}
     extra = dict(payloads.get("extra") or {})
     extra.update({k: v for k, v in payloads.items() if k not in names})
+    if observed.persistent:
+        extra[PERSISTENT_INFRA_KEY] = True
     return LaunchRecord(launch_id=ctx.launch_id, index=ctx.index, attempt=ctx.attempt,
                         label=ctx.label, target=target, device=device,
                         scenario=ctx.scenario.to_url(), started_at=started_at,

@@ -14,9 +14,13 @@ from typing import Any
 from .payloads import (CrashClass, CrashRecord, DetectorPayload, RacePayload,
                        XnnpackNodes)
 
-__all__ = ["Outcome", "LaunchRecord", "RECORD_VERSION", "SessionTiming", "overlap_ms"]
+__all__ = ["Outcome", "LaunchRecord", "RECORD_VERSION", "SessionTiming", "overlap_ms",
+           "PERSISTENT_INFRA_KEY"]
 
 RECORD_VERSION = 1
+#: The ``extra`` key (true) of an ``infra-error`` record that every retry would meet again
+#: (a resource limit of the environment): the campaign stops instead of retrying.
+PERSISTENT_INFRA_KEY = "infra_persistent"
 
 
 class Outcome(str, enum.Enum):

@@ -24,7 +24,11 @@ in token-like query parameters (``?token=...``, ``?apiKey=...``) and in capabili
 
 What counts as token-like: a query parameter or key whose name, lower-cased with ``-`` and
 ``_`` removed, contains ``token``, ``secret``, ``passw``, ``pwd``, ``key``, ``auth``,
-``credential`` or ``signature``, or is exactly ``sig``. Over-redaction is preferred to a
+``credential`` or ``signature``, or is exactly ``sig``, ``user``, ``username`` or ``userid``
+(a farm's account name, half of its credential; a ``vendor:`` or ``dotted.`` prefix is
+ignored). In free text a URL without a scheme counts when it reads ``//USERINFO@host`` or
+``USER:PASSWORD@host``; a bare ``word@host`` (an e-mail address, ``fn@file`` in a JS stack)
+only when its secret is known (:class:`Redactor`). Over-redaction is preferred to a
 leak. Values are replaced, never parsed: nothing here raises on odd input.
 """
 
@@ -37,16 +41,39 @@ from typing import Any, Iterable
 from urllib.parse import quote, unquote
 
 __all__ = ["MASK", "is_secret_key", "redact_url", "redact_text", "redact_value",
-           "secrets_in_url", "Redactor", "install_log_redaction"]
+           "secrets_in_url", "Redactor", "install_log_redaction", "redact_known"]
 
 #: What every secret is replaced with.
 MASK = "***"
 
 _SECRET_PARTS = ("token", "secret", "passw", "pwd", "key", "auth", "credential", "signature")
-_SECRET_EXACT = frozenset({"sig"})
+#: Exact names that are secret too: a signature, and a farm's account name (LambdaTest's
+#: ``user``, Sauce Labs' ``username``, BrowserStack's ``userName``), half of the credential
+#: as a URL's user name is.
+_SECRET_EXACT = frozenset({"sig", "user", "username", "userid"})
 #: A URL in free text: a scheme, ``://`` and everything up to whitespace or a quote/bracket.
 _URL_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
 _HTTP_AUTH_RE = re.compile(r"(?i)\b(basic|bearer)\s+[A-Za-z0-9._~+/=-]{6,}")
+#: A URL's scheme (RFC 3986 section 3.1) and its ``://``.
+_SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+#: A host (a name, an IPv4 address or a bracketed IPv6 address) and an optional port.
+_HOST = r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*)"
+#: Scheme-less userinfo in free text: ``//USERINFO@host`` (a network-path reference, RFC
+#: 3986 section 4.2) or ``USER:PASSWORD@host``. A bare ``word@host`` is left alone in free
+#: text (an e-mail address, a JS stack's ``fn@file``, ``memcpy@GLIBC``): a user-only token
+#: given as a URL is caught as a known secret instead (:class:`Redactor`).
+_BARE_USERINFO_RE = re.compile(
+    r"(?<![\w.%~+:/@-])(?P<slashes>//)(?P<info>[^\s/?#@'\"<>`]{1,512})@(?=" + _HOST + r")"
+    r"|(?<![\w.%~+:/@-])(?P<user>[A-Za-z0-9._~%!$&*+,;=-]{1,256}):(?P<pw>[^\s/?#@:'\"<>`]"
+    r"[^\s/?#@'\"<>`]{0,512})@(?=" + _HOST + r")")
+#: A query-like ``?name=value`` / ``&name=value`` / ``;name=value`` in free text.
+_QUERY_PARAM_RE = re.compile(r"(?P<sep>[?&;])(?P<name>[^\s=&#;?'\"<>`]{1,128})="
+                             r"(?P<value>[^\s&#;'\"<>`]*)")
+#: A quoted ``"name": "value"`` or ``'name': 'value'`` pair in free text (JSON, a Python
+#: dict's repr in an exception's message).
+_QUOTED_PAIR_RE = re.compile(
+    r"(?P<q1>[\"'])(?P<name>[^\"'\s]{1,80})(?P=q1)(?P<mid>\s*[:=]\s*)(?P<q2>[\"'])"
+    r"(?P<value>(?:\\.|(?!(?P=q2)).){0,4096}?)(?P=q2)")
 #: Secrets at least this long are masked wherever they appear; shorter ones only as a
 #: token of their own (masking every "1" inside other words and numbers would be noise).
 _MIN_SECRET_CHARS = 4
@@ -56,8 +83,9 @@ _OPAQUE_TOKEN_RE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9._~+/=-]{12,}$"
 
 def is_secret_key(name: str) -> bool:
     """True when a query parameter, capability or header name looks like it holds a secret
-    (see the module doc for the rule). ``appium:`` style vendor prefixes are ignored."""
-    bare = name.rsplit(":", 1)[-1].lower().replace("-", "").replace("_", "")
+    (see the module doc for the rule). ``appium:`` style vendor prefixes and dotted ones
+    (``browserstack.user``) are ignored."""
+    bare = re.split(r"[:.]", name)[-1].lower().replace("-", "").replace("_", "")
     return bare in _SECRET_EXACT or any(part in bare for part in _SECRET_PARTS)
 
 
@@ -86,23 +114,34 @@ def _redact_fragment(fragment: str) -> str:
     return MASK if _OPAQUE_TOKEN_RE.match(fragment) else fragment
 
 
-def redact_url(url: str) -> str:
-    """``url`` with its userinfo and token-like query values masked; otherwise unchanged
-    (same scheme, host, port, path, parameter order and encoding).
-
-    Examples:
-        ``https://alice:k3y@hub.example.com/wd/hub?token=abc&x=1`` ->
-        ``https://***:***@hub.example.com/wd/hub?token=***&x=1``.
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url
+def _split_url(url: str) -> tuple[str, str, str]:
+    """``url`` as ``(prefix, netloc, tail)``: the prefix is ``scheme://``, ``//`` or empty
+    (a URL written without a scheme, ``USER:KEY@host/wd/hub``); the tail starts at the first
+    ``/``, ``?`` or ``#`` after the netloc."""
+    match = _SCHEME_RE.match(url)
+    prefix = match.group(0) if match else ("//" if url.startswith("//") else "")
+    rest = url[len(prefix):]
     end = len(rest)
     for mark in "/?#":
         pos = rest.find(mark)
         if pos >= 0:
             end = min(end, pos)
-    netloc, tail = rest[:end], rest[end:]
+    return prefix, rest[:end], rest[end:]
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its userinfo and token-like query values masked; otherwise unchanged
+    (same scheme, host, port, path, parameter order and encoding). A URL without a scheme
+    (``USER:KEY@host``, ``//USER:KEY@host``, ``TOKEN@host/wd/hub``) is read the same way.
+
+    Examples:
+        ``https://alice:k3y@hub.example.com/wd/hub?token=abc&x=1`` ->
+        ``https://***:***@hub.example.com/wd/hub?token=***&x=1``;
+        ``alice:k3y@hub.example.com`` -> ``***:***@hub.example.com``.
+    """
+    if not isinstance(url, str):
+        return url
+    prefix, netloc, tail = _split_url(url)
     userinfo, hostport = _split_userinfo(netloc)
     if userinfo is not None:
         netloc = (f"{MASK}:{MASK}" if ":" in userinfo else MASK) + "@" + hostport
@@ -110,24 +149,23 @@ def redact_url(url: str) -> str:
     path, qsep, query = tail.partition("?")
     tail = path + (f"?{_redact_query(query)}" if qsep else "") + \
         (f"#{_redact_fragment(fragment)}" if hsep else "")
-    return f"{scheme}://{netloc}{tail}"
+    return f"{prefix}{netloc}{tail}"
 
 
 def secrets_in_url(url: str) -> tuple[str, ...]:
     """The secret values in ``url``: user name, password, token-like query and fragment
     values and an opaque fragment, each as written and percent-decoded (empty tuple when
-    there are none). Never raises: the URL is read by hand, so one that
-    :func:`urllib.parse.urlsplit` refuses (a bad port, a broken IPv6 host) still gives its
-    secrets."""
-    found: list[str] = []
-    _scheme, sep, rest = url.partition("://")
-    if not sep:
+    there are none). A URL without a scheme (``USER:KEY@host``, ``//TOKEN@host``) counts.
+    Never raises: the URL is read by hand, so one that :func:`urllib.parse.urlsplit`
+    refuses (a bad port, a broken IPv6 host) still gives its secrets."""
+    if not isinstance(url, str):
         return ()
-    netloc = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    found: list[str] = []
+    _prefix, netloc, tail = _split_url(url)
     userinfo, _ = _split_userinfo(netloc)
     if userinfo:
         found.extend(p for p in userinfo.split(":", 1) if p)
-    rest, _h, fragment = rest.partition("#")
+    rest, _h, fragment = tail.partition("#")
     query = rest.partition("?")[2]
     for piece in query.split("&") + (fragment.split("&") if "=" in fragment else []):
         name, sep, value = piece.partition("=")
@@ -154,24 +192,53 @@ def _mask_secrets(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+def _bare_userinfo(match: re.Match[str]) -> str:
+    if match.group("slashes"):
+        return "//" + (f"{MASK}:{MASK}" if ":" in match.group("info") else MASK) + "@"
+    return f"{MASK}:{MASK}@"
+
+
+def _query_param(match: re.Match[str]) -> str:
+    if match.group("value") and is_secret_key(unquote(match.group("name"))):
+        return f"{match.group('sep')}{match.group('name')}={MASK}"
+    return match.group(0)
+
+
+def _quoted_pair(match: re.Match[str]) -> str:
+    if match.group("value") and is_secret_key(match.group("name")):
+        q1, q2 = match.group("q1"), match.group("q2")
+        return f"{q1}{match.group('name')}{q1}{match.group('mid')}{q2}{MASK}{q2}"
+    return match.group(0)
+
+
+def _redact_plain(text: str, known: tuple[str, ...]) -> str:
+    """Text outside any ``scheme://`` URL: HTTP auth, scheme-less userinfo, query-like
+    secret parameters, quoted secret pairs, then the known secrets."""
+    text = _HTTP_AUTH_RE.sub(lambda m: f"{m.group(1)} {MASK}", text)
+    text = _BARE_USERINFO_RE.sub(_bare_userinfo, text)
+    text = _QUERY_PARAM_RE.sub(_query_param, text)
+    text = _QUOTED_PAIR_RE.sub(_quoted_pair, text)
+    return _mask_secrets(text, known)
+
+
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with every URL redacted (:func:`redact_url`), HTTP ``Basic``/``Bearer``
-    credentials masked, and the given secret values replaced by :data:`MASK` (longest
-    first; never inside a URL's ``scheme://``; one shorter than 4 characters only where it
-    stands alone, see the module doc)."""
+    """``text`` with every URL redacted (:func:`redact_url`), scheme-less userinfo
+    (``USER:KEY@host``, ``//TOKEN@host``), token-like ``?name=value`` parameters, quoted
+    secret pairs (``"accessKey": "..."``) and HTTP ``Basic``/``Bearer`` credentials
+    masked, and the given secret values replaced by :data:`MASK` (longest first; never
+    inside a URL's ``scheme://``; one shorter than 4 characters only where it stands
+    alone, see the module doc)."""
     if not isinstance(text, str) or not text:
         return text
     known = tuple(s for s in secrets if isinstance(s, str))
     pieces: list[str] = []
     last = 0
     for match in _URL_RE.finditer(text):
-        pieces.append(_mask_secrets(_HTTP_AUTH_RE.sub(lambda m: f"{m.group(1)} {MASK}",
-                                                      text[last:match.start()]), known))
+        pieces.append(_redact_plain(text[last:match.start()], known))
         scheme, sep, rest = redact_url(match.group(0)).partition("://")
         pieces.append(scheme + sep + _mask_secrets(rest, known))
         last = match.end()
-    pieces.append(_mask_secrets(_HTTP_AUTH_RE.sub(lambda m: f"{m.group(1)} {MASK}",
-                                                  text[last:]), known))
+    pieces.append(_redact_plain(text[last:], known))
     return "".join(pieces)
 
 
@@ -248,7 +315,7 @@ class Redactor:
             elif isinstance(item, (list, tuple)):
                 for sub in item:
                     walk(sub)
-            elif isinstance(item, str) and "://" in item:
+            elif isinstance(item, str) and ("://" in item or "@" in item):
                 found.extend(secrets_in_url(item))
 
         walk(value)
@@ -300,3 +367,10 @@ def install_log_redaction(urls: Iterable[str] = (), secrets: Iterable[str] = ())
         redactor.add_url(url)
     redactor.add_secrets(secrets)
     return redactor
+
+
+def redact_known(text: str) -> str:
+    """``text`` through :func:`redact_text` with every secret the log redaction knows so far
+    (:func:`install_log_redaction`), e.g. for a ``--debug`` traceback."""
+    redactor = _LOG_REDACTOR
+    return redactor.text(text) if redactor is not None else redact_text(text)

@@ -385,3 +385,67 @@ def test_a_session_that_breaks_after_the_death_was_seen_keeps_the_crash(
     assert "the app died before done; its crash text could not be read" in crashed.error
     assert why in crashed.error
     assert sum(1 for m, p, _ in double.calls if m == "POST" and p == "/session") == 2
+
+
+_SECRETS = ("SECRETPW", "SECRETTOK", "SECRET@PW", "SECRET%40PW")
+
+
+def _leaks(out: Path, printed: str) -> list[str]:
+    """Every secret of :data:`_SECRETS` found in the files under ``out`` or ``printed``."""
+    text = (_files_text(out) if out.exists() else "") + printed
+    return [s for s in _SECRETS if s in text] + (["alice:"] if "alice:" in text else [])
+
+
+@pytest.mark.parametrize("debug", [False, True])
+@pytest.mark.parametrize("server", [
+    "alice:SECRETPW@127.0.0.1", "alice:SECRETPW@hub.example.com/wd/hub",
+    "//alice:SECRETPW@127.0.0.1:1/wd/hub", "SECRETTOK@127.0.0.1:1",
+    "SECRETTOK@hub.example.com/wd/hub", "hub.example.com/wd/hub?access_key=SECRETPW",
+    "http://127.0.0.1:1/wd/hub?access_key=SECRETPW", "https://h.example/wd/hub?token=SECRETTOK",
+    "https://h.example/wd/hub?password=SECRETPW",
+    "http://alice:SECRET%40PW@127.0.0.1:{port}/wd/hub",
+    "http://SECRETTOK@127.0.0.1:{port}/wd/hub",
+])
+def test_no_form_of_server_credentials_is_printed_or_stored(
+        server: str, debug: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "ap1"
+    with refused_port() as port:
+        code = main(["run", "appium", "--server", server.format(port=port), "--platform",
+                     "android", "--out", str(out), *(["--debug"] if debug else [])])
+    printed = capsys.readouterr()
+    assert code == 2, printed.err
+    assert _leaks(out, printed.out + printed.err) == [], printed.err
+    assert "***" in printed.err
+
+
+@pytest.mark.parametrize("caps", [
+    {"accessKey": "SECRETPW"},
+    {"sauce:options": {"username": "alice", "accessKey": "SECRETPW"}},
+    {"bstack:options": {"userName": "alice", "accessKey": "SECRETPW"}},
+    {"LT:Options": {"user": "alice", "accessKey": "SECRETPW"}},
+])
+def test_farm_capabilities_are_neither_printed_nor_stored(
+        appium_server: AppiumServer, caps: dict, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    caps_file = tmp_path / "caps.json"
+    caps_file.write_text(json.dumps(fake_caps(tmp_path, **caps)))
+    double = AppiumLifecycleDouble(appium_server.url, platform="android",
+                                   script=["completed", "crash@models-ready"],
+                                   credentials=("alice", "SECRETTOK"))
+    out = tmp_path / "run"
+    assert double.url.startswith("http://alice:SECRETTOK@")  # the URL carries secrets too
+    try:
+        assert _run(double, caps_file, out, "android", 2) == 0
+    finally:
+        double.stop()
+    printed = capsys.readouterr()
+    assert _leaks(out, printed.out + printed.err) == []
+    assert "alice" not in _files_text(out)
+    # the same capabilities refused by the server (its error may echo them), with --debug
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**caps, "appium:automationName": "NoSuchDriver"}))
+    code = main(["run", "appium", "--server", appium_server.url, "--platform", "android",
+                 "--caps", str(bad), "--out", str(tmp_path / "o2"), "--debug"])
+    printed = capsys.readouterr()
+    assert code == 2 and "refused the capabilities" in printed.err
+    assert _leaks(tmp_path / "o2", printed.out + printed.err) == [], printed.err

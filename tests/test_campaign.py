@@ -157,3 +157,16 @@ def test_progress_counts_cover_the_records_of_a_resumed_campaign() -> None:
         view.recorded(record("r", 2, "completed"))
     text = sink.getvalue()
     assert "3/5" in text and "completed 2" in text and "crashed 1" in text
+
+
+def test_an_infra_error_that_echoes_a_farm_url_is_stored_redacted(tmp_path: Path) -> None:
+    from kit.redact import install_log_redaction
+    install_log_redaction(urls=["SECRETTOK-77@hub.example.com/wd/hub"])  # what run appium does
+    launcher = ScriptedLauncherDouble(
+        lambda i, a: "raise" if a == 1 else "completed",
+        infra_message="POST alice:SECRETPW-77@hub.example.com/wd/hub/session: reset; "
+                      "token SECRETTOK-77 refused")
+    _run(tmp_path / "c", launcher, 1)
+    stored = "\n".join(p.read_text() for p in (tmp_path / "c").rglob("*") if p.is_file())
+    assert "SECRETPW-77" not in stored and "SECRETTOK-77" not in stored
+    assert "***:***@hub.example.com/wd/hub/session" in stored and "token *** refused" in stored

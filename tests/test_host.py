@@ -402,3 +402,43 @@ def test_resume_with_other_expected_scores_is_refused(tmp_path: Path) -> None:
                      "--models", str(models))
     assert proc.returncode == 2 and "options.model_set was" in proc.stderr, proc.stderr
     assert len(load_campaign(out).records) == 1
+
+
+def _under_file_size_limit(blocks: int) -> None:
+    """preexec: a soft RLIMIT_FSIZE of ``blocks`` KiB for the kit and so its workloads."""
+    import resource
+    _soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    limit = blocks * 1024
+    resource.setrlimit(resource.RLIMIT_FSIZE,
+                       (limit, hard if hard == resource.RLIM_INFINITY else max(hard, limit)))
+
+
+def test_a_file_size_limit_is_an_infra_error_that_stops_the_campaign(tmp_path: Path) -> None:
+    out = tmp_path / "fz"
+    # the workload's stderr (Debian's "Schema error" lines) passes 30 KiB at model loading:
+    # the kernel sends SIGXFSZ, the kit's own limit, not the app's crash
+    proc = subprocess.run([sys.executable, "-m", "kit.cli", "run", "host", "--launches", "6",
+                           "--out", str(out), "--scenario", "mode=serial"], cwd=ROOT,
+                          text=True, capture_output=True, timeout=300,
+                          preexec_fn=lambda: _under_file_size_limit(30))
+    assert proc.returncode == 3, proc.stderr
+    assert "RLIMIT_FSIZE is 30 blocks of 1024 bytes" in proc.stderr  # said before launching
+    assert f"coldstart run host --resume --out {out}" in proc.stderr
+    records = load_campaign(out).records
+    assert len(records) == 1  # stopped at once: every retry would meet the same limit
+    record = records[0]
+    assert record.outcome is Outcome.INFRA_ERROR
+    assert (record.signal, record.signal_name, record.crash_class) == (None, None, None)
+    assert record.error.startswith("killed by SIGXFSZ: the file size limit RLIMIT_FSIZE "
+                                   "(30 blocks of 1024 bytes) was reached, not an app crash")
+    assert "`ulimit -f unlimited`" in record.error
+    assert record.extra["infra_persistent"] is True
+    evidence = out / f"artifacts/{record.launch_id}/infra-error.txt"
+    assert "SIGXFSZ" in evidence.read_text()
+    meta = json.loads((out / "campaign.json").read_text())
+    assert meta["options"]["resource_limits"] == {"RLIMIT_FSIZE": "30 blocks of 1024 bytes"}
+    # without the limit the campaign finishes: every slot counted, the infra row kept
+    run_host(out, "--resume", "--scenario", "mode=serial", launches=6)
+    records = load_campaign(out).records
+    assert sorted(r.index for r in records if r.counted) == list(range(6))
+    assert [r.outcome for r in records].count(Outcome.CRASHED) == 0

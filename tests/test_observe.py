@@ -141,3 +141,25 @@ def test_odd_field_values_are_skipped_not_raised() -> None:
                            ok="yes")))
     assert [s.model for s in fold.sessions] == ["m"]
     assert (fold.eps, fold.ort_version, fold.scores, fold.ok) == ([], None, [0.1], None)
+
+
+@pytest.mark.parametrize("number, limit, lift", [
+    (25, "RLIMIT_FSIZE", "ulimit -f unlimited"), (24, "RLIMIT_CPU", "ulimit -t unlimited")])
+@pytest.mark.parametrize("end, how", [(ProcessEnd.SIGNALED, "signal"),
+                                      (ProcessEnd.DIED, "evidence")])
+def test_a_resource_limit_signal_is_a_persistent_infra_error_not_a_crash(
+        number: int, limit: str, lift: str, end: ProcessEnd, how: str) -> None:
+    evidence = CrashEvidence(crash={"signal": number}, crash_class="unparsed", signal=number)
+    obs = Observation(run("start", "models-ready"), end, 10, True,
+                      signal=number if how == "signal" else None,
+                      crash=evidence if how == "evidence" else None)
+    observed = observe(obs)
+    assert observed.outcome is Outcome.INFRA_ERROR and observed.persistent is True
+    assert (observed.signal, observed.crash_class, observed.crash) == (None, None, None)
+    assert f"killed by {signal_name(number)}" in observed.error
+    assert limit in observed.error and f"`{lift}`" in observed.error
+
+
+def test_other_signals_are_still_crashes_and_never_persistent() -> None:
+    observed = observe(Observation(run("start"), ProcessEnd.SIGNALED, 10, True, signal=11))
+    assert observed.outcome is Outcome.CRASHED and observed.persistent is False

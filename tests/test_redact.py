@@ -55,7 +55,7 @@ def test_redact_value_masks_secret_keys_and_nested_urls() -> None:
     out = redact_value(caps)
     assert out == {"platformName": "Android",
                    "appium:options": {"accessKey": MASK, "newCommandTimeout": 120},
-                   "bstack:options": {"userName": "alice", "local": False},
+                   "bstack:options": {"userName": MASK, "local": False},
                    "urls": ["https://***:***@farm.example/wd/hub"]}
     assert caps["appium:options"]["accessKey"] == "s3cr3t-key"  # input untouched
 
@@ -115,3 +115,48 @@ def test_secret_looking_fragments_are_masked(url: str, expected: str, secret: st
 def test_secrets_of_urls_the_parser_refuses_are_still_found() -> None:
     assert secrets_in_url("http://bob:s3cr3t-pw@[::1:4723/wd/hub") == ("bob", "s3cr3t-pw")
     assert secrets_in_url("http://bob:s3cr3t-pw@127.0.0.1:99999") == ("bob", "s3cr3t-pw")
+
+
+@pytest.mark.parametrize("url, expected, secrets", [
+    ("alice:SECRETPW@127.0.0.1", "***:***@127.0.0.1", ("alice", "SECRETPW")),
+    ("alice:SECRETPW@hub.example.com/wd/hub", "***:***@hub.example.com/wd/hub",
+     ("alice", "SECRETPW")),
+    ("//alice:SECRETPW@127.0.0.1:1/wd/hub", "//***:***@127.0.0.1:1/wd/hub",
+     ("alice", "SECRETPW")),
+    ("SECRETTOK@127.0.0.1:1", "***@127.0.0.1:1", ("SECRETTOK",)),
+    ("hub.example.com/wd/hub?access_key=SECRETPW", "hub.example.com/wd/hub?access_key=***",
+     ("SECRETPW",)),
+    ("https://alice:SECRET%40PW@h.example/wd/hub", "https://***:***@h.example/wd/hub",
+     ("SECRET%40PW", "SECRET@PW")),
+    ("127.0.0.1:4723", "127.0.0.1:4723", ()),
+])
+def test_urls_without_a_scheme_are_redacted(url: str, expected: str,
+                                            secrets: tuple[str, ...]) -> None:
+    assert redact_url(url) == expected
+    assert all(s in secrets_in_url(url) for s in secrets)
+    assert Redactor(urls=[url]).text(f"--server {url!r}: echoed {url}") == \
+        f"--server {expected!r}: echoed {expected}"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("--server 'alice:SECRETPW@127.0.0.1' is bad", "--server '***:***@127.0.0.1' is bad"),
+    ("POST //SECRETTOK@hub.example.com/wd/hub", "POST //***@hub.example.com/wd/hub"),
+    ("GET /wd/hub?access_key=SECRETPW&x=2&token=SECRETTOK&password=PW123",
+     "GET /wd/hub?access_key=***&x=2&token=***&password=***"),
+    ("caps {'accessKey': 'SECRETPW', 'sauce:options': {'accessKey': 'SECRETTOK'}}",
+     "caps {'accessKey': '***', 'sauce:options': {'accessKey': '***'}}"),
+    ('{"LT:Options": {"user": "bob", "accessKey": "SECRETPW"}, "platformName": "Android"}',
+     '{"LT:Options": {"user": "***", "accessKey": "***"}, "platformName": "Android"}'),
+    # what is not a credential stays: e-mail, JS stack frames, versioned and C++ symbols
+    ("alice@example.com onPress@index.bundle:12:34 memcpy@GLIBC_2.14 std::foo@plt",
+     "alice@example.com onPress@index.bundle:12:34 memcpy@GLIBC_2.14 std::foo@plt"),
+])
+def test_free_text_credentials_without_a_known_secret(text: str, expected: str) -> None:
+    assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize("name", ["user", "userName", "username", "browserstack.user",
+                                  "browserstack.key"])
+def test_farm_account_names_are_secret_keys(name: str) -> None:
+    assert is_secret_key(name)
+    assert Redactor().value({"LT:Options": {name: "acct-1234"}}) == {"LT:Options": {name: MASK}}

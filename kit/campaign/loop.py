@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
-from ..records import LaunchRecord, Outcome
+from ..records import PERSISTENT_INFRA_KEY, LaunchRecord, Outcome
 from ..scenario import Scenario
 from .store import CampaignStore, launch_id_for, utc_now
 
@@ -132,13 +132,16 @@ def _infra_record(ctx: LaunchContext, launcher: Any, exc: BaseException, started
                   wall_ms: float) -> LaunchRecord:
     """The record of a launch that could not be made or observed, with its evidence: the
     error, the hint, any output the failing tool gave (``exc.output``/``exc.evidence``) in
-    ``infra-error.txt``, and every file the launcher had already written."""
-    message = exc.one_line() if hasattr(exc, "one_line") else str(exc)
+    ``infra-error.txt``, and every file the launcher had already written. Both pass through
+    :func:`kit.redact.redact_known`."""
+    from ..redact import redact_known  # a last net: a target's exception may echo a URL
+
+    message = redact_known(exc.one_line() if hasattr(exc, "one_line") else str(exc))
     lines = [f"launch {ctx.launch_id}: infra error after {wall_ms / 1000:.3f} s", message]
     for name in ("evidence", "output"):
         extra = getattr(exc, name, None)
         if extra:
-            lines += ["", f"-- {name} --", str(extra)[-65536:]]
+            lines += ["", f"-- {name} --", redact_known(str(extra)[-65536:])]
     try:
         (ctx.artifacts_dir / "infra-error.txt").write_text("\n".join(lines) + "\n")
         names = sorted(p.name for p in ctx.artifacts_dir.iterdir() if p.is_file())
@@ -163,7 +166,9 @@ def run_campaign(store: CampaignStore, records: list[LaunchRecord],
     at once. An ``infra-error`` (returned, or a :class:`~kit.errors.ColdstartError` raised)
     is recorded with its evidence and its slot is tried again first, up to
     ``retry.max_attempts`` attempts in all, after the launcher's backoff; it never counts.
-    Past the retry budget the campaign stops (see :class:`RetryPolicy`).
+    Past the retry budget the campaign stops (see :class:`RetryPolicy`), and so it does at
+    once after a persistent infra error (:data:`kit.records.PERSISTENT_INFRA_KEY`: a
+    resource limit every retry would meet); the rest is abandoned (exit 3, resume hint).
 
     Args:
         store: from :func:`kit.campaign.prepare_store`.
@@ -224,8 +229,8 @@ def run_campaign(store: CampaignStore, records: list[LaunchRecord],
                     observer.recorded(record)
                 if record.outcome is Outcome.INFRA_ERROR:
                     budget[0] -= 1
-                    if budget[0] < 0:
-                        stop.set()  # the budget is spent: the rest is abandoned
+                    if budget[0] < 0 or record.extra.get(PERSISTENT_INFRA_KEY):
+                        stop.set()  # the budget is spent, or every retry would fail alike
                     elif attempt < retry.max_attempts:
                         todo.appendleft((index, attempt + 1))
                 if should_stop is not None and should_stop(list(all_records)):

@@ -141,8 +141,8 @@ class SessionResult:
         if not lost:
             return None
         parts = [f"{c.abandoned} of {c.planned} planned launches of {c.label}" for c in lost]
-        return (f"{' and '.join(parts)} were abandoned: the infrastructure failed every "
-                f"attempt ({sum(c.infra_errors for c in lost)} infra errors this run, see "
+        return (f"{' and '.join(parts)} were abandoned: the infrastructure failed "
+                f"({sum(c.infra_errors for c in lost)} infra errors this run, see "
                 f"the infra-error rows); finish them with `{resume_argv}`")
 
 

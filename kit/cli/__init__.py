@@ -7,7 +7,9 @@ Each command lives in a module listed in :data:`COMMAND_MODULES`; a module expos
 
 This is the one error boundary: a :class:`~kit.errors.ColdstartError` becomes one line on
 stderr and its exit code (2 for usage and data errors, 3 for infrastructure); ``--debug``
-lets the traceback through instead. Ctrl-C exits 130 after the command has saved its work.
+prints the traceback instead (through :func:`kit.redact.redact_known`, so credentials never
+show) with the same exit code (1 for an unexpected exception). Ctrl-C exits 130 after the
+command has saved its work.
 """
 
 from __future__ import annotations
@@ -139,6 +141,22 @@ def _main(argv: list[str]) -> int:
     if debug:
         cut = argv.index("--") if "--" in argv else len(argv)
         argv = [a for a in argv[:cut] if a != "--debug"] + argv[cut:]
+    try:
+        return _dispatch(argv, debug)
+    except Exception:  # a defect of the kit: its traceback, redacted (URLs, capabilities)
+        _print_traceback()
+        return 1
+
+
+def _print_traceback() -> None:
+    from ..redact import redact_known
+
+    print(redact_known(traceback.format_exc()), end="", file=sys.stderr)
+
+
+def _dispatch(argv: list[str], debug: bool) -> int:
+    """Parse and run; every expected failure is one line (after the traceback with
+    ``debug``) and its exit code."""
     args = None
     try:
         parser = build_parser()
@@ -148,12 +166,13 @@ def _main(argv: list[str]) -> int:
         return int(args.func(args) or 0)
     except ColdstartError as exc:
         if debug:
-            traceback.print_exc()  # and the same exit code as without --debug
-        print(f"coldstart: error: {exc.one_line()}", file=sys.stderr)
+            _print_traceback()  # and the same exit code as without --debug
+        from ..redact import redact_known  # a last net: every message is redacted already
+        print(f"coldstart: error: {redact_known(exc.one_line())}", file=sys.stderr)
         return int(exc.exit_code)
     except OSError as exc:  # permissions, a full disk, a vanished file: the environment
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         where = f": {exc.filename}" if exc.filename else ""
         infra = exc.errno in _INFRA_ERRNOS
         hint = ("free space or fix the disk" if infra else "check the path and its "
@@ -163,7 +182,7 @@ def _main(argv: list[str]) -> int:
         return int(ExitCode.INFRA if infra else ExitCode.USAGE)
     except KeyboardInterrupt:
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         campaign = getattr(args, "campaign_dir", None)  # set once a campaign directory exists
         print(f"coldstart: interrupted; finished launches are saved in {campaign} (resume with "
               f"--resume)" if campaign else "coldstart: interrupted", file=sys.stderr)

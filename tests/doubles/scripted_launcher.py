@@ -15,7 +15,8 @@ from kit.records import LaunchRecord, Outcome
 
 
 class ScriptedLauncherDouble:
-    """Returns ``script(index, attempt)`` outcomes; ``"raise"`` raises InfraError.
+    """Returns ``script(index, attempt)`` outcomes; ``"raise"`` raises InfraError (with
+    ``infra_message``, as a transport's error that echoes its URL would).
 
     ``calls`` lists every ``(index, attempt)`` it was asked for; ``on_launch`` (optional)
     runs before each launch, e.g. to interrupt the campaign.
@@ -24,8 +25,10 @@ class ScriptedLauncherDouble:
     target = "host"
 
     def __init__(self, script: Callable[[int, int], str], device: str = "double-1",
-                 on_launch: Callable[[LaunchContext], None] | None = None) -> None:
+                 on_launch: Callable[[LaunchContext], None] | None = None,
+                 infra_message: str = "device offline") -> None:
         self.script = script
+        self.infra_message = infra_message
         self.device = device
         self.on_launch = on_launch
         self.calls: list[tuple[int, int]] = []
@@ -37,7 +40,7 @@ class ScriptedLauncherDouble:
             self.on_launch(ctx)
         outcome = self.script(ctx.index, ctx.attempt)
         if outcome == "raise":
-            raise InfraError("device offline", "reconnect it")
+            raise InfraError(self.infra_message, "reconnect it")
         (ctx.artifacts_dir / "stdout.txt").write_text("scripted\n")
         return LaunchRecord(launch_id=ctx.launch_id, index=ctx.index, attempt=ctx.attempt,
                             label=ctx.label, target=self.target, device=self.device,

@@ -118,8 +118,17 @@ class HostTarget:
                 ready.
         """
         from ... import modelset
-        from .launcher import HostLauncher
+        from ...observe import RESOURCE_LIMIT_SIGNALS, signal_name
+        from .launcher import HostLauncher, resource_limit_text
 
+        limits = {}
+        for number, (limit, what, lift) in RESOURCE_LIMIT_SIGNALS.items():
+            value = resource_limit_text(limit)
+            if value is not None:  # inherited by every launch: say so before the first
+                limits[limit] = value
+                log(f"host: the {what} limit {limit} is {value}; a launch past it dies of "
+                    f"{signal_name(number)}, an infra error that stops the campaign "
+                    f"(`{lift}` lifts it)")
         ms = modelset.load_modelset(config.models)
         modelset.require_verified(ms)
         check_scenario(scenario, ms)
@@ -141,6 +150,8 @@ class HostTarget:
         options = {"poison": "glibc" if config.poison else None, "timeout_s": config.timeout_s,
                    "env": dict(POISON_ENV) if config.poison else {},
                    "witness": witness_note, "model_set": ms.fingerprint()}
+        if limits:
+            options["resource_limits"] = limits
         if found is not None:
             options["detector"] = found.describe()
         return PreparedTarget(target=self.name, launchers=launchers, build=build,

@@ -6,6 +6,7 @@ through the one outcome table (:mod:`kit.observe`)."""
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -15,14 +16,30 @@ from typing import Any
 from ...campaign import LaunchContext, utc_now
 from ...errors import InfraError
 from ...modelset import ModelSet, scores_match
-from ...observe import Observation, ProcessEnd, crash_evidence, make_record
+from ...observe import (RESOURCE_LIMIT_SIGNALS, Observation, ProcessEnd, crash_evidence,
+                        make_record, resource_limit_reason)
 from ...protocol import iter_events
 from ...records import LaunchRecord
 from ...scenario import Scenario
 from ...witness import race as witness_race
 from .runtime import POISON_ENV, Runtime
 
-__all__ = ["HostLauncher"]
+__all__ = ["HostLauncher", "resource_limit_text"]
+
+#: RLIMIT_* per resource-limit signal, with the unit ``ulimit`` shows it in (bash(1)).
+_LIMITS = {"RLIMIT_FSIZE": (resource.RLIMIT_FSIZE, 1024, "blocks of 1024 bytes"),
+           "RLIMIT_CPU": (resource.RLIMIT_CPU, 1, "s")}
+
+
+def resource_limit_text(limit: str) -> str | None:
+    """This process's soft ``limit`` (``RLIMIT_FSIZE`` or ``RLIMIT_CPU``) as ``ulimit``
+    shows it (``30 blocks of 1024 bytes``, ``5 s``), or ``None`` when unlimited. The
+    workload inherits it (getrlimit(2))."""
+    number, unit, name = _LIMITS[limit]
+    soft, _hard = resource.getrlimit(number)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return f"{soft // unit} {name}"
 
 
 def _crash_block(stderr_text: str) -> str:
@@ -160,7 +177,16 @@ class HostLauncher:
         else:
             end, signal_no = ProcessEnd.EXITED, None
         evidence = None
-        if signal_no is not None:
+        infra, persistent = (detected.tool_error if detected else None), False
+        if signal_no in RESOURCE_LIMIT_SIGNALS and infra is None:
+            # the kernel's signal for a limit the kit's environment set: no crash to parse
+            limit = RESOURCE_LIMIT_SIGNALS[signal_no][0]
+            infra = resource_limit_reason(signal_no, resource_limit_text(limit))
+            persistent = True
+            (ctx.artifacts_dir / "infra-error.txt").write_text(
+                f"launch {ctx.launch_id}: {infra}\n")
+            artifacts.append(f"{ctx.artifacts_rel}/infra-error.txt")
+        elif signal_no is not None:
             block = _crash_block(stderr_path.read_text(errors="replace"))
             evidence, rel = crash_evidence(block, ctx.artifacts_dir, ctx.artifacts_rel,
                                            "crash.txt", host_signal=signal_no)
@@ -168,7 +194,7 @@ class HostLauncher:
         observation = Observation(events=events, end=end, timeout_s=timeout_s,
                                   infer=ctx.scenario.infer, exit_code=rc if rc >= 0 else None,
                                   signal=signal_no, crash=evidence,
-                                  infra=detected.tool_error if detected else None,
+                                  infra=infra, persistent=persistent,
                                   check_scores=lambda s: scores_match(self._expected, s))
         return make_record(ctx, target=self.target, device=self.device,
                            observation=observation, started_at=started_at, wall_ms=wall_ms,
