@@ -388,3 +388,76 @@ def test_fuzzed_campaign_files_give_data_errors_only(tmp_path_factory, meta_chan
     from kit.analysis.summary import summarize
 
     summarize(campaign)  # what loaded is usable
+
+
+@pytest.mark.parametrize("name", ["launches.jsonl", "campaign.json", ".coldstart.lock"])
+def test_a_fifo_for_any_campaign_file_is_named_by_every_reader_and_writer(
+        tmp_path: Path, name: str) -> None:
+    """Each command that opens a campaign file refuses a FIFO in its place (it once hung
+    compare, report and plan --baseline in the cut-tail check), one line, exit 2."""
+    good = _campaign(tmp_path / "good", 2)
+    bad = _campaign(tmp_path / "bad", 2)
+    (bad.path / name).unlink(missing_ok=True)
+    os.mkfifo(bad.path / name)
+    runs = [("compare", str(bad.path), str(good.path), "--no-reports"),
+            ("compare", str(good.path), str(bad.path), "--no-reports"),
+            ("report", str(bad.path), "--quiet"),
+            ("report", str(tmp_path), "--quiet"),  # found as a child campaign
+            ("plan", "--baseline", str(bad.path)),
+            ("repair", str(bad.path)),
+            ("run", "host", "--resume", "--out", str(bad.path), "--launches", "3")]
+    for args in runs:
+        proc = coldstart(*args, timeout=60)
+        line = one_line_error(proc, "is a FIFO, not a regular file", progress=False)
+        assert str(bad.path / name) in line, (args, line)
+
+
+def test_a_fifo_report_manifest_is_refused_not_read(tmp_path: Path) -> None:
+    store = _campaign(tmp_path / "c", 1)
+    out = tmp_path / "reports"
+    out.mkdir()
+    os.mkfifo(out / ".coldstart-report.json")
+    proc = coldstart("report", str(store.path), "--quiet", "--out", str(out), timeout=60)
+    one_line_error(proc, "report manifest", progress=False)
+    assert "is a FIFO" in proc.stderr
+
+
+def test_appending_to_a_fifo_records_file_is_refused(tmp_path: Path) -> None:
+    store = _campaign(tmp_path / "c", 1)
+    store.launches_path.unlink()
+    os.mkfifo(store.launches_path)
+    with pytest.raises(UsageError, match="is a FIFO, not a regular file"):
+        store.append(record("base", 1, "completed"))
+
+
+def test_refusals_say_what_a_path_is(tmp_path: Path) -> None:
+    """One wording everywhere: a device is a character device, a FIFO a FIFO (not "a file",
+    not "does not exist", not "holds no campaign")."""
+    from kit._bounded import describe_path, path_kind
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "plain").write_text("x")
+    assert [path_kind(p) for p in (tmp_path / "none", tmp_path, "/dev/zero", fifo,
+                                   tmp_path / "plain")] == [
+        "missing", "a directory", "a character device", "a FIFO", "a regular file"]
+    assert describe_path(fifo) == "is a FIFO" and describe_path(tmp_path / "x") == \
+        "does not exist"
+    good = _campaign(tmp_path / "c", 1)
+    (tmp_path / "f2").mkdir()
+    os.mkfifo(tmp_path / "f2" / "campaign.json")
+    for args, fragment in (
+            (("app", "inspect", "/dev/zero"), "/dev/zero is a character device"),
+            (("app", "inspect", str(fifo)), f"{fifo} is a FIFO"),
+            (("report", "/dev/zero", "--quiet"), "/dev/zero is a character device"),
+            (("report", str(fifo), "--quiet"), f"{fifo} is a FIFO"),
+            (("compare", "/dev/zero", str(good.path)), "/dev/zero is a character device"),
+            (("compare", str(good.path), str(fifo)), f"{fifo} is a FIFO"),
+            (("report", str(good.path), "--out", "/dev/null"),
+             "--out /dev/null is a character device"),
+            (("run", "host", "--out", str(tmp_path / "f2"), "--resume"),
+             f"{tmp_path / 'f2' / 'campaign.json'} is a FIFO"),
+            (("run", "host", "--out", "/dev/null", "--resume"),
+             "--out /dev/null is a character device"),
+            (("plan", "--baseline", str(fifo)), f"{fifo} is a FIFO")):
+        one_line_error(coldstart(*args, timeout=60), fragment, progress=False)

@@ -65,9 +65,9 @@ def open_campaign(path: str | os.PathLike[str]) -> CampaignSource:
     store = CampaignStore(path)
     meta = store.read_meta()
     notes = []
-    tail = store._cut_tail_bytes()  # the store's own check, as load_campaign notes it
-    if tail:
-        notes.append(f"dropped an incomplete last line ({tail} bytes)")
+    note = store.cut_tail_note()  # the store's own check, as load_campaign notes it
+    if note:
+        notes.append(note)
     pid = store.writer_pid()
     if pid is not None:
         notes.append("a campaign in progress: another coldstart "

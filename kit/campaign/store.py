@@ -36,7 +36,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .._bounded import MiB, iter_lines_bounded
+from .._bounded import (MiB, describe_path, iter_lines_bounded, open_regular_if_exists,
+                        open_regular_rw, path_kind)
 from ..errors import DataError, InfraError, UsageError
 from ..records import LaunchRecord
 from ..scenario import Scenario, parse_scenario
@@ -134,8 +135,10 @@ class CampaignStore:
         self._lock_fd: int | None = None
 
     def exists(self) -> bool:
-        """Whether the directory holds a campaign (``campaign.json``)."""
-        return self.meta_path.is_file()
+        """Whether the directory holds a campaign (``campaign.json``: anything by that name,
+        so that :meth:`read_meta` names a FIFO or a device there rather than it being
+        taken for no campaign)."""
+        return path_kind(self.meta_path) != "missing"  # a FIFO there is refused when read
 
     def read_meta(self) -> CampaignMeta:
         """``campaign.json``, typed. Raises UsageError (missing) or DataError (invalid)."""
@@ -149,8 +152,8 @@ class CampaignStore:
             DataError: ``campaign.json`` is invalid.
         """
         if not self.exists():
-            if self.path.exists() and not self.path.is_dir():
-                raise UsageError(f"--out {self.path} is a file",
+            if path_kind(self.path) not in ("missing", "a directory"):
+                raise UsageError(f"--out {self.path} {describe_path(self.path)}",
                                  "give the campaign's directory")
             raise UsageError(f"nothing to resume: {self.path} holds no campaign",
                              "drop --resume to start one, or fix --out")
@@ -178,8 +181,12 @@ class CampaignStore:
         if self._lock_fd is not None:
             return
         self.path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                     0o644)
+        try:
+            fd = open_regular_rw(self.lock_path, "lock file")
+        except OSError as exc:
+            raise UsageError(f"cannot open lock file {self.lock_path}: "
+                             f"{exc.strerror or exc}",
+                             "check the directory's permissions") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -200,10 +207,18 @@ class CampaignStore:
             self._lock_fd = None
 
     def writer_pid(self) -> int | None:
-        """The pid of a process writing this campaign now, else ``None`` (never blocks)."""
+        """The pid of a process writing this campaign now, else ``None`` (never blocks).
+
+        Raises:
+            UsageError: the lock file is a device, FIFO, socket or directory.
+        """
         try:
-            fd = os.open(self.lock_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
+            fd = open_regular_if_exists(self.lock_path, "lock file")
+        except UsageError:
+            if path_kind(self.lock_path) not in ("a regular file", "missing", "unreadable"):
+                raise  # a FIFO, a device, a directory: named, never opened
+            return None  # a lock this user may not read: no writer of ours holds it
+        if fd is None:
             return None
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -260,24 +275,34 @@ class CampaignStore:
         """Every record (see :meth:`iter_records`, which raises the same) and notes: a cut
         last line is noted."""
         records = list(self.iter_records())
-        notes = []
-        tail = self._cut_tail_bytes()
-        if tail:
-            notes.append(f"dropped an incomplete last line ({tail} bytes)")
-        return records, notes
+        note = self.cut_tail_note()
+        return records, [note] if note else []
 
     def _cut_tail_bytes(self) -> int:
-        try:
-            with open(self.launches_path, "rb") as fh:
-                size = fh.seek(0, os.SEEK_END)
-                if not size:
-                    return 0
-                back = min(size, MAX_RECORD_BYTES + 1)
-                fh.seek(size - back)
-                data = fh.read(back)
-        except OSError:
+        """Length of a last line without its newline (0: none, or no records file).
+
+        Raises:
+            UsageError: ``launches.jsonl`` is a device, FIFO, socket or directory.
+        """
+        fd = open_regular_if_exists(self.launches_path, "launches.jsonl")
+        if fd is None:
             return 0
+        with os.fdopen(fd, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if not size:
+                return 0
+            back = min(size, MAX_RECORD_BYTES + 1)
+            fh.seek(size - back)
+            data = fh.read(back)
         return len(data) - (data.rfind(b"\n") + 1)
+
+    def cut_tail_note(self) -> str | None:
+        """The note a reader gives for a cut last line, naming this campaign's directory
+        (labels can repeat across campaigns), else ``None``. Raises as
+        :meth:`_cut_tail_bytes`."""
+        tail = self._cut_tail_bytes()
+        return (f"dropped an incomplete last line of {self.launches_path} ({tail} bytes)"
+                if tail else None)
 
     def append(self, record: LaunchRecord, *, retry_s: float = WRITE_RETRY_S,
                sleep: Any = time.sleep) -> None:
@@ -312,8 +337,7 @@ class CampaignStore:
                 delay = min(delay * 2, 8.0)
 
     def _write_line(self, data: bytes) -> None:
-        fd = os.open(self.launches_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                     0o644)
+        fd = open_regular_rw(self.launches_path, "launches.jsonl")
         try:
             end = os.lseek(fd, 0, os.SEEK_END)
             if end:
@@ -380,11 +404,12 @@ def check_out_dir(path: Path, flag: str = "--out") -> None:
     Raises:
         UsageError: it is a file, or holds a campaign, or holds other files.
     """
-    if not path.exists():
+    kind = path_kind(path)
+    if kind == "missing":
         return
-    if not path.is_dir():
-        raise UsageError(f"{flag} {path} is a file", "choose a directory")
-    if (path / "campaign.json").exists():
+    if kind != "a directory":
+        raise UsageError(f"{flag} {path} {describe_path(path)}", "choose a directory")
+    if path_kind(path / "campaign.json") != "missing":
         raise UsageError(f"{path} already holds a campaign",
                          "pass --resume to go on with it, or choose another --out")
     others = [p.name for p in path.iterdir() if p.name != LOCK_NAME]
