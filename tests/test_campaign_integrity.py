@@ -461,3 +461,35 @@ def test_refusals_say_what_a_path_is(tmp_path: Path) -> None:
              "--out /dev/null is a character device"),
             (("plan", "--baseline", str(fifo)), f"{fifo} is a FIFO")):
         one_line_error(coldstart(*args, timeout=60), fragment, progress=False)
+
+
+def test_repair_names_the_record_repeated_and_hints_name_the_real_path(tmp_path: Path) -> None:
+    store = _campaign(tmp_path / "c", 3)
+    lines = store.launches_path.read_text().splitlines()
+    slot_twin = json.loads(lines[2])
+    slot_twin["launch_id"] = "base-00002.r2"
+    slot_twin["attempt"] = 2
+    with open(store.launches_path, "a") as fh:
+        fh.write(json.dumps(slot_twin) + "\n" + lines[0] + "\n")
+    report = repair_campaign(store.path)
+    assert report.reasons == (
+        "line 4: base-00002.r2 repeats launch slot 2 of base-00002 (line 3)",
+        "line 5: repeats launch id base-00000 (line 1)")
+    bad = json.loads(lines[0])
+    bad["outcome"] = "exploded"
+    store.launches_path.write_text(json.dumps(bad) + "\n")
+    line = one_line_error(coldstart("report", str(store.path), "--quiet"), progress=False)
+    assert f"coldstart repair {store.path}" in line and "repair DIR" not in line
+
+
+def test_a_cut_line_note_names_the_campaign_directory_not_only_its_label(
+        tmp_path: Path) -> None:
+    one, two = _campaign(tmp_path / "c1", 2), _campaign(tmp_path / "c2", 2)  # both "base"
+    with open(two.launches_path, "a") as fh:
+        fh.write('{"launch_id": "base-0')
+    proc = coldstart("report", str(one.path), str(two.path), "--out", str(tmp_path / "r"),
+                     "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    notes = [json.loads((tmp_path / "r" / "summary.json").read_text())["campaigns"][i]["notes"]
+             for i in (0, 1)]
+    assert notes == [[], [f"dropped an incomplete last line of {two.launches_path} (21 bytes)"]]

@@ -258,7 +258,11 @@ class CampaignStore:
             except (ValueError, RecursionError):
                 raise DataError(f"{where} is not JSON", f"`{repair}` keeps the readable "
                                                         f"records") from None
-            record = LaunchRecord.from_dict(data, where)
+            try:
+                record = LaunchRecord.from_dict(data, where)
+            except DataError as exc:  # the record readers know no path: fill in the real one
+                raise DataError(exc.message, (exc.hint or "").replace(
+                    "coldstart repair DIR", repair) or None) from None
             if dedupe_check:
                 if record.launch_id in seen_ids or (record.counted and record.index in counted):
                     what = (f"launch id {record.launch_id}" if record.launch_id in seen_ids
@@ -546,8 +550,8 @@ def repair_campaign(path: str | os.PathLike[str]) -> RepairReport:
         kept: list[bytes] = []
         reasons: list[str] = []
         dropped = 0
-        ids: set[str] = set()
-        slots: set[int] = set()
+        ids: dict[str, int] = {}  # launch id -> line kept
+        slots: dict[int, tuple[str, int]] = {}  # counted slot -> (launch id, line) kept
         if store.launches_path.exists():
             for line in iter_lines_bounded(store.launches_path, MAX_RECORD_BYTES,
                                            what="launches.jsonl"):
@@ -562,9 +566,13 @@ def repair_campaign(path: str | os.PathLike[str]) -> RepairReport:
                         record = LaunchRecord.from_dict(json.loads(line.data), "record")
                     except (ValueError, RecursionError, DataError) as exc:
                         why = (exc.message if isinstance(exc, DataError) else "not JSON")
-                if record is not None and (record.launch_id in ids or (
-                        record.counted and record.index in slots)):
-                    why = f"repeats {record.launch_id}"
+                if record is not None and record.launch_id in ids:
+                    why = (f"repeats launch id {record.launch_id} (line "
+                           f"{ids[record.launch_id]})")
+                elif record is not None and record.counted and record.index in slots:
+                    first_id, first_line = slots[record.index]
+                    why = (f"{record.launch_id} repeats launch slot {record.index} of "
+                           f"{first_id} (line {first_line})")
                 if not line.complete:
                     why = why or "cut by an interrupted write"
                 if why is not None:
@@ -573,9 +581,9 @@ def repair_campaign(path: str | os.PathLike[str]) -> RepairReport:
                         reasons.append(f"line {line.number}: {why[:120]}")
                     continue
                 assert record is not None
-                ids.add(record.launch_id)
+                ids[record.launch_id] = line.number
                 if record.counted:
-                    slots.add(record.index)
+                    slots[record.index] = (record.launch_id, line.number)
                 kept.append(line.data + b"\n")
         if not dropped:
             return RepairReport(len(kept), 0, (), None)
