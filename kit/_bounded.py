@@ -43,13 +43,14 @@ def path_kind(path: str | os.PathLike[str]) -> str:
 def describe_path(path: str | os.PathLike[str]) -> str:
     """:func:`path_kind` as the end of a sentence about ``path``: ``"does not exist"``,
     ``"is a FIFO"``, ``"is a character device"``, ``"is a directory"``, ...; messages that
-    refuse a path say what it is with this, so every command words it alike."""
+    refuse a path say what it is with this, so every command words it alike (a regular
+    file: ``"is a file"``)."""
     kind = path_kind(path)
     if kind == "missing":
         return "does not exist"
     if kind == "unreadable":
         return "cannot be read"
-    return f"is {kind}"
+    return "is a file" if kind == "a regular file" else f"is {kind}"
 
 
 def _shown(path: str | os.PathLike[str]) -> str:
