@@ -221,7 +221,7 @@ def test_duplicate_launch_ids_are_an_error_until_repaired(tmp_path: Path) -> Non
 def test_two_counted_records_of_one_slot_count_once(tmp_path: Path) -> None:
     make_campaign(tmp_path, "b", [record("b", 0, "completed")])
     CampaignStore(tmp_path / "b").append(record("b", 0, "crashed", attempt=2))
-    with pytest.raises(DataError, match="repeats launch slot 0"):
+    with pytest.raises(DataError, match="repeats launch slot 0 of b-00000"):
         load_campaign(tmp_path / "b")
 
 

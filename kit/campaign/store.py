@@ -240,9 +240,9 @@ class CampaignStore:
         """
         if not self.launches_path.exists() and not self.launches_path.is_symlink():
             return
-        repair = _REPAIR.format(path=self.path)
+        repair = _REPAIR.format(path=shlex.quote(str(self.path)))
         seen_ids: set[str] = set()
-        counted: set[int] = set()
+        counted: dict[int, str] = {}  # counted slot -> the launch id that holds it
         for line in iter_lines_bounded(self.launches_path, MAX_RECORD_BYTES,
                                        what="launches.jsonl"):
             if not line.complete:
@@ -266,13 +266,13 @@ class CampaignStore:
             if dedupe_check:
                 if record.launch_id in seen_ids or (record.counted and record.index in counted):
                     what = (f"launch id {record.launch_id}" if record.launch_id in seen_ids
-                            else f"launch slot {record.index}")
+                            else f"launch slot {record.index} of {counted[record.index]}")
                     raise DataError(f"{where} repeats {what}: two processes wrote this "
                                     f"campaign, and its counts would be wrong",
                                     f"`{repair}` keeps the first record of each launch")
                 seen_ids.add(record.launch_id)
                 if record.counted:
-                    counted.add(record.index)
+                    counted[record.index] = record.launch_id
             yield record
 
     def read_records(self) -> tuple[list[LaunchRecord], list[str]]:
