@@ -14,7 +14,8 @@ from typing import Iterator
 
 from .errors import DataError, UsageError
 
-__all__ = ["open_regular", "open_regular_if_exists", "open_regular_rw", "read_bytes_bounded", "iter_lines_bounded",
+__all__ = ["open_regular", "open_regular_if_exists", "open_regular_rw",
+           "read_tail_bounded", "read_bytes_bounded", "iter_lines_bounded",
            "path_kind", "describe_path", "MiB", "Line"]
 
 MiB = 1024 * 1024
@@ -141,6 +142,21 @@ def read_bytes_bounded(path: str | os.PathLike[str], limit: int, *, what: str = 
         raise DataError(f"{what} {_shown(path)} is larger than {_size(limit)}",
                         "is it the right file? it is refused rather than read whole")
     return data
+
+
+def read_tail_bounded(path: str | os.PathLike[str], limit: int, *, what: str = "file"
+                      ) -> bytes:
+    """The last ``limit`` bytes (or fewer) of a regular file: for an artifact read back, such
+    as a launch's stderr, of which only the end matters however long it grew.
+
+    Raises:
+        UsageError: see :func:`open_regular`.
+    """
+    fd = open_regular(path, what)
+    with os.fdopen(fd, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        fh.seek(max(0, size - limit))
+        return fh.read(limit)
 
 
 def _size(n: int) -> str:
