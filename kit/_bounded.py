@@ -8,6 +8,7 @@ past the limit. Lines are streamed with a per-line cap.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from typing import Iterator
@@ -15,7 +16,7 @@ from typing import Iterator
 from .errors import DataError, UsageError
 
 __all__ = ["open_regular", "open_regular_if_exists", "open_regular_rw",
-           "read_tail_bounded", "read_bytes_bounded", "iter_lines_bounded",
+           "read_tail_bounded", "write_atomic", "read_bytes_bounded", "iter_lines_bounded",
            "path_kind", "describe_path", "MiB", "Line"]
 
 MiB = 1024 * 1024
@@ -157,6 +158,31 @@ def read_tail_bounded(path: str | os.PathLike[str], limit: int, *, what: str = "
         size = os.fstat(fh.fileno()).st_size
         fh.seek(max(0, size - limit))
         return fh.read(limit)
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: written to ``<path>.tmp`` (a leftover by
+    that name, a FIFO included, is removed first and the file made with ``O_EXCL``, so the
+    write never blocks or lands elsewhere), fsynced, then renamed over ``path``.
+
+    Raises:
+        OSError: the write or the rename failed (the temporary file is removed).
+    """
+    tmp = f"{os.fspath(path)}.tmp"
+    if path_kind(tmp) not in ("missing", "a directory"):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _size(n: int) -> str:

@@ -493,3 +493,25 @@ def test_a_cut_line_note_names_the_campaign_directory_not_only_its_label(
     notes = [json.loads((tmp_path / "r" / "summary.json").read_text())["campaigns"][i]["notes"]
              for i in (0, 1)]
     assert notes == [[], [f"dropped an incomplete last line of {two.launches_path} (21 bytes)"]]
+
+
+def test_a_fifo_left_where_a_rewrite_goes_never_blocks_it(tmp_path: Path) -> None:
+    """campaign.json, launches.jsonl (repair) and the report manifest are rewritten through
+    a ``.tmp`` file: a FIFO by that name is removed, not written into."""
+    from kit.campaign.meta import read_meta, write_meta
+
+    store = _campaign(tmp_path / "c", 2)
+    os.mkfifo(store.path / "campaign.json.tmp")
+    meta = read_meta(store.path)
+    write_meta(store.path, meta)
+    assert read_meta(store.path) == meta and not (store.path / "campaign.json.tmp").exists()
+    with open(store.launches_path, "a") as fh:
+        fh.write("not json\n")
+    os.mkfifo(store.path / "launches.jsonl.tmp")
+    assert repair_campaign(store.path).kept == 2
+    out = tmp_path / "r"
+    out.mkdir()
+    os.mkfifo(out / ".coldstart-report.json.tmp")
+    proc = coldstart("report", str(store.path), "--quiet", "--out", str(out), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / ".coldstart-report.json").read_text())["files"]

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .._bounded import (MiB, describe_path, iter_lines_bounded, open_regular_if_exists,
-                        open_regular_rw, path_kind)
+                        open_regular_rw, path_kind, write_atomic)
 from ..errors import DataError, InfraError, UsageError
 from ..records import LaunchRecord
 from ..scenario import Scenario, parse_scenario
@@ -589,12 +589,7 @@ def repair_campaign(path: str | os.PathLike[str]) -> RepairReport:
             return RepairReport(len(kept), 0, (), None)
         backup = store.path / f"launches.jsonl.bak-{utc_now().replace(':', '')}"
         os.replace(store.launches_path, backup)
-        tmp = store.path / "launches.jsonl.tmp"
-        with open(tmp, "wb") as fh:
-            fh.writelines(kept)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, store.launches_path)
+        write_atomic(store.launches_path, b"".join(kept))
         return RepairReport(len(kept), dropped, tuple(reasons), backup)
     finally:
         store.unlock()

@@ -23,7 +23,8 @@ from typing import Any, Sequence
 
 from .. import __version__
 from ..campaign import utc_now
-from .._bounded import describe_path, open_regular_if_exists, path_kind, read_bytes_bounded
+from .._bounded import (describe_path, open_regular_if_exists, path_kind, read_bytes_bounded,
+                        write_atomic)
 from ..errors import DataError, UsageError
 from ..redact import redact_text
 from ..analysis.scan import AnyCampaign, Scan, scan_campaign
@@ -199,9 +200,5 @@ def write_reports(out_dir: str | Path, campaigns: Sequence[AnyCampaign],
     markdown.write(data, paths["markdown"])
     manifest = {"schema": _MANIFEST_SCHEMA, "files": {
         name: _sha256(out / name) for name in REPORT_FILES.values()}}
-    tmp = out / (MANIFEST + ".tmp")
-    if path_kind(tmp) not in ("missing", "a directory"):
-        tmp.unlink()  # a leftover (of ours, by its name): a FIFO there would block the write
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, out / MANIFEST)
+    write_atomic(out / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
     return paths
