@@ -8,13 +8,16 @@ past the limit. Lines are streamed with a per-line cap.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from typing import Iterator
 
 from .errors import DataError, UsageError
 
-__all__ = ["open_regular", "read_bytes_bounded", "iter_lines_bounded", "MiB", "Line"]
+__all__ = ["open_regular", "open_regular_if_exists", "open_regular_rw",
+           "read_tail_bounded", "write_atomic", "read_bytes_bounded", "iter_lines_bounded",
+           "path_kind", "describe_path", "MiB", "Line"]
 
 MiB = 1024 * 1024
 _KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -23,6 +26,33 @@ _KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")
 
 def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def path_kind(path: str | os.PathLike[str]) -> str:
+    """What ``path`` is, following symlinks: ``"missing"`` (nothing there, or a dangling
+    link), ``"a directory"``, ``"a character device"``, ``"a block device"``, ``"a FIFO"``,
+    ``"a socket"`` or ``"a regular file"`` (``"unreadable"`` when it cannot be looked at).
+    Never opens it (``stat(2)`` only), so it never blocks."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except (OSError, ValueError):
+        return "unreadable"
+    return "a regular file" if stat.S_ISREG(mode) else _kind(mode)
+
+
+def describe_path(path: str | os.PathLike[str]) -> str:
+    """:func:`path_kind` as the end of a sentence about ``path``: ``"does not exist"``,
+    ``"is a FIFO"``, ``"is a character device"``, ``"is a directory"``, ...; messages that
+    refuse a path say what it is with this, so every command words it alike (a regular
+    file: ``"is a file"``)."""
+    kind = path_kind(path)
+    if kind == "missing":
+        return "does not exist"
+    if kind == "unreadable":
+        return "cannot be read"
+    return "is a file" if kind == "a regular file" else f"is {kind}"
 
 
 def _shown(path: str | os.PathLike[str]) -> str:
@@ -39,10 +69,19 @@ def open_regular(path: str | os.PathLike[str], what: str, *, missing: str | None
         UsageError: it does not exist (``missing`` is then the message), cannot be read, or
             is a device, FIFO, socket or directory (messages cut long paths).
     """
+    fd = _open_checked(path, what, missing, missing_hint, allow_missing=False)
+    assert fd is not None
+    return fd
+
+
+def _open_checked(path: str | os.PathLike[str], what: str, missing: str | None,
+                  missing_hint: str, *, allow_missing: bool) -> int | None:
     shown = _shown(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except (FileNotFoundError, NotADirectoryError):
+        if allow_missing:
+            return None
         raise UsageError(missing or f"{what} {shown} does not exist", missing_hint) from None
     except IsADirectoryError:
         raise UsageError(f"{what} {shown} is a directory", "give a regular file") from None
@@ -53,6 +92,36 @@ def open_regular(path: str | os.PathLike[str], what: str, *, missing: str | None
     if not stat.S_ISREG(mode):
         os.close(fd)
         raise UsageError(f"{what} {shown} is {_kind(mode)}, not a regular file",
+                         "give a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def open_regular_if_exists(path: str | os.PathLike[str], what: str) -> int | None:
+    """:func:`open_regular`, but ``None`` when nothing is there (a file a reader may find
+    absent, such as a new campaign's lock or records). Raises as :func:`open_regular`."""
+    return _open_checked(path, what, None, "check the path", allow_missing=True)
+
+
+def open_regular_rw(path: str | os.PathLike[str], what: str, mode: int = 0o644) -> int:
+    """Open (creating it when absent) ``path`` for reading and writing, refusing anything
+    that is there but a regular file, as :func:`open_regular` does (``O_NONBLOCK`` at open,
+    then ``fstat``), so that a FIFO or a device in a campaign never blocks or takes a write.
+
+    Raises:
+        OSError: the open itself failed (callers decide: a full disk is not bad input).
+        UsageError: it is a device, FIFO, socket or directory.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK
+                     | getattr(os, "O_CLOEXEC", 0), mode)
+    except IsADirectoryError:
+        raise UsageError(f"{what} {_shown(path)} is a directory",
+                         "give a regular file") from None
+    st_mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(st_mode):
+        os.close(fd)
+        raise UsageError(f"{what} {_shown(path)} is {_kind(st_mode)}, not a regular file",
                          "give a regular file")
     os.set_blocking(fd, True)
     return fd
@@ -74,6 +143,46 @@ def read_bytes_bounded(path: str | os.PathLike[str], limit: int, *, what: str = 
         raise DataError(f"{what} {_shown(path)} is larger than {_size(limit)}",
                         "is it the right file? it is refused rather than read whole")
     return data
+
+
+def read_tail_bounded(path: str | os.PathLike[str], limit: int, *, what: str = "file"
+                      ) -> bytes:
+    """The last ``limit`` bytes (or fewer) of a regular file: for an artifact read back, such
+    as a launch's stderr, of which only the end matters however long it grew.
+
+    Raises:
+        UsageError: see :func:`open_regular`.
+    """
+    fd = open_regular(path, what)
+    with os.fdopen(fd, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        fh.seek(max(0, size - limit))
+        return fh.read(limit)
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: written to ``<path>.tmp`` (a leftover by
+    that name, a FIFO included, is removed first and the file made with ``O_EXCL``, so the
+    write never blocks or lands elsewhere), fsynced, then renamed over ``path``.
+
+    Raises:
+        OSError: the write or the rename failed (the temporary file is removed).
+    """
+    tmp = f"{os.fspath(path)}.tmp"
+    if path_kind(tmp) not in ("missing", "a directory"):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _size(n: int) -> str:

@@ -48,6 +48,7 @@ import zlib
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Iterator
 
+from ._bounded import describe_path, path_kind
 from .errors import DataError, UsageError
 
 __all__ = ["AppInspection", "NativeLibrary", "inspect_app", "scan_binary"]
@@ -387,8 +388,9 @@ def inspect_app(path: str | os.PathLike[str]) -> AppInspection:
             raise UsageError(f"{target} is a folder without Info.plist",
                              "pass an .apk, an .ipa or a built .app folder")
         return _inspect_app_dir(target)
-    if not target.is_file():
-        raise UsageError(f"{target} does not exist", "pass an .apk, an .ipa or a .app folder")
+    if path_kind(target) != "a regular file":
+        raise UsageError(f"{target} {describe_path(target)}",
+                         "pass an .apk, an .ipa or a .app folder")
     if not zipfile.is_zipfile(target):
         raise UsageError(f"{target} is not an APK or IPA (not a zip file)",
                          "pass an .apk, an .ipa or a .app folder")

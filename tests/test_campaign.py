@@ -82,7 +82,8 @@ def test_resume_drops_a_line_cut_by_kill(tmp_path: Path) -> None:
     path = tmp_path / "c" / "launches.jsonl"
     whole = path.read_bytes()
     path.write_bytes(whole + whole.splitlines(keepends=True)[0][:40])  # half a line
-    assert load_campaign(tmp_path / "c").notes == ["dropped an incomplete last line (40 bytes)"]
+    assert load_campaign(tmp_path / "c").notes == [
+        f"dropped an incomplete last line of {path} (40 bytes)"]
     launcher = ScriptedLauncherDouble(lambda i, a: "completed")
     records = _run(tmp_path / "c", launcher, 3, resume=True)
     assert launcher.calls == [(2, 1)]

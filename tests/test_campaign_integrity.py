@@ -247,7 +247,7 @@ def test_duplicate_launch_ids_are_an_error_until_repaired(tmp_path: Path) -> Non
 def test_two_counted_records_of_one_slot_count_once(tmp_path: Path) -> None:
     make_campaign(tmp_path, "b", [record("b", 0, "completed")])
     CampaignStore(tmp_path / "b").append(record("b", 0, "crashed", attempt=2))
-    with pytest.raises(DataError, match="repeats launch slot 0"):
+    with pytest.raises(DataError, match="repeats launch slot 0 of b-00000"):
         load_campaign(tmp_path / "b")
 
 
@@ -442,3 +442,130 @@ def test_unrecognized_arguments_point_at_their_subcommands_help(args, prog) -> N
     proc = coldstart(*args)
     line = one_line_error(proc, "unrecognized arguments", progress=False)
     assert line.endswith(f"(see `{prog} --help`)"), line
+
+
+@pytest.mark.parametrize("name", ["launches.jsonl", "campaign.json", ".coldstart.lock"])
+def test_a_fifo_for_any_campaign_file_is_named_by_every_reader_and_writer(
+        tmp_path: Path, name: str) -> None:
+    """Each command that opens a campaign file refuses a FIFO in its place (it once hung
+    compare, report and plan --baseline in the cut-tail check), one line, exit 2."""
+    good = _campaign(tmp_path / "good", 2)
+    bad = _campaign(tmp_path / "bad", 2)
+    (bad.path / name).unlink(missing_ok=True)
+    os.mkfifo(bad.path / name)
+    runs = [("compare", str(bad.path), str(good.path), "--no-reports"),
+            ("compare", str(good.path), str(bad.path), "--no-reports"),
+            ("report", str(bad.path), "--quiet"),
+            ("report", str(tmp_path), "--quiet"),  # found as a child campaign
+            ("plan", "--baseline", str(bad.path)),
+            ("repair", str(bad.path)),
+            ("run", "host", "--resume", "--out", str(bad.path), "--launches", "3")]
+    for args in runs:
+        proc = coldstart(*args, timeout=60)
+        line = one_line_error(proc, "is a FIFO, not a regular file", progress=False)
+        assert str(bad.path / name) in line, (args, line)
+
+
+def test_a_fifo_report_manifest_is_refused_not_read(tmp_path: Path) -> None:
+    store = _campaign(tmp_path / "c", 1)
+    out = tmp_path / "reports"
+    out.mkdir()
+    os.mkfifo(out / ".coldstart-report.json")
+    proc = coldstart("report", str(store.path), "--quiet", "--out", str(out), timeout=60)
+    one_line_error(proc, "report manifest", progress=False)
+    assert "is a FIFO" in proc.stderr
+
+
+def test_appending_to_a_fifo_records_file_is_refused(tmp_path: Path) -> None:
+    store = _campaign(tmp_path / "c", 1)
+    store.launches_path.unlink()
+    os.mkfifo(store.launches_path)
+    with pytest.raises(UsageError, match="is a FIFO, not a regular file"):
+        store.append(record("base", 1, "completed"))
+
+
+def test_refusals_say_what_a_path_is(tmp_path: Path) -> None:
+    """One wording everywhere: a device is a character device, a FIFO a FIFO (not "a file",
+    not "does not exist", not "holds no campaign")."""
+    from kit._bounded import describe_path, path_kind
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "plain").write_text("x")
+    assert [path_kind(p) for p in (tmp_path / "none", tmp_path, "/dev/zero", fifo,
+                                   tmp_path / "plain")] == [
+        "missing", "a directory", "a character device", "a FIFO", "a regular file"]
+    assert describe_path(fifo) == "is a FIFO" and describe_path(tmp_path / "x") == \
+        "does not exist"
+    good = _campaign(tmp_path / "c", 1)
+    (tmp_path / "f2").mkdir()
+    os.mkfifo(tmp_path / "f2" / "campaign.json")
+    for args, fragment in (
+            (("app", "inspect", "/dev/zero"), "/dev/zero is a character device"),
+            (("app", "inspect", str(fifo)), f"{fifo} is a FIFO"),
+            (("report", "/dev/zero", "--quiet"), "/dev/zero is a character device"),
+            (("report", str(fifo), "--quiet"), f"{fifo} is a FIFO"),
+            (("compare", "/dev/zero", str(good.path)), "/dev/zero is a character device"),
+            (("compare", str(good.path), str(fifo)), f"{fifo} is a FIFO"),
+            (("report", str(good.path), "--out", "/dev/null"),
+             "--out /dev/null is a character device"),
+            (("run", "host", "--out", str(tmp_path / "f2"), "--resume"),
+             f"{tmp_path / 'f2' / 'campaign.json'} is a FIFO"),
+            (("run", "host", "--out", "/dev/null", "--resume"),
+             "--out /dev/null is a character device"),
+            (("plan", "--baseline", str(fifo)), f"{fifo} is a FIFO")):
+        one_line_error(coldstart(*args, timeout=60), fragment, progress=False)
+
+
+def test_repair_names_the_record_repeated_and_hints_name_the_real_path(tmp_path: Path) -> None:
+    store = _campaign(tmp_path / "c", 3)
+    lines = store.launches_path.read_text().splitlines()
+    slot_twin = json.loads(lines[2])
+    slot_twin["launch_id"] = "base-00002.r2"
+    slot_twin["attempt"] = 2
+    with open(store.launches_path, "a") as fh:
+        fh.write(json.dumps(slot_twin) + "\n" + lines[0] + "\n")
+    report = repair_campaign(store.path)
+    assert report.reasons == (
+        "line 4: base-00002.r2 repeats launch slot 2 of base-00002 (line 3)",
+        "line 5: repeats launch id base-00000 (line 1)")
+    bad = json.loads(lines[0])
+    bad["outcome"] = "exploded"
+    store.launches_path.write_text(json.dumps(bad) + "\n")
+    line = one_line_error(coldstart("report", str(store.path), "--quiet"), progress=False)
+    assert f"coldstart repair {store.path}" in line and "repair DIR" not in line
+
+
+def test_a_cut_line_note_names_the_campaign_directory_not_only_its_label(
+        tmp_path: Path) -> None:
+    one, two = _campaign(tmp_path / "c1", 2), _campaign(tmp_path / "c2", 2)  # both "base"
+    with open(two.launches_path, "a") as fh:
+        fh.write('{"launch_id": "base-0')
+    proc = coldstart("report", str(one.path), str(two.path), "--out", str(tmp_path / "r"),
+                     "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    notes = [json.loads((tmp_path / "r" / "summary.json").read_text())["campaigns"][i]["notes"]
+             for i in (0, 1)]
+    assert notes == [[], [f"dropped an incomplete last line of {two.launches_path} (21 bytes)"]]
+
+
+def test_a_fifo_left_where_a_rewrite_goes_never_blocks_it(tmp_path: Path) -> None:
+    """campaign.json, launches.jsonl (repair) and the report manifest are rewritten through
+    a ``.tmp`` file: a FIFO by that name is removed, not written into."""
+    from kit.campaign.meta import read_meta, write_meta
+
+    store = _campaign(tmp_path / "c", 2)
+    os.mkfifo(store.path / "campaign.json.tmp")
+    meta = read_meta(store.path)
+    write_meta(store.path, meta)
+    assert read_meta(store.path) == meta and not (store.path / "campaign.json.tmp").exists()
+    with open(store.launches_path, "a") as fh:
+        fh.write("not json\n")
+    os.mkfifo(store.path / "launches.jsonl.tmp")
+    assert repair_campaign(store.path).kept == 2
+    out = tmp_path / "r"
+    out.mkdir()
+    os.mkfifo(out / ".coldstart-report.json.tmp")
+    proc = coldstart("report", str(store.path), "--quiet", "--out", str(out), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / ".coldstart-report.json").read_text())["files"]

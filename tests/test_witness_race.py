@@ -123,3 +123,16 @@ def test_parser_never_raises(text: list[str]) -> None:
     race = parse_witness(text).to_dict()
     assert set(race) == RECORD_KEYS
     assert race["witnessed"] is (race["available"] and len(race["contexts"]) >= 2)
+
+
+def test_a_witness_file_that_is_a_fifo_or_device_is_refused_not_read(tmp_path) -> None:
+    import os
+
+    from kit.witness.race import read_witness_file
+
+    fifo = tmp_path / "witness.jsonl"
+    os.mkfifo(fifo)
+    seen = read_witness_file(fifo)
+    assert not seen.available and "is a FIFO, not a regular file" in seen.reason
+    seen = read_witness_file(tmp_path / "none.jsonl")
+    assert seen.reason == "the race witness wrote nothing: cannot read none.jsonl (no such file)"

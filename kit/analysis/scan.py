@@ -67,9 +67,9 @@ def open_campaign(path: str | os.PathLike[str]) -> CampaignSource:
     store = CampaignStore(path)
     meta = store.read_meta()
     notes = []
-    tail = store._cut_tail_bytes()  # the store's own check, as load_campaign notes it
-    if tail:
-        notes.append(f"dropped an incomplete last line ({tail} bytes)")
+    note = store.cut_tail_note()  # the store's own check, as load_campaign notes it
+    if note:
+        notes.append(note)
     pid = store.writer_pid()
     note = store.in_progress_note(pid)
     return CampaignSource(Path(path), meta, notes + ([note] if note else []), writer=pid)

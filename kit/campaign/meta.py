@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._bounded import read_bytes_bounded
+from .._bounded import describe_path, path_kind, read_bytes_bounded, write_atomic
 from .._fields import FieldReader, type_name
 from ..errors import DataError
 
@@ -226,10 +226,9 @@ def read_meta(path: str | os.PathLike[str]) -> CampaignMeta:
 
 
 def _missing(directory: Path) -> str:
-    if not directory.exists():
-        return f"{directory} does not exist"
-    if not directory.is_dir():
-        return f"{directory} is a file, not a campaign directory"
+    if path_kind(directory) != "a directory":
+        return f"{directory} {describe_path(directory)}, not a campaign directory" \
+            if path_kind(directory) != "missing" else f"{directory} does not exist"
     return f"{directory} is not a campaign (no campaign.json)"
 
 
@@ -238,9 +237,4 @@ def write_meta(path: str | os.PathLike[str], meta: CampaignMeta) -> None:
     directory = Path(path)
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / "campaign.json"
-    tmp = directory / "campaign.json.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(meta.to_dict(), indent=2) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
+    write_atomic(target, (json.dumps(meta.to_dict(), indent=2) + "\n").encode("utf-8"))

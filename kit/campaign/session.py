@@ -28,6 +28,7 @@ from typing import Any, Sequence
 from ..analysis.sequential import InterleavedRule, StopRule, make_stop_rule
 from ..analysis.sprt import SLOW_RULE_LAUNCHES
 from ..analysis.verdict import RACE_DETECTED, RACE_WITNESSED, count_target
+from .._bounded import describe_path, path_kind
 from ..errors import UsageError
 from ..records import LaunchRecord
 from ..targets.base import PreparedTarget, get_target
@@ -369,8 +370,9 @@ def _run_interleaved(request: CampaignRequest, target: Any, store: CampaignStore
     out = store.path
     meta = _open_for_run(request, store, made)  # this run's own campaign first
     base_path = base_store.path
-    if base_path.exists() and not base_path.is_dir():
-        raise UsageError(f"--until-verdict {base_path} is a file", "choose a directory")
+    if path_kind(base_path) not in ("missing", "a directory"):
+        raise UsageError(f"--until-verdict {base_path} {describe_path(base_path)}",
+                         "choose a directory")
     _lock(base_store, made)
     base_meta = base_store.read_meta() if base_store.exists() else None
     if base_meta is None:

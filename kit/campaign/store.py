@@ -36,7 +36,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .._bounded import MiB, iter_lines_bounded
+from .._bounded import (MiB, describe_path, iter_lines_bounded, open_regular_if_exists,
+                        open_regular_rw, path_kind, write_atomic)
 from ..errors import DataError, InfraError, UsageError
 from ..records import LaunchRecord
 from ..scenario import Scenario, parse_scenario
@@ -136,8 +137,10 @@ class CampaignStore:
         self._lock_fd: int | None = None
 
     def exists(self) -> bool:
-        """Whether the directory holds a campaign (``campaign.json``)."""
-        return self.meta_path.is_file()
+        """Whether the directory holds a campaign (``campaign.json``: anything by that name,
+        so that :meth:`read_meta` names a FIFO or a device there rather than it being
+        taken for no campaign)."""
+        return path_kind(self.meta_path) != "missing"  # a FIFO there is refused when read
 
     def read_meta(self) -> CampaignMeta:
         """``campaign.json``, typed. Raises UsageError (missing) or DataError (invalid)."""
@@ -151,8 +154,8 @@ class CampaignStore:
             DataError: ``campaign.json`` is invalid.
         """
         if not self.exists():
-            if self.path.exists() and not self.path.is_dir():
-                raise UsageError(f"--out {self.path} is a file",
+            if path_kind(self.path) not in ("missing", "a directory"):
+                raise UsageError(f"--out {self.path} {describe_path(self.path)}",
                                  "give the campaign's directory")
             raise UsageError(f"nothing to resume: {self.path} holds no campaign",
                              "drop --resume to start one, or fix --out")
@@ -180,8 +183,12 @@ class CampaignStore:
         if self._lock_fd is not None:
             return
         self.path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                     0o644)
+        try:
+            fd = open_regular_rw(self.lock_path, "lock file")
+        except OSError as exc:
+            raise UsageError(f"cannot open lock file {self.lock_path}: "
+                             f"{exc.strerror or exc}",
+                             "check the directory's permissions") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -202,10 +209,18 @@ class CampaignStore:
             self._lock_fd = None
 
     def writer_pid(self) -> int | None:
-        """The pid of a process writing this campaign now, else ``None`` (never blocks)."""
+        """The pid of a process writing this campaign now, else ``None`` (never blocks).
+
+        Raises:
+            UsageError: the lock file is a device, FIFO, socket or directory.
+        """
         try:
-            fd = os.open(self.lock_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
+            fd = open_regular_if_exists(self.lock_path, "lock file")
+        except UsageError:
+            if path_kind(self.lock_path) not in ("a regular file", "missing", "unreadable"):
+                raise  # a FIFO, a device, a directory: named, never opened
+            return None  # a lock this user may not read: no writer of ours holds it
+        if fd is None:
             return None
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -236,9 +251,9 @@ class CampaignStore:
         """
         if not self.launches_path.exists() and not self.launches_path.is_symlink():
             return
-        repair = _REPAIR.format(path=self.path)
+        repair = _REPAIR.format(path=shlex.quote(str(self.path)))
         seen_ids: set[str] = set()
-        counted: set[int] = set()
+        counted: dict[int, str] = {}  # counted slot -> the launch id that holds it
         for line in iter_lines_bounded(self.launches_path, MAX_RECORD_BYTES,
                                        what="launches.jsonl"):
             if not line.complete:
@@ -254,41 +269,55 @@ class CampaignStore:
             except (ValueError, RecursionError):
                 raise DataError(f"{where} is not JSON", f"`{repair}` keeps the readable "
                                                         f"records") from None
-            record = LaunchRecord.from_dict(data, where)
+            try:
+                record = LaunchRecord.from_dict(data, where)
+            except DataError as exc:  # the record readers know no path: fill in the real one
+                raise DataError(exc.message, (exc.hint or "").replace(
+                    "coldstart repair DIR", repair) or None) from None
             if dedupe_check:
                 if record.launch_id in seen_ids or (record.counted and record.index in counted):
                     what = (f"launch id {record.launch_id}" if record.launch_id in seen_ids
-                            else f"launch slot {record.index}")
+                            else f"launch slot {record.index} of {counted[record.index]}")
                     raise DataError(f"{where} repeats {what}: two processes wrote this "
                                     f"campaign, and its counts would be wrong",
                                     f"`{repair}` keeps the first record of each launch")
                 seen_ids.add(record.launch_id)
                 if record.counted:
-                    counted.add(record.index)
+                    counted[record.index] = record.launch_id
             yield record
 
     def read_records(self) -> tuple[list[LaunchRecord], list[str]]:
         """Every record (see :meth:`iter_records`, which raises the same) and notes: a cut
         last line is noted."""
         records = list(self.iter_records())
-        notes = []
-        tail = self._cut_tail_bytes()
-        if tail:
-            notes.append(f"dropped an incomplete last line ({tail} bytes)")
-        return records, notes
+        note = self.cut_tail_note()
+        return records, [note] if note else []
 
     def _cut_tail_bytes(self) -> int:
-        try:
-            with open(self.launches_path, "rb") as fh:
-                size = fh.seek(0, os.SEEK_END)
-                if not size:
-                    return 0
-                back = min(size, MAX_RECORD_BYTES + 1)
-                fh.seek(size - back)
-                data = fh.read(back)
-        except OSError:
+        """Length of a last line without its newline (0: none, or no records file).
+
+        Raises:
+            UsageError: ``launches.jsonl`` is a device, FIFO, socket or directory.
+        """
+        fd = open_regular_if_exists(self.launches_path, "launches.jsonl")
+        if fd is None:
             return 0
+        with os.fdopen(fd, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if not size:
+                return 0
+            back = min(size, MAX_RECORD_BYTES + 1)
+            fh.seek(size - back)
+            data = fh.read(back)
         return len(data) - (data.rfind(b"\n") + 1)
+
+    def cut_tail_note(self) -> str | None:
+        """The note a reader gives for a cut last line, naming this campaign's directory
+        (labels can repeat across campaigns), else ``None``. Raises as
+        :meth:`_cut_tail_bytes`."""
+        tail = self._cut_tail_bytes()
+        return (f"dropped an incomplete last line of {self.launches_path} ({tail} bytes)"
+                if tail else None)
 
     def append(self, record: LaunchRecord, *, retry_s: float = WRITE_RETRY_S,
                sleep: Any = time.sleep) -> None:
@@ -323,8 +352,7 @@ class CampaignStore:
                 delay = min(delay * 2, 8.0)
 
     def _write_line(self, data: bytes) -> None:
-        fd = os.open(self.launches_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                     0o644)
+        fd = open_regular_rw(self.launches_path, "launches.jsonl")
         try:
             end = os.lseek(fd, 0, os.SEEK_END)
             if end:
@@ -389,11 +417,12 @@ def check_out_dir(path: Path, flag: str = "--out") -> None:
     Raises:
         UsageError: it is a file, or holds a campaign, or holds other files.
     """
-    if not path.exists():
+    kind = path_kind(path)
+    if kind == "missing":
         return
-    if not path.is_dir():
-        raise UsageError(f"{flag} {path} is a file", "choose a directory")
-    if (path / "campaign.json").exists():
+    if kind != "a directory":
+        raise UsageError(f"{flag} {path} {describe_path(path)}", "choose a directory")
+    if path_kind(path / "campaign.json") != "missing":
         raise UsageError(f"{path} already holds a campaign",
                          "pass --resume to go on with it, or choose another --out")
     others = [p.name for p in path.iterdir() if p.name != LOCK_NAME]
@@ -530,8 +559,8 @@ def repair_campaign(path: str | os.PathLike[str]) -> RepairReport:
         kept: list[bytes] = []
         reasons: list[str] = []
         dropped = 0
-        ids: set[str] = set()
-        slots: set[int] = set()
+        ids: dict[str, int] = {}  # launch id -> line kept
+        slots: dict[int, tuple[str, int]] = {}  # counted slot -> (launch id, line) kept
         if store.launches_path.exists():
             for line in iter_lines_bounded(store.launches_path, MAX_RECORD_BYTES,
                                            what="launches.jsonl"):
@@ -546,9 +575,13 @@ def repair_campaign(path: str | os.PathLike[str]) -> RepairReport:
                         record = LaunchRecord.from_dict(json.loads(line.data), "record")
                     except (ValueError, RecursionError, DataError) as exc:
                         why = (exc.message if isinstance(exc, DataError) else "not JSON")
-                if record is not None and (record.launch_id in ids or (
-                        record.counted and record.index in slots)):
-                    why = f"repeats {record.launch_id}"
+                if record is not None and record.launch_id in ids:
+                    why = (f"repeats launch id {record.launch_id} (line "
+                           f"{ids[record.launch_id]})")
+                elif record is not None and record.counted and record.index in slots:
+                    first_id, first_line = slots[record.index]
+                    why = (f"{record.launch_id} repeats launch slot {record.index} of "
+                           f"{first_id} (line {first_line})")
                 if not line.complete:
                     why = why or "cut by an interrupted write"
                 if why is not None:
@@ -557,20 +590,15 @@ def repair_campaign(path: str | os.PathLike[str]) -> RepairReport:
                         reasons.append(f"line {line.number}: {why[:120]}")
                     continue
                 assert record is not None
-                ids.add(record.launch_id)
+                ids[record.launch_id] = line.number
                 if record.counted:
-                    slots.add(record.index)
+                    slots[record.index] = (record.launch_id, line.number)
                 kept.append(line.data + b"\n")
         if not dropped:
             return RepairReport(len(kept), 0, (), None)
         backup = store.path / f"launches.jsonl.bak-{utc_now().replace(':', '')}"
         os.replace(store.launches_path, backup)
-        tmp = store.path / "launches.jsonl.tmp"
-        with open(tmp, "wb") as fh:
-            fh.writelines(kept)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, store.launches_path)
+        write_atomic(store.launches_path, b"".join(kept))
         return RepairReport(len(kept), dropped, tuple(reasons), backup)
     finally:
         store.unlock()

@@ -12,6 +12,7 @@ from typing import Any
 from ..campaign import iter_campaign_dirs
 from .options import fraction_arg
 from .run import check_directory_arg, stderr_console
+from .._bounded import describe_path
 from ..errors import ExitCode, UsageError
 from ..analysis.scan import open_campaign, records_of, scan_campaign
 from ..analysis.verdict import DEFAULT_SIGNATURE, Comparison, Verdict, VerdictSettings
@@ -194,8 +195,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     for path in (args.baseline, args.candidate):
         if not Path(path).is_dir():
-            what = "is a file" if Path(path).exists() else "does not exist"
-            raise UsageError(f"campaign directory {path} {what}",
+            raise UsageError(f"campaign directory {path} {describe_path(path)}",
                              "give the --out directories of two `coldstart run` campaigns")
     from ..report import check_report_dir
 
@@ -338,8 +338,8 @@ def _report(args: argparse.Namespace) -> int:
         check_signature(args.signature)
     missing = [d for d in args.dirs if not Path(d).is_dir()]
     if missing:
-        what = "is a file" if Path(missing[0]).exists() else "does not exist"
-        raise UsageError(f"{missing[0]} {what}", "give campaign directories")
+        raise UsageError(f"{missing[0]} {describe_path(missing[0])}",
+                         "give campaign directories")
     from ..report import check_report_dir
 
     if args.out:

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .._bounded import describe_path, path_kind
 from ..campaign.loop import RetryPolicy
 from ..campaign.meta import CampaignMeta
 from ..campaign.session import CampaignRequest, SessionResult, resume_command, run_session
@@ -40,10 +41,10 @@ def check_directory_arg(path: Path, flag: str) -> None:
     if not str(path).strip():
         raise UsageError(f"{flag} is empty", "give a directory")
     for part in (path, *path.parents):
-        if part.exists():
-            if not part.is_dir():
-                what = f"{flag} {path} is a file" if part == path else \
-                    f"{flag} {path} cannot be made: {part} is a file"
+        if path_kind(part) != "missing":
+            if path_kind(part) != "a directory":
+                what = f"{flag} {path} {describe_path(part)}" if part == path else \
+                    f"{flag} {path} cannot be made: {part} {describe_path(part)}"
                 raise UsageError(what, "choose a directory")
             return
 

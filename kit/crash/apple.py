@@ -26,6 +26,7 @@ expressions over the text.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ._apple import ADDRESS_AT, abi, leb_note, mark_js_fatal, set_apple_signal
@@ -67,14 +68,37 @@ def close_truncated_json(text: str) -> str | None:
             if not stack or stack[-1] != ch:
                 break
             stack.pop()
-            if stack:
-                best = (i + 1, "".join(reversed(stack)))
+            if stack:  # only pushes follow the last such pop: stack[:depth] stays as it is
+                best = (i + 1, len(stack))
             else:
                 return text[:i + 1]
     if best is None:
         return None
-    end, closers = best
-    return text[:end] + closers
+    end, depth = best
+    return text[:end] + "".join(reversed(stack[:depth]))
+
+
+#: Deepest nesting read: real ``.ips`` reports nest under 20 levels; a deeper text is no
+#: report, and refusing it keeps every read linear (issue: 100k brackets took a minute).
+MAX_JSON_DEPTH = 64
+
+
+def json_depth_over(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether brackets outside strings in ``text`` nest deeper than ``limit`` (one linear
+    pass with ``re``; stops at the first level past the limit)."""
+    depth = 0
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in "]}":
+            depth -= 1
+    return False
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
 
 
 def _load_json(text: str, what: str, draft: Draft) -> Any:
@@ -136,7 +160,13 @@ _REPORT_KEYS = {"procName", "exception", "threads", "bug_type", "termination", "
 def parse_ips(draft: Draft, text: str) -> None:
     """Read an ``.ips`` report (header line + body, or a single JSON object) into ``draft``;
     a text that starts with ``{`` but is a piece of a frames or threads array is read by
-    :func:`~kit.crash.ips_salvage.parse_ips_fragment`."""
+    :func:`~kit.crash.ips_salvage.parse_ips_fragment`. A text nested deeper than
+    :data:`MAX_JSON_DEPTH` is refused with a note, in linear time, and nothing is read (it
+    classifies as ``unparsed``)."""
+    if json_depth_over(text):
+        draft.note(f"ips: nested deeper than {MAX_JSON_DEPTH} levels (a real report nests "
+                   f"under 20): not read")
+        return
     notes_before = len(draft.notes)
     first, _, rest = text.lstrip().partition("\n")
     header: dict[str, Any] = {}

@@ -17,11 +17,11 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 from pathlib import Path
 from typing import Any
 
+from .._bounded import read_tail_bounded
 from ..errors import UsageError
 from ..modelset import sha256_file
 from ..witness.race import RaceObservation
@@ -145,11 +145,9 @@ class Detector:
 def _tool_lines(stderr_path: Path, limit: int = 200) -> list[str]:
     """valgrind's own lines from the end of the launch's stderr (bounded read)."""
     try:
-        with open(stderr_path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            fh.seek(max(0, size - _TAIL_BYTES))
-            text = fh.read(_TAIL_BYTES).decode("utf-8", "replace")
-    except OSError:
+        text = read_tail_bounded(stderr_path, _TAIL_BYTES, what="launch stderr").decode(
+            "utf-8", "replace")
+    except UsageError:  # gone, or not a regular file: nothing of the tool's to show
         return []
     lines = [ln for ln in text.splitlines() if _TOOL_LINE_RE.match(ln)]
     return lines[-limit:]

@@ -23,7 +23,9 @@ from typing import Any, Sequence
 
 from .. import __version__
 from ..campaign import utc_now
-from ..errors import UsageError
+from .._bounded import (describe_path, open_regular_if_exists, path_kind, read_bytes_bounded,
+                        write_atomic)
+from ..errors import DataError, UsageError
 from ..redact import redact_text
 from ..analysis.scan import AnyCampaign, Scan, scan_campaign
 from ..analysis.stats import Rate
@@ -109,20 +111,28 @@ def timelines(campaigns: Sequence[AnyCampaign], scans: Sequence[Scan]) -> list[T
 
 
 def _sha256(path: Path) -> str | None:
-    try:
-        with open(path, "rb") as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest() if hasattr(
-                hashlib, "file_digest") else hashlib.sha256(fh.read()).hexdigest()
-    except OSError:
+    """sha256 of a regular file (``None``: missing); a device or FIFO is refused (UsageError,
+    :func:`kit._bounded.open_regular`), never read."""
+    fd = open_regular_if_exists(path, "report file")
+    if fd is None:
         return None
+    with os.fdopen(fd, "rb") as fh:
+        digest = hashlib.sha256()
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _manifest(out: Path) -> dict[str, str]:
     """The files a report run wrote into ``out`` and their sha256 (empty: none, or a
     manifest that is not ours)."""
-    try:
-        data = json.loads((out / MANIFEST).read_bytes()[:1 << 20])
-    except (OSError, ValueError):
+    try:  # a device or FIFO in its place is refused (UsageError), not read
+        data = json.loads(read_bytes_bounded(out / MANIFEST, 1 << 20, what="report manifest"))
+    except UsageError:
+        if path_kind(out / MANIFEST) != "missing":
+            raise
+        return {}
+    except (DataError, ValueError, RecursionError):
         return {}
     files = data.get("files") if isinstance(data, dict) and data.get(
         "schema") == _MANIFEST_SCHEMA else None
@@ -139,8 +149,8 @@ def check_report_dir(out_dir: str | Path) -> None:
         UsageError: such a file is there, or ``out_dir`` is a file.
     """
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file", "choose a directory")
+    if path_kind(out) not in ("missing", "a directory"):
+        raise UsageError(f"--out {out} {describe_path(out)}", "choose a directory")
     if not out.is_dir():
         return
     ours = _manifest(out)
@@ -190,7 +200,5 @@ def write_reports(out_dir: str | Path, campaigns: Sequence[AnyCampaign],
     markdown.write(data, paths["markdown"])
     manifest = {"schema": _MANIFEST_SCHEMA, "files": {
         name: _sha256(out / name) for name in REPORT_FILES.values()}}
-    tmp = out / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, out / MANIFEST)
+    write_atomic(out / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
     return paths

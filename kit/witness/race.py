@@ -38,11 +38,16 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
+from .._bounded import MiB, read_bytes_bounded
+from ..errors import DataError, UsageError
+
 __all__ = ["WitnessCall", "RaceObservation", "parse_witness", "read_witness_file",
            "unavailable", "STDERR_PREFIX", "ENV_FILE", "STATIC_REASON", "OFF_REASON"]
 
 #: Prefix of the witness's lines when it writes to stderr (no ``COLDSTART_WITNESS_FILE``).
 STDERR_PREFIX = "COLDSTART-WITNESS "
+#: largest witness side file read back (a launch logs tens of calls, each ~200 bytes)
+WITNESS_MAX_BYTES = 32 * MiB
 #: Environment variable naming the witness's output file.
 ENV_FILE = "COLDSTART_WITNESS_FILE"
 #: Reason given when onnxruntime links XNNPACK statically (the mobile builds).
@@ -195,8 +200,11 @@ def read_witness_file(path: Path) -> RaceObservation:
     """:func:`parse_witness` over a side file; a missing or unreadable file gives
     ``available=False`` with the reason. Never raises."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        return RaceObservation(False, reason=f"the race witness wrote nothing: cannot read "
-                                             f"{path.name} ({exc.strerror or exc})")
+        text = read_bytes_bounded(path, WITNESS_MAX_BYTES, what=path.name,
+                                  missing=f"cannot read {path.name} (no such file)").decode(
+            "utf-8", "replace")
+    except UsageError as exc:
+        return RaceObservation(False, reason=f"the race witness wrote nothing: {exc.message}")
+    except DataError as exc:
+        return RaceObservation(False, reason=f"the race witness is not read: {exc.message}")
     return parse_witness(text.splitlines())

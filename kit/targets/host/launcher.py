@@ -13,6 +13,7 @@ import subprocess
 import time
 from typing import Any
 
+from ..._bounded import read_tail_bounded
 from ...campaign import LaunchContext, utc_now
 from ...errors import InfraError
 from ...modelset import ModelSet, scores_match
@@ -40,6 +41,17 @@ def resource_limit_text(limit: str) -> str | None:
     if soft == resource.RLIM_INFINITY:
         return None
     return f"{soft // unit} {name}"
+
+
+#: how much of a launch's stderr is read back: its end (the crash block the handler writes
+#: last), however many library warnings came before
+STDERR_TAIL_BYTES = 8 * 1024 * 1024
+
+
+def _stderr_tail(path: Any) -> str:
+    """The end of a launch's stderr artifact (bounded, regular files only)."""
+    return read_tail_bounded(path, STDERR_TAIL_BYTES, what="launch stderr").decode(
+        "utf-8", "replace")
 
 
 def _crash_block(stderr_text: str) -> str:
@@ -167,7 +179,7 @@ class HostLauncher:
         events = tuple(iter_events(stdout.splitlines(), ctx.launch_id))
         rc = proc.returncode
         if rc == 2 and not events and not hung and detected is None:
-            tail = stderr_path.read_text(errors="replace").strip().splitlines()[-1:]
+            tail = _stderr_tail(stderr_path).strip().splitlines()[-1:]
             raise InfraError(f"the workload rejected its arguments: {' '.join(tail)[:200]}",
                              "rebuild it with `coldstart runtime build --force`")
         if hung:
@@ -187,7 +199,7 @@ class HostLauncher:
                 f"launch {ctx.launch_id}: {infra}\n")
             artifacts.append(f"{ctx.artifacts_rel}/infra-error.txt")
         elif signal_no is not None:
-            block = _crash_block(stderr_path.read_text(errors="replace"))
+            block = _crash_block(_stderr_tail(stderr_path))
             evidence, rel = crash_evidence(block, ctx.artifacts_dir, ctx.artifacts_rel,
                                            "crash.txt", host_signal=signal_no)
             artifacts.append(rel)
