@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from hypothesis import strategies as st
 
 from kit.campaign import (CampaignStore, load_campaign, prepare_store, repair_campaign,
                           run_campaign)
-from kit.campaign.store import RepairReport
+from kit.campaign.repair import RepairReport
 from kit.errors import DataError, InfraError, UsageError
 from kit.records import Outcome
 from kit.scenario import parse_scenario

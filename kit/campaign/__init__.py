@@ -10,11 +10,12 @@ from .loop import (CampaignObserver, LaunchContext, Launcher, RetryPolicy, aband
 from .meta import SCHEMA_VERSION, CampaignMeta, PairMeta, RuleMeta, read_meta, write_meta
 from .store import (LABEL_RE, LOCK_NAME, Campaign, CampaignStore, check_label, check_out_dir,
                     iter_campaign_dirs, launch_id_for, load_campaign, prepare_store,
-                    repair_campaign, tool_versions, update_meta, utc_now)
+                    tool_versions, update_meta, utc_now)
+from .repair import RepairReport, repair_campaign
 
 __all__ = ["Campaign", "CampaignStore", "CampaignMeta", "RuleMeta", "PairMeta",
            "LaunchContext", "Launcher", "CampaignObserver", "RetryPolicy", "run_campaign",
-           "abandoned_slots", "load_campaign", "repair_campaign", "prepare_store", "update_meta", "read_meta",
+           "abandoned_slots", "load_campaign", "repair_campaign", "RepairReport", "prepare_store", "update_meta", "read_meta",
            "write_meta", "iter_campaign_dirs", "check_label", "check_out_dir",
            "launch_id_for", "utc_now", "tool_versions", "LABEL_RE", "LOCK_NAME",
            "SCHEMA_VERSION"]

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .._bounded import (MiB, describe_path, iter_lines_bounded, open_regular_if_exists,
-                        open_regular_rw, path_kind, write_atomic)
+                        open_regular_rw, path_kind)
 from ..errors import DataError, InfraError, UsageError
 from ..records import LaunchRecord
 from ..scenario import Scenario, parse_scenario
@@ -45,8 +45,7 @@ from .meta import SCHEMA_VERSION, CampaignMeta, read_meta, write_meta
 
 __all__ = ["Campaign", "CampaignStore", "load_campaign", "prepare_store", "update_meta",
            "iter_campaign_dirs", "check_label", "LABEL_RE", "SCHEMA_VERSION", "launch_id_for",
-           "utc_now", "tool_versions", "MAX_RECORD_BYTES", "LOCK_NAME", "check_out_dir",
-           "repair_campaign", "RepairReport"]
+           "utc_now", "tool_versions", "MAX_RECORD_BYTES", "LOCK_NAME", "check_out_dir"]
 
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 #: a record is a few KiB (a crash with all its frames, tens): a longer line is not one
@@ -532,73 +531,3 @@ def iter_campaign_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return found
 
 
-@dataclasses.dataclass(frozen=True)
-class RepairReport:
-    """What :func:`repair_campaign` did: records kept, lines dropped (with why, the first
-    few), and the backup of the old file."""
-
-    kept: int
-    dropped: int
-    reasons: tuple[str, ...]
-    backup: Path | None
-
-
-def repair_campaign(path: str | os.PathLike[str]) -> RepairReport:
-    """Rewrite ``launches.jsonl`` keeping every valid record once: lines that are not valid
-    records (too long, not JSON, wrong fields) are dropped, and of records that repeat a
-    launch id, or a counted launch slot, the first is kept. The old file is kept beside it as
-    ``launches.jsonl.bak-<time>``; nothing is changed when nothing needs repair.
-
-    Raises:
-        UsageError: no campaign there, or another process writes it.
-    """
-    store = CampaignStore(path)
-    store.read_meta()  # a campaign, or a one-line error
-    store.lock()
-    try:
-        kept: list[bytes] = []
-        reasons: list[str] = []
-        dropped = 0
-        ids: dict[str, int] = {}  # launch id -> line kept
-        slots: dict[int, tuple[str, int]] = {}  # counted slot -> (launch id, line) kept
-        if store.launches_path.exists():
-            for line in iter_lines_bounded(store.launches_path, MAX_RECORD_BYTES,
-                                           what="launches.jsonl"):
-                why = None
-                record = None
-                if line.too_long:
-                    why = "longer than a record can be"
-                elif not line.data.strip():
-                    continue
-                else:
-                    try:
-                        record = LaunchRecord.from_dict(json.loads(line.data), "record")
-                    except (ValueError, RecursionError, DataError) as exc:
-                        why = (exc.message if isinstance(exc, DataError) else "not JSON")
-                if record is not None and record.launch_id in ids:
-                    why = (f"repeats launch id {record.launch_id} (line "
-                           f"{ids[record.launch_id]})")
-                elif record is not None and record.counted and record.index in slots:
-                    first_id, first_line = slots[record.index]
-                    why = (f"{record.launch_id} repeats launch slot {record.index} of "
-                           f"{first_id} (line {first_line})")
-                if not line.complete:
-                    why = why or "cut by an interrupted write"
-                if why is not None:
-                    dropped += 1
-                    if len(reasons) < 5:
-                        reasons.append(f"line {line.number}: {why[:120]}")
-                    continue
-                assert record is not None
-                ids[record.launch_id] = line.number
-                if record.counted:
-                    slots[record.index] = (record.launch_id, line.number)
-                kept.append(line.data + b"\n")
-        if not dropped:
-            return RepairReport(len(kept), 0, (), None)
-        backup = store.path / f"launches.jsonl.bak-{utc_now().replace(':', '')}"
-        os.replace(store.launches_path, backup)
-        write_atomic(store.launches_path, b"".join(kept))
-        return RepairReport(len(kept), dropped, tuple(reasons), backup)
-    finally:
-        store.unlock()

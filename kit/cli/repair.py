@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..campaign.store import repair_campaign
+from ..campaign.repair import repair_campaign
 
 __all__ = ["register"]
 
