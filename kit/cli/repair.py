@@ -1,5 +1,5 @@
 """``coldstart repair DIR``: make a damaged campaign readable again
-(:func:`kit.campaign.store.repair_campaign`)."""
+(:func:`kit.campaign.repair.repair_campaign`)."""
 
 from __future__ import annotations
 
