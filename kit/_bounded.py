@@ -88,6 +88,11 @@ def _open_checked(path: str | os.PathLike[str], what: str, missing: str | None,
     except OSError as exc:
         raise UsageError(f"cannot read {what} {shown}: {exc.strerror or exc}",
                          "check the path and its permissions") from None
+    return _regular(fd, what, shown)
+
+
+def _regular(fd: int, what: str, shown: str) -> int:
+    """``fd`` in blocking mode when it is a regular file; else closed, and UsageError."""
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
@@ -118,13 +123,7 @@ def open_regular_rw(path: str | os.PathLike[str], what: str, mode: int = 0o644) 
     except IsADirectoryError:
         raise UsageError(f"{what} {_shown(path)} is a directory",
                          "give a regular file") from None
-    st_mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(st_mode):
-        os.close(fd)
-        raise UsageError(f"{what} {_shown(path)} is {_kind(st_mode)}, not a regular file",
-                         "give a regular file")
-    os.set_blocking(fd, True)
-    return fd
+    return _regular(fd, what, _shown(path))
 
 
 def read_bytes_bounded(path: str | os.PathLike[str], limit: int, *, what: str = "file",

@@ -378,6 +378,19 @@ def test_a_crash_in_application_oncreate_before_any_line_is_a_counted_crash(
     assert "Unable to create application" in kept and "UnsatisfiedLinkError" in kept
 
 
+def _other_hosts_public_key(tmp_path: Path) -> bytes:
+    """The PEM public key of an adb key pair made for another host (the device trusts it
+    and not ours, as after "Revoke USB debugging authorizations")."""
+    from adb_shell.auth.keygen import keygen
+    from cryptography.hazmat.primitives import serialization
+
+    key = tmp_path / "otherhost"
+    keygen(str(key))
+    return serialization.load_pem_private_key(key.read_bytes(), None).public_key(
+        ).public_bytes(serialization.Encoding.PEM,
+                       serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
 def test_an_unauthorized_device_alone_is_named_with_what_to_do_exit_2(
         rigs: Rigs, apk: tuple[Path, str], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -385,14 +398,7 @@ def test_an_unauthorized_device_alone_is_named_with_what_to_do_exit_2(
     # `unauthorized` (a phone whose "Allow USB debugging?" prompt was never accepted, or
     # after "Revoke USB debugging authorizations"). Without --serial the kit must not say
     # "no device": it names the device, its state and what to do
-    from adb_shell.auth.keygen import keygen
-    from cryptography.hazmat.primitives import serialization
-
-    key = tmp_path / "otherhost"
-    keygen(str(key))
-    pem = serialization.load_pem_private_key(key.read_bytes(), None).public_key(
-        ).public_bytes(serialization.Encoding.PEM,
-                       serialization.PublicFormat.SubjectPublicKeyInfo)
+    pem = _other_hosts_public_key(tmp_path)
     device = FakeAndroidDevice("locked", (FakeApp(PKG, apk[1]),), LaunchScript())
     rig = DeviceRig(device, None, auth_keys=(pem,))
     rigs.rigs.append(rig)
@@ -445,14 +451,7 @@ def test_a_device_that_comes_back_unauthorized_mid_campaign_exits_3_saying_so(
     # debugging authorizations revoked, or a reflashed device): the real adb server lists
     # it `unauthorized`. Nothing after that can launch: the slots are infra errors, never
     # counted, the campaign exits 3, and the errors say what to do
-    from adb_shell.auth.keygen import keygen
-    from cryptography.hazmat.primitives import serialization
-
-    key = tmp_path / "otherhost"
-    keygen(str(key))
-    pem = serialization.load_pem_private_key(key.read_bytes(), None).public_key(
-        ).public_bytes(serialization.Encoding.PEM,
-                       serialization.PublicFormat.SubjectPublicKeyInfo)
+    pem = _other_hosts_public_key(tmp_path)
     script = LaunchScript({"v-00001": B.drop(after="models-ready", offline_s=0.3)})
     rig = rigs.add(apk[1], script)
     rig.device.on_drop = lambda offline_s, _reboot: rig.adbd.drop(
