@@ -260,6 +260,9 @@ def test_workload_that_fails_to_compile_is_a_usage_error(tmp_path: Path) -> None
                      str(tmp_path / "nothing"), env=env)
     assert proc.returncode == 2 and "no onnxruntime_cxx_api.h" in proc.stderr
     assert not (tmp_path / "cache" / "runtimes" / "empty").exists()
+    # a device or a FIFO where the build folder should be is named as such
+    proc = coldstart("runtime", "prepare", "--name", "dev", "--ort-root", "/dev/zero", env=env)
+    one_line_error(proc, "--ort-root /dev/zero is a character device", progress=False)
 
 
 def test_prepare_without_root_privileges_says_what_to_do(tmp_path: Path) -> None:

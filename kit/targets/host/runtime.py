@@ -33,6 +33,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Callable
 
+from ..._bounded import describe_path
 from ...campaign import utc_now
 from ...errors import InfraError, UsageError
 from ...modelset import ModelSet, cache_dir
@@ -225,6 +226,9 @@ def prepare_runtime(name: str = DEFAULT_RUNTIME, ort_root: str | None = None,
             pass
     if ort_root is not None:  # checked before anything is made (runtime.save makes the dir)
         root = Path(ort_root).expanduser().resolve()
+        if root.exists() and not root.is_dir():  # a device, a FIFO, a file: say which
+            raise UsageError(f"--ort-root {ort_root} {describe_path(root)}",
+                             "point --ort-root at an ORT build folder with include/ and lib/")
         include = root / "include"
         if (include / "onnxruntime" / "onnxruntime_cxx_api.h").exists():
             include = include / "onnxruntime"
