@@ -20,14 +20,15 @@ reason. Credentials in target options are redacted from test ids, messages and r
 
 Targets are those of the registry (:mod:`kit.targets.base`). A campaign is a
 :class:`kit.campaign.session.CampaignRequest` built here: the spec's target options are read
-by the target's own option parser (:mod:`kit.cli.targets`), everything else is set
-directly; heavy modules are imported when a campaign runs.
+by the target's own options module (``kit/targets/<t>/options.py``, the one the CLI uses),
+everything else is set directly; heavy modules are imported when a campaign runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import re
 import shlex
 from pathlib import Path
@@ -271,16 +272,15 @@ def _target_config(spec: TargetSpec, extra: tuple[str, ...], timeout_s: float | 
     target's own option parser (plus ``--timeout``, ``--max-attempts`` and
     ``--infra-budget``), the launch timeout and the retry policy."""
     from .campaign.loop import RetryPolicy
-    from .cli.run import cli_module
+    from .targets.argtypes import positive_float, positive_int
+    from .targets.base import target_entry
 
-    from .cli.options import _positive_float, _positive_int
-
-    module = cli_module(spec.name)
+    module = importlib.import_module(target_entry(spec.name).options_module)
     parser = _OptionsParser(prog=f"--coldstart-target {spec.name}", add_help=False)
     module.add_arguments(parser, spec.name)
-    parser.add_argument("--timeout", type=_positive_float, default=None)
-    parser.add_argument("--max-attempts", type=_positive_int, default=3)
-    parser.add_argument("--infra-budget", type=_positive_int, default=None)
+    parser.add_argument("--timeout", type=positive_float, default=None)
+    parser.add_argument("--max-attempts", type=positive_int, default=3)
+    parser.add_argument("--infra-budget", type=positive_int, default=None)
     args = parser.parse_args([*spec.argv[1:], *extra])
     args.out = None
     default = args.timeout if args.timeout is not None else module.default_timeout_s(spec.name)

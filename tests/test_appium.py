@@ -19,7 +19,7 @@ from kit.records import Outcome
 from kit.redact import Redactor
 from kit.scenario import Scenario
 from kit.targets import appium
-from kit.cli.targets.appium import setup_target
+from kit.targets.appium.options import setup_target
 from tests.doubles.appium_lifecycle_double import AppiumLifecycleDouble
 from tests.doubles.appium_server import (AppiumServer, appium_server,  # noqa: F401
                                          fake_caps, refused_port)

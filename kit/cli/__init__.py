@@ -31,7 +31,9 @@ __all__ = ["main", "build_parser", "COMMAND_MODULES"]
 COMMAND_MODULES: tuple[str, ...] = (
     "kit.cli.models",
     "kit.cli.crash",
-    "kit.cli.run",  # run <target> for every registered target, and runtime, devices
+    "kit.cli.run",  # run <target> for every registered target
+    "kit.cli.targets.host",  # runtime
+    "kit.cli.targets.android",  # devices
     "kit.cli.analysis",
     "kit.cli.repair",
     "kit.cli.app",

@@ -16,30 +16,9 @@ from ..analysis.verdict import DEFAULT_SIGNATURE, MIN_FRACTION, VerdictSettings
 from ..campaign.meta import RuleMeta
 from ..campaign.session import RuleRequest
 from ..errors import UsageError
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= 1_000_000:
-        raise argparse.ArgumentTypeError(f"{value} is out of range 1..1000000")
-    return value
-
-
-
-
-def _number(text: str, what: str = "a number") -> float:
-    """``text`` as a float — a decimal or a ratio such as ``1/150`` (how the docs quote
-    rates) — or the argparse error saying it is not ``what``."""
-    try:
-        if "/" in text:
-            numerator, denominator = text.split("/", 1)
-            return float(numerator) / float(denominator)
-        return float(text)
-    except (ValueError, ZeroDivisionError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+from ..targets.argtypes import number as _number
+from ..targets.argtypes import positive_float as _positive_float
+from ..targets.argtypes import positive_int as _positive_int
 
 
 def fraction_arg(text: str, zero_allowed: bool = False) -> float:
@@ -58,26 +37,6 @@ def fraction_arg(text: str, zero_allowed: bool = False) -> float:
         raise argparse.ArgumentTypeError(f"{text} is below {MIN_FRACTION:g}, the smallest "
                                          f"rate any number of launches can show")
     return value
-
-
-def seconds_arg(text: str, low: float = 0.0, high: float = 600.0,
-                low_inclusive: bool = True) -> float:
-    """argparse type for a duration option: a number of seconds in ``[low, high]`` (``(low,
-    high]`` without ``low_inclusive``); the default range is 0..600 s.
-
-    Raises:
-        argparse.ArgumentTypeError: not a number, or out of range (argparse prints it).
-    """
-    value = _number(text, "a number of seconds")
-    if not ((low <= value if low_inclusive else low < value) and value <= high):
-        bracket = "[" if low_inclusive else "("
-        raise argparse.ArgumentTypeError(f"{value} is out of range {bracket}{low:g}, "
-                                         f"{high:g}] seconds")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    return seconds_arg(text, 0.0, 86400.0, low_inclusive=False)
 
 
 def add_campaign_options(parser: argparse.ArgumentParser, default_timeout_s: float,

@@ -1,7 +1,7 @@
 """``coldstart run <target>``: one generic command over the target registry.
 
-Each target's command-line module (:mod:`kit.cli.targets`) adds its own options and maps
-them to the target's typed configuration; this module adds the campaign options, turns the
+Each target's options module (``kit/targets/<t>/options.py``, named by the registry) adds
+its own options and maps them to the target's typed configuration; this module adds the campaign options, turns the
 arguments into a :class:`~kit.campaign.session.CampaignRequest` (with ``--resume``, reading
 ``campaign.json`` once for what was left out), runs it, and renders what the session
 reports: progress on stderr, records on stdout with ``--json``, then the summary.
@@ -28,7 +28,7 @@ from .options import add_campaign_options, rule_from_args
 from .progress import ProgressView, stderr_console
 
 __all__ = ["register", "build_request", "check_directory_arg", "stderr_console",
-           "cli_module", "render_result"]
+           "options_module", "render_result"]
 
 
 def check_directory_arg(path: Path, flag: str) -> None:
@@ -49,26 +49,21 @@ def check_directory_arg(path: Path, flag: str) -> None:
             return
 
 
-def cli_module(target: str) -> ModuleType:
-    """The command-line module of ``target`` (``kit.cli.targets.<name>``)."""
-    return importlib.import_module(target_entry(target).cli_module)
+def options_module(target: str) -> ModuleType:
+    """The options module of ``target`` (``kit.targets.<t>.options``; :class:`TargetEntry`)."""
+    return importlib.import_module(target_entry(target).options_module)
 
 
 def register(commands: argparse._SubParsersAction, run_targets: argparse._SubParsersAction
              ) -> None:
-    """Add ``run <target>`` for every registered target, and each target module's other
-    commands (``runtime``, ``devices``)."""
-    seen: set[str] = set()
+    """Add ``run <target>`` for every registered target."""
     for name, entry in BUILTIN.items():
-        module = importlib.import_module(entry.cli_module)
-        if entry.cli_module not in seen and hasattr(module, "register_commands"):
-            module.register_commands(commands)
-        seen.add(entry.cli_module)
+        module = importlib.import_module(entry.options_module)
         parser = run_targets.add_parser(name, help=entry.description,
                                         description=module.description(name))
         module.add_arguments(parser, name)
         if name != "host":  # --detector is the host's: elsewhere a one-line refusal
-            from .targets.host import add_detector_options
+            from ..targets.host.options import add_detector_options
 
             add_detector_options(parser, name)
         add_campaign_options(parser, default_timeout_s=module.default_timeout_s(name))
@@ -102,7 +97,7 @@ def build_request(target: str, args: argparse.Namespace) -> CampaignRequest:
     Raises:
         UsageError: bad arguments, or ones that contradict the campaign being resumed.
     """
-    module = cli_module(target)
+    module = options_module(target)
     meta = _resume_meta(args)
     if args.label == "":
         raise UsageError("--label is empty", "give a label such as baseline or patched")

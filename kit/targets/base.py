@@ -4,13 +4,13 @@ the model: one protocol, one module per implementation, picked by name).
 A target turns a typed configuration into a :class:`PreparedTarget`: the launchers (one per
 device, each a :class:`kit.campaign.Launcher`), the build provenance and launch options that
 ``campaign.json`` keeps, and ``open``/``close``/``finish`` hooks around the campaign. The
-campaign session (:mod:`kit.campaign.session`) drives it; the CLI (``kit/cli/targets/``) and
-the pytest plugin only build its configuration.
+campaign session (:mod:`kit.campaign.session`) drives it; the two front ends, the CLI and
+the pytest plugin, only build its configuration, through the target's options module.
 
 Adding a target: a module under ``kit/targets/`` whose ``TARGETS`` lists its
-:class:`Target` (a config dataclass and ``prepare``), one entry in :data:`BUILTIN`, and, for
-the command line, a module under ``kit/cli/targets/`` with ``add_arguments(parser)`` and
-``config_from_args(args, meta)`` (see :mod:`kit.cli.targets`).
+:class:`Target` (a config dataclass and ``prepare``), an options module beside it with
+``add_arguments(parser, name)`` and ``config_from_args(name, args, meta, timeout_s)`` (see
+:class:`TargetEntry`), and one entry in :data:`BUILTIN`.
 """
 
 from __future__ import annotations
@@ -83,27 +83,32 @@ class Target(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class TargetEntry:
-    """A registered target: where its :class:`Target` and its command-line module live
-    (imported on first use, so that ``coldstart --help`` stays fast), and one line for
-    ``coldstart run --help``."""
+    """A registered target: where its :class:`Target` and its options module live (imported
+    on first use, so that ``coldstart --help`` stays fast), and one line for ``coldstart run
+    --help``.
+
+    The options module has ``description(name)``, ``default_timeout_s(name)``,
+    ``add_arguments(parser, name)``, ``config_from_args(name, args, meta, timeout_s)`` and
+    optionally ``baseline_from_args``; both front ends (the CLI, the pytest plugin) read a
+    target's options through it."""
 
     name: str
     module: str
-    cli_module: str
+    options_module: str
     description: str
 
 
 #: Built-in targets, in ``--help`` order.
 BUILTIN: dict[str, TargetEntry] = {e.name: e for e in (
-    TargetEntry("host", "kit.targets.host", "kit.cli.targets.host",
+    TargetEntry("host", "kit.targets.host", "kit.targets.host.options",
                 "cold-launch the native workload on this machine"),
-    TargetEntry("android", "kit.targets.android", "kit.cli.targets.android",
+    TargetEntry("android", "kit.targets.android", "kit.targets.android.options",
                 "cold-launch the app on Android devices and emulators over adb"),
-    TargetEntry("ios-sim", "kit.targets.ios", "kit.cli.targets.ios",
+    TargetEntry("ios-sim", "kit.targets.ios", "kit.targets.ios.options",
                 "cold-launch the app on an iOS simulator (xcrun simctl)"),
-    TargetEntry("ios-device", "kit.targets.ios", "kit.cli.targets.ios",
+    TargetEntry("ios-device", "kit.targets.ios", "kit.targets.ios.options",
                 "cold-launch the app on an iOS device (xcrun devicectl)"),
-    TargetEntry("appium", "kit.targets.appium", "kit.cli.targets.appium",
+    TargetEntry("appium", "kit.targets.appium", "kit.targets.appium.options",
                 "cold-launch the app through an Appium server (UiAutomator2, XCUITest; "
                 "local, grid or device farm)"),
 )}

@@ -1,5 +1,5 @@
-"""``coldstart devices`` and ``coldstart run android``: a thin layer over
-:mod:`kit.targets.android`."""
+"""``coldstart devices``: the Android target's own command (its ``run`` options are
+:mod:`kit.targets.android.options`)."""
 
 from __future__ import annotations
 
@@ -7,95 +7,27 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from ...targets import android
-from ...targets.android import AndroidConfig, list_devices
-from ..options import seconds_arg
+from ...targets.android import list_devices
+from ...targets.android.options import add_connection_options
 
-__all__ = ["register_commands", "add_arguments", "config_from_args", "description",
-           "default_timeout_s"]
-
-
-def _seconds(text: str) -> float:
-    """argparse type: :func:`kit.cli.options.seconds_arg` (0..600 s), above 0."""
-    value = seconds_arg(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("0 seconds is not allowed here")
-    return value
+__all__ = ["register", "register_commands"]
 
 
-def _connection_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("adb")
-    group.add_argument("--adb-server", metavar="HOST:PORT", default=None,
-                       help="adb server to use (default: ANDROID_ADB_SERVER_HOST/PORT, "
-                            "else 127.0.0.1:5037; a local one is started if needed)")
-    group.add_argument("--direct", metavar="HOST:PORT", action="append", default=[],
-                       help="talk to a TCP device's adbd directly (adb-shell, no server); "
-                            "repeatable")
-    group.add_argument("--adbkey", metavar="PATH", default=None,
-                       help="private key for --direct (default: ~/.android/adbkey)")
-    group.add_argument("--auth-timeout", type=_seconds, default=30.0, metavar="S",
-                       help="for --direct: how long to wait for the device to accept the "
-                            "key (default 30)")
-
-
-def description(name: str) -> str:
-    return ("Install the APK, then cold-launch it with the scenario as a deep link, once per "
-            "launch; several --serial values run in parallel into one campaign.")
-
-
-def default_timeout_s(name: str) -> float:
-    return 60.0
+def register(commands: argparse._SubParsersAction, run_targets: argparse._SubParsersAction
+             ) -> None:
+    """:data:`kit.cli.COMMAND_MODULES`' hook."""
+    register_commands(commands)
 
 
 def register_commands(commands: argparse._SubParsersAction) -> None:
     """Add ``devices``."""
     devices = commands.add_parser("devices", help="list reachable Android devices with "
                                                   "model, ABI, SDK level and state")
-    _connection_options(devices)
+    add_connection_options(devices)
     devices.add_argument("--json", action="store_true", help="one JSON object per device")
     devices.set_defaults(func=_devices)
-
-
-def add_arguments(run: argparse.ArgumentParser, name: str) -> None:
-    """The options of ``run android``."""
-    run.add_argument("--serial", action="append", default=[], metavar="S",
-                     help="device serial from `coldstart devices` (repeatable; default: the "
-                          "only device)")
-    app = run.add_mutually_exclusive_group()
-    app.add_argument("--apk", metavar="APK", help="install this APK (pm install -r -t) and "
-                                                   "record its provenance")
-    app.add_argument("--package", metavar="PKG",
-                     help="use the app already installed under this package")
-    run.add_argument("--poison", choices=[m.value for m in android.PoisonMode], default=None,
-                     help="heap poisoning: gwp-asan (APK with gwpAsanMode=always) or "
-                          "malloc-debug (debuggable APK with wrap.sh, or the wrap property "
-                          "on a root / emulator image)")
-    _connection_options(run)
-    tuning = run.add_argument_group("timing")
-    tuning.add_argument("--report-wait", type=_seconds, default=8.0, metavar="S",
-                        help="after a death, wait up to S s for its report (default 8)")
-    tuning.add_argument("--reconnect-timeout", type=_seconds, default=60.0, metavar="S",
-                        help="how long to try to get a dropped device back (default 60)")
-    tuning.add_argument("--poll", type=_seconds, default=1.0, metavar="S",
-                        help="check the process with pidof after S s without a log line "
-                             "(default 1)")
-    tuning.add_argument("--error-grace", type=_seconds, default=3.0, metavar="S",
-                        help="after the app reports an error, watch S s for the process to "
-                             "die (a fatal JS error) before calling it an app-error "
-                             "(default 3)")
-
-
-def config_from_args(name: str, args: argparse.Namespace, meta: Any,
-                     timeout_s: float) -> AndroidConfig:
-    """The :class:`~kit.targets.android.AndroidConfig` of ``run android``."""
-    return AndroidConfig(serials=tuple(args.serial), direct=tuple(args.direct),
-                         adb_server=args.adb_server, adbkey=args.adbkey,
-                         auth_timeout_s=args.auth_timeout, apk=args.apk, package=args.package,
-                         poison=args.poison, poll_s=args.poll, report_wait_s=args.report_wait,
-                         reconnect_s=args.reconnect_timeout, error_grace_s=args.error_grace,
-                         timeout_s=timeout_s)
 
 
 def _server(args: argparse.Namespace) -> tuple[str, int]:

@@ -16,7 +16,7 @@ from ...errors import UsageError
 from ...targets import appium
 from ...targets.appium import AppiumRunConfig, AppiumTarget
 from ...targets.base import PreparedTarget
-from ..options import seconds_arg
+from ..argtypes import seconds_arg
 
 __all__ = ["add_arguments", "config_from_args", "setup_target", "load_caps", "description",
            "default_timeout_s"]

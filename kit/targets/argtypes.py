@@ -1,0 +1,52 @@
+"""argparse types shared by the targets' options and the command line: whole numbers,
+numbers of seconds (decimals or ratios such as ``1/150``)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["positive_int", "positive_float", "seconds_arg", "number"]
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number in 1..1,000,000."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"{value} is out of range 1..1000000")
+    return value
+
+
+def number(text: str, what: str = "a number") -> float:
+    """``text`` as a float — a decimal or a ratio such as ``1/150`` (how the docs quote
+    rates) — or the argparse error saying it is not ``what``."""
+    try:
+        if "/" in text:
+            numerator, denominator = text.split("/", 1)
+            return float(numerator) / float(denominator)
+        return float(text)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+
+
+def seconds_arg(text: str, low: float = 0.0, high: float = 600.0,
+                low_inclusive: bool = True) -> float:
+    """argparse type for a duration option: a number of seconds in ``[low, high]`` (``(low,
+    high]`` without ``low_inclusive``); the default range is 0..600 s.
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, or out of range (argparse prints it).
+    """
+    value = number(text, "a number of seconds")
+    if not ((low <= value if low_inclusive else low < value) and value <= high):
+        bracket = "[" if low_inclusive else "("
+        raise argparse.ArgumentTypeError(f"{value} is out of range {bracket}{low:g}, "
+                                         f"{high:g}] seconds")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a number of seconds in (0, 86400]."""
+    return seconds_arg(text, 0.0, 86400.0, low_inclusive=False)
