@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["positive_int", "positive_float", "seconds_arg", "number"]
+__all__ = ["positive_int", "positive_float", "positive_seconds", "seconds_arg", "number"]
 
 
-def positive_int(text: str) -> int:
-    """argparse type: a whole number in 1..1,000,000."""
+def positive_int(text: str, high: int = 1_000_000) -> int:
+    """argparse type: a whole number in ``1..high`` (``functools.partial`` for another
+    ``high``)."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= 1_000_000:
-        raise argparse.ArgumentTypeError(f"{value} is out of range 1..1000000")
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
+    if not 1 <= value <= high:
+        raise argparse.ArgumentTypeError(f"{value} is out of range 1..{high}")
     return value
 
 
@@ -50,3 +51,8 @@ def seconds_arg(text: str, low: float = 0.0, high: float = 600.0,
 def positive_float(text: str) -> float:
     """argparse type: a number of seconds in (0, 86400]."""
     return seconds_arg(text, 0.0, 86400.0, low_inclusive=False)
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a number of seconds in (0, 600] (a wait that must be a real wait)."""
+    return seconds_arg(text, low_inclusive=False)

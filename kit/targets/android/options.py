@@ -9,18 +9,10 @@ from typing import Any
 
 from ...targets import android
 from ...targets.android import AndroidConfig
-from ..argtypes import seconds_arg
+from ..argtypes import positive_seconds
 
 __all__ = ["add_arguments", "add_connection_options", "config_from_args", "description",
            "default_timeout_s"]
-
-
-def _seconds(text: str) -> float:
-    """argparse type: :func:`kit.targets.argtypes.seconds_arg` (0..600 s), above 0."""
-    value = seconds_arg(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("0 seconds is not allowed here")
-    return value
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +25,7 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
                             "repeatable")
     group.add_argument("--adbkey", metavar="PATH", default=None,
                        help="private key for --direct (default: ~/.android/adbkey)")
-    group.add_argument("--auth-timeout", type=_seconds, default=30.0, metavar="S",
+    group.add_argument("--auth-timeout", type=positive_seconds, default=30.0, metavar="S",
                        help="for --direct: how long to wait for the device to accept the "
                             "key (default 30)")
 
@@ -63,14 +55,14 @@ def add_arguments(run: argparse.ArgumentParser, name: str) -> None:
                           "on a root / emulator image)")
     add_connection_options(run)
     tuning = run.add_argument_group("timing")
-    tuning.add_argument("--report-wait", type=_seconds, default=8.0, metavar="S",
+    tuning.add_argument("--report-wait", type=positive_seconds, default=8.0, metavar="S",
                         help="after a death, wait up to S s for its report (default 8)")
-    tuning.add_argument("--reconnect-timeout", type=_seconds, default=60.0, metavar="S",
+    tuning.add_argument("--reconnect-timeout", type=positive_seconds, default=60.0, metavar="S",
                         help="how long to try to get a dropped device back (default 60)")
-    tuning.add_argument("--poll", type=_seconds, default=1.0, metavar="S",
+    tuning.add_argument("--poll", type=positive_seconds, default=1.0, metavar="S",
                         help="check the process with pidof after S s without a log line "
                              "(default 1)")
-    tuning.add_argument("--error-grace", type=_seconds, default=3.0, metavar="S",
+    tuning.add_argument("--error-grace", type=positive_seconds, default=3.0, metavar="S",
                         help="after the app reports an error, watch S s for the process to "
                              "die (a fatal JS error) before calling it an app-error "
                              "(default 3)")

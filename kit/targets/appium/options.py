@@ -16,7 +16,7 @@ from ...errors import UsageError
 from ...targets import appium
 from ...targets.appium import AppiumRunConfig, AppiumTarget
 from ...targets.base import PreparedTarget
-from ..argtypes import seconds_arg
+from ..argtypes import positive_seconds, seconds_arg
 
 __all__ = ["add_arguments", "config_from_args", "setup_target", "load_caps", "description",
            "default_timeout_s"]
@@ -55,9 +55,9 @@ def add_arguments(run: argparse.ArgumentParser, name: str) -> None:
                      help="iOS: scenario as the deep link (default) or as launch arguments")
     run.add_argument("--status-id", default=appium.STATUS_TEST_ID, metavar="TESTID",
                      help="testID of the app's status element (default %(default)s)")
-    run.add_argument("--poll", type=_duration, default=0.25, metavar="S",
+    run.add_argument("--poll", type=positive_seconds, default=0.25, metavar="S",
                      help="seconds between polls (default %(default)g)")
-    run.add_argument("--report-wait", type=_duration, default=appium.DEFAULT_REPORT_WAIT_S,
+    run.add_argument("--report-wait", type=positive_seconds, default=appium.DEFAULT_REPORT_WAIT_S,
                      metavar="S", help="seconds to wait for crash text after a death "
                                        "(default %(default)g)")
     run.add_argument("--error-grace", type=seconds_arg, default=appium.DEFAULT_ERROR_GRACE_S,
@@ -118,10 +118,3 @@ def setup_target(args: argparse.Namespace, log: Callable[[str], None] = lambda _
     timeout_s = args.timeout if args.timeout is not None else default_timeout_s("appium")
     return AppiumTarget().prepare(config_from_args("appium", args, None, timeout_s),
                                   parse_scenario(args.scenario or ""), log)
-
-
-def _duration(text: str) -> float:
-    value = seconds_arg(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("0 is out of range (0, 600] seconds")
-    return value

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 from typing import Any
 
 from ...campaign.meta import CampaignMeta
 from ...errors import UsageError
 from ...targets import host
+from ..argtypes import positive_int
 
 __all__ = ["add_arguments", "add_detector_options", "config_from_args", "baseline_from_args",
            "description", "default_timeout_s"]
@@ -64,19 +66,10 @@ def add_detector_options(parser: argparse.ArgumentParser, target: str = "host") 
                              "data race hit the XNNPACK allocator statics (host only; with "
                              "--resume: as the campaign ran)")
     if target == "host":
-        parser.add_argument("--detector-jobs", type=_positive, default=None, metavar="N",
+        parser.add_argument("--detector-jobs", type=functools.partial(positive_int, high=256),
+                            default=None, metavar="N",
                             help="with --detector: launches in parallel (default: the number "
                                  "of cores)")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
-    if not 1 <= value <= 256:
-        raise argparse.ArgumentTypeError(f"{value} is out of range 1..256")
-    return value
 
 
 def _kept(meta: CampaignMeta | None) -> tuple[str | None, bool | None, bool | None,
