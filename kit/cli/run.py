@@ -143,7 +143,12 @@ def _run(args: argparse.Namespace) -> int:
     console = stderr_console()
     with ProgressView(console, json_out=args.json) as view:
         result = run_session(request, view)
-    return render_result(request, result, console)
+    code = render_result(request, result, console)
+    if getattr(args, "farm", None):  # run appium --farm NAME: pull its crash evidence
+        from .farm import pull_after_run
+
+        code = max(code, pull_after_run(args, request.out, console))
+    return code
 
 
 def render_result(request: CampaignRequest, result: SessionResult, console: Any) -> int:
