@@ -169,11 +169,11 @@ def _match_session(campaign: Path, ev: SessionEvidence, records: list[LaunchReco
                 matches.append((Match(lonely[0], block, "only-crashed-launch"), art))
             else:
                 unmatched.append(block)
-    for issue in ev.issues:
+    crashed = [s.launch_id for s in spans if s.crashed]
+    for issue in ev.issues:  # a step's verdict: a launch's only when nothing else is there
         trace = issue.get("stackTrace")
-        have = {m.launch_id for m, _a in matches}
-        lonely = [s.launch_id for s in spans if s.crashed and s.launch_id not in have]
-        if trace and len(lonely) == 1:
+        if trace and not matches and len(crashed) == 1:
+            lonely = crashed
             block = CrashBlock("report", 0, 0, None, None, str(trace))
             art = ev.of_kind("test-issues")[0]
             matches.append((Match(lonely[0], block, "only-crashed-launch"), art))
