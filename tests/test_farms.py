@@ -20,8 +20,9 @@ from kit.farms.attribute import LaunchSpan, attribute, read_log_lines
 from kit.farms.pull import EVIDENCE_FILE, pull_campaign
 from kit.records import Outcome
 from kit.redact import Redactor, redact_url, secrets_in_url
-from tests.doubles.farm_recordings import (APP, Launch, as_json_lines, browserstack_session,
-                                           campaign, ftl_step, lambdatest_session,
+from tests.doubles.farm_recordings import (APP, IPS_PID, Launch, as_json_lines,
+                                           browserstack_session, campaign, ftl_step,
+                                           ios_syslog, ips_report, lambdatest_session,
                                            sauce_rdc_job, sauce_vdc_assets, session_logcat)
 from tests.doubles.farm_server import FarmDouble, Reply, Request
 
@@ -108,6 +109,36 @@ def test_a_process_that_died_before_its_first_line_goes_by_process_order() -> No
     cut = attribute(read_log_lines(as_json_lines(logcat)), spans, APP)
     assert [(m.launch_id, m.how) for m in cut.matches] == [("baseline-00001", "pid")]
     assert cut.pids["baseline-00001"] == pids[1]
+
+
+def test_low_memory_kills_and_anrs_are_blocks_of_their_launch() -> None:
+    script = [Launch("lmkd"), Launch("completed"), Launch("anr")]
+    logcat, pids = session_logcat(script)
+    spans = [LaunchSpan(f"baseline-{i:05d}") for i in range(3)]
+    cut = attribute(read_log_lines(logcat), spans, APP)
+    assert sorted((m.launch_id, m.block.kind, m.block.pid) for m in cut.matches) == [
+        ("baseline-00000", "lmkd", pids[0]), ("baseline-00002", "anr", pids[2])]
+
+
+def test_ios_crash_log_goes_to_the_launch_of_its_pid(tmp_path: Path) -> None:
+    script = [Launch("completed"), Launch("completed"), Launch("native"), Launch("silent")]
+    out = campaign(tmp_path / "ios", script, SID)
+    syslog, pids = ios_syslog(script)
+    assert pids[2] == IPS_PID
+    fake = FakeTime()
+    with FarmDouble() as d:
+        session = browserstack_session(d.url, SID)
+        session["automation_session"]["os"] = "ios"
+        d.add(f"/app-automate/sessions/{SID}.json", Reply(body=session))
+        base = f"/app-automate/builds/b0a1c2d3/sessions/{SID}"
+        d.add(f"{base}/devicelogs", Reply(body=syslog))
+        d.add(f"{base}/crashlogs", Reply(body=ips_report()))
+        report = _pull(out, d, "browserstack", fake)
+    assert report.exit_code == 0 and report.crashed_without == 1
+    records = sorted(load_campaign(out).records, key=lambda r: r.index)
+    assert records[2].crash_class == "xnnpack-allocator-uaf"
+    assert records[2].extra["farm"]["evidence"][0]["how"] == "pid"
+    assert records[2].crash["pid"] == IPS_PID and records[3].crash_class is None
 
 
 # -- one campaign per farm -----------------------------------------------------------------

@@ -13,8 +13,10 @@ names the launch's process (its pid). The cut:
    PID:APP``) that died before its first line belongs to the launch without a pid between
    the two launches around it, when exactly one process and one such launch are there;
 3. **crash blocks** - a tombstone summary (``DEBUG`` lines from ``*** *** ***``, with the
-   ``libc`` ``Fatal signal`` line of the same pid) or a ``FATAL EXCEPTION``
-   (``AndroidRuntime``) is one block; its pid is the one it names (``pid: N`` / ``PID: N``).
+   ``libc`` ``Fatal signal`` line of the same pid), a ``FATAL EXCEPTION``
+   (``AndroidRuntime``), a low-memory kill (``lowmemorykiller: Kill 'APP' (PID)``) or an
+   ``ANR in APP`` (``ActivityManager``) is one block; its pid is the one it names
+   (``pid: N`` / ``PID: N`` / ``(PID)``).
 
 A block goes to the launch of its pid (``how: pid``; a tombstone written seconds later,
 after the next launch started, still goes to the launch that crashed), else to the launch
@@ -51,6 +53,9 @@ _SYSLOG_PID = re.compile(r"\b[\w.-]+(?:\([\w.-]+\))?\[(?P<pid>\d+)\]")
 _TOMBSTONE_PID = re.compile(r"\bpid: (?P<pid>\d+), tid: \d+(?:, name: .*?>>> (?P<proc>\S+) <<<)?")
 _FATAL_SIGNAL = re.compile(r"Fatal signal \d+ .*?\bpid (?P<pid>\d+)")
 _JAVA_PID = re.compile(r"Process: (?P<proc>[\w.:]+), PID: (?P<pid>\d+)")
+_LMKD_KILL = re.compile(r"Kill(?:ing)? '(?P<proc>[^']+)' \((?P<pid>\d+)\)")
+_ANR_IN = re.compile(r"^ANR in (?P<proc>[\w.:]+)")
+_ANR_PID = re.compile(r"^PID: (?P<pid>\d+)")
 _START_PROC = re.compile(r"Start proc (?P<pid>\d+):(?P<proc>[\w.]+)")
 _TOMBSTONE_LIKE = re.compile(r"^\s*(#\d+ pc|backtrace:|pid: |signal \d|Abort message|Build "
                              r"fingerprint|Revision:|ABI:|Timestamp:|Cmdline:|uid:|Process "
@@ -88,7 +93,8 @@ class LaunchSpan:
 
 @dataclasses.dataclass
 class CrashBlock:
-    """A crash in a log: ``kind`` (``native`` / ``java`` / ``report``), the line range
+    """A crash in a log: ``kind`` (``native`` / ``java`` / ``lmkd`` / ``anr`` /
+    ``report``), the line range
     ``first``..``last``, the ``pid`` it names, the process name, and its ``text``."""
 
     kind: str
@@ -234,6 +240,26 @@ def crash_blocks(lines: Sequence[LogLine], app_id: str | None = None) -> list[Cr
                 text = head.text + "\n" + text
             blocks.append(CrashBlock("native", (head or line).n, taken[-1].n, pid, proc,
                                      text + "\n", line.ts))
+            consumed.update(t.n for t in taken)
+            continue
+        lmk = _LMKD_KILL.search(msg) if line.tag in ("lowmemorykiller", "lmkd") else None
+        if lmk:
+            blocks.append(CrashBlock("lmkd", line.n, line.n, int(lmk.group("pid")),
+                                     lmk.group("proc"), line.text + "\n", line.ts))
+            continue
+        anr = _ANR_IN.match(msg) if line.tag == "ActivityManager" else None
+        if anr:
+            taken = [line]
+            for nxt in lines[i + 1:i + 60]:
+                if nxt.tag != line.tag or nxt.pid != line.pid or _ANR_IN.match(nxt.msg or ""):
+                    break
+                taken.append(nxt)
+            pid_line = next((_ANR_PID.match(t.msg or "") for t in taken
+                             if _ANR_PID.match(t.msg or "")), None)
+            blocks.append(CrashBlock("anr", line.n, taken[-1].n,
+                                     int(pid_line.group("pid")) if pid_line else None,
+                                     anr.group("proc"),
+                                     "\n".join(t.text for t in taken) + "\n", line.ts))
             consumed.update(t.n for t in taken)
             continue
         if "FATAL EXCEPTION" in msg:

@@ -33,8 +33,8 @@ _FIX_PID, _FIX_TID, _FIX_DUMP = "9120", "9178", "9201"
 @dataclasses.dataclass(frozen=True)
 class Launch:
     """One scripted launch: ``outcome`` (``completed`` / ``native`` / ``native-late`` /
-    ``java`` / ``silent``: crashed with no crash text anywhere / ``no-marker-native``:
-    died natively before its first line)."""
+    ``java`` / ``lmkd`` / ``anr`` / ``silent``: crashed with no crash text anywhere /
+    ``no-marker-native``: died natively before its first line)."""
 
     outcome: str
 
@@ -70,6 +70,12 @@ def _java(pid: int, clock: Clock) -> list[str]:
         if _PREFIX.match(line) and "AndroidRuntime" in line:
             out.append(_PREFIX.sub(clock.stamp(1), line).replace("7720", str(pid)))
     return out
+
+
+def _fixture_lines(name: str, pid: int, fixture_pid: str, clock: Clock) -> list[str]:
+    text = (ROOT / name).read_text()
+    return [_PREFIX.sub(clock.stamp(1), line).replace(fixture_pid, str(pid))
+            for line in text.splitlines() if _PREFIX.match(line)]
 
 
 def _say(clock: Clock, pid: int, launch_id: str, phase: str, t_ms: int) -> str:
@@ -108,6 +114,10 @@ def session_logcat(launches: list[Launch], label: str = "baseline") -> tuple[str
             pending = [t for t in _tombstone(pid, clock) if " DEBUG " in t]
         elif launch.outcome == "java":
             lines.extend(_java(pid, clock))
+        elif launch.outcome == "lmkd":  # killed for memory: the kit's launch is a death
+            lines.extend(_fixture_lines("logcat-lmkd.txt", pid, "10310", clock))
+        elif launch.outcome == "anr":
+            lines.extend(_fixture_lines("logcat-anr.txt", pid, "9150", clock))
         lines.append(f"{clock.stamp()}   581  4321 I ActivityManager: Force stopping {APP} "
                      f"appid=10187 user=0: from pid 4321")
         lines.append(f"{clock.stamp()}   581  4321 I ActivityManager: Killing {pid}:{APP}/"
@@ -222,3 +232,37 @@ def ftl_step(step_id: str, bucket: str, rdir: str, state: str = "complete") -> d
                              "stackTrace": {"exception": "signal 11 (SIGSEGV)"}}}],
                 "toolExecution": {"toolLogs": [
                     {"fileUri": f"gs://{bucket}/{rdir}/Pixel2-30-en-portrait/logcat"}]}}}
+
+
+#: the pid of tests/data/crashes/ios/xnnpack-create.ips
+IPS_PID = 2211
+
+
+def ios_syslog(launches: list[Launch], label: str = "baseline") -> tuple[str, list[int]]:
+    """An iOS session syslog (``Mon DD HH:MM:SS device Process[pid] <Notice>: ...``) with
+    each launch's COLDSTART lines; the first crashed launch has the pid of the ``.ips``."""
+    lines = []
+    pids = []
+    crashed_seen = False
+    for i, launch in enumerate(launches):
+        pid = 3000 + i
+        if launch.outcome != "completed" and not crashed_seen:
+            pid, crashed_seen = IPS_PID, True
+        pids.append(pid)
+        lid = f"{label}-{i:05d}"
+        phases = ("start", "models-ready") if launch.outcome != "completed" else (
+            "start", "models-ready", "sessions-created", "inference-done",
+            "sessions-released", "done")
+        for t, phase in enumerate(phases):
+            line = json.dumps({"v": 1, "id": lid, "phase": phase, "t_ms": 50 * t},
+                              separators=(",", ":"))
+            lines.append(f"Mar 14 10:00:{i:02d} iPhone ColdstartWakeword[{pid}] <Notice>: "
+                         f"COLDSTART {line}")
+        lines.append(f"Mar 14 10:00:{i:02d} iPhone SpringBoard[58] <Notice>: [app<com.coldstart"
+                     f".wakeword>:{pid}] Now flagged as pending exit for reason: launch")
+    return "\n".join(lines) + "\n", pids
+
+
+def ips_report() -> str:
+    """The #32461 ``.ips`` (tests/data/crashes/ios/xnnpack-create.ips)."""
+    return (ROOT.parent / "ios" / "xnnpack-create.ips").read_text()
