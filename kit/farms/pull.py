@@ -105,7 +105,7 @@ def _groups(records: list[LaunchRecord], meta_devices: list[dict[str, Any]],
     default = next((d.get("session_id") for d in meta_devices if d.get("session_id")), None)
     groups: dict[str, list[LaunchRecord]] = {}
     for record in records:
-        ref = record.extra.get("session_id") or settings.ref or default
+        ref = settings.ref or record.extra.get("session_id") or default
         if not ref:
             raise UsageError("the campaign's records carry no Appium session id",
                              "give the farm's session id with --farm-ref")

@@ -84,8 +84,9 @@ def _say(clock: Clock, pid: int, launch_id: str, phase: str, t_ms: int) -> str:
     return f"{clock.stamp()}  {pid}  {pid + 20} I ReactNativeJS: COLDSTART {line}"
 
 
-def session_logcat(launches: list[Launch], label: str = "baseline") -> tuple[str, list[int]]:
-    """The session's logcat (threadtime) and each launch's pid."""
+def session_logcat(launches: list[Launch], label: str = "baseline", app: str = APP
+                   ) -> tuple[str, list[int]]:
+    """The session's logcat (threadtime) and each launch's pid (``app``: the package)."""
     clock = Clock()
     lines = ["--------- beginning of main"]
     pids = []
@@ -123,7 +124,7 @@ def session_logcat(launches: list[Launch], label: str = "baseline") -> tuple[str
         lines.append(f"{clock.stamp()}   581  4321 I ActivityManager: Killing {pid}:{APP}/"
                      f"u0a187 (adj 0): stop {APP} due to from pid 4321")
     lines.extend(pending)
-    return "\n".join(lines) + "\n", pids
+    return "\n".join(lines).replace(APP, app) + "\n", pids
 
 
 def as_json_lines(logcat: str) -> str:
