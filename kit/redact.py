@@ -235,10 +235,16 @@ def _quoted_pair(match: re.Match[str]) -> str:
     return match.group(0)
 
 
+#: HeadSpin's path token in free text without a scheme (``host:7016/v0/<token>/wd/hub``).
+_PLAIN_PATH_TOKEN_RE = re.compile(r"(?<=/v0/)[^/\s?#'\"<>`]+(?=/wd/hub)")
+
+
 def _redact_plain(text: str, known: tuple[str, ...]) -> str:
     """Text outside any ``scheme://`` URL: HTTP auth, scheme-less userinfo, query-like
-    secret parameters, quoted secret pairs, then the known secrets."""
+    secret parameters, quoted secret pairs, HeadSpin path tokens, then the known
+    secrets."""
     text = _HTTP_AUTH_RE.sub(lambda m: f"{m.group(1)} {MASK}", text)
+    text = _PLAIN_PATH_TOKEN_RE.sub(MASK, text)
     text = _BARE_USERINFO_RE.sub(_bare_userinfo, text)
     text = _QUERY_PARAM_RE.sub(_query_param, text)
     text = _QUOTED_PAIR_RE.sub(_quoted_pair, text)

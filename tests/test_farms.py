@@ -59,9 +59,15 @@ def _env(**more: str) -> dict[str, str]:
 
 def _pull(out: Path, double: FarmDouble, farm: str, fake: FakeTime, deadline: float = 120,
           **kw: Any) -> Any:
-    settings = FarmSettings(name=farm, api=double.url, deadline_s=deadline, env=_env(
-        **kw.pop("env", {})), **kw)
-    return pull_campaign(out, settings, clock=fake.clock, sleep=fake.sleep, wall=fake.wall)
+    env = _env(**kw.pop("env", {}))
+    settings = FarmSettings(name=farm, api=double.url, deadline_s=deadline, env=env, **kw)
+    report = pull_campaign(out, settings, clock=fake.clock, sleep=fake.sleep, wall=fake.wall)
+    written = "\n".join(p.read_bytes().decode("utf-8", "replace")
+                        for p in out.rglob("*") if p.is_file())
+    b64 = base64.b64encode(f"{USER}:{KEY}".encode()).decode()
+    for secret in [*env.values(), b64]:  # no credential reaches any file
+        assert secret not in written, secret
+    return report
 
 
 def _classes(out: Path) -> list[tuple[str, str | None, str | None]]:
@@ -297,7 +303,7 @@ def test_firebase_test_lab_results_dir_and_tool_results_issues(tmp_path: Path) -
     logcat, _ = session_logcat(SCRIPT)
     fake = FakeTime()
     bucket, rdir = "test-lab-abc", "2026-03-14_10:00:00.000000_xyz"
-    steps = "projects/coldstart-ci/histories/bh.1/executions/5551"
+    steps = "projects/coldstart-lab/histories/bh.1/executions/5551"
     with FarmDouble() as d:
         dev = f"{rdir}/Pixel2-30-en-portrait"
         pages = {None: {"items": [{"name": f"{dev}/video.mp4"}], "nextPageToken": "p2"},
@@ -345,8 +351,14 @@ def test_a_farm_down_past_the_deadline_is_exit_3_and_a_later_pull_completes(
         base = f"/app-automate/builds/b0a1c2d3/sessions/{SID}"
         d.add(f"{base}/devicelogs", Reply(body=logcat))
         again = _pull(out, d, "browserstack", fake)
-    assert again.exit_code == 0
+        assert again.exit_code == 0
+        _assert_script_classes(out)
+        d.add(f"/app-automate/sessions/{SID}.json", Reply(503, "down again"))
+        third = _pull(out, d, "browserstack", fake, deadline=10)
+    assert third.exit_code == 3  # a failed re-pull keeps what the earlier one matched
     _assert_script_classes(out)
+    kept = json.loads((out / EVIDENCE_FILE).read_text())["sessions"][SID]
+    assert kept["status"] == "complete" and kept["last_pull"]["status"] == "incomplete"
 
 
 def test_a_session_with_no_crash_gains_no_crash(tmp_path: Path) -> None:
@@ -419,7 +431,21 @@ def test_headspin_path_token_and_every_farm_url_shape_are_redacted() -> None:
         assert secret not in redact_url(url), url
         assert Redactor(urls=[url]).text(f"echo {secret} here") == "echo *** here", url
     assert secrets_in_url(f"https://h.headspin.io:7043/v0/{token}/wd/hub") == (token,)
+    from kit.redact import redact_text
+
+    assert token not in redact_text(f"driver_url us-nyc.headspin.io:7016/v0/{token}/wd/hub")
     assert redact_url("https://us-nyc.headspin.io:7016/v0//wd/hub").endswith("/v0//wd/hub")
+
+
+def test_pull_of_no_campaign_is_one_line_exit_2(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in _env().items():
+        monkeypatch.setenv(name, value)
+    assert main(["farm", "pull", str(tmp_path / "nothing"), "--farm", "browserstack"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("coldstart: error:") and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
 
 
 def test_pull_needs_credentials_and_a_reference(tmp_path: Path,

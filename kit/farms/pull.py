@@ -285,6 +285,15 @@ def pull_campaign(path: str | os.PathLike[str], settings: FarmSettings, *,
             new_extra = dict(record.extra, farm=redactor.value(extra))
             new_records.append(dataclasses.replace(record, extra=new_extra, **changes))
         _write(store, new_records, records)
+        previous = _previous_sessions(store.path / EVIDENCE_FILE)
+        for ref, entry in list(summary.items()):  # a failed re-pull keeps what was pulled
+            old = previous.get(ref)
+            if entry["status"] != "complete" and isinstance(old, dict) and \
+                    old.get("status") == "complete":
+                summary[ref] = dict(old, last_pull=entry)
+                report.sessions[ref] = dict(report.sessions[ref], note=(
+                    f"{report.sessions[ref]['note']}; the evidence of an earlier pull is "
+                    "kept"))
         write_atomic(store.path / EVIDENCE_FILE, (json.dumps(redactor.value({
             "farm": settings.name, "pulled_at": _now(),
             "status": "complete" if report.exit_code == 0 else "incomplete",
@@ -293,6 +302,18 @@ def pull_campaign(path: str | os.PathLike[str], settings: FarmSettings, *,
         return report
     finally:
         store.unlock()
+
+
+def _previous_sessions(path: Path) -> dict[str, Any]:
+    """The sessions of an earlier ``farm-evidence.json`` (``{}`` when none or unreadable)."""
+    from .._bounded import read_bytes_bounded
+
+    try:
+        data = json.loads(read_bytes_bounded(path, 64 * MiB, what=EVIDENCE_FILE))
+    except (ColdstartError, OSError, ValueError, RecursionError):
+        return {}
+    sessions = data.get("sessions") if isinstance(data, dict) else None
+    return sessions if isinstance(sessions, dict) else {}
 
 
 def _now() -> str:
