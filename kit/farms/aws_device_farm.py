@@ -74,7 +74,7 @@ class AwsDeviceFarm:
                 code = str(exc.response.get("Error", {}).get("Code", ""))
                 if code in _RETRY_CODES:
                     ctx.http.throttled += code != "ServiceUnavailable"
-                    ctx.http._wait(ctx.http._backoff(tries), deadline,
+                    ctx.http.wait(ctx.http.backoff(tries), deadline,
                                    f"AWS Device Farm {what}: {code}")
                     continue
                 if code in ("AccessDeniedException", "UnrecognizedClientException",
@@ -85,7 +85,7 @@ class AwsDeviceFarm:
                                  f"{ctx.redactor.text(str(exc))[:160]}",
                                  "check --farm-ref and --farm-region") from None
             except (EndpointConnectionError, BotoCoreError) as exc:
-                ctx.http._wait(ctx.http._backoff(tries), deadline,
+                ctx.http.wait(ctx.http.backoff(tries), deadline,
                                f"AWS Device Farm {what}: {type(exc).__name__}")
 
     def jobs(self, ref: str, ctx: FetchContext) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Mapping, Protocol
@@ -152,18 +153,21 @@ class FetchContext:
         """Download an artifact (``None`` for a 404); text holding a credential the
         redactor knows is stored redacted."""
         path = self.dir / safe_name(name)
-        got = self.http.download(url, path, self.deadline, what=what, headers=headers)
+        part = path.with_name(path.name + ".part")  # raw bytes never stay under the name
+        got = self.http.download(url, part, self.deadline, what=what, headers=headers)
         if got is None:
+            part.unlink(missing_ok=True)
             return None
-        raw = path.read_bytes()
+        raw = part.read_bytes()
         text = raw.decode("utf-8", "surrogateescape")
         clean = self.redactor.text(text)
         redacted = clean != text
         stored = None
         if redacted:
             data = clean.encode("utf-8", "surrogateescape")
-            path.write_bytes(data)
+            part.write_bytes(data)
             stored = hashlib.sha256(data).hexdigest()
+        os.replace(part, path)
         return Artifact(name=path.name, kind=kind, path=f"{self.rel}/{path.name}",
                         sha256=got.sha256, size=got.size, source_url=got.url,
                         truncated=got.truncated, redacted=redacted, stored_sha256=stored)

@@ -138,7 +138,9 @@ class FarmHTTP:
     def deadline(self) -> Deadline:
         return Deadline(self.deadline_s, self.clock)
 
-    def _wait(self, seconds: float, deadline: Deadline, why: str) -> None:
+    def wait(self, seconds: float, deadline: Deadline, why: str) -> None:
+        """Sleep ``seconds`` (injected sleep), or raise :class:`EvidenceNotReady` saying
+        ``why`` when that would pass the deadline."""
         left = deadline.left()
         if left <= 0 or seconds > left:
             raise EvidenceNotReady(f"{why}; gave up after the {deadline.seconds:g} s deadline",
@@ -147,7 +149,8 @@ class FarmHTTP:
         self.sleep(seconds)
         self.waited_s += seconds
 
-    def _backoff(self, tries: int) -> float:
+    def backoff(self, tries: int) -> float:
+        """The wait after the ``tries``-th failed try: 1, 2, 4 ... s, capped."""
         return min(self.max_backoff_s, FIRST_BACKOFF_S * 2 ** max(0, tries - 1))
 
     def get(self, url: str, deadline: Deadline, *, what: str, headers: dict[str, str]
@@ -171,7 +174,7 @@ class FarmHTTP:
                     status = resp.status_code
                     got = {k.lower(): v for k, v in resp.headers.items()}
             except httpx.HTTPError as exc:
-                self._wait(self._backoff(tries), deadline,
+                self.wait(self.backoff(tries), deadline,
                            f"{what}: {shown} did not answer ({type(exc).__name__}: "
                            f"{self.redactor.text(str(exc))[:120]})")
                 continue
@@ -179,12 +182,12 @@ class FarmHTTP:
                 self.throttled += 1
                 asked = retry_after_s(got.get("retry-after"), self.wall())
                 wait = min(self.max_backoff_s * 4, asked) if asked is not None else \
-                    self._backoff(tries)
-                self._wait(wait, deadline, f"{what}: {shown} kept answering HTTP 429 (too "
+                    self.backoff(tries)
+                self.wait(wait, deadline, f"{what}: {shown} kept answering HTTP 429 (too "
                                            f"many requests)")
                 continue
             if status >= 500:
-                self._wait(self._backoff(tries), deadline,
+                self.wait(self.backoff(tries), deadline,
                            f"{what}: {shown} answered HTTP {status}")
                 continue
             if status in (401, 403):
@@ -208,7 +211,7 @@ class FarmHTTP:
             value = attempt(deadline)
             if value is not None:
                 return value
-            self._wait(self._backoff(tries), deadline, f"{what} was not ready")
+            self.wait(self.backoff(tries), deadline, f"{what} was not ready")
 
     def download(self, url: str, dest: Path, deadline: Deadline, *, what: str,
                  headers: dict[str, str] | None = None,
@@ -234,7 +237,7 @@ class FarmHTTP:
                         return _stream_to(resp, dest, limit, shown)
                     _read_bounded(resp, 64 * 1024)
             except httpx.HTTPError as exc:
-                self._wait(self._backoff(tries), deadline,
+                self.wait(self.backoff(tries), deadline,
                            f"{what}: {shown} did not answer ({type(exc).__name__})")
                 continue
             if status == 404:
@@ -243,11 +246,11 @@ class FarmHTTP:
                 self.throttled += 1
                 asked = retry_after_s(got.get("retry-after"), self.wall())
                 wait = min(self.max_backoff_s * 4, asked) if asked is not None else \
-                    self._backoff(tries)
-                self._wait(wait, deadline, f"{what}: {shown} kept answering HTTP 429")
+                    self.backoff(tries)
+                self.wait(wait, deadline, f"{what}: {shown} kept answering HTTP 429")
                 continue
             if status >= 500:
-                self._wait(self._backoff(tries), deadline,
+                self.wait(self.backoff(tries), deadline,
                            f"{what}: {shown} answered HTTP {status}")
                 continue
             if status in (401, 403):
@@ -275,7 +278,7 @@ def _stream_to(resp: Any, dest: Path, limit: int, shown: str) -> Download:
     size = 0
     truncated = False
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(dest, "wb") as fh:
+    with open(dest, "wb") as fh:  # the caller's .part file, renamed once it is redacted
         for chunk in resp.iter_bytes():
             if size + len(chunk) > limit:
                 chunk = chunk[:limit - size]
