@@ -117,6 +117,22 @@ def test_a_process_that_died_before_its_first_line_goes_by_process_order() -> No
     assert cut.pids["baseline-00001"] == pids[1]
 
 
+def test_launches_without_markers_go_by_the_kits_own_times() -> None:
+    # two launches in a row died before their first line: the process order cannot tell
+    # them apart, the kit's start times can (the device clock is an hour ahead of UTC)
+    script = [Launch("completed"), Launch("no-marker-native"), Launch("no-marker-native"),
+              Launch("completed")]
+    starts: list[int] = []
+    logcat, pids = session_logcat(script, starts_ms=starts)
+    utc_of_device_10h = 1773478800.0  # 2026-03-14T09:00:00Z, 10:00 on the device
+    spans = [LaunchSpan(f"baseline-{i:05d}", utc_of_device_10h + ms / 1000 - 0.05,
+                        utc_of_device_10h + ms / 1000 + 5, script[i].outcome != "completed")
+             for i, ms in enumerate(starts)]
+    cut = attribute(read_log_lines(logcat), spans, APP)
+    got = sorted((m.launch_id, m.block.pid, m.how) for m in cut.matches)
+    assert got == [("baseline-00001", pids[1], "time"), ("baseline-00002", pids[2], "time")]
+
+
 def test_low_memory_kills_and_anrs_are_blocks_of_their_launch() -> None:
     script = [Launch("lmkd"), Launch("completed"), Launch("anr")]
     logcat, pids = session_logcat(script)
@@ -460,3 +476,13 @@ def test_pull_needs_credentials_and_a_reference(tmp_path: Path,
     assert main(["farm", "pull", str(out), "--farm", "aws-device-farm"]) == 2
     assert "--farm-ref" in capsys.readouterr().err
     assert Outcome.COMPLETED is load_campaign(out).records[0].outcome
+
+
+def test_retry_after_reads_seconds_and_http_dates() -> None:
+    from kit.farms.http import retry_after_s
+
+    now = 1773482400.0  # Sat, 14 Mar 2026 10:00:00 GMT
+    assert retry_after_s("7", now) == 7.0
+    assert retry_after_s("Sat, 14 Mar 2026 10:00:30 GMT", now) == 30.0
+    assert retry_after_s("Sat, 14 Mar 2026 09:59:00 GMT", now) == 0.0  # in the past
+    assert retry_after_s("soon", now) is None and retry_after_s(None, now) is None

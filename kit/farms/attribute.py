@@ -20,8 +20,11 @@ names the launch's process (its pid). The cut:
 
 A block goes to the launch of its pid (``how: pid``; a tombstone written seconds later,
 after the next launch started, still goes to the launch that crashed), else to the launch
-whose window it falls in (``how: window``), else, when the log lines carry absolute
-times, to the launch whose kit-side time span holds it (``how: time``). The kit's own
+whose window it falls in (``how: window``), else to the launch whose time span, as the
+kit recorded it (``started_at``, ``wall_ms``), holds it (``how: time``): the log's
+absolute times where it has them (JSON entries), else the device clock of its logcat
+prefix, moved by the device-minus-kit clock offset that the launches with markers show
+(so the device's time zone does not matter). The kit's own
 force-stops between launches (``Force stopping APP``, ``Killing PID:APP ... stop``) are
 counted, never taken for crashes. A crash report that is not a log (a farm's crash log
 file, an ``.ips``) goes to the launch of the pid it names, else to the session's only
@@ -45,7 +48,8 @@ from ..protocol import MARKER, parse_line
 __all__ = ["LogLine", "LaunchSpan", "CrashBlock", "Match", "Attribution", "read_log_lines",
            "attribute", "crash_blocks"]
 
-_THREADTIME = re.compile(r"^(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+\s+(?:\S+\s+)??"
+_THREADTIME = re.compile(r"^(?:\d{4}-)?(?P<mon>\d\d)-(?P<day>\d\d)\s+(?P<h>\d\d):(?P<m>\d\d):"
+                         r"(?P<s>\d\d\.\d+)\s+(?:\S+\s+)??"
                          r"(?P<pid>\d+)\s+(?P<tid>\d+)\s+(?P<lvl>[VDIWEFA])\s+(?P<tag>[^:]*?)"
                          r"\s*:\s(?P<msg>.*)$")
 _BRIEF = re.compile(r"^(?P<lvl>[VDIWEFA])/(?P<tag>[^(]*?)\s*\(\s*(?P<pid>\d+)\):\s(?P<msg>.*)$")
@@ -69,7 +73,8 @@ _BLOCK_GAP = 400
 class LogLine:
     """One line of a device log: its ``n`` (0-based), ``text`` (as logcat / syslog shows
     it), the ``pid``, ``tag`` and ``msg`` its prefix names (``None`` when unknown), and
-    ``ts``: epoch seconds when the source gives an absolute time."""
+    ``ts``: epoch seconds when the source gives an absolute time; ``clock``: the device's
+    own wall clock of a logcat prefix (no year, no zone) as seconds since 1 January."""
 
     n: int
     text: str
@@ -77,6 +82,7 @@ class LogLine:
     tag: str | None = None
     msg: str | None = None
     ts: float | None = None
+    clock: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +110,7 @@ class CrashBlock:
     process: str | None
     text: str
     ts: float | None = None
+    clock: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,13 +191,32 @@ def read_log_lines(raw: bytes | str) -> list[LogLine]:
         line = line.rstrip("\r")
         m = _THREADTIME.match(line) or _BRIEF.match(line)
         if m:
+            clock = _device_clock(m) if "mon" in m.re.groupindex else None
             out.append(LogLine(n, line, int(m.group("pid")), m.group("tag").strip(),
-                               m.group("msg"), ts))
+                               m.group("msg"), ts, clock))
             continue
         s = _SYSLOG_PID.search(line)
         out.append(LogLine(n, line, int(s.group("pid")) if s else None, None,
                            line, ts))
     return out
+
+
+_YEAR = _dt.datetime(2000, 1, 1)  # a leap year: every MM-DD of a logcat prefix exists
+
+
+def _device_clock(m: re.Match[str]) -> float | None:
+    try:
+        when = _dt.datetime(2000, int(m.group("mon")), int(m.group("day")), int(m.group("h")),
+                            int(m.group("m")))
+    except ValueError:
+        return None
+    return (when - _YEAR).total_seconds() + float(m.group("s"))
+
+
+def _kit_clock(epoch: float) -> float:
+    """An epoch time on the same scale as :attr:`LogLine.clock` (UTC)."""
+    when = _dt.datetime.fromtimestamp(epoch, _dt.timezone.utc).replace(tzinfo=None)
+    return (when.replace(year=2000) - _YEAR).total_seconds()
 
 
 def _is_tombstone_line(line: LogLine) -> bool:
@@ -287,6 +313,8 @@ def crash_blocks(lines: Sequence[LogLine], app_id: str | None = None) -> list[Cr
         if line.n not in used_fatal and not any(b.pid == pid for b in blocks):
             blocks.append(CrashBlock("native", line.n, line.n, pid, None, line.text + "\n",
                                      line.ts))
+    for block in blocks:
+        block.clock = lines[block.first].clock if block.first < len(lines) else None
     blocks.sort(key=lambda b: b.first)
     if app_id:
         blocks = [b for b in blocks if b.process is None or _same_process(b.process, app_id)]
@@ -321,6 +349,9 @@ def attribute(lines: Sequence[LogLine], launches: Sequence[LaunchSpan],
             elif f"Force stopping {app_id}" in msg or (" stop " + app_id) in msg + " ":
                 stops += "Force stopping" in msg
     order = [s.launch_id for s in launches]
+    proc_line = {pid: n for n, pid in starts}
+    anchor = {lid: proc_line.get(pids.get(lid, -1), n) for lid, n in first.items()}
+    offset = _clock_offset(lines, launches, anchor)
     _fill_by_process_order(order, pids, first, starts)
     by_pid = {pid: lid for lid, pid in pids.items()}
     windows = sorted((n, lid) for lid, n in first.items())
@@ -337,7 +368,7 @@ def attribute(lines: Sequence[LogLine], launches: Sequence[LaunchSpan],
         if owner is not None and (block.pid is None or owner not in pids):
             matches.append(Match(owner, block, "window"))
             continue
-        timed = _by_time(block, launches)
+        timed = _by_time(block, launches, offset)
         if timed is not None:
             matches.append(Match(timed, block, "time"))
         else:
@@ -368,11 +399,34 @@ def _fill_by_process_order(order: list[str], pids: dict[str, int], first: dict[s
             first.setdefault(lid, inside[0][0])
 
 
-def _by_time(block: CrashBlock, launches: Iterable[LaunchSpan]) -> str | None:
-    if block.ts is None:
-        return None
+def _clock_offset(lines: Sequence[LogLine], launches: Iterable[LaunchSpan],
+                  first: dict[str, int]) -> float | None:
+    """The device clock minus the kit's (seconds; its zone and drift included): the median,
+    over the launches with a marker, of the device time of its process start (``Start
+    proc``; else its first marker: ``first``) minus the launch's start as the kit recorded
+    it. ``None`` without such a launch."""
+    diffs = sorted(lines[first[s.launch_id]].clock - _kit_clock(s.start)
+                   for s in launches if s.start is not None and s.launch_id in first
+                   and lines[first[s.launch_id]].clock is not None)
+    return diffs[len(diffs) // 2] if diffs else None
+
+
+def _by_time(block: CrashBlock, launches: Iterable[LaunchSpan], offset: float | None
+             ) -> str | None:
+    """The launch, by the kit's own times, whose span holds the block: the one that
+    started last before it (absolute times when the log has them, else the device clock
+    moved by ``offset``)."""
+    best: tuple[float, str] | None = None
     for span in launches:
-        if span.start is not None and span.end is not None and \
-                span.start <= block.ts <= span.end:
-            return span.launch_id
-    return None
+        if span.start is None or span.end is None:
+            continue
+        if block.ts is not None:
+            t, start, end = block.ts, span.start, span.end
+        elif block.clock is not None and offset is not None:
+            t = block.clock - offset
+            start, end = _kit_clock(span.start), _kit_clock(span.end)
+        else:
+            return None
+        if start <= t <= end and (best is None or start > best[0]):
+            best = (start, span.launch_id)
+    return best[1] if best else None

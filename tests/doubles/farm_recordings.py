@@ -84,9 +84,10 @@ def _say(clock: Clock, pid: int, launch_id: str, phase: str, t_ms: int) -> str:
     return f"{clock.stamp()}  {pid}  {pid + 20} I ReactNativeJS: COLDSTART {line}"
 
 
-def session_logcat(launches: list[Launch], label: str = "baseline", app: str = APP
-                   ) -> tuple[str, list[int]]:
-    """The session's logcat (threadtime) and each launch's pid (``app``: the package)."""
+def session_logcat(launches: list[Launch], label: str = "baseline", app: str = APP,
+                   starts_ms: list[int] | None = None) -> tuple[str, list[int]]:
+    """The session's logcat (threadtime) and each launch's pid (``app``: the package);
+    ``starts_ms`` gets each launch's start on the device clock (ms after 03-14 10:00)."""
     clock = Clock()
     lines = ["--------- beginning of main"]
     pids = []
@@ -95,7 +96,10 @@ def session_logcat(launches: list[Launch], label: str = "baseline", app: str = A
         pid = 12000 + 100 * i
         pids.append(pid)
         lid = f"{label}-{i:05d}"
-        lines.append(f"{clock.stamp(400)}   581   612 I ActivityManager: Start proc "
+        stamp = clock.stamp(400)
+        if starts_ms is not None:
+            starts_ms.append(clock.ms)
+        lines.append(f"{stamp}   581   612 I ActivityManager: Start proc "
                      f"{pid}:{APP}/u0a187 for next-top-activity {{{APP}/.MainActivity}}")
         if launch.outcome != "no-marker-native":
             for t, phase in enumerate(("start", "models-ready", "sessions-created")):
