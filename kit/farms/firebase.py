@@ -3,9 +3,9 @@
 Source: FTL's results layout (``gs://<bucket>/<dir>/<device>/logcat``,
 ``test_result_N.xml``; Flank's fixtures), the Cloud Storage JSON API
 (https://cloud.google.com/storage/docs/json_api/v1/objects/list, ``.../objects/get`` with
-``alt=media``) and Tool Results v1beta3
-(https://firebase.google.com/docs/test-lab/reference/toolresults/rest/v1beta3/projects.histories.executions.steps),
-as docs/farms.md quotes them:
+``alt=media``) and Tool Results v1beta3 (the ``projects.histories.executions.steps``
+resource, https://firebase.google.com/docs/test-lab/reference/toolresults/rest), as
+docs/farms.md quotes them:
 
 1. ``GET {storage}/storage/v1/b/{bucket}/o?prefix={dir}/`` (every page, ``nextPageToken``),
    polled until a ``logcat`` object is listed (the objects exist once the matrix is
