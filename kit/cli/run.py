@@ -66,6 +66,10 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
             from ..targets.host.options import add_detector_options
 
             add_detector_options(parser, name)
+        if name == "appium":  # --farm NAME: pull the farm's crash evidence at the end
+            from ..farms.options import add_farm_arguments
+
+            add_farm_arguments(parser, required=False)
         add_campaign_options(parser, default_timeout_s=module.default_timeout_s(name))
         parser.epilog = KEYS_HELP
         parser.set_defaults(func=_run, target=name)

@@ -63,9 +63,6 @@ def add_arguments(run: argparse.ArgumentParser, name: str) -> None:
     run.add_argument("--error-grace", type=seconds_arg, default=appium.DEFAULT_ERROR_GRACE_S,
                      metavar="S", help="seconds a death after the app's error line still "
                                        "counts as a crash (default %(default)g)")
-    from ...farms.options import add_farm_arguments
-
-    add_farm_arguments(run, required=False)
 
 
 def config_from_args(name: str, args: argparse.Namespace, meta: Any,
