@@ -81,6 +81,28 @@ _MIN_SECRET_CHARS = 4
 _OPAQUE_TOKEN_RE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9._~+/=-]{12,}$")
 
 
+#: A token in a URL's path: HeadSpin's Appium URL ``/v0/<token>/wd/hub`` (the token is the
+#: path segment after ``/v0/``; docs/farms.md), and any 32+ hex-digit segment on a
+#: ``headspin.io`` host.
+_PATH_TOKEN_RE = re.compile(r"(?<=/v0/)(?P<token>[^/?#]+)(?=/wd/hub(?:[/?#]|$))")
+_HEX_SEGMENT_RE = re.compile(r"(?<=/)(?P<token>[0-9A-Fa-f]{32,})(?=[/?#]|$)")
+
+
+def _path_tokens(hostport: str, path: str) -> list[str]:
+    """The secret segments of a URL path (:data:`_PATH_TOKEN_RE`)."""
+    found = [m.group("token") for m in _PATH_TOKEN_RE.finditer(path)]
+    host = hostport.rsplit("@", 1)[-1].split(":", 1)[0].lower()
+    if host == "headspin.io" or host.endswith(".headspin.io"):
+        found += [m.group("token") for m in _HEX_SEGMENT_RE.finditer(path)]
+    return [t for t in found if t and t != MASK]
+
+
+def _redact_path(hostport: str, path: str) -> str:
+    for token in sorted(set(_path_tokens(hostport, path)), key=len, reverse=True):
+        path = path.replace(f"/{token}", f"/{MASK}")
+    return path
+
+
 def is_secret_key(name: str) -> bool:
     """True when a query parameter, capability or header name looks like it holds a secret
     (see the module doc for the rule). ``appium:`` style vendor prefixes and dotted ones
@@ -147,6 +169,7 @@ def redact_url(url: str) -> str:
         netloc = (f"{MASK}:{MASK}" if ":" in userinfo else MASK) + "@" + hostport
     tail, hsep, fragment = tail.partition("#")
     path, qsep, query = tail.partition("?")
+    path = _redact_path(hostport, path)
     tail = path + (f"?{_redact_query(query)}" if qsep else "") + \
         (f"#{_redact_fragment(fragment)}" if hsep else "")
     return f"{prefix}{netloc}{tail}"
@@ -165,6 +188,7 @@ def secrets_in_url(url: str) -> tuple[str, ...]:
     userinfo, _ = _split_userinfo(netloc)
     if userinfo:
         found.extend(p for p in userinfo.split(":", 1) if p)
+    found.extend(_path_tokens(netloc, tail.partition("#")[0].partition("?")[0]))
     rest, _h, fragment = tail.partition("#")
     query = rest.partition("?")[2]
     for piece in query.split("&") + (fragment.split("&") if "=" in fragment else []):
@@ -211,10 +235,16 @@ def _quoted_pair(match: re.Match[str]) -> str:
     return match.group(0)
 
 
+#: HeadSpin's path token in free text without a scheme (``host:7016/v0/<token>/wd/hub``).
+_PLAIN_PATH_TOKEN_RE = re.compile(r"(?<=/v0/)[^/\s?#'\"<>`]+(?=/wd/hub)")
+
+
 def _redact_plain(text: str, known: tuple[str, ...]) -> str:
     """Text outside any ``scheme://`` URL: HTTP auth, scheme-less userinfo, query-like
-    secret parameters, quoted secret pairs, then the known secrets."""
+    secret parameters, quoted secret pairs, HeadSpin path tokens, then the known
+    secrets."""
     text = _HTTP_AUTH_RE.sub(lambda m: f"{m.group(1)} {MASK}", text)
+    text = _PLAIN_PATH_TOKEN_RE.sub(MASK, text)
     text = _BARE_USERINFO_RE.sub(_bare_userinfo, text)
     text = _QUERY_PARAM_RE.sub(_query_param, text)
     text = _QUOTED_PAIR_RE.sub(_quoted_pair, text)

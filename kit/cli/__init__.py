@@ -37,6 +37,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kit.cli.analysis",
     "kit.cli.repair",
     "kit.cli.app",
+    "kit.cli.farm",
 )
 #: the longest message line printed (echoed input is cut to fit)
 MAX_ERROR_CHARS = 400

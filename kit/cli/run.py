@@ -66,6 +66,10 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
             from ..targets.host.options import add_detector_options
 
             add_detector_options(parser, name)
+        if name == "appium":  # --farm NAME: pull the farm's crash evidence at the end
+            from ..farms.options import add_farm_arguments
+
+            add_farm_arguments(parser, required=False)
         add_campaign_options(parser, default_timeout_s=module.default_timeout_s(name))
         parser.epilog = KEYS_HELP
         parser.set_defaults(func=_run, target=name)
@@ -143,7 +147,12 @@ def _run(args: argparse.Namespace) -> int:
     console = stderr_console()
     with ProgressView(console, json_out=args.json) as view:
         result = run_session(request, view)
-    return render_result(request, result, console)
+    code = render_result(request, result, console)
+    if getattr(args, "farm", None):  # run appium --farm NAME: pull its crash evidence
+        from .farm import pull_after_run
+
+        code = max(code, pull_after_run(args, request.out, console))
+    return code
 
 
 def render_result(request: CampaignRequest, result: SessionResult, console: Any) -> int:

@@ -237,7 +237,8 @@ class AppiumLauncher:
         return make_record(ctx, target=self.target, device=self.device,
                            observation=observation, started_at=started_at,
                            wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=artifacts,
-                           status_text=status_seen[-1] if status_seen else None)
+                           status_text=status_seen[-1] if status_seen else None,
+                           session_id=session.session_id)
 
     def _read_final_screen(self, session: AppiumSession, launch_id: str,
                            status_seen: list[str]) -> None:

@@ -1,0 +1,57 @@
+"""``coldstart farm pull DIR --farm NAME``: pull a finished campaign's farm crash evidence
+again and match it to its launches (never relaunches; :mod:`kit.farms.pull`). Exit 3 when a
+session's evidence was not ready by the deadline (the records are kept; pull again later).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..farms.options import add_farm_arguments, settings_from_args
+
+__all__ = ["register", "pull_after_run"]
+
+
+def register(commands: argparse._SubParsersAction, run_targets: argparse._SubParsersAction
+             ) -> None:
+    farm = commands.add_parser("farm", help="device-farm crash evidence",
+                               description="Device-farm crash evidence (docs/farms.md).")
+    sub = farm.add_subparsers(dest="farm_command", metavar="ACTION")
+    sub.required = True
+    pull = sub.add_parser("pull", help="pull a finished campaign's evidence again",
+                          description=__doc__.split("\n\n")[0])
+    pull.add_argument("dir", metavar="DIR", help="the campaign directory")
+    add_farm_arguments(pull, required=True)
+    pull.set_defaults(func=_pull)
+
+
+def _pull(args: argparse.Namespace) -> int:
+    from .progress import stderr_console
+
+    return _pull_into(Path(args.dir), args, stderr_console())
+
+
+def _pull_into(out: Path, args: argparse.Namespace, console: Any) -> int:
+    from ..farms.pull import pull_campaign
+    from ..redact import install_log_redaction
+
+    redactor = install_log_redaction()
+
+    def log(message: str) -> None:
+        console.print(redactor.text(message), markup=False, highlight=False, soft_wrap=True)
+
+    report = pull_campaign(out, settings_from_args(args), redactor=redactor, log=log)
+    for line in report.lines():
+        log(line)
+    if report.exit_code:
+        log(f"farm {args.farm}: the evidence is incomplete (an infrastructure error of the "
+            f"evidence step; the launch records are kept): run `coldstart farm pull {out} "
+            f"--farm {args.farm}` later")
+    return report.exit_code
+
+
+def pull_after_run(args: argparse.Namespace, out: Path, console: Any) -> int:
+    """``run appium --farm NAME``: the pull at the end of the campaign (its exit code)."""
+    return _pull_into(out, args, console)
