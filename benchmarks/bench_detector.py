@@ -6,8 +6,9 @@ For each tool (drd, helgrind) it runs one host campaign per cell through the rea
 serial creates, models loaded from a path and from bytes, 2, 3 and 8 sessions (sessions=2
 uses infer=0: inference needs all three models). Then it prints the table: launches with an
 on-target race (``kit.detector.record_on_target``) with 95% Clopper-Pearson intervals
-(``kit.analysis.stats.rate``), launches whose answer is unknown, the median seconds per launch and the
-campaign's seconds per launch (its wall time over its launches, with the parallel launches).
+(``kit.analysis.stats.rate``), launches whose answer is unknown, the median seconds per
+launch and the campaign's seconds per launch (its wall time over its launches, with the
+parallel launches).
 ``--calibrate N`` also runs each calibration program N times under each tool and prints how
 often each tool was right.
 

@@ -69,8 +69,8 @@ def _loop_seconds(records: list[dict]) -> float:
 
 def kit_run(launches: int, work: Path, round_no: int) -> tuple[float, float]:
     out = work / f"kit-{round_no}"
-    cmd = [str(Path(sys.executable).parent / "coldstart"), "run", "host", "--launches", str(launches),
-           "--label", "bench", "--out", str(out)]
+    cmd = [str(Path(sys.executable).parent / "coldstart"), "run", "host", "--launches",
+           str(launches), "--label", "bench", "--out", str(out)]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    cwd=ROOT)
