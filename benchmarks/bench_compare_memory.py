@@ -91,6 +91,13 @@ def measure(argv: list[str]) -> tuple[int, float, float]:
     return proc.returncode, usage.ru_maxrss / 1024, time.monotonic() - started
 
 
+#: the smallest run, for the suite's smoke test (tests/test_benchmarks.py): its arguments
+#: ({tmp}: an empty scratch directory), a regex its output matches, the suite's markers
+SMOKE = {"args": ["--launches", "50", "--keep", "{tmp}/campaigns"],
+         "prints": r"(?s)coldstart compare: exit 0, peak RSS \d+ MB.*coldstart report: exit 0",
+         "marks": ["slow"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=100_000)

@@ -170,6 +170,13 @@ def calibration_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+#: the smallest run, for the suite's smoke test (tests/test_benchmarks.py): its arguments
+#: ({tmp}: an empty scratch directory), a regex its output matches, the suite's markers
+SMOKE = {"args": ["--tools", "drd", "--launches", "1", "--default-launches", "1",
+                  "--only", "concurrent-path-2", "--jobs", "1", "--out", "{tmp}"],
+         "prints": r"\| drd \| concurrent \| path \| 2 \| [01]/1 = ", "marks": ["host", "slow"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tools", nargs="+", default=["drd", "helgrind"])

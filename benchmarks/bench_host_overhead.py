@@ -80,6 +80,12 @@ def kit_run(launches: int, work: Path, round_no: int) -> tuple[float, float]:
     return elapsed, _loop_seconds(records)
 
 
+#: the smallest run, for the suite's smoke test (tests/test_benchmarks.py): its arguments
+#: ({tmp}: an empty scratch directory), a regex its output matches, the suite's markers
+SMOKE = {"args": ["--launches", "1", "--rounds", "1"],
+         "prints": r"ratio, per launch +: +\d+\.\d+", "marks": ["host"]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=40)

@@ -171,6 +171,13 @@ def render(rows: list[dict[str, Any]], args: argparse.Namespace, elapsed_s: floa
     return "\n".join(out) + "\n"
 
 
+#: the smallest run, for the suite's smoke test (tests/test_benchmarks.py): its arguments
+#: ({tmp}: an empty scratch directory), a regex its output matches, the suite's markers
+SMOKE = {"args": ["--launches", "1", "--block", "1", "--only", "pair", "--no-poison", "--out",
+                   "{tmp}"],
+         "prints": r"\| pair \| .* \| off \| [01]/1 = ", "marks": ["host"]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=150, help="per campaign")
