@@ -79,7 +79,8 @@ def resolve(tokens: list[str], paths: dict[str, str] | None = None,
             spare: tuple[str, ...] = ()) -> tuple[tuple[str, ...], list[str], list[str]]:
     """``(command path, argv with the stand-ins filled, positional arguments)``; untyped
     stand-ins (paths) come from ``paths`` or, in turn, from ``spare`` (see :func:`_fill`).
-    Unknown names stay as written (the parse then refuses them)."""
+    Unknown names stay as written (the parse then refuses them; :func:`inexact_options`
+    names the ones argparse would take as abbreviations)."""
     paths, pool = dict(paths or {}), list(spare)
     parser = build_parser()
     path: list[str] = []
@@ -114,6 +115,19 @@ def resolve(tokens: list[str], paths: dict[str, str] | None = None,
     return tuple(path), argv, positionals
 
 
+def inexact_options(argv: list[str]) -> list[str]:
+    """The ``--options`` of ``argv`` that are not spelled as the command defines them
+    (argparse takes a prefix: a doc that abbreviates, or an option renamed to a longer
+    name, would still parse)."""
+    parser = build_parser()
+    words = list(argv)
+    while (sub := _subparsers(parser)) is not None and words and words[0] in sub.choices:
+        parser = sub.choices[words.pop(0)]
+    known = set(parser._option_string_actions)
+    return [w for w in words if w.startswith("--") and w.split("=", 1)[0] not in known
+            and w != "--"]
+
+
 def parse(argv: list[str]) -> str | None:
     """``None`` when the CLI's parser takes ``argv``, else its error line."""
     err = io.StringIO()
@@ -142,6 +156,9 @@ def test_the_docs_show_commands():
 def test_documented_command_parses(command: DocCommand):
     path, argv, _ = resolve(list(command.tokens))
     assert path, f"{command.where}: `{command.text}` names no coldstart command"
+    wrong = inexact_options(argv)
+    assert not wrong, (f"{command.where}: `{command.text}`: {wrong} not options of "
+                       f"`coldstart {' '.join(path)}` (see its --help)")
     error = parse(argv)
     if error and command.fragment and any(m in error for m in MISSING):
         error = None  # prose or `...`: names checked, the rest left out on purpose
@@ -202,6 +219,10 @@ def test_documented_command_runs(command: DocCommand, tmp_path, monkeypatch, cap
 #: runs a benchmark up to its parse_args, then stops: its own parser checks the arguments
 _PARSE_ONLY = """
 import argparse, os, runpy, sys
+init = argparse.ArgumentParser.__init__
+def exact(self, *args, **kwargs):  # the docs spell options out: no prefixes taken
+    init(self, *args, **{**kwargs, "allow_abbrev": False})
+argparse.ArgumentParser.__init__ = exact
 parse = argparse.ArgumentParser.parse_args
 def stop(self, args=None, namespace=None):
     parse(self, args, namespace)
@@ -234,3 +255,5 @@ def test_fill_uses_the_options_type():
     assert argv[:2] == ["run", "host"] and argv[argv.index("--launches") + 1] == "2"
     assert positionals == []
     assert "--no-such-option" in (parse(["compare", "--no-such-option", "a", "b"]) or "")
+    assert parse(["plan", "--baseline-ra", "0.5"]) is None  # argparse's prefix match...
+    assert inexact_options(["plan", "--baseline-ra", "0.5"]) == ["--baseline-ra"]  # caught
