@@ -152,6 +152,12 @@ def _drop_to_infra_s(transport: str, server: Any, apk: Path, sha: str, drops: in
     return took
 
 
+#: the smallest run, for the suite's smoke test (tests/test_benchmarks.py): its arguments
+#: ({tmp}: an empty scratch directory), a regex its output matches, the suite's markers
+SMOKE = {"args": ["--launches", "2", "--drops", "1", "--latency-ms", "1", "--gap-ms", "10"],
+         "prints": r"kit overhead per launch: median \d+ ms", "marks": ["slow"]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--latency-ms", type=float, default=20.0,

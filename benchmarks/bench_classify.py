@@ -58,6 +58,12 @@ def run(seconds: float, cold: bool) -> tuple[int, float, float]:
     return done, time.perf_counter() - t0, time.process_time() - c0
 
 
+#: the smallest run, for the suite's smoke test (tests/test_benchmarks.py): its arguments
+#: ({tmp}: an empty scratch directory), a regex its output matches, the suite's markers
+SMOKE = {"args": ["--seconds", "0.2"],
+         "prints": r"warm: \d+ reports in .* reports/s wall", "marks": []}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="time per measurement")

@@ -31,6 +31,12 @@ def texts(n: int) -> dict[str, str]:
             "no-header": '{"a":' * n + "1" + "}" * n}
 
 
+#: the smallest run, for the suite's smoke test (tests/test_benchmarks.py): its arguments
+#: ({tmp}: an empty scratch directory), a regex its output matches, the suite's markers
+SMOKE = {"args": ["--depth", "10", "100"],
+         "prints": r"depth +100 +arrays +\d+\.\d+ s", "marks": []}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--depth", type=int, nargs="+", default=[10_000, 100_000])

@@ -6,14 +6,15 @@ For each tool (drd, helgrind) it runs one host campaign per cell through the rea
 serial creates, models loaded from a path and from bytes, 2, 3 and 8 sessions (sessions=2
 uses infer=0: inference needs all three models). Then it prints the table: launches with an
 on-target race (``kit.detector.record_on_target``) with 95% Clopper-Pearson intervals
-(``kit.stats.rate``), launches whose answer is unknown, the median seconds per launch and the
-campaign's seconds per launch (its wall time over its launches, with the parallel launches).
+(``kit.analysis.stats.rate``), launches whose answer is unknown, the median seconds per
+launch and the campaign's seconds per launch (its wall time over its launches, with the
+parallel launches).
 ``--calibrate N`` also runs each calibration program N times under each tool and prints how
 often each tool was right.
 
 Usage: .venv/bin/python benchmarks/bench_detector.py [--tools drd helgrind]
            [--launches 5] [--default-launches 10] [--calibrate 0] [--out runs/detector-bench]
-           [--resume] [--report-only] [--jobs N]
+           [--resume] [--report-only] [--jobs N] [--only CELL ...]
 Writes <out>/<tool>-<cell>/ (campaigns), <out>/calibration.json, <out>/results.json and
 <out>/table.md. Needs `coldstart runtime prepare` (which installs valgrind into the root).
 With the defaults, about 70 launches per tool: 25-30 minutes per tool on 2 cores.
@@ -36,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from kit.campaign import load_campaign  # noqa: E402
 from kit.detector import record_on_target  # noqa: E402
-from kit.stats import rate  # noqa: E402
+from kit.analysis.stats import rate  # noqa: E402
 
 #: (mode, load, sessions); the first is the default scenario.
 CELLS = tuple((mode, load, sessions) for mode in ("concurrent", "serial")
@@ -59,9 +60,14 @@ def _coldstart() -> str:
     return str(Path(sys.executable).parent / "coldstart")
 
 
+def _cell_name(mode: str, load: str, sessions: int) -> str:
+    return f"{mode}-{load}-{sessions}"
+
+
 def run_cell(out: Path, tool: str, cell: tuple[str, str, int], launches: int, jobs: int,
-             resume: bool) -> float:
-    """One campaign; returns its wall seconds (0 when it was already complete)."""
+             resume: bool) -> float | None:
+    """One campaign; returns its wall seconds, or ``None`` when ``coldstart run`` failed
+    (its exit code and the end of its stderr are printed)."""
     path = out / _name(tool, *cell)
     cmd = [_coldstart(), "run", "host", "--detector", tool, "--detector-jobs", str(jobs),
            "--launches", str(launches), "--scenario", _scenario(*cell),
@@ -75,13 +81,15 @@ def run_cell(out: Path, tool: str, cell: tuple[str, str, int], launches: int, jo
     if proc.returncode != 0:
         print(f"  {path.name}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}",
               file=sys.stderr)
+        return None
     return time.monotonic() - started
 
 
-def summarize(out: Path, tools: list[str], walls: dict[str, float]) -> list[dict[str, Any]]:
+def summarize(out: Path, tools: list[str], walls: dict[str, float],
+              cells: tuple[tuple[str, str, int], ...] = CELLS) -> list[dict[str, Any]]:
     rows = []
     for tool in tools:
-        for cell in CELLS:
+        for cell in cells:
             path = out / _name(tool, *cell)
             if not (path / "launches.jsonl").exists():
                 continue
@@ -162,6 +170,13 @@ def calibration_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+#: the smallest run, for the suite's smoke test (tests/test_benchmarks.py): its arguments
+#: ({tmp}: an empty scratch directory), a regex its output matches, the suite's markers
+SMOKE = {"args": ["--tools", "drd", "--launches", "1", "--default-launches", "1",
+                  "--only", "concurrent-path-2", "--jobs", "1", "--out", "{tmp}"],
+         "prints": r"\| drd \| concurrent \| path \| 2 \| [01]/1 = ", "marks": ["host", "slow"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tools", nargs="+", default=["drd", "helgrind"])
@@ -174,21 +189,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/detector-bench")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--only", nargs="+", default=None, metavar="CELL",
+                        choices=[_cell_name(*c) for c in CELLS],
+                        help="cells to run, as MODE-LOAD-SESSIONS (e.g. serial-bytes-2)")
     args = parser.parse_args(argv)
+    cells = tuple(c for c in CELLS if args.only is None or _cell_name(*c) in args.only)
+    failed = []
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     walls_path = out / "walls.json"
     walls = json.loads(walls_path.read_text()) if walls_path.exists() else {}
     if not args.report_only:
         for tool in args.tools:
-            for cell in CELLS:
+            for cell in cells:
                 n = args.default_launches if cell in DEFAULT_CELLS else args.launches
                 print(f"{_name(tool, *cell)}: {n} launches", file=sys.stderr, flush=True)
                 wall = run_cell(out, tool, cell, n, args.jobs, args.resume)
-                if wall > 5:
+                if wall is None:
+                    failed.append(_name(tool, *cell))
+                elif wall > 5:
                     walls[_name(tool, *cell)] = wall
                     walls_path.write_text(json.dumps(walls, indent=1))
-    rows = summarize(out, args.tools, walls)
+    rows = summarize(out, args.tools, walls, cells)
     text = table(rows)
     calib: list[dict[str, Any]] = []
     if args.calibrate:
@@ -198,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
                                                  indent=1))
     (out / "table.md").write_text(text + "\n")
     print(text)
+    if failed:
+        print(f"failed campaigns: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -69,8 +69,8 @@ def _loop_seconds(records: list[dict]) -> float:
 
 def kit_run(launches: int, work: Path, round_no: int) -> tuple[float, float]:
     out = work / f"kit-{round_no}"
-    cmd = [str(ROOT / ".venv/bin/coldstart"), "run", "host", "--launches", str(launches),
-           "--label", "bench", "--out", str(out)]
+    cmd = [str(Path(sys.executable).parent / "coldstart"), "run", "host", "--launches",
+           str(launches), "--label", "bench", "--out", str(out)]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    cwd=ROOT)
@@ -78,6 +78,12 @@ def kit_run(launches: int, work: Path, round_no: int) -> tuple[float, float]:
     records = [json.loads(line) for line in (out / "launches.jsonl").read_text().splitlines()]
     assert len(records) == launches, f"expected {launches} records, got {len(records)}"
     return elapsed, _loop_seconds(records)
+
+
+#: the smallest run, for the suite's smoke test (tests/test_benchmarks.py): its arguments
+#: ({tmp}: an empty scratch directory), a regex its output matches, the suite's markers
+SMOKE = {"args": ["--launches", "1", "--rounds", "1"],
+         "prints": r"ratio, per launch +: +\d+\.\d+", "marks": ["host"]}
 
 
 def main() -> int:

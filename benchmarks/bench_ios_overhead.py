@@ -162,6 +162,12 @@ def _campaign(name: str, kind: str, prepared: Any, xcrun: Any, double: XcrunDoub
     return {"name": name, "launches": launches, "rows": rows}
 
 
+#: the smallest run, for the suite's smoke test (tests/test_benchmarks.py): its arguments
+#: ({tmp}: an empty scratch directory), a regex its output matches, the suite's markers
+SMOKE = {"args": ["--launches", "1"],
+         "prints": r"ios-sim --deliver url +1 ", "marks": []}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--launches", type=int, default=20)

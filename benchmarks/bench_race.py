@@ -63,12 +63,15 @@ def _label(name: str, poison: bool) -> str:
 def run_block(out: Path, name: str, scenario: str, poison: bool, launches: int,
               log: io.TextIOBase) -> None:
     label = _label(name, poison)
-    argv = ["run", "host", "--out", str(out / label), "--label", label, "--launches",
-            str(launches), "--resume", "--witness"]
-    if scenario:
-        argv += ["--scenario", scenario]
-    if poison:
-        argv.append("--poison")
+    argv = ["run", "host", "--out", str(out / label), "--launches", str(launches)]
+    if (out / label / "campaign.json").exists():
+        argv.append("--resume")  # the campaign keeps its own scenario, poisoning and witness
+    else:
+        argv += ["--label", label, "--witness"]
+        if scenario:
+            argv += ["--scenario", scenario]
+        if poison:
+            argv.append("--poison")
     with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         code = coldstart(argv)
     if code != 0:
@@ -82,25 +85,25 @@ def _per_1000(r: Rate) -> str:
 
 def summarize(records: list[LaunchRecord]) -> dict[str, Any]:
     counted = [r for r in records if r.counted]
-    watched = [r for r in counted if isinstance(r.race, dict) and r.race.get("available")]
-    skews = [r.race["skew_us"] for r in watched if r.race.get("skew_us") is not None]
-    hit_skews = [r.race["skew_us"] for r in watched
-                 if r.race.get("witnessed") and r.race.get("skew_us") is not None]
-    example = next((r for r in watched if r.race.get("witnessed")), None)
+    watched = [r for r in counted if r.race is not None and r.race.available]
+    skews = [r.race.skew_us for r in watched if r.race.skew_us is not None]
+    hit_skews = [r.race.skew_us for r in watched
+                 if r.race.witnessed and r.race.skew_us is not None]
+    example = next((r for r in watched if r.race.witnessed), None)
     return {
         "launches": len(counted),
-        "witnessed": rate(sum(1 for r in watched if r.race.get("witnessed")), len(watched)),
+        "witnessed": rate(sum(1 for r in watched if r.race.witnessed), len(watched)),
         "crashed": rate(sum(1 for r in counted if r.outcome is Outcome.CRASHED), len(counted)),
         "uaf": rate(sum(1 for r in counted if r.crash_class == UAF), len(counted)),
         "skew_p10_us": statistics.quantiles(skews, n=10, method="inclusive")[0]
         if len(skews) >= 2 else None,
         "skew_median_us": statistics.median(skews) if skews else None,
         "witnessed_skews_us": hit_skews,
-        "witnessed_crashed": sum(1 for r in watched if r.race.get("witnessed")
+        "witnessed_crashed": sum(1 for r in watched if r.race.witnessed
                                  and r.outcome is Outcome.CRASHED),
         "example": None if example is None else {"launch_id": example.launch_id,
                                                  "outcome": example.outcome.value,
-                                                 "race": example.race},
+                                                 "race": example.race.to_dict()},
     }
 
 
@@ -166,6 +169,13 @@ def render(rows: list[dict[str, Any]], args: argparse.Namespace, elapsed_s: floa
                        f"| {measured.count}/{measured.n} | {plan['ceiling']:g} | "
                        f"{plan['baseline_launches']} | {plan['candidate_launches']} |")
     return "\n".join(out) + "\n"
+
+
+#: the smallest run, for the suite's smoke test (tests/test_benchmarks.py): its arguments
+#: ({tmp}: an empty scratch directory), a regex its output matches, the suite's markers
+SMOKE = {"args": ["--launches", "1", "--block", "1", "--only", "pair", "--no-poison", "--out",
+                   "{tmp}"],
+         "prints": r"\| pair \| .* \| off \| [01]/1 = ", "marks": ["host"]}
 
 
 def main() -> int:

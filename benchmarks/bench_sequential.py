@@ -143,6 +143,12 @@ def _ci(p: float, runs: int) -> str:
     return f"[{lo:.3f}, {hi:.3f}]"
 
 
+#: the smallest run, for the suite's smoke test (tests/test_benchmarks.py): its arguments
+#: ({tmp}: an empty scratch directory), a regex its output matches, the suite's markers
+SMOKE = {"args": ["--runs", "2", "--h0-runs", "2", "--only", "0"],
+         "prints": r"summary: false fixed", "marks": ["slow"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000, help="interleaved runs per cell")
