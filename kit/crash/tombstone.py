@@ -37,8 +37,11 @@ TOMBSTONE_TAGS = frozenset({"DEBUG", "crash_dump32", "crash_dump64", "debuggerd"
 
 _STAR = re.compile(r"^\s*(?:\*\*\*\s*){4,}\s*$")
 # pid: 1234, tid: 1250, name: mqt_native_modu  >>> com.example.app <<<
-# "pid:" as a word: a "ppid: 1, tid: ..." line must not be taken for the crashing process
-_PID = re.compile(r"(?<![\w-])pid: (?P<pid>\d+), tid: (?P<tid>\d+)(?:, name: (?P<name>.*?))?\s*"
+# "pid:" as a word: a "ppid: 1, tid: ..." line must not be taken for the crashing process;
+# Android 14 prints "pid: 8110, ppid: 669, tid: 8120, name: ..." (other "key: N," fields
+# between pid and tid are skipped alike)
+_PID = re.compile(r"(?<![\w-])pid: (?P<pid>\d+),(?: (?!tid:)\w+: \d+,){0,4} tid: (?P<tid>\d+)"
+                  r"(?:, name: (?P<name>.*?))?\s*"
                   r">>> (?P<proc>.*?)(?: <<<|$)")
 # signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0000000000000008
 _SIGNAL = re.compile(r"^\s*signal (?P<num>\d+) \((?P<name>\w+)\)"
