@@ -26,3 +26,81 @@ def test_android14_pid_ppid_tid_line_without_star_line(prefix: str) -> None:
         "native", 8110, 8120, "mqt_native_modu", "com.example.app")
     assert record.signal_name == "SIGSEGV" and len(record.frames) == 2
     assert classify(record).crash_class.value == "other-native-crash"
+
+
+@pytest.mark.parametrize("name,family,reader", [
+    ("public/macos/hotspot-ort-19125-header-only.txt", "hotspot",
+     "kit.crash.hotspot.read_hotspot"),
+    ("public/macos/hotspot-ort-13976-native-frames-only.txt", "hotspot",
+     "kit.crash.hotspot.read_hotspot"),
+    ("public/host/mono-20834-native-stacktrace-no-symbols.txt", "mono",
+     "kit.crash.mono.read_mono"),
+    ("public/macos/mono-16689-native-frames-nsexception.txt", "mono",
+     "kit.crash.mono.read_mono"),
+    ("android/tombstone-body-ppid-pid-line.txt", "android",
+     "kit.crash.android.parse_android_log"),
+])
+def test_explain_names_the_reader(name: str, family: str, reader: str) -> None:
+    why = explain((DATA / name).read_bytes())
+    assert why.family == family
+    assert why.lines[0].startswith(f"detected: {family}: ")
+    assert why.lines[1] == f"reader: {reader}"
+
+
+def test_hotspot_native_frames_section_kinds_and_java_frames_block() -> None:
+    record = parse_text(
+        "#  SIGSEGV (0xb) at pc=0x00007f1, pid=7, tid=0x00007f8192ffd700\n"
+        "# Java VM: OpenJDK 64-Bit Server VM (17.0.9+9, mixed mode, linux-aarch64)\n"
+        "Native frames: (J=compiled Java code, j=interpreted, Vv=VM code, C=native code)\n"
+        "C  [libonnxruntime.so+0x862cf]  OrtApis::ReleaseValue(OrtValue*)+0x1f\n"
+        "V  [libjvm.so+0xa97f86]  Unsafe_CopyMemory0(JNIEnv_*, long)+0x106\n"
+        "J 1234 c2 java.lang.Thread.run()V java.base@17.0.1 (17 bytes) @ 0x7f1 [0x7f+0x44]\n"
+        "j  ai.onnxruntime.OnnxValue.close()V+0\n"
+        "v  ~StubRoutines::call_stub 0x0000000119e32bc0\n"
+        "C  0x00007f81a8dc4e79\n\n"
+        "Java frames: (J=compiled Java code, j=interpreted, Vv=VM code)\n"
+        "j  x.y()V+0\n")
+    assert (record.format, record.platform, record.abi, record.pid, record.tid) == (
+        "hotspot", "linux", "aarch64", 7, None)  # JDK 8's tid= is a pthread_t, not a tid
+    assert [(f.module, f.symbol, f.offset, f.pc) for f in record.frames] == [
+        ("libonnxruntime.so", "OrtApis::ReleaseValue(OrtValue*)", 31, "0x862cf"),
+        ("libjvm.so", "Unsafe_CopyMemory0(JNIEnv_*, long)", 262, "0xa97f86"),
+        (None, "java.lang.Thread.run", None, None),
+        (None, "ai.onnxruntime.OnnxValue.close", None, None),
+        (None, "~StubRoutines::call_stub", None, None),
+        (None, None, None, "0x00007f81a8dc4e79")]
+
+
+def test_hotspot_internal_error_is_an_abort_and_insufficient_memory_an_oom() -> None:
+    internal = parse_text(
+        "# A fatal error has been detected by the Java Runtime Environment:\n"
+        "#  Internal Error (g1ConcurrentMark.cpp:1251), pid=42, tid=43\n"
+        "#  guarantee(false) failed: bad mark\n")
+    assert (internal.kind, internal.pid, internal.tid, internal.abort_message) == (
+        "native", 42, 43, "guarantee(false) failed: bad mark")
+    assert classify(internal).crash_class.value == "abort"
+    oom = parse_text("#\n# There is insufficient memory for the Java Runtime Environment to "
+                     "continue.\n# Native memory allocation (mmap) failed to map 1 bytes\n"
+                     "# Problematic frame:\n")
+    assert (oom.format, oom.kind) == ("hotspot", "oom")
+    assert classify(oom).crash_class.value == "oom"
+
+
+def test_mono_old_native_stacktrace_and_managed_frames() -> None:
+    record = parse_text(
+        "Got a SIGSEGV while executing native code. This usually indicates\n"
+        "Native stacktrace:\n\n"
+        "\t/usr/bin/mono() [0x4b73d8]\n"
+        "\t/lib/x86_64-linux-gnu/libpthread.so.0(+0xfcb0) [0x7f0a3c9ddcb0]\n"
+        "\t/usr/lib/libonnxruntime.so(OrtRun+0x1c) [0x7f0a3b000010]\n\n"
+        "Stacktrace:\n\n"
+        "  at <unknown> <0xffffffff>\n"
+        "  at (wrapper managed-to-native) Microsoft.ML.OnnxRuntime.NativeMethods:OrtRun "
+        "(intptr) <0x00057>\n"
+        "  at Microsoft.ML.OnnxRuntime.InferenceSession:Run () <0x0012b>\n")
+    assert (record.format, record.signal_name, record.kind) == ("mono", "SIGSEGV", "native")
+    assert [(f.module, f.symbol, f.pc) for f in record.frames] == [
+        ("mono", None, "0x4b73d8"), ("libpthread.so.0", None, "0xfcb0"),
+        ("libonnxruntime.so", "OrtRun", "0x7f0a3b000010")]
+    assert "2 managed frames (Managed Stacktrace) not kept: the native stack is the crash's" \
+        in record.notes

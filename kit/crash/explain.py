@@ -15,7 +15,7 @@ from ._paste import tidy_paste
 from ._text import clip, decode
 from .classify import Classification, classify, default_rules
 from .host import parse_host
-from .parse import HINTS, detect_family, parse_text
+from .parse import HINTS, detect_family, parse_text, reader_name
 from .record import CrashRecord
 from .rules import RuleSet
 from .signature import meaningful_frames
@@ -84,7 +84,8 @@ def explain(data: str | bytes, rules: RuleSet | None = None, hint: str | None = 
         family, why = detect_family(text) if text.strip() else ("unknown", "empty input")
         record = parse_text(data, hint=hint)
     result = classify(record, rules)
-    lines = [f"detected: {family}: {why}"] + _fields(record)
+    lines = [f"detected: {family}: {why}", f"reader: {reader_name(family, record)}"]
+    lines += _fields(record)
     frames, _ = meaningful_frames(record, rules)
     lines.append(f"frames: {len(record.frames)} read, {len(frames)} meaningful"
                  + (": " + " | ".join(clip(f.name, 60) for f in frames[:5]) if frames else ""))
