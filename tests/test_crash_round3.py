@@ -37,6 +37,10 @@ def test_android14_pid_ppid_tid_line_without_star_line(prefix: str) -> None:
      "kit.crash.mono.read_mono"),
     ("public/macos/mono-16689-native-frames-nsexception.txt", "mono",
      "kit.crash.mono.read_mono"),
+    ("public/host/faulthandler-vision-4314-pytest-dots.txt", "faulthandler",
+     "kit.crash.faulthandler.read_faulthandler"),
+    ("public/host/faulthandler-lywsd02-18-journald-prefix.txt", "faulthandler",
+     "kit.crash.faulthandler.read_faulthandler"),
     ("android/tombstone-body-ppid-pid-line.txt", "android",
      "kit.crash.android.parse_android_log"),
 ])
@@ -104,3 +108,39 @@ def test_mono_old_native_stacktrace_and_managed_frames() -> None:
         ("libonnxruntime.so", "OrtRun", "0x7f0a3b000010")]
     assert "2 managed frames (Managed Stacktrace) not kept: the native stack is the crash's" \
         in record.notes
+
+
+def test_faulthandler_current_thread_c_stack_and_prefixes() -> None:
+    record = parse_text(
+        "Nov 07 00:33:55 tests/test_x.py::test_run Fatal Python error: Bus error\n"
+        "Nov 07 00:33:55 \n"
+        "Nov 07 00:33:56 Thread 0x00007f0000000001 (most recent call first):\n"
+        'Nov 07 00:33:56   File "/usr/lib/python3.12/threading.py", line 324 in wait\n'
+        "Nov 07 00:33:56 \n"
+        "Nov 07 00:33:56 Current thread 0x00007f11c7772740 [pytest] (most recent call first):\n"
+        'Nov 07 00:33:56   File "/home/u/ort.py", line 200 in run\n'
+        'Nov 07 00:33:56   File "/home/u/test_x.py", line 7 in test_run\n'
+        "Nov 07 00:33:56 \n"
+        "Nov 07 00:33:56 Current thread's C stack trace (most recent call first):\n"
+        'Nov 07 00:33:56   Binary file "/usr/lib/libonnxruntime.so.1", at OrtRun+0x1c '
+        "[0x7f0a3b000010]\n"
+        'Nov 07 00:33:56   Binary file "/lib/libc.so.6" [0x7f0a3c9ddcb0]\n')
+    assert (record.format, record.platform, record.signal_name, record.exception) == (
+        "faulthandler", "linux", "SIGBUS", "Fatal Python error: Bus error")
+    assert (record.tid, record.thread_name) == (0x00007f11c7772740, "pytest")
+    assert [(f.module, f.symbol, f.offset, f.pc, f.line) for f in record.frames] == [
+        ("libonnxruntime.so.1", "OrtRun", 28, "0x7f0a3b000010", None),
+        ("libc.so.6", None, None, "0x7f0a3c9ddcb0", None),
+        ("ort.py", "run", None, None, 200), ("test_x.py", "test_run", None, None, 7)]
+    assert record.notes == ("1 other thread: 0x00007f0000000001 (1 frames, top wait)",)
+
+
+def test_py_fatal_error_message_is_an_abort() -> None:
+    record = parse_text("Fatal Python error: PyThreadState_Get: the function must be called "
+                        "with the GIL held\nPython runtime state: initialized\n\n"
+                        "Current thread 0x00007f11c7772740 (most recent call first):\n"
+                        '  File "/home/u/x.py", line 3 in <module>\n')
+    assert record.abort_message == ("PyThreadState_Get: the function must be called with the "
+                                    "GIL held")
+    assert record.signal_name is None
+    assert classify(record).crash_class.value == "abort"

@@ -20,7 +20,9 @@ fits; ``hint`` skips it); :func:`detect_family` returns the family and why:
    Reason:``, ``Thread N Crashed:``, Apple frame lines ...);
 7. ``* thread #N ... stop reason =`` or ``frame #N: 0x`` lines: lldb; ``Thread N Queue :`` /
    ``#N<TAB>0x... in``: Xcode's debug navigator (:mod:`kit.crash.debugger`);
-8. GrapheneOS's crash notification (``type: crash``, ``signal: N (SIG...)``):
+8. Python's faulthandler output (``Fatal Python error:`` anywhere on a line, ``Current thread
+   0x... (most recent call first):``): :mod:`kit.crash.faulthandler`;
+   GrapheneOS's crash notification (``type: crash``, ``signal: N (SIG...)``):
    :mod:`kit.crash.grapheneos`; other Android text (any logcat prefix, or none): tombstone,
    ``Fatal signal``, FATAL EXCEPTION, JavascriptException, a bare stack trace, ANR, lmkd,
    crash-console exports (:mod:`kit.crash.android`, :mod:`kit.crash.console`);
@@ -44,6 +46,7 @@ from .bugsnag import looks_like_bugsnag, read_bugsnag
 from .debugger import (looks_like_ide_frames, looks_like_xcode_threads, read_ide_frames, read_lldb,
                        read_xcode_threads)
 from .exitinfo import ExitReason, parse_exit_info
+from .faulthandler import looks_like_faulthandler, read_faulthandler
 from .grapheneos import looks_like_grapheneos, read_grapheneos
 from .hotspot import looks_like_hotspot, read_hotspot
 from .host import looks_like_console_abort, looks_like_host_backtrace, read_host_output
@@ -58,7 +61,7 @@ __all__ = ["parse_text", "detect_family", "reader_name", "HINTS"]
 #: Values accepted for ``hint`` (a format family).
 HINTS = ("android", "tombstone", "logcat", "dropbox", "exit-info", "ips", "jetsam",
          "crash-text", "lldb", "host", "ips-partial", "sanitizer", "xcode", "ide-frames",
-         "console", "grapheneos", "valgrind", "hotspot", "mono")
+         "console", "grapheneos", "valgrind", "hotspot", "mono", "faulthandler")
 
 _DROPBOX = re.compile(r"^(?:={20,}\s*\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(|Drop box contents:)",
                       re.M)
@@ -123,6 +126,9 @@ def detect_family(text: str) -> tuple[str, str]:
         return "lldb", "an lldb stop line ('* thread #N ... stop reason =') or 'frame #N:' lines"
     if looks_like_xcode_threads(text):
         return "xcode", "Xcode debug-navigator lines ('Thread N Queue :', '#N<TAB>0x... in')"
+    why = looks_like_faulthandler(text)
+    if why:
+        return "faulthandler", why
     if looks_like_grapheneos(text):
         return "grapheneos", "'type: crash' and a 'signal: N (SIG...)' line: GrapheneOS's " \
                              "crash notification"
@@ -146,6 +152,7 @@ _READERS: dict[str, tuple[str, str, str, Callable[[Draft, Any], None], bool]] = 
     "grapheneos": ("android", "crash-reporter", "grapheneos", read_grapheneos, True),
     "hotspot": ("unknown", "jvm", "hotspot", read_hotspot, True),
     "mono": ("linux", "mono", "mono", read_mono, True),
+    "faulthandler": ("unknown", "python", "faulthandler", read_faulthandler, True),
 }
 
 
