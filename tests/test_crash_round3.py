@@ -144,3 +144,31 @@ def test_py_fatal_error_message_is_an_abort() -> None:
                                     "GIL held")
     assert record.signal_name is None
     assert classify(record).crash_class.value == "abort"
+
+
+def test_asan_sections_with_a_named_thread_stay_out_of_the_crash_frames() -> None:
+    record = parse_text((DATA / "android/asan-named-thread-free-side-xnn-deallocate.txt")
+                        .read_bytes())
+    assert len(record.frames) == 3
+    assert not any("xnn_deallocate" in (f.symbol or "") for f in record.frames)
+    assert record.thread_name == "T5 (mqt_native_modu)"
+    assert any(n.startswith("other stack (freed by thread T32 (AudioTrack) here): free | "
+                            "onnxruntime::xnnpack::(anonymous namespace)::xnn_deallocate")
+               for n in record.notes)
+    assert classify(record).rule_id is None
+
+
+@pytest.mark.parametrize("prefix,note", [
+    ("wrap.sh: ", "a log tag's 'wrap.sh: ' line prefix removed"),
+    ("[worker]: ", "a log tag's '[worker]: ' line prefix removed"),
+    ("714: ", "a test runner's '714: ' line prefix removed"),
+])
+def test_a_log_tag_on_every_line_is_a_paste_mark(prefix: str, note: str) -> None:
+    text = "".join(prefix + line + "\n" for line in (
+        "==1==ERROR: AddressSanitizer: heap-use-after-free on address 0x10 at pc 0x1",
+        "READ of size 4 at 0x10 thread T0",
+        "    #0 0x1 in foo /src/a.cc:1:2",
+        "    #1 0x2 in bar /src/a.cc:5:2"))
+    record = parse_text(text)
+    assert record.notes[0] == note
+    assert [f.symbol for f in record.frames] == ["foo", "bar"]

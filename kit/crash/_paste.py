@@ -6,8 +6,8 @@ crash format has:
 * a quote marker on every line (``> `` from e-mail and Markdown replies);
 * Markdown code fences (`````` ``` ``````) and a back-quote stuck to the first or last line;
 * HTML entities (``&quot;main&quot;``) from trackers that were imported as HTML;
-* a log prefix of the test runner around the report (ctest's ``714: ``), the same on every
-  line;
+* a log prefix of the test runner around the report (ctest's ``714: ``), or a log tag
+  (an Android wrap script's ``wrap.sh: ``, ``[worker]: ``), the same on every line;
 * the indentation of a Markdown indented code block (four spaces or a tab before every
   line, https://spec.commonmark.org/0.31.2/#indented-code-blocks), which hides logcat's
   line prefixes from their anchored patterns.
@@ -28,11 +28,13 @@ __all__ = ["tidy_paste"]
 _QUOTE = re.compile(r"^[ \t]{0,3}>(?: |$)")
 _FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
 _CTEST = re.compile(r"^(\d{1,5}): ")
+# a log tag on every line: an Android wrap script's "wrap.sh: ", a service's "[worker]: "
+_TAG_PREFIX = re.compile(r"^([\w-]{1,32}\.sh|\[[\w.-]{1,32}\]): ")
 # a whole line in Markdown bold ("**java.lang.RuntimeException:** "): a rendered copy
 _BOLD_LINE = re.compile(r"^[ \t]*\*\*(?P<inner>[^*\n]+?)\*\*[ \t]*$", re.M)
 _ENTITY = re.compile(r"&(?:quot|lt|gt|amp|#39|#x27);")
 _QUOTE_ANY = re.compile(r"^[ \t]{0,3}>(?: |$)", re.M)
-_CTEST_ANY = re.compile(r"\A\s*\d{1,5}: ")
+_CTEST_ANY = re.compile(r"\A\s*(?:\d{1,5}|[\w-]{1,32}\.sh|\[[\w.-]{1,32}\]): ")
 
 
 def _strip_quotes(lines: list[str]) -> tuple[list[str], bool]:
@@ -44,9 +46,10 @@ def _strip_quotes(lines: list[str]) -> tuple[list[str], bool]:
 
 def _strip_runner_prefix(lines: list[str]) -> tuple[list[str], str | None]:
     body = [ln for ln in lines if ln.strip()]
-    if len(body) < 3 or not any(_CTEST.match(ln) for ln in body[:3]):
+    pattern = _CTEST if any(_CTEST.match(ln) for ln in body[:3]) else _TAG_PREFIX
+    if len(body) < 3 or not any(pattern.match(ln) for ln in body[:3]):
         return lines, None
-    counts = Counter(m.group(1) for ln in body if (m := _CTEST.match(ln)))
+    counts = Counter(m.group(1) for ln in body if (m := pattern.match(ln)))
     if not counts:
         return lines, None
     token, count = counts.most_common(1)[0]
@@ -112,7 +115,8 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
         notes.append("Markdown bold ('**') and block-quote ('> ') marks removed")
     lines, prefix = _strip_runner_prefix(lines) if runner else (lines, None)
     if prefix is not None:
-        notes.append(f"a test runner's '{prefix}' line prefix removed")
+        who = "a test runner's" if prefix[0].isdigit() else "a log tag's"
+        notes.append(f"{who} '{prefix}' line prefix removed")
     text = "\n".join(lines)
     if _ENTITY.search(text) and '"' not in text:
         text = html.unescape(text)
