@@ -172,3 +172,13 @@ def test_a_log_tag_on_every_line_is_a_paste_mark(prefix: str, note: str) -> None
     record = parse_text(text)
     assert record.notes[0] == note
     assert [f.symbol for f in record.frames] == ["foo", "bar"]
+
+
+@pytest.mark.parametrize("sep", [" ", "\t", "  "])
+def test_one_line_ubsan_is_ubsan_and_its_message_ends_at_summary(sep: str) -> None:
+    record = parse_text("a.cc:3:5: runtime error: signed integer overflow: 1 + 2147483647 "
+                        f"cannot be represented in type 'int'{sep}SUMMARY: "
+                        "UndefinedBehaviorSanitizer: undefined-behavior a.cc:3:5 in\n")
+    assert (record.format, record.exception, record.message) == (
+        "ubsan", "UndefinedBehaviorSanitizer: undefined-behavior",
+        "signed integer overflow: 1 + 2147483647 cannot be represented in type 'int'")

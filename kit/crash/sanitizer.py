@@ -45,7 +45,8 @@ _TOOLS = {"AddressSanitizer": "asan", "HWAddressSanitizer": "hwasan",
           "UndefinedBehaviorSanitizer": "ubsan"}
 _HEADER = re.compile(r"(?:==(?P<pid>\d+)==\s*)?(?:ERROR|WARNING): (?P<tool>" + "|".join(_TOOLS)
                      + r"): (?P<what>.*?)\s*$")
-_SUMMARY = re.compile(r"^\s*SUMMARY: (?P<tool>\w+Sanitizer): (?P<kind>[\w-]+)")
+# the summary line; UBSan's one-line form prints it after the runtime error on the same line
+_SUMMARY = re.compile(r"(?:^|\s)SUMMARY: (?P<tool>\w+Sanitizer): (?P<kind>[\w-]+)")
 _ACCESS = re.compile(r"^\s*(?P<access>(?:Previous )?(?:READ|WRITE|[Rr]ead|[Ww]rite|[Aa]tomic "
                      r"\w+)) of size (?P<size>\d+) at (?P<addr>0x[0-9a-fA-F]+)(?P<rest>.*)$")
 # "freed by thread T32 (AudioTrack) here:": Android (and any thread with a name) prints the
@@ -153,7 +154,7 @@ def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
         draft.platform = "android"
     text = "\n".join(lines)
     header = next((m for m in map(_HEADER.search, lines) if m), None)
-    summary = next((m for m in map(_SUMMARY.match, lines) if m), None)
+    summary = next((m for m in map(_SUMMARY.search, lines) if m), None)
     tool = (header.group("tool") if header else summary.group("tool") if summary
             else "AddressSanitizer")
     draft.format = _TOOLS.get(tool, "sanitizer")
@@ -194,7 +195,9 @@ def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
                            f"{access.group('size')} at {access.group('addr').lower()}")
     ubsan = next((m for m in map(_UBSAN.match, lines) if m), None)
     if ubsan is not None:  # UBSan's own line: "file:line:col: runtime error: what"
-        draft.set("message", ubsan.group("msg"))
+        # the one-line form goes on with " SUMMARY: UndefinedBehaviorSanitizer: ...": not
+        # part of the message
+        draft.set("message", re.split(r"\s+SUMMARY: \w+Sanitizer: ", ubsan.group("msg"))[0])
         draft.set("cause", f"runtime error at {ubsan.group('file')}:{ubsan.group('line')}")
     location = re.search(r"^\s*Location is (?P<loc>.*?)(?: of size \d+)? at 0x", text, re.M)
     if location is not None:
