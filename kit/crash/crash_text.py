@@ -64,6 +64,7 @@ _EXC_SIGNALS = {"EXC_BAD_ACCESS": "SIGSEGV", "EXC_CRASH": "SIGABRT", "EXC_BREAKP
                 "EXC_BAD_INSTRUCTION": "SIGILL", "EXC_ARITHMETIC": "SIGFPE"}
 _NAMESPACE = re.compile(r"(?:Namespace )?([A-Z][A-Z_]+),? (?:Code )?(0x[0-9a-fA-F]+|\d+)")
 _ANDROID_IMAGE = re.compile(r"\.(?:so|apk|oat|odex)$|^/(?:data|system|apex)/")
+_ANDROID_ONLY = re.compile(r"\.(?:apk|oat|odex)$|^/(?:data/app|system|apex)/")
 
 
 def crash_text_marks(text: str) -> str | None:
@@ -95,6 +96,8 @@ class _TextState:
         self.exception_line = False
         self.simulator = False
         self.macos = False
+        #: the report says it is Apple's (an Apple OS version, a Mac model, an EXC_ type)
+        self.apple = False
         self.console_thread: str | None = None
 
 
@@ -139,6 +142,8 @@ def _header(draft: Draft, state: _TextState, key: str, value: str) -> None:
     elif key == "Model" and value.startswith(("Mac", "iMac")):
         state.macos = True
     elif key == "OS Version":
+        state.apple = state.apple or value.startswith(
+            ("macOS", "Mac OS", "iPhone OS", "iOS", "iPadOS", "watchOS", "tvOS", "visionOS"))
         if value.startswith(("macOS", "Mac OS")) and not state.simulator:
             draft.platform = "macos"
         elif value.startswith("Android"):
@@ -334,7 +339,13 @@ def _finish_text(draft: Draft, state: _TextState, images: dict[str, tuple[int, s
             draft.note(f"no frames for crashed thread {crashed} (report cut?)")
     for entry in block:
         draft.add_frame(_frame(draft, images, entry))
-    if draft.frames and all(_ANDROID_IMAGE.search(f.module or "") for f in draft.frames):
+    # Android's images (.so, .apk, .oat) in Apple's layout: a crash reporter's export, unless
+    # the report says it is Apple's: a .so there is a Python extension or a plugin
+    apple = state.apple or state.macos or (draft.get("exception") or "").startswith("EXC_") \
+        or any("darwin" in (f.module or "") for f in draft.frames)
+    if draft.frames and all(_ANDROID_IMAGE.search(f.module or "") for f in draft.frames) and (
+            not apple or any(_ANDROID_ONLY.search(f.path or f.module or "")
+                             for f in draft.frames)):
         draft.platform = "android"
     elif state.macos and not state.simulator and draft.platform == "ios":
         draft.platform = "macos"

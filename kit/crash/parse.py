@@ -254,6 +254,16 @@ def _parse_android_or_host(text: str, notes: list[str], forced: bool) -> Draft:
         return ide
     if draft.kind == "unknown" and not forced and looks_like_console_abort(text):
         return _console_abort(text, list(notes))
+    if draft.kind == "unknown" and not forced and not raw:
+        # console lines of a death under a logcat prefix (its tag may be empty): the prefix
+        # says Android whatever the lines would say alone
+        messages = "\n".join(ln.msg for ln in loglines)
+        if looks_like_console_abort(messages):
+            console = _console_abort(messages, list(notes))
+            console.platform = "android"
+            console.notes = [n for n in console.notes if not n.startswith("libc++abi's line")]
+            console.note(f"logcat lines ({style}): Android")
+            return console
     if draft.kind == "unknown":
         if not forced:
             draft.platform = "unknown"
