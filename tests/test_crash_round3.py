@@ -182,3 +182,26 @@ def test_one_line_ubsan_is_ubsan_and_its_message_ends_at_summary(sep: str) -> No
     assert (record.format, record.exception, record.message) == (
         "ubsan", "UndefinedBehaviorSanitizer: undefined-behavior",
         "signed integer overflow: 1 + 2147483647 cannot be represented in type 'int'")
+
+
+@pytest.mark.parametrize("text,want", [
+    ("**Scudo ERROR: corrupted chunk header**", "Scudo ERROR: corrupted chunk header"),
+    ("a **b c** d", "a b c d"),
+    ("foo(char**, char**)", "foo(char**, char**)"),      # C++, not Markdown
+    ("*** *** *** ***", "*** *** *** ***"),               # a tombstone's star line
+    ("`terminating`", "terminating"),
+])
+def test_unmark_removes_markdown_bold_and_code_spans_only(text: str, want: str) -> None:
+    from kit.crash._draft import unmark
+    assert unmark(text) == want
+
+
+def test_bold_never_reaches_an_abort_message_or_a_signature() -> None:
+    record = parse_text("Abort message: '**terminating** due to uncaught exception'\n"
+                        "signal 6 (SIGABRT), code -1 (SI_QUEUE), fault addr --------\n"
+                        "backtrace:\n"
+                        "      #00 pc 000000000005e69f  /x/libc.so (abort+191)\n"
+                        "      #01 pc 0000000000040cf1  /x/libfoo.so (**Foo::bar()**+8)\n")
+    assert record.abort_message == "terminating due to uncaught exception"
+    assert record.frames[1].symbol == "Foo::bar()"
+    assert "**" not in classify(record).signature

@@ -8,6 +8,8 @@ crash format has:
 * HTML entities (``&quot;main&quot;``) from trackers that were imported as HTML;
 * a log prefix of the test runner around the report (ctest's ``714: ``), or a log tag
   (an Android wrap script's ``wrap.sh: ``, ``[worker]: ``), the same on every line;
+* Markdown bold (``**key:** value``), whole lines or inside one (not Bugsnag's
+  ``**Class** in **Context**`` headline, which is its format);
 * the indentation of a Markdown indented code block (four spaces or a tab before every
   line, https://spec.commonmark.org/0.31.2/#indented-code-blocks), which hides logcat's
   line prefixes from their anchored patterns.
@@ -23,6 +25,8 @@ import os
 import re
 from collections import Counter
 
+from ._draft import unmark
+
 __all__ = ["tidy_paste"]
 
 _QUOTE = re.compile(r"^[ \t]{0,3}>(?: |$)")
@@ -32,6 +36,8 @@ _CTEST = re.compile(r"^(\d{1,5}): ")
 _TAG_PREFIX = re.compile(r"^([\w-]{1,32}\.sh|\[[\w.-]{1,32}\]): ")
 # a whole line in Markdown bold ("**java.lang.RuntimeException:** "): a rendered copy
 _BOLD_LINE = re.compile(r"^[ \t]*\*\*(?P<inner>[^*\n]+?)\*\*[ \t]*$", re.M)
+# Bugsnag's and consoles' headline "**Class** in **Context**": its marks are its format
+_HEADLINE = re.compile(r"^\s*\*\*[^*\n]+\*\* in \*\*[^*\n]+\*\*\s*$")
 _ENTITY = re.compile(r"&(?:quot|lt|gt|amp|#39|#x27);")
 _QUOTE_ANY = re.compile(r"^[ \t]{0,3}>(?: |$)", re.M)
 _CTEST_ANY = re.compile(r"\A\s*(?:\d{1,5}|[\w-]{1,32}\.sh|\[[\w.-]{1,32}\]): ")
@@ -89,7 +95,7 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
     runner = _CTEST_ANY.search(text) is not None
     indented = text[:1] in (" ", "\t") and text.lstrip()[:1] != "{"  # JSON: indent is free
     bold = "**" in text and _BOLD_LINE.search(text) is not None
-    if not (quotes or runner or indented or bold or "```" in text or "~~~" in text or "`" in text[:4]
+    if not (quotes or runner or indented or bold or "**" in text or "```" in text or "~~~" in text or "`" in text[:4]
             or "`" in text[-4:] or "&" in text):
         return text, notes
     lines = text.split("\n")
@@ -113,6 +119,13 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
         lines = [_BOLD_LINE.sub(r"\g<inner>", ln) for ln in lines]
         lines = [ln[2:] if ln.startswith("> ") else ln for ln in lines]
         notes.append("Markdown bold ('**') and block-quote ('> ') marks removed")
+    if "**" in text:
+        # bold inside a line ("**Abort message:** '**Scudo ERROR**'"): never the report's
+        unbold = [ln if "**" not in ln or _HEADLINE.match(ln) else unmark(ln) for ln in lines]
+        if unbold != lines:
+            lines = unbold
+            if not bold:
+                notes.append("Markdown bold ('**') marks removed")
     lines, prefix = _strip_runner_prefix(lines) if runner else (lines, None)
     if prefix is not None:
         who = "a test runner's" if prefix[0].isdigit() else "a log tag's"
