@@ -26,7 +26,7 @@ DATA = Path(__file__).parent / "data" / "crashes"
 SNAPSHOT = DATA / "expected-release.json"
 FIELDS = ("record", "notes", "frame_count", "top_frames", "crash_class", "rule_id", "signature")
 SCALARS = [f.name for f in dataclasses.fields(CrashRecord)
-           if f.name not in ("frames", "notes", "raw_artifact")]
+           if f.name not in ("frames", "notes", "raw_artifact", "cause_frames")]
 
 
 def _read(name: str, case: dict[str, Any]) -> dict[str, Any]:

@@ -205,3 +205,31 @@ def test_bold_never_reaches_an_abort_message_or_a_signature() -> None:
     assert record.abort_message == "terminating due to uncaught exception"
     assert record.frames[1].symbol == "Foo::bar()"
     assert "**" not in classify(record).signature
+
+
+def test_java_root_cause_signs_only_when_asked() -> None:
+    record = parse_text((DATA / "android/java-fatal-wrapped-at-root-cause.txt").read_bytes())
+    assert record.root_cause == ("ai.onnxruntime.OrtException: Error code - ORT_FAIL - "
+                                 "message: xnnpack EP init")
+    assert [f.symbol for f in record.frames] == [
+        "com.coldstart.wakeword.ModelRegistry.load",        # joined across its wrap
+        "com.coldstart.wakeword.MainActivity.onResume"]
+    assert [f.symbol for f in record.cause_frames] == [
+        "ai.onnxruntime.OrtSession.createSession", "ai.onnxruntime.OrtSession.<init>"]
+    default = classify(record)
+    by_cause = classify(record, sign_by="root-cause")
+    assert default.signature.startswith("java.lang.RuntimeException | ")
+    assert by_cause.signature == ("ai.onnxruntime.OrtException | "
+                                  "ai.onnxruntime.OrtSession.createSession | "
+                                  "ai.onnxruntime.OrtSession.<init>")
+    assert by_cause.crash_class == default.crash_class
+
+
+def test_cli_signs_by_the_root_cause_with_its_option(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from kit.cli import main
+    name = str(DATA / "android/java-fatal-wrapped-at-root-cause.txt")
+    assert main(["crash", "classify", "--json", "--java-root-cause", name]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["classification"]["signature"].startswith("ai.onnxruntime.OrtException | ")

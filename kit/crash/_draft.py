@@ -41,6 +41,8 @@ class Draft:
     kind: str = "unknown"
     values: dict[str, Any] = dataclasses.field(default_factory=dict)
     frames: list[Frame] = dataclasses.field(default_factory=list)
+    #: a Java root cause's frames (``CrashRecord.cause_frames``)
+    cause_frames: list[Frame] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     dropped_frames: int = 0
     #: the 15-character process name of a ``Fatal signal`` line, used only when no tombstone
@@ -85,4 +87,5 @@ class Draft:
                          f"{self.dropped_frames} deeper frames dropped")
         return CrashRecord(platform=self.platform, source=self.source, format=self.format,
                            kind=self.kind, frames=tuple(self.frames), notes=tuple(notes),
+                           cause_frames=tuple(self.cause_frames[:MAX_FRAMES]),
                            **self.values)
