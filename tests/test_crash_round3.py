@@ -233,3 +233,18 @@ def test_cli_signs_by_the_root_cause_with_its_option(capsys: pytest.CaptureFixtu
     assert main(["crash", "classify", "--json", "--java-root-cause", name]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows[0]["classification"]["signature"].startswith("ai.onnxruntime.OrtException | ")
+
+
+def test_asan_inside_an_abort_message_keeps_the_tombstone_and_is_no_abort() -> None:
+    text = (DATA / "android/tombstone-asan-abort-message.txt").read_text()
+    record = parse_text(text)
+    assert (record.source, record.format, record.signal_name, record.pid, record.tid,
+            record.thread_name, record.process, record.exception) == (
+        "tombstone", "asan", "SIGABRT", 8110, 8146, "mqt_native_modu",
+        "com.coldstart.wakeword", "AddressSanitizer: heap-use-after-free")
+    assert record.abort_message is None  # the report is read as a report, not signed as text
+    # without the #32461 frames the sanitizer's error decides, not the abort it ends with
+    other = parse_text(text.replace("onnxruntime::xnnpack::(anonymous namespace)::"
+                                    "xnn_aligned_allocate", "Foo::bar")
+                           .replace("xnn_create_fully_connected_nc_f32", "Foo::baz"))
+    assert classify(other).crash_class.value == "other-native-crash"

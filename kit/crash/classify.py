@@ -145,6 +145,10 @@ def _native_abort(ctx: _Context) -> CrashClass | None:
     if r.kind != "native":
         return None
     sig = {g for g in (r.signal_name, r.exception) if g} & _NATIVE_ABORTS
+    if r.source == "tombstone" and "Sanitizer: " in (r.exception or "") and r.code != "ABRT":
+        # a sanitizer aborts the process after its report (Android's tombstone then says
+        # SIGABRT): the report's error is the crash, not the abort
+        sig.discard("SIGABRT")
     if r.signal_name not in (None, "SIGABRT"):
         # EXC_CRASH is Apple's "ended by a signal"; (SIGSEGV), (SIGKILL) ... is no abort
         sig.discard("EXC_CRASH")

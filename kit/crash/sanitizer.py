@@ -37,6 +37,7 @@ from ._draft import Draft
 from ._text import basename, matching_open_paren, parse_int, signal_number, split_logcat
 from .record import Frame
 from .signature import normalize_symbol
+from .tombstone import looks_like_tombstone, read_tombstone
 
 __all__ = ["looks_like_sanitizer", "read_sanitizer", "parse_sanitizer_frame"]
 
@@ -144,6 +145,25 @@ def _stacks(lines: Sequence[str]) -> list[tuple[str, list[Frame]]]:
     return stacks
 
 
+def _from_tombstone(draft: Draft, lines: Sequence[str]) -> list[str]:
+    """The sanitizer report's lines when it is an Android tombstone's ``Abort message:``
+    (compiler-rt hands the report to ``android_set_abort_message``), with the tombstone's
+    signal, pid, tid, thread, process, ABI and time stamp kept in ``draft``; ``lines``
+    unchanged when the report is not in the abort message."""
+    tomb = Draft(platform="android", source="tombstone", format="tombstone")
+    read_tombstone(tomb, lines)
+    report = tomb.get("abort_message") or ""
+    if not _DETECT.search(report):
+        return list(lines)
+    for name in ("signal", "signal_name", "pid", "tid", "thread_name", "process", "abi",
+                 "timestamp"):
+        draft.set(name, tomb.get(name))
+    draft.platform, draft.source = "android", "tombstone"
+    draft.note("the sanitizer's report is the tombstone's abort message: the tombstone's "
+               "signal, pid, tid, thread and process kept")
+    return report.split("\n")
+
+
 def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
     """Read a sanitizer report (see the module docs) into ``draft``; a report in logcat
     (Android's wrap script logs it, each line under a logcat prefix) is read from the lines'
@@ -152,6 +172,8 @@ def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
     if style != "raw":
         lines = [ln.msg for ln in loglines]
         draft.platform = "android"
+    if looks_like_tombstone(lines):
+        lines = _from_tombstone(draft, lines)
     text = "\n".join(lines)
     header = next((m for m in map(_HEADER.search, lines) if m), None)
     summary = next((m for m in map(_SUMMARY.search, lines) if m), None)

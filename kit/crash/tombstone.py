@@ -212,7 +212,10 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
     abort_lines: list[str] | None = None
     for line in lines:
         if abort_lines is not None:
-            if _ABORT_END.match(line) or len(abort_lines) >= 40:
+            # a sanitizer's report is the abort message on Android (compiler-rt's
+            # SetAbortMessage): its lines are many
+            limit = 400 if "Sanitizer" in abort_lines[0] else 40
+            if _ABORT_END.match(line) or len(abort_lines) >= limit:
                 # a tombstone line where the message should go on: its quote was lost
                 _finish_abort(draft, abort_lines)
                 draft.note("the abort message has no closing quote (report cut or garbled)")
