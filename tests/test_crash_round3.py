@@ -248,3 +248,13 @@ def test_asan_inside_an_abort_message_keeps_the_tombstone_and_is_no_abort() -> N
                                     "xnn_aligned_allocate", "Foo::bar")
                            .replace("xnn_create_fully_connected_nc_f32", "Foo::baz"))
     assert classify(other).crash_class.value == "other-native-crash"
+
+
+def test_markdown_table_markup_is_a_paste_mark_and_pipes_elsewhere_are_kept() -> None:
+    from kit.crash._paste import tidy_paste
+    text, notes = tidy_paste("| # | Library | Function |\n|---|---|---|\n"
+                             "| #00 pc 0001 | libfoo.so | (foo+1) |\n")
+    assert (text, notes) == ("#00 pc 0001  libfoo.so  (foo+1)\n",
+                             ["a Markdown table's markup removed (1 rows)"])
+    plain = "java.lang.IllegalStateException: a | b\n\tat x.Y.z(Y.java:1)\n"
+    assert tidy_paste(plain) == (plain, [])

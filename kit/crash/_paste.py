@@ -8,6 +8,8 @@ crash format has:
 * HTML entities (``&quot;main&quot;``) from trackers that were imported as HTML;
 * a log prefix of the test runner around the report (ctest's ``714: ``), or a log tag
   (an Android wrap script's ``wrap.sh: ``, ``[worker]: ``), the same on every line;
+* a Markdown table around frames (``| # | image | address | symbol |`` as crash dashboards
+  export them): its rows become the lines they came from;
 * Markdown bold (``**key:** value``), whole lines or inside one (not Bugsnag's
   ``**Class** in **Context**`` headline, which is its format);
 * the indentation of a Markdown indented code block (four spaces or a tab before every
@@ -36,6 +38,10 @@ _CTEST = re.compile(r"^(\d{1,5}): ")
 _TAG_PREFIX = re.compile(r"^([\w-]{1,32}\.sh|\[[\w.-]{1,32}\]): ")
 # a whole line in Markdown bold ("**java.lang.RuntimeException:** "): a rendered copy
 _BOLD_LINE = re.compile(r"^[ \t]*\*\*(?P<inner>[^*\n]+?)\*\*[ \t]*$", re.M)
+# a Markdown table row ("| 0 | libonnxruntime.so | 0x1a2b | symbol |") and its delimiter
+# row ("|---|:---:|"), https://github.github.com/gfm/#tables-extension-
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_DELIM = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*(?::?-{3,}:?[ \t]*)?\|?[ \t]*$", re.M)
 # Bugsnag's and consoles' headline "**Class** in **Context**": its marks are its format
 _HEADLINE = re.compile(r"^\s*\*\*[^*\n]+\*\* in \*\*[^*\n]+\*\*\s*$")
 _ENTITY = re.compile(r"&(?:quot|lt|gt|amp|#39|#x27);")
@@ -63,6 +69,28 @@ def _strip_runner_prefix(lines: list[str]) -> tuple[list[str], str | None]:
         return lines, None
     prefix = f"{token}: "
     return [ln[len(prefix):] if ln.startswith(prefix) else ln for ln in lines], prefix
+
+
+def _strip_table(lines: list[str]) -> tuple[list[str], int]:
+    """A Markdown table's rows as plain lines (cells two spaces apart, in their order: a
+    dashboard's frame columns read as the frame line they came from), its delimiter row and
+    the header above it dropped; ``(lines, rows)``."""
+    delims = [i for i, ln in enumerate(lines) if "-" in ln and _TABLE_DELIM.match(ln)]
+    if not delims:
+        return lines, 0
+    drop = set(delims) | {i - 1 for i in delims if i > 0 and _TABLE_ROW.match(lines[i - 1])}
+    out: list[str] = []
+    rows = 0
+    for i, line in enumerate(lines):
+        if i in drop:
+            continue
+        if _TABLE_ROW.match(line) and line.count("|") >= 3:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            out.append("  ".join(c for c in cells if c))
+            rows += 1
+        else:
+            out.append(line)
+    return out, rows
 
 
 def _strip_indent(lines: list[str]) -> tuple[list[str], str]:
@@ -95,7 +123,8 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
     runner = _CTEST_ANY.search(text) is not None
     indented = text[:1] in (" ", "\t") and text.lstrip()[:1] != "{"  # JSON: indent is free
     bold = "**" in text and _BOLD_LINE.search(text) is not None
-    if not (quotes or runner or indented or bold or "**" in text or "```" in text or "~~~" in text or "`" in text[:4]
+    table = "|" in text and "--" in text and _TABLE_DELIM.search(text) is not None
+    if not (quotes or runner or indented or bold or table or "**" in text or "```" in text or "~~~" in text or "`" in text[:4]
             or "`" in text[-4:] or "&" in text):
         return text, notes
     lines = text.split("\n")
@@ -126,6 +155,10 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
             lines = unbold
             if not bold:
                 notes.append("Markdown bold ('**') marks removed")
+    if "|" in text and "--" in text:
+        lines, rows = _strip_table(lines)
+        if rows:
+            notes.append(f"a Markdown table's markup removed ({rows} rows)")
     lines, prefix = _strip_runner_prefix(lines) if runner else (lines, None)
     if prefix is not None:
         who = "a test runner's" if prefix[0].isdigit() else "a log tag's"

@@ -288,7 +288,10 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
             state.macos = state.macos or 0x7F00_0000_0000 <= int(f.group("addr"), 16) < 2 ** 47
             continue
         if not line.strip():
-            current = None
+            # a blank line ends a thread's frames; before any frame it ends nothing (an
+            # excerpt's header, a blank line, then the crashed thread's frames alone)
+            if current != _UNNAMED or _UNNAMED in blocks:
+                current = None
             continue
         if line.lstrip().startswith("<RBSTerminateContext|"):
             # an excerpt that starts inside Termination Reason: its context, no key
