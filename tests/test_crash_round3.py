@@ -255,6 +255,6 @@ def test_markdown_table_markup_is_a_paste_mark_and_pipes_elsewhere_are_kept() ->
     text, notes = tidy_paste("| # | Library | Function |\n|---|---|---|\n"
                              "| #00 pc 0001 | libfoo.so | (foo+1) |\n")
     assert (text, notes) == ("#00 pc 0001  libfoo.so  (foo+1)\n",
-                             ["a Markdown table's markup removed (1 rows)"])
+                             ["a Markdown table's markup removed (1 row)"])
     plain = "java.lang.IllegalStateException: a | b\n\tat x.Y.z(Y.java:1)\n"
     assert tidy_paste(plain) == (plain, [])

@@ -41,7 +41,8 @@ _BOLD_LINE = re.compile(r"^[ \t]*\*\*(?P<inner>[^*\n]+?)\*\*[ \t]*$", re.M)
 # a Markdown table row ("| 0 | libonnxruntime.so | 0x1a2b | symbol |") and its delimiter
 # row ("|---|:---:|"), https://github.github.com/gfm/#tables-extension-
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
-_TABLE_DELIM = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*(?::?-{3,}:?[ \t]*)?\|?[ \t]*$", re.M)
+_TABLE_DELIM = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*(?::?-{3,}:?[ \t]*)?"
+                          r"\|?[ \t]*$", re.M)
 # Bugsnag's and consoles' headline "**Class** in **Context**": its marks are its format
 _HEADLINE = re.compile(r"^\s*\*\*[^*\n]+\*\* in \*\*[^*\n]+\*\*\s*$")
 _ENTITY = re.compile(r"&(?:quot|lt|gt|amp|#39|#x27);")
@@ -124,8 +125,9 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
     indented = text[:1] in (" ", "\t") and text.lstrip()[:1] != "{"  # JSON: indent is free
     bold = "**" in text and _BOLD_LINE.search(text) is not None
     table = "|" in text and "--" in text and _TABLE_DELIM.search(text) is not None
-    if not (quotes or runner or indented or bold or table or "**" in text or "```" in text or "~~~" in text or "`" in text[:4]
-            or "`" in text[-4:] or "&" in text):
+    marks = table or "**" in text
+    if not (quotes or runner or indented or bold or marks or "```" in text or "~~~" in text
+            or "`" in text[:4] or "`" in text[-4:] or "&" in text):
         return text, notes
     lines = text.split("\n")
     lines, quoted = _strip_quotes(lines) if quotes else (lines, False)
@@ -158,7 +160,8 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
     if "|" in text and "--" in text:
         lines, rows = _strip_table(lines)
         if rows:
-            notes.append(f"a Markdown table's markup removed ({rows} rows)")
+            plural = "s" if rows != 1 else ""
+            notes.append(f"a Markdown table's markup removed ({rows} row{plural})")
     lines, prefix = _strip_runner_prefix(lines) if runner else (lines, None)
     if prefix is not None:
         who = "a test runner's" if prefix[0].isdigit() else "a log tag's"

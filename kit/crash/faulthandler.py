@@ -17,11 +17,12 @@ a log prefix before it); every line may carry a prefix (journald's ``docker[N]:`
 clock), so the blocks are found inside the lines. Python 2's form says ``Thread 0x...:``
 and ``Current thread 0x...:``. The error names the signal (``Segmentation fault``,
 ``Aborted``, ``Bus error``, ``Floating point exception``, ``Illegal instruction``); any other
-text is ``Py_FatalError``'s message, an abort (the abort message). The current thread's id is ``tid`` (what
-``threading.get_ident()`` gives: the ``pthread_t`` on Linux) and its Python frames are the
-frames (``symbol`` the function, ``file``/``line`` where); Python 3.13+'s C stack (``Current
-thread's C stack trace``, ``Binary file "/lib/libc.so.6", at fn+0x1c [0x7f..]``) goes before
-them, innermost first. The other threads are summarised in a note.
+text is ``Py_FatalError``'s message, an abort (the abort message). The current thread's
+id is ``tid`` (what ``threading.get_ident()`` gives: the ``pthread_t`` on Linux) and its
+Python frames are the frames (``symbol`` the function, ``file``/``line`` where); Python
+3.13+'s C stack (``Current thread's C stack trace``, ``Binary file "/lib/libc.so.6", at
+fn+0x1c [0x7f..]``) goes before them, innermost first. The other threads are summarised in a
+note.
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ and VM (``V``) code; ``j``/``J`` lines are Java methods (their JVM descriptor is
 ``v`` VM stubs. The crash frames are the first ``Native frames`` block (the ``Java frames``
 block after it repeats the Java part); without one, the ``Problematic frame`` stands alone
 (noted). ``# Internal Error (file:line)`` (the message) with a ``guarantee(...)`` /
-``assert(...)`` line is the VM's own abort (that line is the abort message); ``There is insufficient memory`` is
-an out-of-memory death.
+``assert(...)`` line is the VM's own abort (that line is the abort message); ``There is
+insufficient memory`` is an out-of-memory death.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ _BANNER = "A fatal error has been detected by the Java Runtime Environment"
 # "#  SIGSEGV (0xb) at pc=0x00007fff799b2712, pid=93271, tid=0x0000000000005503";
 # Windows: "#  EXCEPTION_ACCESS_VIOLATION (0xc0000005) at pc=0x..., pid=1, tid=2"
 _SIGNAL = re.compile(r"^#\s+(?P<name>SIG[A-Z]+|EXCEPTION_\w+) \((?P<num>0x[0-9a-fA-F]+)\) at "
-                     r"pc=(?P<pc>0x[0-9a-fA-F]+)(?:, pid=(?P<pid>\d+))?(?:, tid=(?P<tid>0x[0-9a-fA-F]+|\d+))?")
+                     r"pc=(?P<pc>0x[0-9a-fA-F]+)(?:, pid=(?P<pid>\d+))?"
+                     r"(?:, tid=(?P<tid>0x[0-9a-fA-F]+|\d+))?")
 _INTERNAL = re.compile(r"^#\s+Internal Error \((?P<where>[^)]*)\)(?:, pid=(?P<pid>\d+))?"
                        r"(?:, tid=(?P<tid>0x[0-9a-fA-F]+|\d+))?")
 _CHECK = re.compile(r"^#\s+(?P<msg>(?:guarantee|assert|fatal|Error: |ShouldNotReachHere|"
@@ -57,7 +58,8 @@ _VM = re.compile(r"^#\s+Java VM: .*?\b(?P<os>linux|bsd|windows|solaris|aix)-(?P<
 _THREAD = re.compile(r'^Current thread \(0x[0-9a-fA-F]+\):\s+(?P<type>\w+) "(?P<name>[^"]*)"'
                      r"(?: daemon)? \[(?P<state>_thread_\w+)(?:, id=(?P<id>\d+))?")
 _SIGINFO = re.compile(r"^siginfo: si_signo: (?P<num>\d+) \((?P<name>\w+)\), si_code: "
-                      r"(?P<code>-?\d+) \((?P<code_name>\w+)\)(?:, si_addr: (?P<addr>0x[0-9a-fA-F]+))?")
+                      r"(?P<code>-?\d+) \((?P<code_name>\w+)\)"
+                      r"(?:, si_addr: (?P<addr>0x[0-9a-fA-F]+))?")
 _FRAME = re.compile(r"^#?\s*(?P<kind>[CVjJv])\s+(?:\[(?P<mod>[^\]+]+)\+(?P<moff>0x[0-9a-fA-F]+)\]"
                     r"\s*(?P<sym>.*?)(?:\+(?P<off>0x[0-9a-fA-F]+))?|(?P<pc>0x[0-9a-fA-F]+)|"
                     r"(?P<java>\d*\s*(?:c[12]\s+)?[\w$.<>/~]+[\w$>].*?))\s*$")

@@ -53,8 +53,9 @@ _ACCESS = re.compile(r"^\s*(?P<access>(?:Previous )?(?:READ|WRITE|[Rr]ead|[Ww]ri
 # "freed by thread T32 (AudioTrack) here:": Android (and any thread with a name) prints the
 # thread's name after its number
 _THREAD_ID = r"(?:T\d+|\S+)(?: \([^()\n]*\))?"
-_SECTION = re.compile(r"^\s*(?P<what>freed by thread " + _THREAD_ID + r" here|previously allocated by "
-                      r"thread " + _THREAD_ID + r" here|allocated by thread " + _THREAD_ID + r" here|"
+_SECTION = re.compile(r"^\s*(?P<what>freed by thread " + _THREAD_ID + r" here|"
+                      r"previously allocated by thread " + _THREAD_ID + r" here|"
+                      r"allocated by thread " + _THREAD_ID + r" here|"
                       r"Thread \S+ .*created by .*|Previous .* by .*|Mutex .* created at|"
                       r"Location is .*):?\s*$")
 _FRAME = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+(?:(?P<addr>0x[0-9a-fA-F]+)\s+)?(?:in\s+)?"
