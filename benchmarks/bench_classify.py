@@ -14,7 +14,7 @@ Each figure is given per second of wall time and per second of this process's CP
 the CPU figure does not.
 
 Usage: ``.venv/bin/python benchmarks/bench_classify.py [--seconds 5]``
-Goal (issues #3, #15): at least 1,000 reports per second (warm).
+Goal (issues #3, #15, #24): at least 2,500 reports per second (warm).
 """
 
 from __future__ import annotations
