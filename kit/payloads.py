@@ -129,6 +129,10 @@ class CrashRecord(JsonView):
         timestamp: the report's own time stamp as printed, or ``None``.
         thread_index: the crashing thread's index in the report (Apple ``Thread N``,
             ``faultingThread``), when it has one.
+        root_cause: a Java exception's root cause, its last ``Caused by:`` as
+            ``type: message`` (the type alone when it has no message), or ``None``.
+        cause_frames: the root cause's frames, innermost first (``frames`` are the outer
+            exception's).
     """
 
     platform: str
@@ -153,11 +157,14 @@ class CrashRecord(JsonView):
     abi: str | None = None
     timestamp: str | None = None
     thread_index: int | None = None
+    root_cause: str | None = None
+    cause_frames: tuple[Frame, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (frames as a list of dicts)."""
         data = dataclasses.asdict(self)
         data["frames"] = [dataclasses.asdict(f) for f in self.frames]
+        data["cause_frames"] = [dataclasses.asdict(f) for f in self.cause_frames]
         data["notes"] = list(self.notes)
         return data
 
@@ -169,14 +176,16 @@ class CrashRecord(JsonView):
             DataError: not an object, or a field of the wrong type (one line).
         """
         r = _reader(data, where)
-        frames = []
-        for item in r.objs("frames"):
-            f = FieldReader(item, f"{where}: frames[]", _HINT)
-            frames.append(Frame(index=f.int("index", 0), module=f.opt_str("module"),
-                                symbol=f.opt_str("symbol"), offset=f.opt_int("offset"),
-                                pc=f.opt_str("pc"), build_id=f.opt_str("build_id"),
-                                path=f.opt_str("path"), file=f.opt_str("file"),
-                                line=f.opt_int("line")))
+        stacks: dict[str, list[Frame]] = {"frames": [], "cause_frames": []}
+        for key, frames in stacks.items():
+            for item in r.objs(key):
+                f = FieldReader(item, f"{where}: {key}[]", _HINT)
+                frames.append(Frame(index=f.int("index", 0), module=f.opt_str("module"),
+                                    symbol=f.opt_str("symbol"), offset=f.opt_int("offset"),
+                                    pc=f.opt_str("pc"), build_id=f.opt_str("build_id"),
+                                    path=f.opt_str("path"), file=f.opt_str("file"),
+                                    line=f.opt_int("line")))
+        frames = stacks["frames"]
         return cls(platform=r.str("platform", "unknown"), source=r.str("source", "unknown"),
                    format=r.str("format", "unknown"), kind=r.str("kind", "unknown"),
                    signal=r.opt_int("signal"), signal_name=r.opt_str("signal_name"),
@@ -188,7 +197,9 @@ class CrashRecord(JsonView):
                    notes=tuple(r.strs("notes")), raw_artifact=r.opt_str("raw_artifact"),
                    message=r.opt_str("message"), cause=r.opt_str("cause"),
                    abi=r.opt_str("abi"), timestamp=r.opt_str("timestamp"),
-                   thread_index=r.opt_int("thread_index"))
+                   thread_index=r.opt_int("thread_index"),
+                   root_cause=r.opt_str("root_cause"),
+                   cause_frames=tuple(stacks["cause_frames"]))
 
 
 def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Every crash fixture against its row in tests/data/crashes/expected.json.
 
 Each row names every CrashRecord field the parser must set (all others must stay ``None``),
-the first three frames with every field, the notes, the crash class, the rule and the
+the first three frames with every field (and a Java root cause's, ``cause_frame_count``
+and ``cause_top_frames``, when it has one), the notes, the crash class, the rule and the
 signature, and where the report comes from (``source``).
 
 Two kinds of fixture:
@@ -30,7 +31,7 @@ from kit.crash import CrashRecord, classify, parse_host, parse_text
 DATA = Path(__file__).parent / "data" / "crashes"
 CASES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())["cases"]
 SCALARS = [f.name for f in dataclasses.fields(CrashRecord)
-           if f.name not in ("frames", "notes", "raw_artifact")]
+           if f.name not in ("frames", "notes", "raw_artifact", "cause_frames")]
 
 
 def _parse(case: dict[str, Any]) -> CrashRecord:
@@ -54,7 +55,7 @@ def test_every_row_says_where_its_report_comes_from() -> None:
 
 def test_every_fixture_has_a_row() -> None:
     files = {str(p.relative_to(DATA)) for p in DATA.rglob("*")
-             if p.is_file() and p.name != "expected.json"}
+             if p.is_file() and p.name not in ("expected.json", "expected-release.json")}
     assert files == {c["file"] for c in CASES}
 
 
@@ -69,6 +70,11 @@ def test_fixture_fields(case: dict[str, Any]) -> None:
     top = [{k: v for k, v in dataclasses.asdict(f).items() if v is not None}
            for f in record.frames[:3]]
     assert top == case["top_frames"]
+    # a Java root cause's frames (its last 'Caused by:'), when the report has one
+    assert len(record.cause_frames) == case.get("cause_frame_count", 0)
+    cause_top = [{k: v for k, v in dataclasses.asdict(f).items() if v is not None}
+                 for f in record.cause_frames[:3]]
+    assert cause_top == case.get("cause_top_frames", [])
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])

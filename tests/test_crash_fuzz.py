@@ -29,7 +29,7 @@ from kit.crash import (CRASH_CLASSES, CrashRecord, ExitInfo, classify, explain,
 
 DATA = Path(__file__).parent / "data" / "crashes"
 FIXTURES = sorted(p.read_bytes() for p in DATA.rglob("*")
-                  if p.is_file() and p.name != "expected.json")
+                  if p.is_file() and p.name not in ("expected.json", "expected-release.json"))
 EXAMPLES = int(os.environ.get("COLDSTART_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

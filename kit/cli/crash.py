@@ -43,6 +43,9 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     classify_p.add_argument("--explain", action="store_true",
                             help="say which format family was detected and why, what was "
                                  "read, and why each rule did or did not fire")
+    classify_p.add_argument("--java-root-cause", action="store_true",
+                            help="sign a Java death by its root cause (the last 'Caused by:') "
+                                 "instead of the outer exception")
     classify_p.add_argument("files", nargs="+", metavar="FILE")
     classify_p.set_defaults(func=_classify)
     symbolize_p = sub.add_parser("symbolize", parents=[common],
@@ -127,6 +130,10 @@ def _load(args: argparse.Namespace) -> RuleSet:
     return load_rules(args.rules)
 
 
+def _sign_by(args: argparse.Namespace) -> str:
+    return "root-cause" if getattr(args, "java_root_cause", False) else "exception"
+
+
 def _classify(args: argparse.Namespace) -> int:
     rules = _load(args)
     if args.explain:
@@ -134,7 +141,7 @@ def _classify(args: argparse.Namespace) -> int:
     rows = []
     for name in args.files:
         record = _read(name, args)
-        rows.append((name, record, classify(record, rules)))
+        rows.append((name, record, classify(record, rules, sign_by=_sign_by(args))))
     _render(rows, args.json)
     return 0
 
@@ -142,7 +149,8 @@ def _classify(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace, rules: RuleSet) -> int:
     payload = []
     for name in args.files:
-        result = explain(_data(name), rules, hint=args.hint, signal=args.signal)
+        result = explain(_data(name), rules, hint=args.hint, signal=args.signal,
+                         sign_by=_sign_by(args))
         if args.json:
             payload.append({"file": name, "family": result.family, "why": result.why,
                             "record": result.record.to_dict(),

@@ -26,15 +26,36 @@ from typing import Sequence
 from ._text import basename, parse_int
 from .record import Frame
 
-__all__ = ["java_frame", "js_frame", "js_frames", "js_stack", "JAVA_FRAME_HINT"]
+__all__ = ["java_frame", "join_wrapped_at", "js_frame", "js_frames", "js_stack",
+           "JAVA_FRAME_HINT"]
 
-_JAVA = re.compile(r"^\s*(?:at\s+|\d{1,4}\s+)(?P<sym>[\w$.<>\-]+[\w$>])\s?"
+# Play Console drops "<init>" from a constructor's frame ("at pkg.Cls. (Cls.java:16)")
+_JAVA = re.compile(r"^\s*(?:at\s+|\d{1,4}\s+)(?P<sym>[\w$.<>\-]+[\w$>]|[\w$.<>\-]+\.(?= \())\s?"
                    r"(?:\((?P<loc>[^)]*)\)?)?\s*;?\s*$")
 _BUGSNAG = re.compile(r"^\s*(?P<file>[\w$.-]+\.(?:java|kt)):(?P<line>-?\d+) - (?P<sym>[\w$.<>]+)\s*$")
 _APPCENTER = re.compile(r"^\s*(?P<sym>[\w$]+(?:\.[\w$<>]+){2,}) \((?P<loc>[^)]*)\);\s*$")
 #: Cheap test that a line may hold a Java frame (what callers check before parsing).
 JAVA_FRAME_HINT = re.compile(r"^\s*(?:at\s|\d{1,4}\s+[\w$]+\.|[\w$.-]+\.(?:java|kt):-?\d+ - |"
                              r"[\w$]+\.[\w$.<>]+ \([^)]*\);)")
+
+
+def join_wrapped_at(lines: Sequence[str]) -> list[str]:
+    """``lines`` with a Java frame hard-wrapped after its ``at`` (a line that is ``at`` alone,
+    its frame on the next line, as a narrow console or e-mail wraps it) joined into one."""
+    out: list[str] = []
+    pending: str | None = None
+    for line in lines:
+        if pending is not None and line.strip():
+            out.append(f"{pending} {line.strip()}")
+            pending = None
+            continue
+        if line.strip() == "at":
+            pending = line.rstrip()
+            continue
+        out.append(line)
+    if pending is not None:
+        out.append(pending)
+    return out
 
 
 def java_frame(index: int, line: str) -> Frame | None:
@@ -50,7 +71,9 @@ def java_frame(index: int, line: str) -> Frame | None:
     loc = (m.group("loc") or "").strip()
     file, _, lineno = loc.partition(":")
     file = file.strip()
-    return Frame(index=index, module=file or None, symbol=m.group("sym"), file=file or None,
+    symbol = m.group("sym")
+    symbol = symbol + "<init>" if symbol.endswith(".") else symbol
+    return Frame(index=index, module=file or None, symbol=symbol, file=file or None,
                  line=parse_int(lineno))
 
 

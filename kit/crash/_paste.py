@@ -6,8 +6,12 @@ crash format has:
 * a quote marker on every line (``> `` from e-mail and Markdown replies);
 * Markdown code fences (`````` ``` ``````) and a back-quote stuck to the first or last line;
 * HTML entities (``&quot;main&quot;``) from trackers that were imported as HTML;
-* a log prefix of the test runner around the report (ctest's ``714: ``), the same on every
-  line;
+* a log prefix of the test runner around the report (ctest's ``714: ``), or a log tag
+  (an Android wrap script's ``wrap.sh: ``, ``[worker]: ``), the same on every line;
+* a Markdown table around frames (``| # | image | address | symbol |`` as crash dashboards
+  export them): its rows become the lines they came from;
+* Markdown bold (``**key:** value``), whole lines or inside one (not Bugsnag's
+  ``**Class** in **Context**`` headline, which is its format);
 * the indentation of a Markdown indented code block (four spaces or a tab before every
   line, https://spec.commonmark.org/0.31.2/#indented-code-blocks), which hides logcat's
   line prefixes from their anchored patterns.
@@ -23,16 +27,27 @@ import os
 import re
 from collections import Counter
 
+from ._draft import unmark
+
 __all__ = ["tidy_paste"]
 
 _QUOTE = re.compile(r"^[ \t]{0,3}>(?: |$)")
 _FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
 _CTEST = re.compile(r"^(\d{1,5}): ")
+# a log tag on every line: an Android wrap script's "wrap.sh: ", a service's "[worker]: "
+_TAG_PREFIX = re.compile(r"^([\w-]{1,32}\.sh|\[[\w.-]{1,32}\]): ")
 # a whole line in Markdown bold ("**java.lang.RuntimeException:** "): a rendered copy
 _BOLD_LINE = re.compile(r"^[ \t]*\*\*(?P<inner>[^*\n]+?)\*\*[ \t]*$", re.M)
+# a Markdown table row ("| 0 | libonnxruntime.so | 0x1a2b | symbol |") and its delimiter
+# row ("|---|:---:|"), https://github.github.com/gfm/#tables-extension-
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_DELIM = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*(?::?-{3,}:?[ \t]*)?"
+                          r"\|?[ \t]*$", re.M)
+# Bugsnag's and consoles' headline "**Class** in **Context**": its marks are its format
+_HEADLINE = re.compile(r"^\s*\*\*[^*\n]+\*\* in \*\*[^*\n]+\*\*\s*$")
 _ENTITY = re.compile(r"&(?:quot|lt|gt|amp|#39|#x27);")
 _QUOTE_ANY = re.compile(r"^[ \t]{0,3}>(?: |$)", re.M)
-_CTEST_ANY = re.compile(r"\A\s*\d{1,5}: ")
+_CTEST_ANY = re.compile(r"\A\s*(?:\d{1,5}|[\w-]{1,32}\.sh|\[[\w.-]{1,32}\]): ")
 
 
 def _strip_quotes(lines: list[str]) -> tuple[list[str], bool]:
@@ -44,9 +59,10 @@ def _strip_quotes(lines: list[str]) -> tuple[list[str], bool]:
 
 def _strip_runner_prefix(lines: list[str]) -> tuple[list[str], str | None]:
     body = [ln for ln in lines if ln.strip()]
-    if len(body) < 3 or not any(_CTEST.match(ln) for ln in body[:3]):
+    pattern = _CTEST if any(_CTEST.match(ln) for ln in body[:3]) else _TAG_PREFIX
+    if len(body) < 3 or not any(pattern.match(ln) for ln in body[:3]):
         return lines, None
-    counts = Counter(m.group(1) for ln in body if (m := _CTEST.match(ln)))
+    counts = Counter(m.group(1) for ln in body if (m := pattern.match(ln)))
     if not counts:
         return lines, None
     token, count = counts.most_common(1)[0]
@@ -54,6 +70,28 @@ def _strip_runner_prefix(lines: list[str]) -> tuple[list[str], str | None]:
         return lines, None
     prefix = f"{token}: "
     return [ln[len(prefix):] if ln.startswith(prefix) else ln for ln in lines], prefix
+
+
+def _strip_table(lines: list[str]) -> tuple[list[str], int]:
+    """A Markdown table's rows as plain lines (cells two spaces apart, in their order: a
+    dashboard's frame columns read as the frame line they came from), its delimiter row and
+    the header above it dropped; ``(lines, rows)``."""
+    delims = [i for i, ln in enumerate(lines) if "-" in ln and _TABLE_DELIM.match(ln)]
+    if not delims:
+        return lines, 0
+    drop = set(delims) | {i - 1 for i in delims if i > 0 and _TABLE_ROW.match(lines[i - 1])}
+    out: list[str] = []
+    rows = 0
+    for i, line in enumerate(lines):
+        if i in drop:
+            continue
+        if _TABLE_ROW.match(line) and line.count("|") >= 3:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            out.append("  ".join(c for c in cells if c))
+            rows += 1
+        else:
+            out.append(line)
+    return out, rows
 
 
 def _strip_indent(lines: list[str]) -> tuple[list[str], str]:
@@ -86,8 +124,10 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
     runner = _CTEST_ANY.search(text) is not None
     indented = text[:1] in (" ", "\t") and text.lstrip()[:1] != "{"  # JSON: indent is free
     bold = "**" in text and _BOLD_LINE.search(text) is not None
-    if not (quotes or runner or indented or bold or "```" in text or "~~~" in text or "`" in text[:4]
-            or "`" in text[-4:] or "&" in text):
+    table = "|" in text and "--" in text and _TABLE_DELIM.search(text) is not None
+    marks = table or "**" in text
+    if not (quotes or runner or indented or bold or marks or "```" in text or "~~~" in text
+            or "`" in text[:4] or "`" in text[-4:] or "&" in text):
         return text, notes
     lines = text.split("\n")
     lines, quoted = _strip_quotes(lines) if quotes else (lines, False)
@@ -110,9 +150,22 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
         lines = [_BOLD_LINE.sub(r"\g<inner>", ln) for ln in lines]
         lines = [ln[2:] if ln.startswith("> ") else ln for ln in lines]
         notes.append("Markdown bold ('**') and block-quote ('> ') marks removed")
+    if "**" in text:
+        # bold inside a line ("**Abort message:** '**Scudo ERROR**'"): never the report's
+        unbold = [ln if "**" not in ln or _HEADLINE.match(ln) else unmark(ln) for ln in lines]
+        if unbold != lines:
+            lines = unbold
+            if not bold:
+                notes.append("Markdown bold ('**') marks removed")
+    if "|" in text and "--" in text:
+        lines, rows = _strip_table(lines)
+        if rows:
+            plural = "s" if rows != 1 else ""
+            notes.append(f"a Markdown table's markup removed ({rows} row{plural})")
     lines, prefix = _strip_runner_prefix(lines) if runner else (lines, None)
     if prefix is not None:
-        notes.append(f"a test runner's '{prefix}' line prefix removed")
+        who = "a test runner's" if prefix[0].isdigit() else "a log tag's"
+        notes.append(f"{who} '{prefix}' line prefix removed")
     text = "\n".join(lines)
     if _ENTITY.search(text) and '"' not in text:
         text = html.unescape(text)

@@ -21,12 +21,13 @@ Sources (notes/crash-formats.md sections 1 and 3):
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Sequence
 
 from . import console
 from ._draft import Draft
-from ._java import JAVA_FRAME_HINT, java_frame, js_stack
+from ._java import JAVA_FRAME_HINT, java_frame, join_wrapped_at, js_stack
 from ._text import LogLine, parse_int
 from .record import Frame
 from .tombstone import (FRAME_LINE, TOMBSTONE_TAGS, demangle_frames, looks_like_tombstone,
@@ -35,7 +36,8 @@ from .tombstone import (FRAME_LINE, TOMBSTONE_TAGS, demangle_frames, looks_like_
 __all__ = ["read_java", "read_anr_log", "read_anr_traces", "read_lmk", "parse_android_log",
            "parse_dropbox", "TOMBSTONE_TAGS"]
 
-_JAVA_EXC = re.compile(r"^\s*(?:Caused by: )?(?P<type>[A-Za-z_$][\w$]*(?:\.[\w$]+)+)"
+# "Caused by: x.Y: msg" (Crashlytics drops the colon: "Caused by x.Y: msg")
+_JAVA_EXC = re.compile(r"^\s*(?:Caused by:? )?(?P<type>[A-Za-z_$][\w$]*(?:\.[\w$]+)+)"
                        r"(?::\s?(?P<msg>.*))?$")
 # "Kill 'pkg' (pid), uid ..., to free ...kB rss"; Samsung's lmkd says "Reclaim" for the same kill
 # (ActivityManager then logs "Process pkg (pid N) has died")
@@ -69,7 +71,8 @@ def read_java(draft: Draft, lines: Sequence[str]) -> None:
     cause_frames: list[Frame] = []
     cause_messages: list[str] = []
     in_top = True
-    for line in lines:
+    root_frames: list[Frame] = []
+    for line in join_wrapped_at(lines):
         stripped = line.strip()
         if stripped.startswith("FATAL EXCEPTION:"):
             draft.set("thread_name", stripped.partition(":")[2].strip() or None)
@@ -89,20 +92,29 @@ def read_java(draft: Draft, lines: Sequence[str]) -> None:
                 draft.set("exception", m.group("type"))
                 if m.group("msg"):
                     message_lines.append(m.group("msg"))
-            continue
-        if stripped.startswith("Caused by:"):
+                continue
+            if not (JAVA_FRAME_HINT.match(line) and java_frame(0, line)):
+                continue
+            # a stack pasted from its frames on: the outer exception's line is not there
+            exc_seen = True
+            draft.note("the stack starts at its frames: the outer exception's line is not "
+                       "in the paste")
+        if stripped.startswith(("Caused by:", "Caused by ")):
             in_top = False
             m = _JAVA_EXC.match(stripped)
             if m is not None:
                 causes.append(m.group("type"))
                 cause_messages.append(m.group("msg") or "")
+                root_frames = []
             continue
         frame = java_frame(len(draft.frames), line) if JAVA_FRAME_HINT.match(line) else None
         if frame is not None:
             if in_top:
                 draft.add_frame(frame)
-            elif len(causes) == 1:
-                cause_frames.append(Frame(**{**frame.__dict__, "index": len(cause_frames)}))
+            else:
+                if len(causes) == 1:
+                    cause_frames.append(dataclasses.replace(frame, index=len(cause_frames)))
+                root_frames.append(dataclasses.replace(frame, index=len(root_frames)))
             continue
         if in_top and not draft.frames and stripped:
             message_lines.append(stripped)
@@ -134,6 +146,11 @@ def read_java(draft: Draft, lines: Sequence[str]) -> None:
         draft.set("message", text.strip() or None)
     if exc_seen and not draft.frames and draft.kind not in ("js", "anr"):
         draft.note("no 'at' frames after the exception (cut?)")
+    if causes and draft.kind in ("java", "oom"):
+        # the root cause: the last 'Caused by:' (ANR-WatchDog's causes are thread dumps)
+        message = cause_messages[-1].strip()
+        draft.set("root_cause", f"{causes[-1]}: {message}" if message else causes[-1])
+        draft.cause_frames = root_frames
 
 
 def _read_js_exception(draft: Draft, exception: str, text: str) -> None:

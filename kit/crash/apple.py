@@ -216,11 +216,13 @@ def parse_ips(draft: Draft, text: str) -> None:
         draft.note(f"bug_type {bug_type} is not a crash report (309); read what fits")
     platform_id = _int(header.get("platform"))
     os_version = _str(header.get("os_version")) or _str(_dict(body.get("osVersion")).get("train"))
+    simulator = platform_id in _SIMULATOR_PLATFORMS or body.get("parentProc") == "launchd_sim" \
+        or "CoreSimulator" in (_str(body.get("procPath")) or "")
     if platform_id in _PLATFORMS:
         draft.platform = _PLATFORMS[platform_id]
-    elif os_version and os_version.startswith(("macOS", "Mac OS")):
-        draft.platform = "macos"
-    if platform_id in _SIMULATOR_PLATFORMS or body.get("parentProc") == "launchd_sim":
+    elif os_version and os_version.startswith(("macOS", "Mac OS")) and not simulator:
+        draft.platform = "macos"  # a simulator's report names the Mac's OS: still iOS
+    if simulator:
         draft.note("report from an iOS simulator")
     draft.kind = "native"
     draft.set("process", _str(body.get("procName")) or _str(header.get("app_name"))

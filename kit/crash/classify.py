@@ -145,6 +145,10 @@ def _native_abort(ctx: _Context) -> CrashClass | None:
     if r.kind != "native":
         return None
     sig = {g for g in (r.signal_name, r.exception) if g} & _NATIVE_ABORTS
+    if r.source == "tombstone" and "Sanitizer: " in (r.exception or "") and r.code != "ABRT":
+        # a sanitizer aborts the process after its report (Android's tombstone then says
+        # SIGABRT): the report's error is the crash, not the abort
+        sig.discard("SIGABRT")
     if r.signal_name not in (None, "SIGABRT"):
         # EXC_CRASH is Apple's "ended by a signal"; (SIGSEGV), (SIGKILL) ... is no abort
         sig.discard("EXC_CRASH")
@@ -195,12 +199,21 @@ def default_rules() -> RuleSet:
     return _DEFAULT_RULES
 
 
-def classify(record: CrashRecord, rules: RuleSet | None = None) -> Classification:
+#: What a Java death's signature is built from: the outer exception (the default, as every
+#: signature before issue #24) or its root cause (the last ``Caused by:``).
+SIGN_BY = ("exception", "root-cause")
+
+
+def classify(record: CrashRecord, rules: RuleSet | None = None,
+             sign_by: str = "exception") -> Classification:
     """Class, signature and trail for one crash record.
 
     Args:
         record: any parser's output.
         rules: rules to use; ``None`` means the shipped ones (:func:`default_rules`).
+        sign_by: one of :data:`SIGN_BY`. ``root-cause`` signs a Java death that has a root
+            cause by that cause's type and frames (``CrashRecord.root_cause`` and
+            ``cause_frames``); the class is decided by the record as read either way.
 
     Returns:
         A :class:`Classification`. Never raises for a record (a step that fails is noted
@@ -212,6 +225,12 @@ def classify(record: CrashRecord, rules: RuleSet | None = None) -> Classificatio
     rules = rules if rules is not None else default_rules()
     frames, trail = meaningful_frames(record, rules)
     signature, how = make_signature(record, frames)
+    if sign_by == "root-cause" and record.root_cause and record.kind in ("java", "oom"):
+        cause = dataclasses.replace(record, exception=record.root_cause.split(": ")[0],
+                                    frames=record.cause_frames)
+        cause_frames, _ = meaningful_frames(cause, rules)
+        signature, how = make_signature(cause, cause_frames)
+        how = f"the root cause {cause.exception}'s {how}"
     trail.append(f"signature: {how}")
     ctx = _Context(record=record, rules=rules, frames=frames, trail=trail)
     decided: CrashClass | None = None

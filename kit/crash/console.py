@@ -172,6 +172,7 @@ def find_console_exception(lines: Sequence[str]) -> int | None:
 
 
 #: a bare ``Throwable.printStackTrace`` headline: ``pkg.Class[Exception|Error]: message``
+_CAUSED_BY = re.compile(r"^\s*Caused by:? [a-zA-Z_$][\w$]*(?:\.[\w$]+)+(?::|\s*$)")
 _BARE_EXC = re.compile(r"^\s*(?P<type>[a-z][\w$]*(?:\.[\w$]+)+(?:Exception|Error))(?::(?:\s.*)?|\s*)$")
 #: lines after a bare headline in which its first ``at`` frame must come (a JS stack
 #: between the two counts, as in a JavascriptException's message)
@@ -183,7 +184,8 @@ def find_bare_exception(lines: Sequence[str]) -> int | None:
     without its ``FATAL EXCEPTION`` block or a console's prefix: ``java.lang.X: msg``
     then ``at ...`` lines), or ``None``. A ``...JavascriptException`` headline needs no
     ``at`` frame (its message holds the JS stack)."""
-    for i, line in _top(lines):
+    top = _top(lines)
+    for i, line in top:
         m = _BARE_EXC.match(line)
         if m is None:
             continue
@@ -191,6 +193,11 @@ def find_bare_exception(lines: Sequence[str]) -> int | None:
             return i
         if any(JAVA_FRAME_HINT.match(ln) for ln in lines[i + 1:i + 1 + BARE_FRAME_LINES]):
             return i
+    # a stack pasted from its frames on, with a 'Caused by:' exception below them
+    if top and top[0][1].lstrip().startswith("at ") and JAVA_FRAME_HINT.match(top[0][1]):
+        for line in lines[:BARE_FRAME_LINES * 4]:
+            if _CAUSED_BY.match(line):
+                return top[0][0]
     return None
 
 

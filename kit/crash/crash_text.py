@@ -51,6 +51,9 @@ _MARKS = (  # (a substring that must be there, the line's pattern, what it is)
     (" Thread:", re.compile(r"^(?:Triggered by|Crashed) Thread:", re.M),
      "a 'Triggered by Thread:' line"),
     ("Thread ", re.compile(r"^Thread \d+ (?:Crashed|name:)", re.M), "a 'Thread N Crashed:' line"),
+    ("RBSTerminateContext|", re.compile(r"^\s*<RBSTerminateContext\|", re.M),
+     "a '<RBSTerminateContext|' termination context (an excerpt from inside Termination Reason)"),
+    ("WatchdogEvent:", re.compile(r"^WatchdogEvent: ", re.M), "a 'WatchdogEvent:' line"),
     ("Incident Identifier:", re.compile(r"^Incident Identifier:", re.M),
      "an 'Incident Identifier:' line"),
     ("jetsam", re.compile(r"^Reason: .*\bjetsam\b", re.M), "a jetsam 'Reason:' line"),
@@ -64,6 +67,7 @@ _EXC_SIGNALS = {"EXC_BAD_ACCESS": "SIGSEGV", "EXC_CRASH": "SIGABRT", "EXC_BREAKP
                 "EXC_BAD_INSTRUCTION": "SIGILL", "EXC_ARITHMETIC": "SIGFPE"}
 _NAMESPACE = re.compile(r"(?:Namespace )?([A-Z][A-Z_]+),? (?:Code )?(0x[0-9a-fA-F]+|\d+)")
 _ANDROID_IMAGE = re.compile(r"\.(?:so|apk|oat|odex)$|^/(?:data|system|apex)/")
+_ANDROID_ONLY = re.compile(r"\.(?:apk|oat|odex)$|^/(?:data/app|system|apex)/")
 
 
 def crash_text_marks(text: str) -> str | None:
@@ -90,11 +94,16 @@ class _TextState:
         self.crashed: int | None = None
         self.names: dict[int, str] = {}
         self.termination: list[str] = []
+        self.watchdog: list[str] = []
         self.namespace: str | None = None
         self.term_code: int | None = None
         self.exception_line = False
         self.simulator = False
         self.macos = False
+        #: the report says it is Apple's (an Apple OS version, a Mac model, an EXC_ type)
+        self.apple = False
+        #: ``OS Version: macOS ...`` said so
+        self.apple_macos = False
         self.console_thread: str | None = None
 
 
@@ -139,7 +148,10 @@ def _header(draft: Draft, state: _TextState, key: str, value: str) -> None:
     elif key == "Model" and value.startswith(("Mac", "iMac")):
         state.macos = True
     elif key == "OS Version":
+        state.apple = state.apple or value.startswith(
+            ("macOS", "Mac OS", "iPhone OS", "iOS", "iPadOS", "watchOS", "tvOS", "visionOS"))
         if value.startswith(("macOS", "Mac OS")) and not state.simulator:
+            state.apple_macos = True
             draft.platform = "macos"
         elif value.startswith("Android"):
             draft.platform = "android"
@@ -158,6 +170,8 @@ def _header(draft: Draft, state: _TextState, key: str, value: str) -> None:
                                         else 10)
             if ns.group(1) == "SIGNAL" and draft.get("signal") is None:
                 draft.set("signal", state.term_code)
+    elif key in ("WatchdogEvent", "WatchdogVisibility"):  # the watchdog's own lines
+        state.watchdog.append(f"{key}: {value}")
     elif key == "Termination Signal" and draft.get("signal") is None:
         number = re.search(r":\s*(\d+)\s*$", value)
         draft.set("signal", parse_int(number.group(1)) if number else None)
@@ -274,7 +288,14 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
             state.macos = state.macos or 0x7F00_0000_0000 <= int(f.group("addr"), 16) < 2 ** 47
             continue
         if not line.strip():
-            current = None
+            # a blank line ends a thread's frames; before any frame it ends nothing (an
+            # excerpt's header, a blank line, then the crashed thread's frames alone)
+            if current != _UNNAMED or _UNNAMED in blocks:
+                current = None
+            continue
+        if line.lstrip().startswith("<RBSTerminateContext|"):
+            # an excerpt that starts inside Termination Reason: its context, no key
+            state.termination.append(line.strip())
             continue
         h = _HEADER.match(line)
         if h is None:
@@ -306,10 +327,12 @@ def _finish_text(draft: Draft, state: _TextState, images: dict[str, tuple[int, s
     leb = blocks.pop(_LEB, [])
     if leb:
         draft.note(leb_note(len(leb), [(rest or "").split(" + ")[0] for _, _, _, rest in leb]))
-    ended_by = termination_kind(state.namespace, state.term_code, " ".join(state.termination))
+    ended_by = termination_kind(state.namespace, state.term_code,
+                                " ".join(state.termination + state.watchdog))
     if ended_by is not None:
         draft.kind = ended_by
-        draft.set("message", state.termination[-1] if state.termination else None)
+        draft.set("message", state.termination[-1] if state.termination else
+                  state.watchdog[0] if state.watchdog else None)
         draft.note(f"terminated by the system ({state.namespace or 'see the reason'}): "
                    + ("a watchdog, not a crash" if ended_by == "anr" else "out of memory"))
     crashed = state.crashed
@@ -334,9 +357,18 @@ def _finish_text(draft: Draft, state: _TextState, images: dict[str, tuple[int, s
             draft.note(f"no frames for crashed thread {crashed} (report cut?)")
     for entry in block:
         draft.add_frame(_frame(draft, images, entry))
-    if draft.frames and all(_ANDROID_IMAGE.search(f.module or "") for f in draft.frames):
+    # Android's images (.so, .apk, .oat) in Apple's layout: a crash reporter's export, unless
+    # the report says it is Apple's: a .so there is a Python extension or a plugin
+    apple = state.apple or state.macos or (draft.get("exception") or "").startswith("EXC_") \
+        or any("darwin" in (f.module or "") for f in draft.frames)
+    if draft.frames and all(_ANDROID_IMAGE.search(f.module or "") for f in draft.frames) and (
+            not apple or any(_ANDROID_ONLY.search(f.path or f.module or "")
+                             for f in draft.frames)):
         draft.platform = "android"
-    elif state.macos and not state.simulator and draft.platform == "ios":
+    elif state.macos and not state.simulator and draft.platform == "ios" and (
+            ended_by != "anr" or state.apple_macos):
+        # a scene watchdog (0x8badf00d) is iOS's FrontBoard: with macOS's spelling
+        # ("Thread N Crashed::") it is an iOS simulator's report
         draft.platform = "macos"
     if draft.platform == "android":
         draft.note("an Android crash in Apple's report layout (a crash reporter's export)")

@@ -15,7 +15,7 @@ from ._paste import tidy_paste
 from ._text import clip, decode
 from .classify import Classification, classify, default_rules
 from .host import parse_host
-from .parse import HINTS, detect_family, parse_text
+from .parse import HINTS, detect_family, parse_text, reader_name
 from .record import CrashRecord
 from .rules import RuleSet
 from .signature import meaningful_frames
@@ -50,7 +50,8 @@ def _fields(record: CrashRecord) -> list[str]:
            f"kind {record.kind})",
            f"signal: {signal}" + (f", fault address {record.fault_address}"
                                   if record.fault_address else "")]
-    for name in ("process", "pid", "tid", "thread_name", "abort_message", "message", "cause"):
+    for name in ("process", "pid", "tid", "thread_name", "abort_message", "message", "cause",
+                 "root_cause"):
         value = getattr(record, name)
         if value is not None:
             out.append(f"{name}: {clip(str(value).splitlines()[0] if str(value) else value, 160)}")
@@ -58,7 +59,7 @@ def _fields(record: CrashRecord) -> list[str]:
 
 
 def explain(data: str | bytes, rules: RuleSet | None = None, hint: str | None = None,
-            signal: int | None = None) -> Explanation:
+            signal: int | None = None, sign_by: str = "exception") -> Explanation:
     """Detect, parse and classify ``data`` and say why at each step.
 
     Args:
@@ -67,6 +68,7 @@ def explain(data: str | bytes, rules: RuleSet | None = None, hint: str | None = 
         hint: a format family, as for :func:`~kit.crash.parse_text`.
         signal: read ``data`` as host workload output that died by this signal
             (:func:`~kit.crash.parse_host`) instead.
+        sign_by: as for :func:`~kit.crash.classify`.
 
     Returns:
         An :class:`Explanation`. Never raises for bad report data.
@@ -83,8 +85,9 @@ def explain(data: str | bytes, rules: RuleSet | None = None, hint: str | None = 
     else:
         family, why = detect_family(text) if text.strip() else ("unknown", "empty input")
         record = parse_text(data, hint=hint)
-    result = classify(record, rules)
-    lines = [f"detected: {family}: {why}"] + _fields(record)
+    result = classify(record, rules, sign_by=sign_by)
+    lines = [f"detected: {family}: {why}", f"reader: {reader_name(family, record)}"]
+    lines += _fields(record)
     frames, _ = meaningful_frames(record, rules)
     lines.append(f"frames: {len(record.frames)} read, {len(frames)} meaningful"
                  + (": " + " | ".join(clip(f.name, 60) for f in frames[:5]) if frames else ""))

@@ -48,12 +48,14 @@ _OBJECT = r'"\s*{key}\s*"\s*:\s*\{{(?P<v>[^{{}}]*)\}}'
 
 
 def looks_like_ips_fragment(text: str) -> bool:
-    """True when at least two different ``.ips`` keys (or two frame objects) appear."""
+    """True when at least two different ``.ips`` keys (or two frame objects) appear, or a
+    ``termination`` object with its ``namespace`` (a watchdog's piece pasted alone)."""
     sample = text[:200_000]
     if '"' not in sample or not any(k in sample for k in _KEYS):
         return False
     keys = {m.group(1) for m in _KEY.finditer(sample)}
-    return len(keys) >= 2 or len(_FRAME.findall(sample)) >= 2
+    return len(keys) >= 2 or len(_FRAME.findall(sample)) >= 2 or (
+        "termination" in keys and re.search(r'"\s*namespace\s*"\s*:', sample) is not None)
 
 
 def _unescape(value: str) -> str:
@@ -144,7 +146,10 @@ def parse_ips_fragment(draft: Draft, text: str) -> None:
     draft.set("pid", _num(text, "pid"))
     draft.set("timestamp", _str(text, "captureTime"))
     os_train = _str(text, "train") or ""
-    if os_train.startswith(("macOS", "Mac OS")) or "/Users/" in (_str(text, "procPath") or ""):
+    proc_path = _str(text, "procPath") or ""
+    if "CoreSimulator" in proc_path or _str(text, "parentProc") == "launchd_sim":
+        draft.note("report from an iOS simulator")  # on a Mac, but an iOS process
+    elif os_train.startswith(("macOS", "Mac OS")) or "/Users/" in proc_path:
         draft.platform = "macos"
     elif not os_train.startswith(("iPhone OS", "iOS", "iPadOS")):
         draft.note("partial .ips: the piece does not say which Apple platform; assumed ios")

@@ -9,6 +9,10 @@ fits; ``hint`` skips it); :func:`detect_family` returns the family and why:
    ``{``: a piece of an ``.ips`` body (:mod:`kit.crash.ips_salvage`);
 3. ``ApplicationExitInfo #N``: ``dumpsys activity exit-info`` (the newest entry);
 4. a line of ``=`` plus ``YYYY-MM-DD HH:MM:SS <tag> (`` or ``Drop box contents:``: DropBox;
+   a Java HotSpot fatal error log (``# A fatal error has been detected by the Java Runtime
+   Environment``, ``# Problematic frame:``, ``C  [lib+0x..]`` frames): :mod:`kit.crash.hotspot`;
+   a Mono / Xamarin native crash report (``Got a SIGSEGV while executing native code``,
+   ``Native stacktrace:``): :mod:`kit.crash.mono`;
 5. a sanitizer's report (ASan, HWASan, TSan, MSan, LSan, UBSan; a piece of one):
    :mod:`kit.crash.sanitizer`; Valgrind's output (``==PID==`` lines of Memcheck, Helgrind,
    DRD): :mod:`kit.crash.valgrind`;
@@ -16,7 +20,9 @@ fits; ``hint`` skips it); :func:`detect_family` returns the family and why:
    Reason:``, ``Thread N Crashed:``, Apple frame lines ...);
 7. ``* thread #N ... stop reason =`` or ``frame #N: 0x`` lines: lldb; ``Thread N Queue :`` /
    ``#N<TAB>0x... in``: Xcode's debug navigator (:mod:`kit.crash.debugger`);
-8. GrapheneOS's crash notification (``type: crash``, ``signal: N (SIG...)``):
+8. Python's faulthandler output (``Fatal Python error:`` anywhere on a line, ``Current thread
+   0x... (most recent call first):``): :mod:`kit.crash.faulthandler`;
+   GrapheneOS's crash notification (``type: crash``, ``signal: N (SIG...)``):
    :mod:`kit.crash.grapheneos`; other Android text (any logcat prefix, or none): tombstone,
    ``Fatal signal``, FATAL EXCEPTION, JavascriptException, a bare stack trace, ANR, lmkd,
    crash-console exports (:mod:`kit.crash.android`, :mod:`kit.crash.console`);
@@ -40,19 +46,22 @@ from .bugsnag import looks_like_bugsnag, read_bugsnag
 from .debugger import (looks_like_ide_frames, looks_like_xcode_threads, read_ide_frames, read_lldb,
                        read_xcode_threads)
 from .exitinfo import ExitReason, parse_exit_info
+from .faulthandler import looks_like_faulthandler, read_faulthandler
 from .grapheneos import looks_like_grapheneos, read_grapheneos
+from .hotspot import looks_like_hotspot, read_hotspot
 from .host import looks_like_console_abort, looks_like_host_backtrace, read_host_output
+from .mono import looks_like_mono, read_mono
 from .ips_salvage import looks_like_ips_fragment, parse_ips_fragment
 from .record import CrashRecord
 from .sanitizer import looks_like_sanitizer, read_sanitizer
 from .valgrind import looks_like_valgrind, read_valgrind
 
-__all__ = ["parse_text", "detect_family", "HINTS"]
+__all__ = ["parse_text", "detect_family", "reader_name", "HINTS"]
 
 #: Values accepted for ``hint`` (a format family).
 HINTS = ("android", "tombstone", "logcat", "dropbox", "exit-info", "ips", "jetsam",
          "crash-text", "lldb", "host", "ips-partial", "sanitizer", "xcode", "ide-frames",
-         "console", "grapheneos", "valgrind")
+         "console", "grapheneos", "valgrind", "hotspot", "mono", "faulthandler")
 
 _DROPBOX = re.compile(r"^(?:={20,}\s*\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(|Drop box contents:)",
                       re.M)
@@ -98,6 +107,12 @@ def detect_family(text: str) -> tuple[str, str]:
         return "exit-info", "an 'ApplicationExitInfo #N' entry"
     if _DROPBOX.search(text):
         return "dropbox", "a DropBox entry header (a line of '=' and 'date time tag (')"
+    why = looks_like_hotspot(text)
+    if why:
+        return "hotspot", why
+    why = looks_like_mono(text)
+    if why:
+        return "mono", why
     why = looks_like_sanitizer(text)
     if why:
         return "sanitizer", why
@@ -111,6 +126,9 @@ def detect_family(text: str) -> tuple[str, str]:
         return "lldb", "an lldb stop line ('* thread #N ... stop reason =') or 'frame #N:' lines"
     if looks_like_xcode_threads(text):
         return "xcode", "Xcode debug-navigator lines ('Thread N Queue :', '#N<TAB>0x... in')"
+    why = looks_like_faulthandler(text)
+    if why:
+        return "faulthandler", why
     if looks_like_grapheneos(text):
         return "grapheneos", "'type: crash' and a 'signal: N (SIG...)' line: GrapheneOS's " \
                              "crash notification"
@@ -132,7 +150,29 @@ _READERS: dict[str, tuple[str, str, str, Callable[[Draft, Any], None], bool]] = 
     "ide-frames": ("unknown", "debugger", "ide-frames", read_ide_frames, True),
     "host": ("linux", "host-signal", "host-backtrace", read_host_output, True),
     "grapheneos": ("android", "crash-reporter", "grapheneos", read_grapheneos, True),
+    "hotspot": ("unknown", "jvm", "hotspot", read_hotspot, True),
+    "mono": ("linux", "mono", "mono", read_mono, True),
+    "faulthandler": ("unknown", "python", "faulthandler", read_faulthandler, True),
 }
+
+
+def reader_name(family: str, record: CrashRecord) -> str:
+    """The function that read ``record`` (``kit.crash.hotspot.read_hotspot``), for a report
+    detection took for ``family``; the Android/host family picks its reader by the text,
+    so its record's ``format`` names it."""
+    if family in _READERS:
+        reader = _READERS[family][3]
+    elif family == "exit-info" or record.format == "exit-info":
+        reader = parse_exit_info
+    elif record.format == "bugsnag-issue":
+        reader = read_bugsnag
+    elif record.format == "ide-frames":
+        reader = read_ide_frames
+    elif record.format.startswith(("host-", "console-")):
+        reader = read_host_output
+    else:
+        reader = parse_android_log
+    return f"{reader.__module__}.{reader.__name__}"
 
 
 def _parse(text: str | bytes, hint: str | None) -> CrashRecord:
@@ -214,6 +254,16 @@ def _parse_android_or_host(text: str, notes: list[str], forced: bool) -> Draft:
         return ide
     if draft.kind == "unknown" and not forced and looks_like_console_abort(text):
         return _console_abort(text, list(notes))
+    if draft.kind == "unknown" and not forced and not raw:
+        # console lines of a death under a logcat prefix (its tag may be empty): the prefix
+        # says Android whatever the lines would say alone
+        messages = "\n".join(ln.msg for ln in loglines)
+        if looks_like_console_abort(messages):
+            console = _console_abort(messages, list(notes))
+            console.platform = "android"
+            console.notes = [n for n in console.notes if not n.startswith("libc++abi's line")]
+            console.note(f"logcat lines ({style}): Android")
+            return console
     if draft.kind == "unknown":
         if not forced:
             draft.platform = "unknown"

@@ -34,9 +34,10 @@ import re
 from typing import Sequence
 
 from ._draft import Draft
-from ._text import basename, matching_open_paren, parse_int, signal_number
+from ._text import basename, matching_open_paren, parse_int, signal_number, split_logcat
 from .record import Frame
 from .signature import normalize_symbol
+from .tombstone import looks_like_tombstone, read_tombstone
 
 __all__ = ["looks_like_sanitizer", "read_sanitizer", "parse_sanitizer_frame"]
 
@@ -45,12 +46,18 @@ _TOOLS = {"AddressSanitizer": "asan", "HWAddressSanitizer": "hwasan",
           "UndefinedBehaviorSanitizer": "ubsan"}
 _HEADER = re.compile(r"(?:==(?P<pid>\d+)==\s*)?(?:ERROR|WARNING): (?P<tool>" + "|".join(_TOOLS)
                      + r"): (?P<what>.*?)\s*$")
-_SUMMARY = re.compile(r"^\s*SUMMARY: (?P<tool>\w+Sanitizer): (?P<kind>[\w-]+)")
+# the summary line; UBSan's one-line form prints it after the runtime error on the same line
+_SUMMARY = re.compile(r"(?:^|\s)SUMMARY: (?P<tool>\w+Sanitizer): (?P<kind>[\w-]+)")
 _ACCESS = re.compile(r"^\s*(?P<access>(?:Previous )?(?:READ|WRITE|[Rr]ead|[Ww]rite|[Aa]tomic "
                      r"\w+)) of size (?P<size>\d+) at (?P<addr>0x[0-9a-fA-F]+)(?P<rest>.*)$")
-_SECTION = re.compile(r"^\s*(?P<what>freed by thread \S+ here|previously allocated by thread \S+ "
-                      r"here|allocated by thread \S+ here|Thread \S+ .*created by .*|"
-                      r"Previous .* by .*|Mutex .* created at|Location is .*):?\s*$")
+# "freed by thread T32 (AudioTrack) here:": Android (and any thread with a name) prints the
+# thread's name after its number
+_THREAD_ID = r"(?:T\d+|\S+)(?: \([^()\n]*\))?"
+_SECTION = re.compile(r"^\s*(?P<what>freed by thread " + _THREAD_ID + r" here|"
+                      r"previously allocated by thread " + _THREAD_ID + r" here|"
+                      r"allocated by thread " + _THREAD_ID + r" here|"
+                      r"Thread \S+ .*created by .*|Previous .* by .*|Mutex .* created at|"
+                      r"Location is .*):?\s*$")
 _FRAME = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+(?:(?P<addr>0x[0-9a-fA-F]+)\s+)?(?:in\s+)?"
                     r"(?P<rest>.*?)\s*$")
 _MODULE = re.compile(r"^\((?P<mod>[^()]+?)\+(?P<off>0x[0-9a-fA-F]+)\)$")
@@ -61,7 +68,8 @@ _FILE_ONLY = re.compile(r"\s(?P<file><null>|[/.\w~-][^\s:()]*\.(?:c|cc|cpp|cxx|c
 _UBSAN = re.compile(r"^\s*(?:\S+: )?(?P<file>[^\s:]+):(?P<line>\d+):(?:\d+:)? runtime error: "
                     r"(?P<msg>.+?)\s*$")
 _DETECT = re.compile(r"(?:ERROR|WARNING): (?:" + "|".join(_TOOLS) + r"):|SUMMARY: \w+Sanitizer:|"
-                     r"freed by thread T\d+ here:|previously allocated by thread T\d+ here:|"
+                     r"freed by thread T\d+(?: \([^()\n]*\))? here:|previously allocated by "
+                     r"thread T\d+(?: \([^()\n]*\))? here:|"
                      r"(?:READ|WRITE) of size \d+ at 0x[0-9a-fA-F]+ thread T\d+")
 _SIGNALS = {"SEGV": "SIGSEGV", "BUS": "SIGBUS", "FPE": "SIGFPE", "ILL": "SIGILL",
             "ABRT": "SIGABRT", "stack-overflow": "SIGSEGV"}
@@ -138,18 +146,45 @@ def _stacks(lines: Sequence[str]) -> list[tuple[str, list[Frame]]]:
     return stacks
 
 
+def _from_tombstone(draft: Draft, lines: Sequence[str]) -> list[str]:
+    """The sanitizer report's lines when it is an Android tombstone's ``Abort message:``
+    (compiler-rt hands the report to ``android_set_abort_message``), with the tombstone's
+    signal, pid, tid, thread, process, ABI and time stamp kept in ``draft``; ``lines``
+    unchanged when the report is not in the abort message."""
+    tomb = Draft(platform="android", source="tombstone", format="tombstone")
+    read_tombstone(tomb, lines)
+    report = tomb.get("abort_message") or ""
+    if not _DETECT.search(report):
+        return list(lines)
+    for name in ("signal", "signal_name", "pid", "tid", "thread_name", "process", "abi",
+                 "timestamp"):
+        draft.set(name, tomb.get(name))
+    draft.platform, draft.source = "android", "tombstone"
+    draft.note("the sanitizer's report is the tombstone's abort message: the tombstone's "
+               "signal, pid, tid, thread and process kept")
+    return report.split("\n")
+
+
 def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
-    """Read a sanitizer report (see the module docs) into ``draft``."""
+    """Read a sanitizer report (see the module docs) into ``draft``; a report in logcat
+    (Android's wrap script logs it, each line under a logcat prefix) is read from the lines'
+    messages."""
+    style, loglines = split_logcat(lines)
+    if style != "raw":
+        lines = [ln.msg for ln in loglines]
+        draft.platform = "android"
+    if looks_like_tombstone(lines):
+        lines = _from_tombstone(draft, lines)
     text = "\n".join(lines)
     header = next((m for m in map(_HEADER.search, lines) if m), None)
-    summary = next((m for m in map(_SUMMARY.match, lines) if m), None)
+    summary = next((m for m in map(_SUMMARY.search, lines) if m), None)
     tool = (header.group("tool") if header else summary.group("tool") if summary
             else "AddressSanitizer")
     draft.format = _TOOLS.get(tool, "sanitizer")
     what = header.group("what") if header else ""
     head = re.match(r"^(?P<kind>.+?)(?: on | \(|$)", what)
     kind = head.group("kind").strip() if head else (summary.group("kind") if summary else "")
-    if not kind and re.search(r"freed by thread \S+ here", text) and any(
+    if not kind and re.search(r"freed by thread " + _THREAD_ID + " here", text) and any(
             _ACCESS.match(line) for line in lines):
         kind = "heap-use-after-free"
         draft.note("no ERROR line in the paste: an access and a 'freed by' stack, so a "
@@ -175,14 +210,17 @@ def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
     elif access is not None:
         draft.set("fault_address", access.group("addr").lower())
     if access is not None:
-        thread = re.search(r"\bthread (T\d+)|\bby (main thread)", access.group("rest"))
+        thread = re.search(r"\bthread (T\d+(?: \([^()]*\))?)|\bby (main thread)",
+                           access.group("rest"))
         if thread is not None:
             draft.set("thread_name", thread.group(1) or thread.group(2))
         draft.set("cause", f"{kind or tool}: {access.group('access')} of size "
                            f"{access.group('size')} at {access.group('addr').lower()}")
     ubsan = next((m for m in map(_UBSAN.match, lines) if m), None)
     if ubsan is not None:  # UBSan's own line: "file:line:col: runtime error: what"
-        draft.set("message", ubsan.group("msg"))
+        # the one-line form goes on with " SUMMARY: UndefinedBehaviorSanitizer: ...": not
+        # part of the message
+        draft.set("message", re.split(r"\s+SUMMARY: \w+Sanitizer: ", ubsan.group("msg"))[0])
         draft.set("cause", f"runtime error at {ubsan.group('file')}:{ubsan.group('line')}")
     location = re.search(r"^\s*Location is (?P<loc>.*?)(?: of size \d+)? at 0x", text, re.M)
     if location is not None:

@@ -37,8 +37,11 @@ TOMBSTONE_TAGS = frozenset({"DEBUG", "crash_dump32", "crash_dump64", "debuggerd"
 
 _STAR = re.compile(r"^\s*(?:\*\*\*\s*){4,}\s*$")
 # pid: 1234, tid: 1250, name: mqt_native_modu  >>> com.example.app <<<
-# "pid:" as a word: a "ppid: 1, tid: ..." line must not be taken for the crashing process
-_PID = re.compile(r"(?<![\w-])pid: (?P<pid>\d+), tid: (?P<tid>\d+)(?:, name: (?P<name>.*?))?\s*"
+# "pid:" as a word: a "ppid: 1, tid: ..." line must not be taken for the crashing process;
+# Android 14 prints "pid: 8110, ppid: 669, tid: 8120, name: ..." (other "key: N," fields
+# between pid and tid are skipped alike)
+_PID = re.compile(r"(?<![\w-])pid: (?P<pid>\d+),(?: (?!tid:)\w+: \d+,){0,4} tid: (?P<tid>\d+)"
+                  r"(?:, name: (?P<name>.*?))?\s*"
                   r">>> (?P<proc>.*?)(?: <<<|$)")
 # signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0000000000000008
 _SIGNAL = re.compile(r"^\s*signal (?P<num>\d+) \((?P<name>\w+)\)"
@@ -209,7 +212,10 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
     abort_lines: list[str] | None = None
     for line in lines:
         if abort_lines is not None:
-            if _ABORT_END.match(line) or len(abort_lines) >= 40:
+            # a sanitizer's report is the abort message on Android (compiler-rt's
+            # SetAbortMessage): its lines are many
+            limit = 400 if "Sanitizer" in abort_lines[0] else 40
+            if _ABORT_END.match(line) or len(abort_lines) >= limit:
                 # a tombstone line where the message should go on: its quote was lost
                 _finish_abort(draft, abort_lines)
                 draft.note("the abort message has no closing quote (report cut or garbled)")
