@@ -398,7 +398,8 @@ def _sequential_block(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictS
         return None, None, None
     alpha = settings.alpha
     log_e = log_e_lower(x_b, n_b, x_c, n_c, settings.ceiling)
-    e_value = math.exp(min(log_e, 700.0))
+    exact = getattr(sequential, "comparison_alpha", None) is not None
+    e_value = None if exact and not anytime else math.exp(min(log_e, 700.0))
     if anytime and log_e < -math.log(alpha) - 1e-12:
         return (f"the fixed-size tests pass ({x_b}/{n_b} vs {x_c}/{n_c}), but these launches "
                 f"were made under a sequential rule, whose comparison must hold at any "

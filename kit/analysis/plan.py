@@ -410,12 +410,14 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
         log(f"designing the sequential rule for about {reference.total_launches} launches "
             f"(this can take a few minutes)")
     found = None
-    if design_rate < baseline_rate:
+    if ceiling < baseline_rate:  # at or under the ceiling no such rule keeps the power
         found = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta, reference, goal)
     if found is not None:
         design, rule_power, mean = found
         cap = design.max_launches
     else:  # no rule within 1.3 times the reference reaches its power: twice the launches
+        # (docs/verdict.md: a baseline at or under the ceiling needs the candidate to run
+        # long for the comparison, and the rule stops it at its first "below the ceiling")
         cap = 2 * max(launches_to_bound_with_power(design_rate, ceiling=ceiling, alpha=alpha,
                                                    power=1 - beta), clean.candidate_launches)
         design = SprtDesign(ceiling, design_rate, alpha, beta, cap,

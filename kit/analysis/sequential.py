@@ -147,8 +147,12 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
         settings: signature, alpha and ceiling, as ``compare`` will use them.
         design_rate: H1's rate (default ``ceiling / 4``).
         beta: chance of missing ``fixed`` when the candidate is at ``design_rate``.
-        max_launches: the candidate campaign's ``--launches`` (exact thresholds for it;
-            ``None``: the Ville-style bounds 1/alpha and beta).
+        max_launches: the candidate campaign's ``--launches`` (exact thresholds for it, and
+            the exact comparison level for this baseline, :mod:`kit.analysis.finished`;
+            ``None``: the Ville-style bounds 1/alpha and beta and the e-value). When even a
+            clean candidate could not end ``fixed`` at the exact design's first stop below
+            the ceiling, the rule compares by the e-value instead, which may get there with
+            more launches.
 
     Raises:
         UsageError: the baseline is missing, injects crashes or never showed the target (no
@@ -175,15 +179,10 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
                         settings.ceiling / 4, settings.alpha, beta, max_launches,
                         n_b if max_launches is not None else None)
     rule = StopRule(design, settings, x_b, n_b)
-    if rule.out_of_reach(0) and design.finished:
-        first = design.first_fixed_launch(0)
-        raise UsageError(f"the baseline's {x_b}/{n_b} {settings.signature} could not be shown "
-                         f"higher than even a clean candidate at the rule's first stop below "
-                         f"the ceiling ({first} launches: Fisher's one-sided p = "
-                         f"{_fisher_p(x_b, n_b, 0, first):.3g}, over the rule's level "
-                         f"{design.comparison_alpha:.4g}), nor with any count of events after",
-                         "make more baseline launches (`coldstart run ... --out BASELINE_DIR "
-                         "--resume --launches M`; `coldstart plan` says how many)")
+    if design.finished and rule.out_of_reach(0):
+        # the exact design stops at its first "below the ceiling", too early against a weak
+        # baseline; the e-value's comparison may still get there with more launches
+        rule = StopRule(dataclasses.replace(design, baseline_launches=None), settings, x_b, n_b)
     if rule.out_of_reach(0):
         more = _clean_launches_needed(x_b, n_b, settings)
         need = f"at least {more}" if more is not None else "more than 10,000,000"

@@ -408,11 +408,18 @@ class SprtDesign:
 
     def describe(self) -> str:
         """The rule and its error rates in one paragraph."""
+        if self.finished:
+            how = (f"stops at the first LR >= {math.exp(self.upper):.3g} with the bound below "
+                   f"the ceiling and says fixed there when compare agrees, with Fisher's "
+                   f"one-sided p against the {self.baseline_launches}-launch baseline at most "
+                   f"the rule's exact level {self.comparison_alpha:.4g} (false fixed <= "
+                   f"{ALPHA_MARGIN * self.alpha:g} at any common rate below the ceiling)")
+        else:
+            how = (f"stops with fixed when LR >= {math.exp(self.upper):.3g} and compare agrees "
+                   f"(with the rule's anytime-valid comparison against the baseline, e-value "
+                   f">= {1 / self.alpha:g})")
         head = (f"SPRT on the candidate's target rate, H0: {self.ceiling:g} (the ceiling) vs "
-                f"H1: {self.design_rate:g}; stops with fixed when LR >= "
-                f"{math.exp(self.upper):.3g} and compare agrees (with the rule's anytime-valid "
-                f"comparison against the baseline, e-value >= {1 / self.alpha:g}), as not below "
-                f"the ceiling when "
+                f"H1: {self.design_rate:g}; {how}, as not below the ceiling when "
                 f"LR <= {math.exp(self.lower):.3g} and the bound is not below it")
         if self.max_launches is None:
             tail = (f"; Ville's bounds 1/alpha and beta as thresholds: false fixed <= "
