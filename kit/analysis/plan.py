@@ -410,7 +410,7 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
         log(f"designing the sequential rule for about {reference.total_launches} launches "
             f"(this can take a few minutes)")
     found = None
-    if ceiling < baseline_rate:  # at or under the ceiling no such rule keeps the power
+    if ceiling <= baseline_rate:  # under the ceiling no such rule keeps the power
         found = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta, reference, goal)
     if found is not None:
         design, rule_power, mean = found
