@@ -185,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  candidate at {label:>8}: P(fixed) {cell.p_fixed:.4f}, mean launches "
                   f"{cell.mean:7.1f} ({cell.mean / total:4.0%} of the reference), 95th "
                   f"percentile {cell.p95}", flush=True)
-        print(f"  max launches {n_b + design.max_launches} ({(n_b + design.max_launches) / total:.2f}"
-              f" x); largest false fixed under the ceiling (any common rate) {size:.4f}; "
+        most = n_b + design.max_launches
+        print(f"  max launches {most} ({most / total:.2f} x); largest false fixed under the ceiling (any common rate) {size:.4f}; "
               f"Wald's bound at this power: {bound:.1f} launches ({bound / total:.0%})")
         if args.interleaved_runs:
             rule = InterleavedRule(SprtDesign(ceiling, p1, args.alpha, design.beta,

@@ -57,7 +57,8 @@ __all__ = ["StopRule", "InterleavedRule", "Side", "make_stop_rule", "interleave"
 COMPARISON = "anytime-valid e-value >= 1/alpha (universal inference)"
 #: ... or, against a finished baseline, Fisher's test at the design's exact level
 #: (:mod:`kit.analysis.finished`) at the first stop below the ceiling
-COMPARISON_FINISHED = "Fisher's one-sided p <= the exact level, at the first stop below the ceiling"
+COMPARISON_FINISHED = ("Fisher's one-sided p <= the exact level, at the first stop below the "
+                       "ceiling")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -394,8 +394,9 @@ class SprtDesign:
     def operating(self, true_rate: float, max_launches: int | None = None) -> OperatingPoint:
         """Exact stop probabilities and mean launches at ``true_rate``, truncated at
         ``max_launches`` (default: the design's), by dynamic programming over
-        (launches, events); nothing is dropped (``p_pruned`` is 0). Baseline conditions of ``compare`` (positive control, exact test)
-        are not modelled: they can only remove ``fixed`` stops.
+        (launches, events); nothing is dropped (``p_pruned`` is 0). Baseline conditions of
+        ``compare`` (positive control, exact test) are not modelled: they can only remove
+        ``fixed`` stops (:mod:`kit.analysis.finished` adds them for a finished baseline).
 
         Raises:
             ValueError: no ``max_launches`` here or in the design.
