@@ -59,8 +59,9 @@ class OperatingPoint:
         p_fixed_at_end: the part of ``p_undecided`` that ``compare`` judges ``fixed`` as a
             fixed-size campaign (the bound below the ceiling).
         expected_launches: mean launches until the stop (``max_launches`` if undecided).
-        p_pruned: chance the dynamic program dropped as negligible (within ``p_undecided``
-            and not in ``p_fixed``; calibration counts it against alpha).
+        p_pruned: chance still undecided where a calibration walk stopped early (within
+            ``p_undecided`` and not in ``p_fixed``; calibration counts it against alpha);
+            always 0 from :meth:`SprtDesign.operating`, which follows every state.
     """
 
     true_rate: float
