@@ -6,16 +6,22 @@ The rules (derived in docs/verdict.md, checked by ``benchmarks/bench_sequential.
 * The candidate's target events feed a sequential probability ratio test (Wald 1945) of
   H0: rate = ``ceiling`` against H1: rate = ``design_rate`` (default ``ceiling / 4``), with
   thresholds computed exactly for the campaign's ``--launches`` (:mod:`kit.analysis.sprt`):
-  it ends "below the ceiling" with chance <= alpha at any true rate at or above the
+  it ends "below the ceiling" with chance <= 0.95 alpha at any true rate at or above the
   ceiling.
-* The comparison with the baseline is the anytime-valid e-value of
-  :mod:`kit.analysis.anytime`, which reaches ``1/alpha`` with chance <= alpha when the
-  candidate's rate is not lower than the baseline's, however the launches were
-  interleaved, paused and stopped (the exact tests of a fixed-size ``compare``, run after
-  every launch, reached 8.6% and 14% at alpha 0.05: issue #14).
+* The comparison with a finished baseline, for a run with ``--launches``
+  (:func:`make_stop_rule`), is exact: the run stops at the SPRT's first "below the ceiling"
+  and compares there by Fisher's test at a level computed for the design and the baseline's
+  size (:mod:`kit.analysis.finished`), so that a wrong ``fixed`` has chance <= 0.95 alpha
+  at every common rate (issue #27).
+* Otherwise (interleaved runs, runs without ``--launches``, and a weak baseline the exact
+  rule could never beat) it is the anytime-valid e-value of :mod:`kit.analysis.anytime`,
+  which reaches ``1/alpha`` with chance <= alpha when the candidate's rate is not lower
+  than the baseline's, however the launches were interleaved, paused and stopped (the exact
+  tests of a fixed-size ``compare``, run after every launch, reached 8.6% and 14% at alpha
+  0.05: issue #14).
 * Stop with **fixed** when the SPRT is over its upper threshold *and* ``compare`` on the
   data so far says ``fixed`` with the rule's conditions (:func:`sequential_fixed`: positive
-  control, exact test, Clopper-Pearson bound, e-value). Stop as **not below the ceiling**
+  control, exact test, Clopper-Pearson bound, the comparison). Stop as **not below the ceiling**
   when the SPRT falls to its lower threshold and the bound is not below the ceiling, and
   when ``fixed`` is out of reach within ``--launches``.
 
