@@ -52,6 +52,8 @@ __all__ = ["FirstStops", "first_stops", "comparison_level", "max_size", "size_at
 
 #: the grid of common rates on which the size is maximised, before refining
 _GRID = 161
+#: first stops at the refined rates, by design and rates (:func:`_max_size`)
+_NEAR: dict[tuple[Any, ...], "FirstStops"] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +142,13 @@ def _max_size(design: Any, n_b: int, level: float, coarse: FirstStops) -> float:
     fine = np.unique(np.concatenate([np.linspace(max(r - step, 1e-9), min(
         r + step, design.ceiling * (1 - 1e-12)), 21) for r in coarse.rates[np.argsort(
             values)[-3:]]]))
-    near = first_stops(design, fine)
+    key = (design.ceiling, design.design_rate, design.alpha, design.beta,
+           design.max_launches, fine.tobytes())
+    near = _NEAR.get(key)
+    if near is None:  # the bisection asks for the same neighbourhoods again and again
+        near = _NEAR[key] = first_stops(design, fine)
+        if len(_NEAR) > 256:
+            _NEAR.pop(next(iter(_NEAR)))
     return max(best, float(size_at(near, _thresholds(n_b, near, level), n_b, fine).max()))
 
 
