@@ -91,6 +91,7 @@ def mini(tmp_path):
         "cmake/CMakeLists.txt": "project(mini)\n", DEPS: DEPS_TEXT,
         "include/onnxruntime/core/session/onnxruntime_cxx_api.h": "// api\n",
         "include/onnxruntime/core/session/onnxruntime_c_api.h": "// c api\n",
+        "include/onnxruntime/core/providers/cpu/cpu_provider_factory.h": "// cpu\n",
         EP: "// the EP\nracy();\n", "onnxruntime/core/session.cc": "// session\n"})
     packaging = archive / "mini_1.0-1.debian.tar.xz"
     _tar(packaging, "debian", {"patches/one.patch": ONE_PATCH, "patches/two.patch": TWO_PATCH,
@@ -137,7 +138,7 @@ def test_baseline_build_applies_the_series_hunks_and_the_port(mini, tmp_path):
     assert b"racy();" in library.read_bytes()
     assert (out / "lib" / "libonnxruntime.so").is_symlink()
     assert sorted(p.name for p in (out / "include").iterdir()) == [
-        "onnxruntime_c_api.h", "onnxruntime_cxx_api.h"]
+        "cpu_provider_factory.h", "onnxruntime_c_api.h", "onnxruntime_cxx_api.h"]
     assert info["patch"] is None
     assert info["source"]["sha256"] == mini[0].upstream.sha256
     assert info["compiler"] == "c++ (Debian 14.2.0-19) 14.2.0"
