@@ -212,13 +212,16 @@ def test_plan_command(capsys) -> None:
     data = json.loads(capsys.readouterr().out)
     assert data["fixed_design"]["candidate_launches"] == 299
     # Wald's LR >= 20 would take ln(20) / ln((1 - 0.0025) / (1 - 0.01)) = 396.9 clean
-    # launches; the exact thresholds for --launches 1546 (twice a fixed-size candidate at
-    # the design rate, 773) take 371
+    # launches; the rule plan designs (a 6-launch baseline, --launches 1004: with it at most
+    # 1.3 times the fixed-size design at the design rate, 4 + 773) takes 389
     seq = data["sequential"]
-    assert seq["max_launches"] == 1546 and seq["clean_launches"] == 371
+    assert seq["max_launches"] == 1004 and seq["clean_launches"] == 389
+    assert seq["baseline_launches"] == 6 and seq["max_launches"] + 6 <= 1.3 * 777
+    assert seq["power"] >= seq["reference_power"] > 0.8
+    assert seq["expected_launches"] <= 0.7 * 777
     assert seq["lr_upper"] < 20 and seq["lr_lower"] > 0.2
     at_ceiling = next(o for o in seq["operating"] if o["true_rate"] == 0.01)
-    assert 0.045 < at_ceiling["p_fixed"] <= 0.05
+    assert 0.045 < at_ceiling["p_fixed"] <= 0.0475
     assert main(["plan", "--baseline-rate", "0.5", "--ceiling", "0.05"]) == 0
     out = capsys.readouterr().out
     assert "59 clean candidate launches" in out and "Sequential rule" in out

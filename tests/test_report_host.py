@@ -140,15 +140,15 @@ def test_run_host_until_verdict_refuses_too_few_launches(control: Path, host_pai
     base = control
     out = tmp_path / "short"
     # a 5% ceiling needs 153 launches of a fixed-size candidate at the design rate: no rule
-    # of 20 launches has the default error rates
+    # of 20 launches has the default error rates (plan's rules take at most 1.3 times 153)
     proc = coldstart("run", "host", "--launches", "20", "--scenario", "mode=serial",
                      "--out", str(out), "--until-verdict", str(base), "--signature", SIG)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "coldstart: error: no sequential rule of at most 20 launches has a false-fixed chance "
-        "<= 0.05 at the ceiling 0.05 and power >= 0.8 at 0.0125 (a fixed-size candidate needs "
-        "153) (give --launches 306 as `coldstart plan` suggests, or raise --beta or "
-        "--design-rate)"]
+        "<= 0.0475 (0.95 alpha) at the ceiling 0.05 and power >= 0.8 at 0.0125 (a fixed-size "
+        "candidate needs 153) (give --launches 198 as `coldstart plan` suggests, or raise "
+        "--beta or --design-rate)"]
     assert not out.exists()  # refused before the campaign directory is made
     # an injected baseline is no positive control: the rule could never stop with fixed
     proc = coldstart("run", "host", "--launches", "20", "--scenario", "mode=serial",

@@ -12,9 +12,9 @@ from scipy import stats as sps
 
 from kit.errors import UsageError
 from kit.analysis.plan import design_power, plan_launches
-from kit.analysis.stats import (StratumTable, fisher_p_vector, holm, launches_to_bound,
-                                launches_to_see, lower_bound, lower_rate_test, rate,
-                                stratified_exact_p, upper_bound)
+from kit.analysis.stats import (StratumTable, boschloo_p, fisher_p_vector, holm,
+                                launches_to_bound, launches_to_see, lower_bound,
+                                lower_rate_test, rate, stratified_exact_p, upper_bound)
 
 
 def test_known_values_from_the_issue() -> None:
@@ -111,6 +111,21 @@ def test_boschloo_takes_the_builds_as_the_tables_columns(table, want) -> None:
         t.boschloo_p, rel=1e-7)
     if n_b * n_c < 6000:
         assert t.boschloo_p == pytest.approx(_reference_boschloo(*table), rel=1e-9)
+
+
+@pytest.mark.parametrize("table", [(1, 150, 0, 150), (1, 400, 0, 400), (2, 120, 0, 120),
+                                   (3, 90, 1, 90), (1, 60, 0, 60)])
+def test_boschloo_keeps_exactly_tied_tables_in_its_region(table) -> None:
+    # issue #27: in 1/150 vs 0/150 the table 150/150 vs 149/150 has Fisher's p of exactly
+    # 1/2 too; the log-space tail put it 1.1e-13 above, past scipy's 1e-13 tie tolerance,
+    # and the p came out 0.4769631 instead of 0.4769862. Near-ties are now decided in
+    # integers; symmetric designs, where such ties are everywhere, agree with scipy
+    x_b, n_b, x_c, n_c = table
+    want = sps.boschloo_exact([[x_b, x_c], [n_b - x_b, n_c - x_c]],
+                              alternative="greater").pvalue
+    assert boschloo_p(*table) == pytest.approx(want, rel=1e-9)
+    if table == (1, 150, 0, 150):
+        assert boschloo_p(*table) == pytest.approx(0.4769862, abs=1e-7)
 
 
 def test_boschloo_matches_an_independent_exact_computation_on_100_random_pairs() -> None:

@@ -13,8 +13,8 @@ import pytest
 from scipy import stats
 
 from kit.errors import UsageError
-from kit.analysis.sequential import (InterleavedRule, SprtDesign, SprtState, interleave,
-                                     make_stop_rule)
+from kit.analysis.sequential import (InterleavedRule, SprtDesign, SprtState, StopRule,
+                                     interleave, make_stop_rule)
 from kit.analysis.stats import _k_max, upper_bound
 from kit.analysis.verdict import Verdict, VerdictSettings, compare_campaigns, decide
 from kit.cli.options import add_until_verdict_options, interleaved_rule_from_args, stop_rule_from_args
@@ -36,34 +36,40 @@ def test_wald_error_bounds_hold_however_long_the_run() -> None:
 
 def test_exact_thresholds_meet_both_error_rates_and_no_less_conservative_ones_do() -> None:
     at_ceiling = EXACT.operating(0.05)
-    assert 0.045 < at_ceiling.p_fixed <= 0.05  # truncation at 306 and the bound included
+    # calibrated to 0.95 alpha (issue #27), truncation at 306 and the bound included
+    assert 0.045 < at_ceiling.p_fixed <= 0.0475
     for above in (0.06, 0.1, 0.3):  # the false-fixed chance is largest at the ceiling
         assert EXACT.operating(above).p_fixed < at_ceiling.p_fixed
     assert EXACT.operating(0.0125).p_fixed >= 0.8
     assert EXACT.operating(0.005).p_fixed > EXACT.operating(0.0125).p_fixed
-    # both thresholds are inside Wald's: LR 16.2 and 0.315 instead of 20 and 0.2
+    # both thresholds are inside Wald's: LR 17.0 and 0.315 instead of 20 and 0.2
     assert EXACT.upper < WALD.upper and EXACT.lower > WALD.lower
-    assert math.exp(EXACT.upper) == pytest.approx(16.24, abs=0.01)
+    assert math.exp(EXACT.upper) == pytest.approx(17.01, abs=0.01)
     # a little lower upper threshold breaks alpha, a little higher lower one the power
     looser = dataclasses.replace(WALD)
     object.__setattr__(looser, "upper", EXACT.upper - 1e-5)
     object.__setattr__(looser, "lower", EXACT.lower)
-    assert looser.operating(0.05, 306).p_fixed > 0.05
+    assert looser.operating(0.05, 306).p_fixed > 0.0475
     object.__setattr__(looser, "upper", EXACT.upper)
     object.__setattr__(looser, "lower", EXACT.lower + 1e-5)
     assert looser.operating(0.0125, 306).p_fixed < 0.8
-    assert EXACT.clean_launches() == 73 and EXACT.operating(0.0).expected_launches == 73
+    assert EXACT.clean_launches() == 74 and EXACT.operating(0.0).expected_launches == 74
 
 
-def test_a_long_cap_counts_what_the_walk_drops_against_the_rule() -> None:
-    # with 3000 launches the walk stops once less than 1e-5 is undecided; that remainder is
-    # counted as fixed when alpha is checked, so the guarantee holds with it
+def test_operating_drops_nothing_even_for_a_long_cap() -> None:
+    # issue #27: the walk used to drop states under 1e-15 and stop with 1e-5 left, so the
+    # figures plan printed understated P(fixed) by up to 4e-6; now every state is followed
     long = SprtDesign(0.05, 0.0125, 0.05, 0.2, max_launches=3000)
+    for rate in (0.05, 0.0125, 0.03, 0.1):
+        point = long.operating(rate)
+        assert point.p_pruned == 0.0
+        assert point.p_below + point.p_not_below + point.p_undecided == pytest.approx(
+            1.0, abs=1e-12)
     at_ceiling = long.operating(0.05)
-    assert 0.0 < at_ceiling.p_pruned < 1e-5
-    assert at_ceiling.p_fixed + at_ceiling.p_pruned <= 0.05
+    assert at_ceiling.p_undecided > 1e-6  # what the old walk dropped is now counted
+    assert at_ceiling.p_fixed <= 0.0475
     assert long.operating(0.0125).p_fixed >= 0.8
-    assert long.clean_launches() == 72
+    assert long.clean_launches() == 73
 
 
 def test_too_few_launches_for_the_error_rates_is_a_usage_error() -> None:
@@ -87,7 +93,7 @@ def test_first_fixed_launch_is_where_lr_and_the_clopper_pearson_bound_both_agree
             assert upper_bound(x, n, 0.95) < 0.05
             assert (design.state(x, n - 1) is not SprtState.BELOW_CEILING
                     or upper_bound(x, n - 1, 0.95) >= 0.05)
-    assert [EXACT.first_fixed_launch(x) for x in range(4)] == [73, 109, 146, 183]
+    assert [EXACT.first_fixed_launch(x) for x in range(4)] == [74, 111, 147, 184]
     # 7 events need 330 launches, past the campaign's 306, where compare judges what is left
     assert WALD.first_fixed_launch(7) > 306 and EXACT.first_fixed_launch(7) == 306
 
@@ -151,8 +157,9 @@ def test_stop_rule_waits_for_the_anytime_valid_comparison() -> None:
 
 def test_stop_rule_with_exact_thresholds_for_the_campaign_launches() -> None:
     rule = make_stop_rule(counts("b", 12, 20), VerdictSettings(), max_launches=306)
-    assert rule.design == EXACT
-    assert not rule(counts("c", 0, 72)) and rule(counts("c", 0, 73))
+    assert rule.design == dataclasses.replace(EXACT, baseline_launches=20)
+    assert rule.design.upper == EXACT.upper and rule.design.finished
+    assert not rule(counts("c", 0, 73)) and rule(counts("c", 0, 74))
     stop, why = rule.decision(counts("c", 2, 40))
     assert stop and "not below" in why and "LR <= 0.315" in why
 
@@ -176,25 +183,35 @@ def test_stop_rule_stops_or_refuses_when_fixed_is_out_of_reach() -> None:
 
 
 def test_compare_judges_a_rule_run_by_the_rule(tmp_path: Path) -> None:
-    # 3/20 vs a clean candidate: the fixed-size tests pass from 0/73 on, where the SPRT is
-    # also over its threshold; the anytime-valid comparison needs 0/106. The rule stops
-    # there, and compare of the rule's campaign says fixed there and not before
+    # 3/20 vs a clean candidate, a run of at most 306: the exact design stops at the SPRT's
+    # first "below the ceiling", 0/74, where Fisher's p (0.0078) is within its level for a
+    # 20-launch baseline (0.213); compare of the rule's campaign says fixed there and not
+    # before. Under the e-value's comparison (an interleaved run's) it needs 0/106
     from kit.campaign import CampaignStore, load_campaign, update_meta
 
     rule = make_stop_rule(counts("b", 3, 20), VerdictSettings(), max_launches=306)
+    assert rule.design.comparison_alpha == pytest.approx(0.2127, abs=1e-3)
     first = next(n for n in range(1, 307) if rule.decision_counts(0, n)[0])
-    assert first == 106 and rule.decision_counts(0, 106)[1].startswith("fixed: 0/106")
+    assert first == 74 and rule.decision_counts(0, 74)[1].startswith("fixed: 0/74")
+    anytime = StopRule(dataclasses.replace(rule.design, baseline_launches=None),
+                       rule.settings, 3, 20)
+    assert next(n for n in range(1, 307) if anytime.decision_counts(0, n)[0]) == 106
     base = make_campaign(tmp_path, "b", counts("b", 3, 20))
-    for n, want in ((105, Verdict.INCONCLUSIVE), (106, Verdict.FIXED)):
-        cand = make_campaign(tmp_path / str(n), "c", counts("c", 0, n))
+    for which, made, n, want in ((rule, "exact", 73, Verdict.INCONCLUSIVE),
+                                 (rule, "exact", 74, Verdict.FIXED),
+                                 (anytime, "anytime", 105, Verdict.INCONCLUSIVE),
+                                 (anytime, "anytime", 106, Verdict.FIXED)):
+        cand = make_campaign(tmp_path / made / str(n), "c", counts("c", 0, n))
         assert compare_campaigns(base, cand).verdict is Verdict.FIXED  # no rule: fixed-size
-        update_meta(CampaignStore(cand.path), until_verdict=rule.to_meta(str(base.path), True,
-                                                                          "fixed"))
+        update_meta(CampaignStore(cand.path), until_verdict=which.to_meta(str(base.path), True,
+                                                                           "fixed"))
         judged = compare_campaigns(base, load_campaign(cand.path))
         assert judged.verdict is want, judged.decision.reason
-        assert judged.decision.e_value is not None
+        assert (judged.decision.e_value is not None) == (made == "anytime")
+    assert "exact level for Fisher's p: 0.21" in compare_campaigns(
+        base, load_campaign(tmp_path / "exact" / "74" / "c")).decision.reason
     assert "its anytime-valid e-value is 19.96, under 20" in compare_campaigns(
-        base, load_campaign(tmp_path / "105" / "c")).decision.reason
+        base, load_campaign(tmp_path / "anytime" / "105" / "c")).decision.reason
 
 
 def _false_fixed(design: SprtDesign, settings: VerdictSettings, fixed_at, p: float, n_b: int

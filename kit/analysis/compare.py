@@ -281,11 +281,14 @@ def _rule_design(candidate: AnyCampaign, settings: VerdictSettings, notes: list[
                      f"judged with other settings, only the anytime-valid comparison holds "
                      f"its error rate, not the ceiling's bound")
         return None
+    from .sequential import COMPARISON_FINISHED
     from .sprt import SprtDesign
 
+    finished = (not rule.interleaved and rule.max_launches is not None and rule.baseline_n
+                and rule.extra.get("comparison") == COMPARISON_FINISHED)
     try:
         return SprtDesign(rule.ceiling, rule.design_rate, rule.alpha, rule.beta,
-                          rule.max_launches)
+                          rule.max_launches, rule.baseline_n if finished else None)
     except UsageError as exc:
         notes.append(f"the candidate's sequential rule cannot be rebuilt ({exc.message})")
         return None
@@ -358,8 +361,11 @@ def compare_campaigns(baseline: AnyCampaign, candidate: AnyCampaign,
     for camp in (baseline, candidate):
         for note in camp.notes:
             notes.append(f"{camp.label}: {note}")
-    anytime = candidate.meta.until_verdict is not None or baseline.meta.interleaved is not None
     design = _rule_design(candidate, settings, notes)
+    # a run against a finished baseline under an exact design is judged by that design's
+    # level; any other rule run by the anytime-valid e-value (valid however it stopped)
+    anytime = (candidate.meta.until_verdict is not None or baseline.meta.interleaved
+               is not None) and not (design is not None and design.finished)
     devices, stratified_p = _devices(s_b, s_c, notes)
     decision = decide(b_arm.events, b_arm.eligible, c_arm.events, c_arm.eligible, settings,
                       stratified_p=stratified_p, anytime=anytime, sequential=design,

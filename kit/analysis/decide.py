@@ -275,7 +275,8 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
             anytime-valid e-value (:mod:`kit.analysis.anytime`) at ``1/alpha``.
         sequential: the candidate's rule (a :class:`kit.analysis.sprt.SprtDesign` with
             these settings): ``fixed`` also needs its state "below the ceiling", or the run
-            at its ``max_launches`` (where the rule's error rates were computed).
+            at its ``max_launches`` (where the rule's error rates were computed), and for a
+            design with a finished baseline Fisher's p at its ``comparison_alpha``.
         injected: the baseline's scenario injects crashes (e.g. ``"segv@sessions-created"``):
             it is no positive control.
         change: with ``kind="scenario"``, what changed between the campaigns of one build;
@@ -321,6 +322,12 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
     if stratified_p is None and test.method == "boschloo":
         ptext += f"; Fisher's p = {p_text(test.fisher_p, alpha)}"
     lower = significant(p, alpha)
+    level = getattr(sequential, "comparison_alpha", None)
+    if level is not None:  # a rule run against a finished baseline: the rule's exact test
+        ptext += (f"; the sequential rule's exact level for Fisher's p: {p_text(level)}, "
+                  f"size <= {_margin() * alpha:g}")
+        fisher_ok = significant(test.fisher_p, level)
+        lower = fisher_ok if stratified_p is None else lower and fisher_ok
     base, cand = f"{x_b}/{n_b}", f"{x_c}/{n_c}"
     bound = f"below {_pct(cand_upper)} at {confidence:.0%}"
     cand_lower = lower_bound(x_c, n_c, confidence) if x_c else 0.0
@@ -366,6 +373,9 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
             if anytime:
                 what += (f"; anytime-valid e-value {e_text(e_value, 1 / alpha)} >= "
                          f"{1 / alpha:g}")
+            elif getattr(sequential, "comparison_alpha", None) is not None:
+                what += (f"; Fisher's p within the sequential rule's exact level "
+                         f"{sequential.comparison_alpha:.4g}")
             return out(passed, what, None, test, p, e_value=e_value)
         return out(Verdict.INCONCLUSIVE, blocked[0], blocked[2], test, p, e_value=e_value)
     needed, more_text = _needed(x_b, n_b, x_c, n_c, settings, with_needed)
@@ -394,7 +404,8 @@ def _sequential_block(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictS
         return None, None, None
     alpha = settings.alpha
     log_e = log_e_lower(x_b, n_b, x_c, n_c, settings.ceiling)
-    e_value = math.exp(min(log_e, 700.0))
+    exact = getattr(sequential, "comparison_alpha", None) is not None
+    e_value = None if exact and not anytime else math.exp(min(log_e, 700.0))
     if anytime and log_e < -math.log(alpha) - 1e-12:
         return (f"the fixed-size tests pass ({x_b}/{n_b} vs {x_c}/{n_c}), but these launches "
                 f"were made under a sequential rule, whose comparison must hold at any "
@@ -414,6 +425,18 @@ def _sequential_block(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictS
                     f"{math.exp(sequential.upper):.3g}, and the run is short of its "
                     f"{cap} launches)", e_value,
                     "finish the run (`coldstart run ... --resume`)")
+        level = getattr(sequential, "comparison_alpha", None)
+        if level is not None:
+            fisher = float(fisher_p_vector(x_b, n_b, x_c, n_c))
+            if not significant(fisher, level):
+                return (f"the fixed-size tests pass ({x_b}/{n_b} vs {x_c}/{n_c}), but these "
+                        f"launches were made under a sequential rule, whose stop needs "
+                        f"Fisher's one-sided p at most its exact level {level:.4g} (for its "
+                        f"{sequential.baseline_launches}-launch baseline): it is "
+                        f"{p_text(fisher)}", None,
+                        "make more baseline launches and run a new candidate campaign, or "
+                        "run a fixed-size pair (`coldstart plan`)")
+            return None, None, None
     return None, e_value, None
 
 
@@ -442,3 +465,9 @@ def _needed(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings,
                      f"{plan.baseline_launches} baseline and {plan.candidate_launches} "
                      f"candidate launches for {settings.power:.0%} power")
     return Needed(more, plan), "; ".join(parts)
+
+
+def _margin() -> float:
+    from .sprt import ALPHA_MARGIN
+
+    return ALPHA_MARGIN

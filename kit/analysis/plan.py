@@ -14,11 +14,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import UsageError
 import math
 
-from .stats import (P_RTOL, _k_max, fisher_p_vector, k_max_range,
-                    launches_to_bound, stats)
+from ..errors import UsageError
+from .binomial import k_max_table, launches_to_bound_with_power
+from .stats import P_RTOL, _k_max, fisher_p_vector, launches_to_bound, stats
 
 __all__ = ["Plan", "design_power", "launches_to_bound_with_power", "plan_launches",
            "SequentialPlan", "plan_sequential"]
@@ -89,40 +89,6 @@ class Plan:
 
     def to_dict(self) -> dict[str, object]:
         return {**dataclasses.asdict(self), "total_launches": self.total_launches}
-
-
-def _candidate_power(lo: int, hi: int, ceiling: float, alpha: float, rate: float
-                     ) -> np.ndarray:
-    """For ``n = lo .. hi - 1``: the chance that a candidate at ``rate`` has its one-sided
-    Clopper-Pearson bound at ``1 - alpha`` below ``ceiling`` after ``n`` launches,
-    ``P(X <= k_max(n))`` (:func:`kit.analysis.stats.k_max_range`)."""
-    n = np.arange(lo, hi)
-    k = k_max_range(lo, hi, ceiling, alpha)
-    return np.where(k >= 0, stats.binom.cdf(k, n, rate), 0.0)
-
-
-def launches_to_bound_with_power(candidate_rate: float, *, ceiling: float = 0.05,
-                                 alpha: float = 0.05, power: float = 0.8,
-                                 limit: int = 200_000) -> int:
-    """Fewest launches of a candidate at ``candidate_rate`` whose one-sided Clopper-Pearson
-    bound at ``1 - alpha`` falls below ``ceiling`` with probability >= ``power`` (exact
-    binomial; 59 for a candidate at 0 and a 5% ceiling, 153 at a true rate of 1.25%). The
-    chance is a saw-tooth in the launches, so every size is tried in order from the
-    clean-candidate bound up: the first that reaches it is returned.
-
-    Raises:
-        UsageError: more than ``limit`` launches needed.
-    """
-    lo = launches_to_bound(ceiling, 1 - alpha)
-    while lo <= limit:
-        hi = min(limit + 1, lo + 4096)
-        hits = np.flatnonzero(_candidate_power(lo, hi, ceiling, alpha, candidate_rate)
-                              >= power)
-        if hits.size:
-            return lo + int(hits[0])
-        lo = hi
-    raise UsageError(f"a candidate at {candidate_rate} needs more than {limit} launches to be "
-                     f"bounded below {ceiling}", "raise the ceiling")
 
 
 def _clean_threshold(n_b: np.ndarray, n_c: np.ndarray, alpha: float) -> np.ndarray:
@@ -264,14 +230,12 @@ def plan_launches(baseline_rate: float, *, ceiling: float = 0.05, alpha: float =
         n_b_min -= 1
     if n_b_min > limit:
         raise too_many
-    from .sprt import _k_max_table
-
     k_max = np.zeros(0, dtype=np.int64)
 
     def bound_of(n_b: np.ndarray, n_c: np.ndarray) -> np.ndarray:
         nonlocal k_max
         if n_c.max(initial=0) >= k_max.size:  # extend the k_max table as needed
-            k_max = np.asarray(_k_max_table(max(int(n_c.max()) + 1, 2 * k_max.size, 1024),
+            k_max = np.asarray(k_max_table(max(int(n_c.max()) + 1, 2 * k_max.size, 1024),
                                             ceiling, alpha))
         return _power_bound(baseline_rate, candidate_rate, n_b, n_c, alpha, ceiling, k_max)
 
@@ -315,12 +279,20 @@ class SequentialPlan:
         clean_fixed: the fixed-size design for a clean candidate (rate 0).
         baseline_launches_to_see: baseline launches that see the target at least once with
             probability ``1 - alpha``.
-        cap: the suggested ``--launches`` for ``--until-verdict``: twice what a fixed-size
-            candidate needs at the design rate or against this baseline, whichever is more,
-            so that a run still undecided there is rare.
-        design: the SPRT with exact thresholds for ``cap`` launches.
-        operating: the rule's operating characteristics at the rates of interest (0, the
-            candidate's, the design rate, the ceiling, the baseline's), ascending.
+        cap: the suggested ``--launches`` for ``--until-verdict``: with the baseline's
+            launches, at most 1.3 times the reference design's total (:func:`_design_rule`).
+        design: the rule (:class:`kit.analysis.sprt.SprtDesign`, exact thresholds for
+            ``cap`` launches, and for a finished baseline of ``baseline_launches``).
+        operating: the candidate side's operating characteristics at the rates of interest
+            (0, the candidate's, the design rate, the ceiling, the baseline's), ascending.
+        reference: the fixed-size design the rule is measured against: at the design rate
+            when the baseline's rate is at least twice the ceiling, else ``clean_fixed``.
+        baseline_launches: the finished baseline the rule is designed for (make these
+            first, then run the candidate with ``--launches cap --beta design.beta``).
+        power: the rule's exact chance of ``fixed`` with that baseline at
+            ``baseline_rate`` and a candidate at the design rate (comparison included).
+        reference_power: the reference design's power there (Fisher's test, as ``plan``).
+        expected_launches: baseline launches plus the candidate's mean launches there.
     """
 
     baseline_rate: float
@@ -330,11 +302,14 @@ class SequentialPlan:
     cap: int
     design: Any  # SprtDesign (kit.analysis.sprt), typed loosely to keep imports one-way
     operating: tuple[Any, ...]
+    reference: Plan | None = None
+    baseline_launches: int | None = None
+    power: float | None = None
+    reference_power: float | None = None
+    expected_launches: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``coldstart plan --json`` prints."""
-        import math
-
         d = self.design
         return {"fixed_design": self.fixed.to_dict(),
                 "baseline_launches_to_see_target": self.baseline_launches_to_see,
@@ -342,7 +317,56 @@ class SequentialPlan:
                                "alpha": d.alpha, "beta": d.beta,
                                "clean_launches": d.clean_launches(), "max_launches": self.cap,
                                "lr_upper": math.exp(d.upper), "lr_lower": math.exp(d.lower),
+                               "baseline_launches": self.baseline_launches,
+                               "comparison_alpha": d.comparison_alpha,
+                               "power": self.power, "reference_power": self.reference_power,
+                               "expected_launches": self.expected_launches,
+                               "reference_design": (self.reference.to_dict()
+                                                    if self.reference else None),
                                "operating": [o.to_dict() for o in self.operating]}}
+
+
+#: baseline sizes tried for the rule, as multiples of the reference design's
+_BASELINE_FACTORS = (0.7, 1.0, 1.25, 1.5)
+
+
+def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate: float,
+                 beta: float, reference: Plan, goal: float) -> tuple[Any, float, float] | None:
+    """The finished-baseline rule with the fewest expected launches at the design rate
+    (baseline plus the candidate's mean) whose exact power there is at least ``goal``, and
+    whose baseline plus ``--launches`` is at most 1.3 times ``reference``'s total: for each
+    baseline size in :data:`_BASELINE_FACTORS` times the reference's, the largest candidate
+    ``beta`` (at most ``beta``) that reaches ``goal``, each try's shortfall telling the next
+    how much more the candidate side needs. ``(design, power, expected launches)``, or
+    ``None`` when no size works."""
+    from .finished import fixed_chance
+    from .sprt import SprtDesign, suggested_cap
+
+    best: tuple[float, Any, float] | None = None
+    most = suggested_cap(reference.total_launches)
+    for n_b in sorted({max(1, math.ceil(f * reference.baseline_launches))
+                       for f in _BASELINE_FACTORS}):
+        cap = most - n_b
+        b = beta
+        for _ in range(6):
+            try:
+                design = SprtDesign(ceiling, design_rate, alpha, b, cap, n_b)
+            except UsageError:
+                break
+            power = fixed_chance(design, n_b, baseline_rate, design_rate)
+            side = design.operating(design_rate).p_fixed
+            if power >= goal:
+                mean = n_b + design.operating(design_rate).expected_launches
+                if best is None or mean < best[0]:
+                    best = (mean, design, power)
+                if b >= beta or power - goal < 0.003:
+                    break
+                b = min(beta, 1.0 - min(0.995, goal * side / max(power, 1e-9) + 0.001))
+                continue  # overshot: one more try with a little less candidate power
+            b = min(b - 0.005, 1.0 - min(0.995, goal * side / max(power, 1e-9) + 0.002))
+            if b < 0.01:
+                break
+    return None if best is None else (best[1], best[2], best[0])
 
 
 def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float = 0.05,
@@ -350,15 +374,21 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
                     design_rate: float | None = None,
                     log: Callable[[str], None] = lambda _m: None) -> SequentialPlan:
     """Plan a verdict both ways: a fixed-size design (:func:`plan_launches`) and the
-    ``--until-verdict`` rule (:class:`kit.analysis.sprt.SprtDesign`) with its suggested
-    ``--launches`` cap (see :class:`SequentialPlan`). ``log`` hears when the exact
-    thresholds will take a while to compute.
+    ``--until-verdict`` rule (:class:`kit.analysis.sprt.SprtDesign`) for a finished
+    baseline, designed against a fixed-size reference: the design at the design rate
+    (``--design-rate``, default ceiling/4) when the baseline's rate is at least twice the
+    ceiling, else the clean-candidate design (the search at the design rate would take
+    minutes for so small an effect). The rule's baseline size, candidate ``beta`` (at most
+    ``beta``) and ``--launches`` are chosen for the fewest expected launches at the design
+    rate with at least the reference's power there and at most 1.3 times its launches
+    (:func:`_design_rule`); see :class:`SequentialPlan`. ``log`` hears that it takes a
+    while.
 
     Raises:
         UsageError: bad rates (see :func:`plan_launches`), or a design rate not below the
             ceiling.
     """
-    from .sprt import SLOW_RULE_LAUNCHES, SprtDesign
+    from .sprt import SLOW_RULE_LAUNCHES, SprtDesign, suggested_cap
     from .stats import launches_to_see
 
     design_rate = design_rate if design_rate is not None else ceiling / 4
@@ -369,12 +399,35 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
                           candidate_rate=candidate_rate)
     clean = fixed if candidate_rate == 0 else plan_launches(
         baseline_rate, ceiling=ceiling, alpha=alpha, power=power)
-    cap = 2 * max(launches_to_bound_with_power(design_rate, ceiling=ceiling, alpha=alpha,
-                                               power=1 - beta), clean.candidate_launches)
-    if cap >= SLOW_RULE_LAUNCHES:
-        log(f"computing the sequential rule's exact thresholds for {cap} launches (this can "
-            f"take a minute)")
-    design = SprtDesign(ceiling, design_rate, alpha, beta, cap)
+    reference = clean
+    if baseline_rate >= 2 * ceiling:
+        reference = fixed if candidate_rate == design_rate else plan_launches(
+            baseline_rate, ceiling=ceiling, alpha=alpha, power=power,
+            candidate_rate=design_rate)
+    goal = design_power(baseline_rate, reference.baseline_launches, design_rate,
+                        reference.candidate_launches, alpha=alpha, ceiling=ceiling)
+    if reference.total_launches >= SLOW_RULE_LAUNCHES // 2:
+        log(f"designing the sequential rule for about {reference.total_launches} launches "
+            f"(this can take a few minutes)")
+    found = None
+    if ceiling <= baseline_rate:  # under the ceiling no such rule keeps the power
+        found = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta, reference, goal)
+    if found is not None:
+        design, rule_power, mean = found
+        cap = design.max_launches
+    else:  # no rule within 1.3 times the reference reaches its power: twice the launches
+        # (docs/verdict.md: a baseline at or under the ceiling needs the candidate to run
+        # long for the comparison, and the rule stops it at its first "below the ceiling")
+        cap = 2 * max(launches_to_bound_with_power(design_rate, ceiling=ceiling, alpha=alpha,
+                                                   power=1 - beta), clean.candidate_launches)
+        design = SprtDesign(ceiling, design_rate, alpha, beta, cap,
+                            reference.baseline_launches)
+        from .finished import fixed_chance
+
+        rule_power = fixed_chance(design, reference.baseline_launches, baseline_rate,
+                                  design_rate)
+        mean = reference.baseline_launches + design.operating(design_rate).expected_launches
     rates = sorted({0.0, candidate_rate, design.design_rate, ceiling, baseline_rate})
     return SequentialPlan(baseline_rate, fixed, clean, launches_to_see(baseline_rate, 1 - alpha),
-                          cap, design, tuple(design.operating(r, cap) for r in rates))
+                          cap, design, tuple(design.operating(r, cap) for r in rates),
+                          reference, design.baseline_launches, rule_power, goal, mean)

@@ -6,16 +6,22 @@ The rules (derived in docs/verdict.md, checked by ``benchmarks/bench_sequential.
 * The candidate's target events feed a sequential probability ratio test (Wald 1945) of
   H0: rate = ``ceiling`` against H1: rate = ``design_rate`` (default ``ceiling / 4``), with
   thresholds computed exactly for the campaign's ``--launches`` (:mod:`kit.analysis.sprt`):
-  it ends "below the ceiling" with chance <= alpha at any true rate at or above the
+  it ends "below the ceiling" with chance <= 0.95 alpha at any true rate at or above the
   ceiling.
-* The comparison with the baseline is the anytime-valid e-value of
-  :mod:`kit.analysis.anytime`, which reaches ``1/alpha`` with chance <= alpha when the
-  candidate's rate is not lower than the baseline's, however the launches were
-  interleaved, paused and stopped (the exact tests of a fixed-size ``compare``, run after
-  every launch, reached 8.6% and 14% at alpha 0.05: issue #14).
+* The comparison with a finished baseline, for a run with ``--launches``
+  (:func:`make_stop_rule`), is exact: the run stops at the SPRT's first "below the ceiling"
+  and compares there by Fisher's test at a level computed for the design and the baseline's
+  size (:mod:`kit.analysis.finished`), so that a wrong ``fixed`` has chance <= 0.95 alpha
+  at every common rate (issue #27).
+* Otherwise (interleaved runs, runs without ``--launches``, and a weak baseline the exact
+  rule could never beat) it is the anytime-valid e-value of :mod:`kit.analysis.anytime`,
+  which reaches ``1/alpha`` with chance <= alpha when the candidate's rate is not lower
+  than the baseline's, however the launches were interleaved, paused and stopped (the exact
+  tests of a fixed-size ``compare``, run after every launch, reached 8.6% and 14% at alpha
+  0.05: issue #14).
 * Stop with **fixed** when the SPRT is over its upper threshold *and* ``compare`` on the
   data so far says ``fixed`` with the rule's conditions (:func:`sequential_fixed`: positive
-  control, exact test, Clopper-Pearson bound, e-value). Stop as **not below the ceiling**
+  control, exact test, Clopper-Pearson bound, the comparison). Stop as **not below the ceiling**
   when the SPRT falls to its lower threshold and the bound is not below the ceiling, and
   when ``fixed`` is out of reach within ``--launches``.
 
@@ -49,10 +55,16 @@ from .stats import _first_true, fisher_p_vector, significant
 from .target import DEFAULT_SIGNATURE, count_target
 
 __all__ = ["StopRule", "InterleavedRule", "Side", "make_stop_rule", "interleave",
-           "sequential_fixed", "SprtState", "SprtDesign", "OperatingPoint", "COMPARISON"]
+           "sequential_fixed", "SprtState", "SprtDesign", "OperatingPoint", "COMPARISON",
+           "COMPARISON_FINISHED"]
 
-#: how the rules compare the builds, as campaign.json keeps it
+#: how the rules compare the builds, as campaign.json keeps it: the e-value (interleaved
+#: runs, and designs without ``--launches``) ...
 COMPARISON = "anytime-valid e-value >= 1/alpha (universal inference)"
+#: ... or, against a finished baseline, Fisher's test at the design's exact level
+#: (:mod:`kit.analysis.finished`) at the first stop below the ceiling
+COMPARISON_FINISHED = ("Fisher's one-sided p <= the exact level, at the first stop below the "
+                       "ceiling")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,12 +91,15 @@ class StopRule:
         """Whether ``fixed`` cannot be reached within ``max_launches`` any more: even with
         no further event, ``compare`` on ``x_c`` in ``max_launches`` launches would not say
         fixed (its bound and its exact test only get worse with more events, and better
-        with more launches). Never, for a design without ``max_launches``."""
-        cap = self.design.max_launches
-        if cap is None:
-            return False
-        return not sequential_fixed(self.baseline_events, self.baseline_n, x_c, cap,
-                                    self.settings, self.design)
+        with more launches). For a design with a finished baseline (it stops at its first
+        "below the ceiling"): no count ``x >= x_c`` ends ``fixed`` at the launch where it
+        would first be below the ceiling. Never, for a design without ``max_launches``."""
+        return _out_of_reach(self, x_c)
+
+    def _fixed_at_first_stop(self, x: int) -> bool:
+        n = self.design.first_fixed_launch(x)
+        return sequential_fixed(self.baseline_events, self.baseline_n, x, n, self.settings,
+                                self.design)
 
     def decision_counts(self, x_c: int, n_c: int) -> tuple[bool, str]:
         """``(stop, why)`` for ``x_c`` target events in ``n_c`` counted candidate launches."""
@@ -104,6 +119,12 @@ class StopRule:
                                 self.settings, self.design):
                 return True, (f"fixed: {x_c}/{n_c} candidate launches against the "
                               f"baseline's {self.baseline_events}/{self.baseline_n}")
+            if self.design.finished:  # its level holds for a stop at the first "below"
+                return True, (f"the candidate's {self.settings.signature} rate is below the "
+                              f"{self.settings.ceiling:g} ceiling ({x_c}/{n_c}), but not shown "
+                              f"lower than the baseline's {self.baseline_events}/"
+                              f"{self.baseline_n} at the rule's level (Fisher's p <= "
+                              f"{self.design.comparison_alpha:.4g}): compare says inconclusive")
         return False, f"{x_c}/{n_c}: {state.value}"
 
     def __call__(self, records: list[LaunchRecord]) -> bool:
@@ -114,8 +135,12 @@ class StopRule:
         counts, the verdict settings, the design and its thresholds (as LRs), and how the
         run ended (``stopped`` is ``None`` while it runs); :func:`resume_rule` reads it
         back on ``--resume``."""
-        return {**_rule_meta(self.design, self.settings, baseline, stopped, why),
+        meta = {**_rule_meta(self.design, self.settings, baseline, stopped, why),
                 "baseline_events": self.baseline_events, "baseline_n": self.baseline_n}
+        if self.design.finished:
+            meta.update(comparison=COMPARISON_FINISHED,
+                        comparison_alpha=self.design.comparison_alpha)
+        return meta
 
 
 def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[LaunchRecord],
@@ -129,8 +154,12 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
         settings: signature, alpha and ceiling, as ``compare`` will use them.
         design_rate: H1's rate (default ``ceiling / 4``).
         beta: chance of missing ``fixed`` when the candidate is at ``design_rate``.
-        max_launches: the candidate campaign's ``--launches`` (exact thresholds for it;
-            ``None``: the Ville-style bounds 1/alpha and beta).
+        max_launches: the candidate campaign's ``--launches`` (exact thresholds for it, and
+            the exact comparison level for this baseline, :mod:`kit.analysis.finished`;
+            ``None``: the Ville-style bounds 1/alpha and beta and the e-value). When even a
+            clean candidate could not end ``fixed`` at the exact design's first stop below
+            the ceiling, the rule compares by the e-value instead, which may get there with
+            more launches.
 
     Raises:
         UsageError: the baseline is missing, injects crashes or never showed the target (no
@@ -154,8 +183,13 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
                          "make the baseline crash first (heap poisoning, more sessions, more "
                          "cores), or run without --until-verdict")
     design = SprtDesign(settings.ceiling, design_rate if design_rate is not None else
-                        settings.ceiling / 4, settings.alpha, beta, max_launches)
+                        settings.ceiling / 4, settings.alpha, beta, max_launches,
+                        n_b if max_launches is not None else None)
     rule = StopRule(design, settings, x_b, n_b)
+    if design.finished and rule.out_of_reach(0):
+        # the exact design stops at its first "below the ceiling", too early against a weak
+        # baseline; the e-value's comparison may still get there with more launches
+        rule = StopRule(dataclasses.replace(design, baseline_launches=None), settings, x_b, n_b)
     if rule.out_of_reach(0):
         more = _clean_launches_needed(x_b, n_b, settings)
         need = f"at least {more}" if more is not None else "more than 10,000,000"
@@ -172,10 +206,11 @@ def sequential_fixed(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSe
                      design: SprtDesign) -> bool:
     """Whether ``compare`` says ``fixed`` for these counts of a run under ``design``: its
     own tests (positive control, Boschloo's or Fisher's test, Clopper-Pearson bound) and
-    the rule's (the anytime-valid e-value at ``1/alpha``; the SPRT over its upper threshold
-    or the run at ``max_launches``). The same answer as
-    ``decide(..., anytime=True, sequential=design)``, with the cheap conditions first, and
-    cached: the rules ask after every launch."""
+    the rule's (the SPRT over its upper threshold or the run at ``max_launches``; the
+    comparison: Fisher's p at the design's exact level for a finished baseline,
+    :attr:`SprtDesign.comparison_alpha`, else the anytime-valid e-value at ``1/alpha``).
+    The same answer as ``decide(..., anytime=not design.finished, sequential=design)``,
+    with the cheap conditions first, and cached: the rules ask after every launch."""
     alpha, ceiling = settings.alpha, settings.ceiling
     if x_b == 0 or n_c == 0 or x_c * n_b >= x_b * n_c:
         return False
@@ -184,10 +219,33 @@ def sequential_fixed(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSe
     cap = design.max_launches
     if design.state(x_c, n_c) is not SprtState.BELOW_CEILING and (cap is None or n_c < cap):
         return False
-    if not e_reaches(x_b, n_b, x_c, n_c, alpha=alpha, ceiling=ceiling):
+    if design.finished:
+        if not significant(_fisher_p(x_b, n_b, x_c, n_c), design.comparison_alpha):
+            return False
+    elif not e_reaches(x_b, n_b, x_c, n_c, alpha=alpha, ceiling=ceiling):
         return False
-    return decide(x_b, n_b, x_c, n_c, settings, with_needed=False, anytime=True,
-                  sequential=design).verdict is Verdict.FIXED
+    return decide(x_b, n_b, x_c, n_c, settings, with_needed=False,
+                  anytime=not design.finished, sequential=design).verdict is Verdict.FIXED
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _out_of_reach(rule: StopRule, x_c: int) -> bool:
+    """:meth:`StopRule.out_of_reach`, cached (the rule asks after every launch)."""
+    cap = rule.design.max_launches
+    if cap is None:
+        return False
+    if rule.design.finished:
+        return not any(rule._fixed_at_first_stop(x) for x in range(
+            x_c, _k_max_at(cap, rule.design) + 1))
+    return not sequential_fixed(rule.baseline_events, rule.baseline_n, x_c, cap,
+                                rule.settings, rule.design)
+
+
+def _k_max_at(n: int, design: SprtDesign) -> int:
+    """The most events in ``n`` launches whose bound is below the design's ceiling."""
+    from .binomial import k_max_cached
+
+    return k_max_cached(n, design.ceiling, design.alpha)[n]
 
 
 def _clean_launches_needed(x_b: int, n_b: int, settings: VerdictSettings,

@@ -16,19 +16,22 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import UsageError
-from .stats import _first_true, k_max_range
+from .binomial import bound_below, k_max_cached, k_max_table, launches_to_bound_with_power
+from .stats import _first_true
 
-__all__ = ["SprtState", "SprtDesign", "OperatingPoint", "SLOW_RULE_LAUNCHES"]
+__all__ = ["SprtState", "SprtDesign", "OperatingPoint", "SLOW_RULE_LAUNCHES", "ALPHA_MARGIN"]
 
 #: from this many launches on, computing a design's exact thresholds takes seconds: say so
 SLOW_RULE_LAUNCHES = 5000
 
-#: a state of the dynamic program with a smaller chance is dropped (see :func:`_walk`)
-_NEGLIGIBLE = 1e-15
+#: the false-``fixed`` chance the exact thresholds are computed for, as a share of alpha:
+#: a margin below alpha (issue #27), so that a simulation of the rule's usual size reads at
+#: or below alpha and a small change to the candidate side cannot push it over
+ALPHA_MARGIN = 0.95
 
-
-#: the dynamic program stops when less than this chance is left undecided
-_NEGLIGIBLE_LEFT = 1e-5
+#: calibration stops following a run once less than this chance is left undecided, and
+#: counts what is left against the rule both ways; :meth:`SprtDesign.operating` never stops
+_CALIBRATION_LEFT = 1e-12
 
 
 class SprtState(str, enum.Enum):
@@ -56,8 +59,9 @@ class OperatingPoint:
         p_fixed_at_end: the part of ``p_undecided`` that ``compare`` judges ``fixed`` as a
             fixed-size campaign (the bound below the ceiling).
         expected_launches: mean launches until the stop (``max_launches`` if undecided).
-        p_pruned: chance the dynamic program dropped as negligible (within ``p_undecided``
-            and not in ``p_fixed``; calibration counts it against alpha).
+        p_pruned: chance still undecided where a calibration walk stopped early (within
+            ``p_undecided`` and not in ``p_fixed``; calibration counts it against alpha);
+            always 0 from :meth:`SprtDesign.operating`, which follows every state.
     """
 
     true_rate: float
@@ -78,72 +82,65 @@ class OperatingPoint:
         return {**dataclasses.asdict(self), "p_fixed": self.p_fixed}
 
 
-def _k_max_table(max_launches: int, ceiling: float, alpha: float) -> np.ndarray:
-    """``k[n]`` for ``n = 0..max_launches``: the most events in ``n`` launches whose one-sided
-    Clopper-Pearson bound at ``1 - alpha`` is below ``ceiling`` (-1: none), as
-    :func:`kit.analysis.stats._k_max` gives it one ``n`` at a time (same duality:
-    bound < ceiling <=> ``binom.cdf(k, n, ceiling) < alpha``)."""
-    k = k_max_range(1, max_launches + 1, ceiling, alpha)
-    return np.concatenate([[-1], k])
+#: kept for callers of the earlier names (the tables live in :mod:`kit.analysis.binomial`)
+_k_max_table, _k_max_cached, _bound_below = k_max_table, k_max_cached, bound_below
 
 
-@functools.lru_cache(maxsize=64)
-def _k_max_cached(max_launches: int, ceiling: float, alpha: float) -> tuple[int, ...]:
-    return tuple(int(k) for k in _k_max_table(max_launches, ceiling, alpha))
+def _thresholds(step_event: float, step_clean: float, upper: float, lower: float,
+                max_launches: int) -> tuple[list[int], list[int]]:
+    """For ``n = 0..max_launches``: the most events with ``log LR >= upper`` and the fewest
+    with ``log LR <= lower`` (the log LR falls by ``step_clean - step_event`` per event),
+    found exactly for the floating-point ``log LR`` that :meth:`SprtDesign.state` computes."""
+    n = np.arange(max_launches + 1, dtype=np.int64)
 
+    def llr(x: np.ndarray) -> np.ndarray:
+        return x * step_event + (n - x) * step_clean
 
-@functools.lru_cache(maxsize=1 << 16)
-def _bound_below(events: int, n: int, ceiling: float, alpha: float) -> bool:
-    """Whether the one-sided Clopper-Pearson bound at ``1 - alpha`` for ``events`` in ``n``
-    launches is below ``ceiling`` (duality: ``binom.cdf(events, n, ceiling) < alpha``, as in
-    :func:`kit.analysis.stats._k_max`)."""
-    from scipy import stats
-
-    return n > 0 and bool(stats.binom.cdf(events, n, ceiling) < alpha)
+    width = step_clean - step_event
+    hi = np.floor((n * step_clean - upper) / width).astype(np.int64)
+    lo = np.ceil((n * step_clean - lower) / width).astype(np.int64)
+    for _ in range(4):  # a rounding step either way at most
+        hi = np.where(llr(hi + 1) >= upper, hi + 1, np.where(llr(hi) < upper, hi - 1, hi))
+        lo = np.where(llr(lo - 1) <= lower, lo - 1, np.where(llr(lo) > lower, lo + 1, lo))
+    return hi.tolist(), lo.tolist()
 
 
 def _walk(true_rate: float, step_event: float, step_clean: float, upper: float, lower: float,
-          k_max: Sequence[int], max_launches: int) -> OperatingPoint:
+          k_max: Sequence[int], max_launches: int, stop_left: float = 0.0) -> OperatingPoint:
     """Dynamic program over (launches, events) for the rule with log thresholds ``upper`` and
     ``lower`` (:meth:`SprtDesign.state`), ``k_max[n]`` giving where the bound is below the
-    ceiling. Only states the rule goes on from stay alive (a band a few events wide), so it
-    takes O(max_launches * band) steps. States whose chance falls below ``_NEGLIGIBLE``, and
-    everything once less than ``_NEGLIGIBLE_LEFT`` is left, are dropped (counted as undecided
-    and in ``p_pruned``): far out, where LR and bound disagree, the band widens to thousands
-    of states that together hold a few millionths. Calibration counts what was dropped
-    against the rule both ways (as ``fixed`` at the ceiling, as not ``fixed`` at the design
-    rate), so the error rates stay guaranteed, and thresholds move by nothing measurable."""
-    alive = {0: 1.0}
+    ceiling. The states the rule goes on from at launch ``n`` are one run of event counts
+    (between "below the ceiling", at few events, and "not below", at many), so the program
+    follows that window and takes O(max_launches * window) steps; nothing is dropped. With
+    ``stop_left`` > 0 it stops once less than that chance is left undecided, and reports it
+    as ``p_pruned`` (within ``p_undecided``, not in ``p_fixed``)."""
+    x_up, x_low = _thresholds(step_event, step_clean, upper, lower, max_launches)
     q = 1.0 - true_rate
+    lo, alive = 0, [1.0]
     p_below = p_not = expected = pruned = 0.0
     for n in range(1, max_launches + 1):
-        moved: dict[int, float] = {}
-        for x, w in alive.items():
-            moved[x] = moved.get(x, 0.0) + w * q
-            if true_rate > 0.0:
-                moved[x + 1] = moved.get(x + 1, 0.0) + w * true_rate
-        alive = {}
+        moved = [w * q for w in alive] + [0.0]
+        if true_rate > 0.0:
+            for i, w in enumerate(alive):
+                moved[i + 1] += w * true_rate
         k_n = k_max[n]
-        for x, w in moved.items():
-            llr = x * step_event + (n - x) * step_clean
-            bound = x <= k_n
-            if llr >= upper and bound:
-                p_below += w
-                expected += n * w
-            elif llr <= lower and not bound:
-                p_not += w
-                expected += n * w
-            elif w >= _NEGLIGIBLE:
-                alive[x] = w
-            else:
-                pruned += w
-        left = sum(alive.values())
-        if left < _NEGLIGIBLE_LEFT:
-            pruned += left
-            alive = {}
+        below_to, not_from = min(x_up[n], k_n), max(x_low[n], k_n + 1)
+        first = max(lo, below_to + 1)
+        last = min(lo + len(moved) - 1, not_from - 1)
+        w_below = sum(moved[:max(0, first - lo)])
+        w_not = sum(moved[max(0, last + 1 - lo):])
+        p_below += w_below
+        p_not += w_not
+        expected += n * (w_below + w_not)
+        alive = moved[first - lo:last + 1 - lo] if first <= last else []
+        lo = first
+        left = sum(alive)
+        if not alive or (stop_left > 0.0 and left < stop_left):
+            pruned = left if alive else 0.0
+            alive = []
             break
-    rest = sum(alive.values())
-    at_end = sum(w for x, w in alive.items() if x <= k_max[max_launches])
+    rest = sum(alive)
+    at_end = sum(alive[:max(0, k_max[max_launches] + 1 - lo)])
     return OperatingPoint(true_rate, max_launches, p_below, p_not, rest + pruned, at_end,
                           expected + max_launches * (rest + pruned), pruned)
 
@@ -200,13 +197,15 @@ def _calibrate(ceiling: float, design_rate: float, alpha: float, beta: float,
     ``max_launches`` and judged by the Clopper-Pearson bound there.
 
     The smallest upper threshold whose exact chance of ``fixed`` at the ceiling is <=
-    ``alpha``, and the largest lower threshold whose exact chance of ``fixed`` at the design
-    rate is >= ``1 - beta``, each given the other, iterated from the Ville-style bounds
-    (1/alpha, beta) to a fixed point. Raising either threshold only removes ``fixed``
-    outcomes (a path that ends ``fixed`` with the higher one ends so with the lower one
-    too), so both maps are monotone and the iteration settles; the error rate of
-    ``fixed`` is largest at the ceiling among rates at or above it (more events only move
-    a path away from ``fixed``).
+    ``ALPHA_MARGIN * alpha``, and the largest lower threshold whose exact chance of
+    ``fixed`` at the design rate is >= ``1 - beta``, each given the other, iterated from the
+    Ville-style bounds (1/alpha, beta) to a fixed point. Raising either threshold only
+    removes ``fixed`` outcomes (a path that ends ``fixed`` with the higher one ends so with
+    the lower one too), so both maps are monotone and the iteration settles; the error rate
+    of ``fixed`` is largest at the ceiling among rates at or above it (more events only move
+    a path away from ``fixed``). The dynamic program stops once less than 1e-12 is left
+    undecided; that remainder is counted as ``fixed`` when alpha is checked and as not
+    ``fixed`` when the power is.
     This is how exact critical values of truncated sequential tests are found in drug-safety
     surveillance (Kulldorff et al. 2011, "A maximized sequential probability ratio test",
     Sequential Analysis 30:58-78).
@@ -216,17 +215,19 @@ def _calibrate(ceiling: float, design_rate: float, alpha: float, beta: float,
     """
     step_event = math.log(design_rate / ceiling)
     step_clean = math.log1p(-design_rate) - math.log1p(-ceiling)
-    k_max = _k_max_cached(max_launches, ceiling, alpha)
+    k_max = k_max_cached(max_launches, ceiling, alpha)
+    level = ALPHA_MARGIN * alpha
 
     def fixed(rate: float, upper: float, lower: float, worst: bool = False) -> float:
-        """The chance of fixed; with ``worst``, counting what the walk dropped as fixed."""
-        point = _walk(rate, step_event, step_clean, upper, lower, k_max, max_launches)
+        """The chance of fixed; with ``worst``, counting what the walk left as fixed."""
+        point = _walk(rate, step_event, step_clean, upper, lower, k_max, max_launches,
+                      _CALIBRATION_LEFT)
         return point.p_fixed + (point.p_pruned if worst else 0.0)
 
     upper, lower = -math.log(alpha), math.log(beta)
     top, bottom = max_launches * step_clean + 1.0, max_launches * step_event - 1.0
     for _ in range(20):
-        new_upper = _smallest(lambda u: fixed(ceiling, u, lower, True) <= alpha, upper, 0.0,
+        new_upper = _smallest(lambda u: fixed(ceiling, u, lower, True) <= level, upper, 0.0,
                               top)
         # the largest lower threshold keeping the power, as the smallest -lower
         new_minus = None if new_upper is None else _smallest(
@@ -237,18 +238,28 @@ def _calibrate(ceiling: float, design_rate: float, alpha: float, beta: float,
         upper, lower = new_upper, -new_minus
         if settled:
             break
-    if (fixed(ceiling, upper, lower, True) > alpha + 1e-12
+    if (fixed(ceiling, upper, lower, True) > level + 1e-12
             or fixed(design_rate, upper, lower) < 1 - beta - 1e-12):
-        from .plan import launches_to_bound_with_power
-
         fixed_size = launches_to_bound_with_power(design_rate, ceiling=ceiling, alpha=alpha,
                                                   power=1 - beta)
         raise UsageError(f"no sequential rule of at most {max_launches} launches has a false-"
-                         f"fixed chance <= {alpha:g} at the ceiling {ceiling:g} and power "
-                         f">= {1 - beta:g} at {design_rate:g} (a fixed-size candidate needs "
-                         f"{fixed_size})", f"give --launches {2 * fixed_size} as `coldstart "
-                         f"plan` suggests, or raise --beta or --design-rate")
+                         f"fixed chance <= {level:g} ({ALPHA_MARGIN:g} alpha) at the ceiling "
+                         f"{ceiling:g} and power >= {1 - beta:g} at {design_rate:g} (a "
+                         f"fixed-size candidate needs {fixed_size})",
+                         f"give --launches {suggested_cap(fixed_size)} as `coldstart plan` "
+                         f"suggests, or raise --beta or --design-rate")
     return upper, lower
+
+
+#: the most launches `plan` suggests for a rule, as a multiple of the fixed-size design's
+CAP_FACTOR = 1.3
+
+
+def suggested_cap(fixed_size: int) -> int:
+    """The ``--launches`` suggested for a rule whose fixed-size counterpart needs
+    ``fixed_size`` launches: ``CAP_FACTOR`` times it, rounded down (the rule's maximum is at
+    most 1.3 times the fixed design's, issue #27)."""
+    return max(1, math.floor(CAP_FACTOR * fixed_size + 1e-9))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,8 +270,12 @@ class SprtDesign:
 
     With ``max_launches`` (the campaign's ``--launches``) the thresholds are exact: computed
     by dynamic programming so that, truncated there and judged by ``compare`` at the end, the
-    chance of ``fixed`` is <= ``alpha`` at any true rate at or above the ceiling and >=
-    ``1 - beta`` at the design rate (:func:`_calibrate`). Without it they are the
+    chance of ``fixed`` is <= ``ALPHA_MARGIN * alpha`` at any true rate at or above the
+    ceiling and >= ``1 - beta`` at the design rate (:func:`_calibrate`). With
+    ``baseline_launches`` too (a finished baseline of that many launches), the run stops at
+    its first "below the ceiling" and compares the builds there by Fisher's test at the
+    exact level :attr:`comparison_alpha` (:mod:`kit.analysis.finished`) instead of the
+    anytime-valid e-value. Without it they are the
     conservative Ville-style bounds ``LR >= 1/alpha`` and ``LR <= beta``, valid however long
     the run goes (Ville's inequality), at the price of more launches. (Wald's own
     approximations are ``(1 - beta)/alpha`` and ``beta/(1 - alpha)``: 16 and 0.211 at 0.05 and
@@ -271,7 +286,12 @@ class SprtDesign:
         design_rate: the rate under H1 (``0 < design_rate < ceiling``).
         alpha: false-``fixed`` bound. beta: bound on missing ``fixed`` at ``design_rate``.
         max_launches: where the rule is truncated (``None``: the Ville-style bounds).
+        baseline_launches: the finished baseline's launches (``None``: the comparison is
+            the anytime-valid e-value, for an interleaved run or one without
+            ``max_launches``).
         upper, lower: the log-LR thresholds in use (computed).
+        comparison_alpha: with ``baseline_launches``, the level Fisher's one-sided p must
+            reach at the stop (computed, at most ``alpha``); else ``None``.
 
     Raises:
         UsageError: a value out of range, or no thresholds meet both bounds within
@@ -283,8 +303,10 @@ class SprtDesign:
     alpha: float = 0.05
     beta: float = 0.2
     max_launches: int | None = None
+    baseline_launches: int | None = None
     upper: float = dataclasses.field(init=False, default=0.0)
     lower: float = dataclasses.field(init=False, default=0.0)
+    comparison_alpha: float | None = dataclasses.field(init=False, default=None)
 
     def __post_init__(self) -> None:
         for name in ("ceiling", "alpha", "beta"):
@@ -304,6 +326,21 @@ class SprtDesign:
                                       self.max_launches)
         object.__setattr__(self, "upper", upper)
         object.__setattr__(self, "lower", lower)
+        if self.baseline_launches is not None:
+            if self.max_launches is None or self.baseline_launches < 1:
+                raise UsageError(f"a design for a finished baseline of "
+                                 f"{self.baseline_launches} launches needs max_launches and "
+                                 f"at least one baseline launch", "give --launches")
+            from .finished import comparison_level
+
+            object.__setattr__(self, "comparison_alpha",
+                               comparison_level(self, self.baseline_launches))
+
+    @property
+    def finished(self) -> bool:
+        """Whether the design compares with a finished baseline at an exact level (it has
+        ``baseline_launches``) rather than by the e-value."""
+        return self.comparison_alpha is not None
 
     @property
     def step_event(self) -> float:
@@ -358,8 +395,9 @@ class SprtDesign:
     def operating(self, true_rate: float, max_launches: int | None = None) -> OperatingPoint:
         """Exact stop probabilities and mean launches at ``true_rate``, truncated at
         ``max_launches`` (default: the design's), by dynamic programming over
-        (launches, events). Baseline conditions of ``compare`` (positive control, exact test)
-        are not modelled: they can only remove ``fixed`` stops.
+        (launches, events); nothing is dropped (``p_pruned`` is 0). Baseline conditions of
+        ``compare`` (positive control, exact test) are not modelled: they can only remove
+        ``fixed`` stops (:mod:`kit.analysis.finished` adds them for a finished baseline).
 
         Raises:
             ValueError: no ``max_launches`` here or in the design.
@@ -368,15 +406,22 @@ class SprtDesign:
         if cap is None:
             raise ValueError("operating() needs max_launches for a design without one")
         return _walk(true_rate, self.step_event, self.step_clean, self.upper, self.lower,
-                     _k_max_cached(cap, self.ceiling, self.alpha), cap)
+                     k_max_cached(cap, self.ceiling, self.alpha), cap)
 
     def describe(self) -> str:
         """The rule and its error rates in one paragraph."""
+        if self.finished:
+            how = (f"stops at the first LR >= {math.exp(self.upper):.3g} with the bound below "
+                   f"the ceiling and says fixed there when compare agrees, with Fisher's "
+                   f"one-sided p against the {self.baseline_launches}-launch baseline at most "
+                   f"the rule's exact level {self.comparison_alpha:.4g} (false fixed <= "
+                   f"{ALPHA_MARGIN * self.alpha:g} at any common rate below the ceiling)")
+        else:
+            how = (f"stops with fixed when LR >= {math.exp(self.upper):.3g} and compare agrees "
+                   f"(with the rule's anytime-valid comparison against the baseline, e-value "
+                   f">= {1 / self.alpha:g})")
         head = (f"SPRT on the candidate's target rate, H0: {self.ceiling:g} (the ceiling) vs "
-                f"H1: {self.design_rate:g}; stops with fixed when LR >= "
-                f"{math.exp(self.upper):.3g} and compare agrees (with the rule's anytime-valid "
-                f"comparison against the baseline, e-value >= {1 / self.alpha:g}), as not below "
-                f"the ceiling when "
+                f"H1: {self.design_rate:g}; {how}, as not below the ceiling when "
                 f"LR <= {math.exp(self.lower):.3g} and the bound is not below it")
         if self.max_launches is None:
             tail = (f"; Ville's bounds 1/alpha and beta as thresholds: false fixed <= "
@@ -386,7 +431,8 @@ class SprtDesign:
             at_c = self.operating(self.ceiling)
             at_h1 = self.operating(self.design_rate)
             tail = (f"; exact thresholds for at most {self.max_launches} launches: false "
-                    f"fixed {at_c.p_fixed:.3f} at the ceiling (<= {self.alpha:g}, and lower "
+                    f"fixed {at_c.p_fixed:.4f} at the ceiling (<= {ALPHA_MARGIN * self.alpha:g}"
+                    f", and lower "
                     f"above it), fixed {at_h1.p_fixed:.3f} at {self.design_rate:g} "
                     f"(>= {1 - self.beta:g})")
         return f"{head}{tail}; a clean candidate stops after {self.clean_launches()} launches"

@@ -260,12 +260,33 @@ def lower_rate_test(x_b: int, n_b: int, x_c: int, n_c: int, *, use_boschloo: boo
     return RateTest(fisher, "fisher", fisher, None)
 
 
+#: tables whose log Fisher p is within this of the observed one are compared exactly: the
+#: log-space tails are accurate to about 1e-12 (an exact tie at 1/2 in 1/150 vs 0/150 came
+#: out 1.1e-13 apart and was left out, issue #27), far inside this band
+_TIE_BAND = 1e-9
+
+
+def _exact_fisher(n_b: int, n_c: int):  # type: ignore[no-untyped-def]
+    """``tail(k, i)``: Fisher's one-sided p of ``i`` baseline events among ``k`` in all, as
+    the integers ``(sum_{j >= i} C(n_b, j) C(n_c, k - j), C(n_b + n_c, k))``."""
+
+    def tail(k: int, i: int) -> tuple[int, int]:
+        top = min(k, n_b)
+        num = sum(math.comb(n_b, j) * math.comb(n_c, k - j) for j in range(max(i, k - n_c),
+                                                                              top + 1))
+        return num, math.comb(n_b + n_c, k)
+
+    return tail
+
+
 def boschloo_p(x_b: int, n_b: int, x_c: int, n_c: int) -> float:
     """Boschloo's one-sided exact p that the baseline's rate ``x_b/n_b`` exceeds the
     candidate's ``x_c/n_c`` (Boschloo 1970, Statistica Neerlandica 24:1-9): the statistic
     is Fisher's one-sided p; the rejection region is every table with the same launch
-    counts whose statistic is at most the observed one (scipy's ``1 + 1e-13`` tie
-    tolerance); the p-value is that region's largest probability over the common rate
+    counts whose statistic is at most the observed one, ties included (a table whose log
+    Fisher p is within ``1e-9`` of the observed one is decided in exact integer arithmetic,
+    so ties are found exactly where scipy's ``1 + 1e-13`` tolerance can miss them in log
+    space); the p-value is that region's largest probability over the common rate
     ``pi`` of both builds. This is ``scipy.stats.boschloo_exact([[x_b, x_c], [n_b - x_b,
     n_c - x_c]], alternative="greater")``; the region's probability is summed by total
     events, ``sum_s w_s pi^s (1 - pi)^(N - s)``, and maximised on a 257-point grid refined
@@ -295,10 +316,16 @@ def boschloo_p(x_b: int, n_b: int, x_c: int, n_c: int) -> float:
         tail = np.logaddexp.accumulate(terms[::-1])[::-1]  # log sum over baseline >= i
         by_total.append((lo, terms, tail - tail[0]))
     lo, _, log_fisher = by_total[x_b + x_c]
-    cut = log_fisher[x_b - lo] + math.log1p(1e-13)
+    cut = log_fisher[x_b - lo]
+    exact_tail = _exact_fisher(n_b, n_c)
+    observed = exact_tail(x_b + x_c, x_b)
     log_w = np.full(n + 1, -np.inf)
-    for k, (_, terms, log_fisher) in enumerate(by_total):
-        inside = log_fisher <= cut
+    for k, (lo_k, terms, log_fisher) in enumerate(by_total):
+        inside = log_fisher <= cut - _TIE_BAND
+        for i in np.flatnonzero(np.abs(log_fisher - cut) <= _TIE_BAND):
+            # too close to call in floating point: decide it in integers (exact ties are in)
+            num, den = exact_tail(k, lo_k + int(i))
+            inside[i] = num * observed[1] <= observed[0] * den
         if inside.any():
             log_w[k] = np.logaddexp.reduce(terms[inside])
     s = np.flatnonzero(np.isfinite(log_w))

@@ -303,8 +303,19 @@ def _plan(args: argparse.Namespace) -> int:
                   f"below {args.ceiling:.3g} at {1 - args.alpha:.0%}; {see} baseline "
                   f"{'launch sees' if see == 1 else 'launches see'} the target at least once "
                   f"with {1 - args.alpha:.0%} probability.")
-    console.print(f"\nSequential rule (`coldstart run ... --launches {cap} --until-verdict "
+    beta = f" --beta {design.beta:.3g}" if abs(design.beta - args.beta) > 1e-9 else ""
+    console.print(f"\nSequential rule (`coldstart run ... --launches {cap}{beta} --until-verdict "
                   f"BASELINE_DIR`): {design.describe()}.")
+    if result.baseline_launches is not None and result.power is not None:
+        ref = result.reference
+        console.print(f"Designed for a finished baseline of {result.baseline_launches} "
+                      f"launches: with a candidate at {design.design_rate:g} it ends fixed "
+                      f"with {result.power:.1%} (exact; the fixed-size design "
+                      f"{ref.baseline_launches} + {ref.candidate_launches} at that rate: "
+                      f"{result.reference_power:.1%}) after {result.expected_launches:.0f} "
+                      f"launches on average ({result.expected_launches / ref.total_launches:.0%}"
+                      f" of its {ref.total_launches}), at most "
+                      f"{result.baseline_launches + cap}.")
     table = Table(title=f"candidate side (its rate against the ceiling), at most {cap} "
                         f"launches, exact", title_justify="left")
     for col in ("true rate", "mean launches", "P(stop: below)", "P(stop: not below)",
@@ -314,10 +325,17 @@ def _plan(args: argparse.Namespace) -> int:
         table.add_row(f"{o.true_rate:.4g}", f"{o.expected_launches:.1f}", f"{o.p_below:.3f}",
                       f"{o.p_not_below:.3f}", f"{o.p_undecided:.3f}", f"{o.p_fixed:.3f}")
     console.print(table)
-    console.print("The run stops with fixed only when compare's exact test against the "
-                  "baseline is significant and the rule's anytime-valid comparison (e-value "
-                  f">= {1 / args.alpha:g}) holds too: that keeps the false-fixed rate at "
-                  f"{args.alpha:g} whatever the baseline's rate (docs/verdict.md).")
+    if design.finished:
+        console.print("The run stops at its first 'below the ceiling' and says fixed there "
+                      "when Fisher's test against the baseline is within the rule's exact "
+                      "level: that keeps the false-fixed rate at 0.95 alpha whatever the "
+                      "baseline's rate (docs/verdict.md). Interleaved runs compare by the "
+                      f"anytime-valid e-value (>= {1 / args.alpha:g}) instead.")
+    else:
+        console.print("The run stops with fixed only when compare's exact test against the "
+                      "baseline is significant and the rule's anytime-valid comparison "
+                      f"(e-value >= {1 / args.alpha:g}) holds too: that keeps the false-fixed "
+                      f"rate at {args.alpha:g} whatever the baseline's rate (docs/verdict.md).")
     if clean_plan.candidate_launches > design.clean_launches():
         console.print(f"Against this baseline that test needs about "
                       f"{clean_plan.candidate_launches} clean candidate launches (the "
