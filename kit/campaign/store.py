@@ -31,13 +31,14 @@ import platform
 import re
 import shlex
 import shutil
+import stat
 import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .._bounded import (MiB, describe_path, iter_lines_bounded, open_regular_if_exists,
-                        open_regular_rw, path_kind)
+from .._bounded import (MiB, check_writable_entries, describe_path, iter_lines_bounded,
+                        open_regular_if_exists, open_regular_rw, path_kind)
 from ..errors import DataError, InfraError, UsageError
 from ..records import LaunchRecord
 from ..scenario import Scenario, parse_scenario
@@ -55,6 +56,8 @@ LOCK_NAME = ".coldstart.lock"
 WRITE_RETRY_S = 60.0
 _NO_SPACE = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
 _REPAIR = "coldstart repair {path}"
+#: what the kit writes in a campaign directory (``/``: a directory)
+WRITTEN_ENTRIES = ("campaign.json", "launches.jsonl", LOCK_NAME, "artifacts/")
 
 
 def utc_now() -> str:
@@ -134,6 +137,7 @@ class CampaignStore:
         self.lock_path = self.path / LOCK_NAME
         self._append_lock = threading.Lock()
         self._lock_fd: int | None = None
+        self._dir_fd: int | None = None
 
     def exists(self) -> bool:
         """Whether the directory holds a campaign (``campaign.json``: anything by that name,
@@ -158,6 +162,7 @@ class CampaignStore:
                                  "give the campaign's directory")
             raise UsageError(f"nothing to resume: {self.path} holds no campaign",
                              "drop --resume to start one, or fix --out")
+        self.check_entries()
         meta = self.read_meta()
         if meta.interleaved is not None:
             raise UsageError(f"{self.path} is the baseline of the interleaved run "
@@ -168,56 +173,154 @@ class CampaignStore:
         return meta
 
     def write_meta(self, meta: CampaignMeta) -> None:
-        """Write ``campaign.json`` atomically."""
+        """Write ``campaign.json`` atomically (a writer whose lock is gone raises
+        InfraError, :meth:`check_lock`, and writes nothing)."""
+        self.check_lock()
         write_meta(self.path, meta)
 
     # -- locking ---------------------------------------------------------------------------
     def lock(self) -> None:
-        """Become the campaign's one writer (an exclusive ``flock`` on ``.coldstart.lock``,
-        held until :meth:`unlock` or the process ends, ``kill -9`` included).
+        """Become the campaign's one writer, held until :meth:`unlock` or the process ends
+        (``kill -9`` included): an exclusive ``flock`` on the campaign directory itself (so
+        that removing or replacing ``.coldstart.lock`` lets no second writer in) and on
+        ``.coldstart.lock`` (opened relative to the locked directory, never through a
+        link), which holds the pid. After the locks are taken, the paths must still name
+        the locked directory and file (same device and inode); :meth:`check_lock` asks
+        again before each append.
 
         Raises:
-            UsageError: another process holds it (its pid is named).
+            UsageError: another process holds it (its pid is named), or the lock file is a
+                link, a FIFO, a device or a directory.
         """
         if self._lock_fd is not None:
             return
         self.path.mkdir(parents=True, exist_ok=True)
         try:
-            fd = open_regular_rw(self.lock_path, "lock file")
+            dir_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY
+                             | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            raise UsageError(f"cannot open campaign directory {self.path}: "
+                             f"{exc.strerror or exc}",
+                             "check the directory's permissions") from None
+        try:
+            fd = self._take(dir_fd)
+        except BaseException:
+            os.close(dir_fd)
+            raise
+        self._dir_fd, self._lock_fd = dir_fd, fd
+        try:
+            self.check_lock()
+        except InfraError as exc:
+            self.unlock()
+            raise UsageError(exc.message, "try again; two processes never write one "
+                                          "campaign") from None
+
+    def _take(self, dir_fd: int) -> int:
+        """Both locks (directory, then file); the lock file's descriptor."""
+        try:
+            fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise self._held_error(self._holder()) from None
+        try:
+            fd = open_regular_rw(LOCK_NAME, "lock file", dir_fd=dir_fd,
+                                 shown=str(self.lock_path))
         except OSError as exc:
             raise UsageError(f"cannot open lock file {self.lock_path}: "
                              f"{exc.strerror or exc}",
                              "check the directory's permissions") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        except BlockingIOError:  # an older coldstart that locks only the file
             holder = _read_pid(fd)
             os.close(fd)
-            who = f"pid {holder}" if holder else "another process"
-            raise UsageError(f"{self.path} is being written by another coldstart ({who})",
-                             "wait for it to finish, or stop it; two processes never write "
-                             "one campaign") from None
+            raise self._held_error(holder) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
-        self._lock_fd = fd
+        return fd
+
+    def _held_error(self, holder: int | None) -> UsageError:
+        who = f"pid {holder}" if holder else "another process"
+        return UsageError(f"{self.path} is being written by another coldstart ({who})",
+                          "wait for it to finish, or stop it; two processes never write "
+                          "one campaign")
+
+    def _holder(self) -> int | None:
+        """The pid in the lock file, read without following a link (``None``: none)."""
+        try:
+            fd = os.open(self.lock_path, os.O_RDONLY | os.O_NONBLOCK
+                         | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return None
+        try:
+            return _read_pid(fd) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        finally:
+            os.close(fd)
+
+    def check_lock(self) -> None:
+        """Check that this writer still holds the campaign: the directory's path and
+        ``.coldstart.lock`` still name what it locked (a lock file removed, replaced by
+        another file or a directory, or a directory moved away fails).
+
+        Raises:
+            InfraError: the lock is gone (exit 3): nothing more is written.
+        """
+        if self._lock_fd is None or self._dir_fd is None:
+            return
+        lost = None
+        mine = os.fstat(self._lock_fd)
+        try:
+            there = os.stat(LOCK_NAME, dir_fd=self._dir_fd, follow_symlinks=False)
+            if (there.st_dev, there.st_ino) != (mine.st_dev, mine.st_ino):
+                lost = f"{self.lock_path} was replaced"
+        except FileNotFoundError:
+            lost = f"{self.lock_path} was removed"
+        if lost is None:
+            d = os.fstat(self._dir_fd)
+            try:
+                now = os.stat(self.path)
+                if (now.st_dev, now.st_ino) != (d.st_dev, d.st_ino):
+                    lost = f"{self.path} was replaced by another directory"
+            except OSError:
+                lost = f"{self.path} was moved or removed"
+        if lost:
+            raise InfraError(f"lost the campaign's lock: {lost} while this coldstart "
+                             f"(pid {os.getpid()}) was writing it; nothing more is written",
+                             "make sure no cleanup job touches a campaign being written, "
+                             "then go on with --resume")
 
     def unlock(self) -> None:
         """Release :meth:`lock` (the lock file stays: an empty lock is harmless)."""
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
 
     def writer_pid(self) -> int | None:
-        """The pid of a process writing this campaign now, else ``None`` (never blocks).
+        """The pid of a process writing this campaign now, else ``None`` (never blocks):
+        the directory's lock is asked first (it holds when the lock file was removed),
+        then the lock file's (an older coldstart's).
 
         Raises:
             UsageError: the lock file is a device, FIFO, socket or directory.
         """
+        if path_kind(self.lock_path) not in ("a regular file", "missing", "unreadable"):
+            kind = describe_path(self.lock_path)
+            raise UsageError(f"lock file {self.lock_path} {kind}, not a regular file",
+                             "remove it: a campaign's lock is a small file the kit makes")
+        with contextlib.suppress(OSError):
+            dir_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY
+                             | getattr(os, "O_CLOEXEC", 0))
+            try:
+                fcntl.flock(dir_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return self._holder() or -1
+            finally:
+                os.close(dir_fd)
         try:
             fd = open_regular_if_exists(self.lock_path, "lock file")
         except UsageError:
-            if path_kind(self.lock_path) not in ("a regular file", "missing", "unreadable"):
-                raise  # a FIFO, a device, a directory: named, never opened
             return None  # a lock this user may not read: no writer of ours holds it
         if fd is None:
             return None
@@ -351,7 +454,12 @@ class CampaignStore:
                 delay = min(delay * 2, 8.0)
 
     def _write_line(self, data: bytes) -> None:
-        fd = open_regular_rw(self.launches_path, "launches.jsonl")
+        self.check_lock()  # a writer whose lock is gone never writes on
+        if self._dir_fd is not None:  # relative to the locked directory, never via a link
+            fd = open_regular_rw("launches.jsonl", "launches.jsonl", dir_fd=self._dir_fd,
+                                 shown=str(self.launches_path))
+        else:
+            fd = open_regular_rw(self.launches_path, "launches.jsonl")
         try:
             end = os.lseek(fd, 0, os.SEEK_END)
             if end:
@@ -378,10 +486,18 @@ class CampaignStore:
         one writer gets here) are removed first."""
         rel = f"artifacts/{launch_id}"
         path = self.path / rel
+        self.check_entries()  # never into (or rmtree through) a link planted in the campaign
+        check_writable_entries(self.path / "artifacts", [f"{launch_id}/"])
         if path.exists():
             shutil.rmtree(path)
         path.mkdir(parents=True)
         return path, rel
+
+    def check_entries(self) -> None:
+        """Refuse a campaign directory where an entry the kit writes (``campaign.json``,
+        ``launches.jsonl``, the lock, ``artifacts/``) is a symbolic link, a FIFO or a
+        device (:func:`kit._bounded.check_writable_entries`). Raises UsageError."""
+        check_writable_entries(self.path, WRITTEN_ENTRIES)
 
 
 def _read_pid(fd: int) -> int | None:
@@ -463,6 +579,7 @@ def prepare_store(out: str | os.PathLike[str], *, label: str, target: str,
         store.write_meta(meta)
         store.launches_path.touch()
         return store, []
+    store.check_entries()
     meta = store.read_meta() if allow_pair_baseline else store.resumable_meta()
     for key, want in (("label", label), ("target", target), ("scenario", scenario.key())):
         if getattr(meta, key) != want:
