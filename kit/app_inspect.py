@@ -312,8 +312,8 @@ def _read_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: _Budget,
             return budget.read(stream, limit, name)
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError,
             NotImplementedError, ValueError) as exc:
-        raise DataError(f"{name} in {budget.source} cannot be read: {_clip(exc, 120)}",
-                        _REBUILD) from None
+        raise DataError(f"{budget.source} is a damaged zip file: {name} cannot be read: "
+                        f"{_clip(exc, 120)}", _REBUILD) from None
 
 
 def _clip(value: Any, limit: int = 200) -> str:
@@ -355,8 +355,12 @@ def _manifest_facts(data: bytes) -> tuple[str | None, str | None, dict[str, Any]
         if not printer.is_valid():
             return None, None, {}, "AndroidManifest.xml is not binary XML (AXML)"
         root = printer.get_xml_obj()
+    except RecursionError:
+        return None, None, {}, "AndroidManifest.xml is nested too deeply to be an app's"
     except Exception as exc:  # pyaxmlparser raises assorted errors on corrupt input
-        return None, None, {}, f"AndroidManifest.xml could not be decoded: {exc}"
+        return None, None, {}, f"AndroidManifest.xml could not be decoded: {_clip(exc, 120)}"
+    if root is None or not hasattr(root, "get"):  # a chunk it skipped took the elements
+        return None, None, {}, "AndroidManifest.xml could not be decoded: no root element"
     package = root.get("package")
     version = root.get(f"{_ANDROID_NS}versionName")
     poison: dict[str, Any] = {}

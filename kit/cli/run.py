@@ -175,5 +175,7 @@ def render_result(request: CampaignRequest, result: SessionResult, console: Any)
         render_summary(summarize(load_campaign(campaign.path)), console)
     lost = result.abandoned_text(resume_command(request.target, request.out))
     if lost:
-        console.print(f"[bold red]{lost}[/]", highlight=False, soft_wrap=True)
+        from rich.text import Text  # the path is data: never read as markup
+
+        console.print(Text(lost, style="bold red"), highlight=False, soft_wrap=True)
     return int(result.exit_code)

@@ -284,7 +284,10 @@ def wrap_command(install: ToolInstall, tool: str, argv: list[str], xml_path: Pat
     if tool not in TOOLS:
         raise UsageError(f"unknown race detector {tool!r}",
                          f"use --detector {' or --detector '.join(TOOLS)}")
-    options = [f"--tool={tool}", "--xml=yes", f"--xml-file={xml_path}",
+    # valgrind expands %p, %q{VAR} and %% in --xml-file (its manual, "--log-file"): a
+    # literal % in the path is written %%
+    options = [f"--tool={tool}", "--xml=yes",
+               f"--xml-file={str(xml_path).replace('%', '%%')}",
                "--child-silent-after-fork=yes", *install.options]
     env = {**install.env, TOOL_BARRIER_ENV: "pthread", WITNESS_QUIET_ENV: "1"}
     return [*install.launcher, *options, *argv], env
