@@ -26,6 +26,7 @@ from ..campaign import utc_now
 from .._bounded import (describe_path, open_regular_if_exists, path_kind, read_bytes_bounded,
                         write_atomic)
 from ..errors import DataError, UsageError
+from .._terminal import printable
 from ..redact import redact_text
 from ..analysis.scan import AnyCampaign, Scan, scan_campaign
 from ..analysis.stats import Rate
@@ -72,9 +73,11 @@ def rate_text(r: dict[str, Any] | None) -> str:
 
 def _redacted(value: Any) -> Any:
     """Every string in a JSON-like value through :func:`redact_text` (keys kept; no masking
-    by key name, since ``signature`` here is a crash signature, not a secret)."""
+    by key name, since ``signature`` here is a crash signature, not a secret), and its
+    control characters written as visible escapes (:func:`kit._terminal.printable`): a
+    ``summary.md`` shown with ``cat`` or a plot's label never carries an escape sequence."""
     if isinstance(value, str):
-        return redact_text(value)
+        return printable(redact_text(value))
     if isinstance(value, dict):
         return {k: _redacted(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
