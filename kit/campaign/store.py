@@ -9,9 +9,16 @@
   the next append. A write that fails (disk full, file-size limit) is truncated back, so no
   half line is left, and tried again while space may return.
 * ``artifacts/<launch-id>/``: raw output, crash text, log excerpts.
-* ``.coldstart.lock``: held (``flock``) by the one process that writes the campaign; a
-  second writer is refused with the holder's pid. Readers never lock; they can ask whether
-  a writer holds it (:meth:`CampaignStore.writer_pid`).
+* ``.coldstart.lock``: held (``flock``) by the one process that writes the campaign, with
+  the campaign directory itself (so that removing or replacing the file lets no second
+  writer in); a second writer is refused with the holder's pid. Before each append the
+  writer checks that the paths still name what it locked (inode), and stops with exit 3 if
+  not. Readers never lock; they can ask whether a writer holds it
+  (:meth:`CampaignStore.writer_pid`).
+* Nothing is written through a symbolic link: the records and the lock are opened with
+  ``O_NOFOLLOW`` relative to the locked directory, whole files go through
+  :func:`kit._bounded.write_atomic`, and a campaign whose entries are links, FIFOs or
+  devices is refused (:meth:`CampaignStore.check_entries`).
 
 Reading is bounded and streamed: a record line over :data:`MAX_RECORD_BYTES` or one that is
 not a valid record is a one-line :class:`~kit.errors.DataError` naming the line, and so are
@@ -24,14 +31,12 @@ import contextlib
 import dataclasses
 import datetime as _dt
 import errno
-import fcntl
 import json
 import os
 import platform
 import re
 import shlex
 import shutil
-import stat
 import threading
 import time
 from pathlib import Path
@@ -42,6 +47,7 @@ from .._bounded import (MiB, check_writable_entries, describe_path, iter_lines_b
 from ..errors import DataError, InfraError, UsageError
 from ..records import LaunchRecord
 from ..scenario import Scenario, parse_scenario
+from .lock import LOCK_NAME, CampaignLock
 from .meta import SCHEMA_VERSION, CampaignMeta, read_meta, write_meta
 
 __all__ = ["Campaign", "CampaignStore", "load_campaign", "prepare_store", "update_meta",
@@ -51,7 +57,6 @@ __all__ = ["Campaign", "CampaignStore", "load_campaign", "prepare_store", "updat
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 #: a record is a few KiB (a crash with all its frames, tens): a longer line is not one
 MAX_RECORD_BYTES = 8 * MiB
-LOCK_NAME = ".coldstart.lock"
 #: how long an append that fails for want of space keeps trying before the campaign stops
 WRITE_RETRY_S = 60.0
 _NO_SPACE = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
@@ -136,8 +141,7 @@ class CampaignStore:
         self.launches_path = self.path / "launches.jsonl"
         self.lock_path = self.path / LOCK_NAME
         self._append_lock = threading.Lock()
-        self._lock_fd: int | None = None
-        self._dir_fd: int | None = None
+        self._lock = CampaignLock(self.path)
 
     def exists(self) -> bool:
         """Whether the directory holds a campaign (``campaign.json``: anything by that name,
@@ -178,159 +182,33 @@ class CampaignStore:
         self.check_lock()
         write_meta(self.path, meta)
 
-    # -- locking ---------------------------------------------------------------------------
+    # -- locking (kit/campaign/lock.py) ----------------------------------------------------
     def lock(self) -> None:
-        """Become the campaign's one writer, held until :meth:`unlock` or the process ends
-        (``kill -9`` included): an exclusive ``flock`` on the campaign directory itself (so
-        that removing or replacing ``.coldstart.lock`` lets no second writer in) and on
-        ``.coldstart.lock`` (opened relative to the locked directory, never through a
-        link), which holds the pid. After the locks are taken, the paths must still name
-        the locked directory and file (same device and inode); :meth:`check_lock` asks
-        again before each append.
+        """Become the campaign's one writer (:meth:`CampaignLock.take`: the directory and
+        ``.coldstart.lock``, held until :meth:`unlock` or the process ends).
 
         Raises:
             UsageError: another process holds it (its pid is named), or the lock file is a
                 link, a FIFO, a device or a directory.
         """
-        if self._lock_fd is not None:
-            return
-        self.path.mkdir(parents=True, exist_ok=True)
-        try:
-            dir_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY
-                             | getattr(os, "O_CLOEXEC", 0))
-        except OSError as exc:
-            raise UsageError(f"cannot open campaign directory {self.path}: "
-                             f"{exc.strerror or exc}",
-                             "check the directory's permissions") from None
-        try:
-            fd = self._take(dir_fd)
-        except BaseException:
-            os.close(dir_fd)
-            raise
-        self._dir_fd, self._lock_fd = dir_fd, fd
-        try:
-            self.check_lock()
-        except InfraError as exc:
-            self.unlock()
-            raise UsageError(exc.message, "try again; two processes never write one "
-                                          "campaign") from None
-
-    def _take(self, dir_fd: int) -> int:
-        """Both locks (directory, then file); the lock file's descriptor."""
-        try:
-            fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise self._held_error(self._holder()) from None
-        try:
-            fd = open_regular_rw(LOCK_NAME, "lock file", dir_fd=dir_fd,
-                                 shown=str(self.lock_path))
-        except OSError as exc:
-            raise UsageError(f"cannot open lock file {self.lock_path}: "
-                             f"{exc.strerror or exc}",
-                             "check the directory's permissions") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # an older coldstart that locks only the file
-            holder = _read_pid(fd)
-            os.close(fd)
-            raise self._held_error(holder) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        return fd
-
-    def _held_error(self, holder: int | None) -> UsageError:
-        who = f"pid {holder}" if holder else "another process"
-        return UsageError(f"{self.path} is being written by another coldstart ({who})",
-                          "wait for it to finish, or stop it; two processes never write "
-                          "one campaign")
-
-    def _holder(self) -> int | None:
-        """The pid in the lock file, read without following a link (``None``: none)."""
-        try:
-            fd = os.open(self.lock_path, os.O_RDONLY | os.O_NONBLOCK
-                         | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            return None
-        try:
-            return _read_pid(fd) if stat.S_ISREG(os.fstat(fd).st_mode) else None
-        finally:
-            os.close(fd)
+        self._lock.take()
 
     def check_lock(self) -> None:
-        """Check that this writer still holds the campaign: the directory's path and
-        ``.coldstart.lock`` still name what it locked (a lock file removed, replaced by
-        another file or a directory, or a directory moved away fails).
-
-        Raises:
-            InfraError: the lock is gone (exit 3): nothing more is written.
-        """
-        if self._lock_fd is None or self._dir_fd is None:
-            return
-        lost = None
-        mine = os.fstat(self._lock_fd)
-        try:
-            there = os.stat(LOCK_NAME, dir_fd=self._dir_fd, follow_symlinks=False)
-            if (there.st_dev, there.st_ino) != (mine.st_dev, mine.st_ino):
-                lost = f"{self.lock_path} was replaced"
-        except FileNotFoundError:
-            lost = f"{self.lock_path} was removed"
-        if lost is None:
-            d = os.fstat(self._dir_fd)
-            try:
-                now = os.stat(self.path)
-                if (now.st_dev, now.st_ino) != (d.st_dev, d.st_ino):
-                    lost = f"{self.path} was replaced by another directory"
-            except OSError:
-                lost = f"{self.path} was moved or removed"
-        if lost:
-            raise InfraError(f"lost the campaign's lock: {lost} while this coldstart "
-                             f"(pid {os.getpid()}) was writing it; nothing more is written",
-                             "make sure no cleanup job touches a campaign being written, "
-                             "then go on with --resume")
+        """Raise InfraError (exit 3) when this writer's lock is gone (:meth:`CampaignLock.check`)."""
+        self._lock.check()
 
     def unlock(self) -> None:
         """Release :meth:`lock` (the lock file stays: an empty lock is harmless)."""
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
-        if self._dir_fd is not None:
-            os.close(self._dir_fd)
-            self._dir_fd = None
+        self._lock.release()
 
     def writer_pid(self) -> int | None:
-        """The pid of a process writing this campaign now, else ``None`` (never blocks):
-        the directory's lock is asked first (it holds when the lock file was removed),
-        then the lock file's (an older coldstart's).
+        """The pid of a process writing this campaign now, else ``None`` (never blocks;
+        :meth:`CampaignLock.writer_pid`).
 
         Raises:
             UsageError: the lock file is a device, FIFO, socket or directory.
         """
-        if path_kind(self.lock_path) not in ("a regular file", "missing", "unreadable"):
-            kind = describe_path(self.lock_path)
-            raise UsageError(f"lock file {self.lock_path} {kind}, not a regular file",
-                             "remove it: a campaign's lock is a small file the kit makes")
-        with contextlib.suppress(OSError):
-            dir_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY
-                             | getattr(os, "O_CLOEXEC", 0))
-            try:
-                fcntl.flock(dir_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return self._holder() or -1
-            finally:
-                os.close(dir_fd)
-        try:
-            fd = open_regular_if_exists(self.lock_path, "lock file")
-        except UsageError:
-            return None  # a lock this user may not read: no writer of ours holds it
-        if fd is None:
-            return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return _read_pid(fd) or -1
-        finally:
-            os.close(fd)
-        return None
+        return self._lock.writer_pid()
 
     def in_progress_note(self, pid: int | None) -> str | None:
         """The note a reader gets for a campaign that ``pid`` (:meth:`writer_pid`) is still
@@ -455,8 +333,8 @@ class CampaignStore:
 
     def _write_line(self, data: bytes) -> None:
         self.check_lock()  # a writer whose lock is gone never writes on
-        if self._dir_fd is not None:  # relative to the locked directory, never via a link
-            fd = open_regular_rw("launches.jsonl", "launches.jsonl", dir_fd=self._dir_fd,
+        if self._lock.dir_fd is not None:  # relative to the locked directory, never a link
+            fd = open_regular_rw("launches.jsonl", "launches.jsonl", dir_fd=self._lock.dir_fd,
                                  shown=str(self.launches_path))
         else:
             fd = open_regular_rw(self.launches_path, "launches.jsonl")
@@ -498,14 +376,6 @@ class CampaignStore:
         ``launches.jsonl``, the lock, ``artifacts/``) is a symbolic link, a FIFO or a
         device (:func:`kit._bounded.check_writable_entries`). Raises UsageError."""
         check_writable_entries(self.path, WRITTEN_ENTRIES)
-
-
-def _read_pid(fd: int) -> int | None:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
 
 
 def load_campaign(path: str | os.PathLike[str]) -> Campaign:

@@ -41,6 +41,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
+from .._bounded import write_atomic
 from ..errors import InfraError, UsageError
 
 __all__ = ["TOOLS", "SLOWDOWN", "ToolInstall", "find_tool", "ensure_tool", "wrap_command",
@@ -264,9 +265,7 @@ def ensure_tool(runtime: Any, log: Callable[[str], None] = lambda _m: None) -> T
                else _host_install(runtime, log))
     stamp = _stamp(runtime)
     stamp.parent.mkdir(parents=True, exist_ok=True)
-    tmp = stamp.with_suffix(".tmp")
-    tmp.write_text(json.dumps(install.to_dict(), indent=2) + "\n")
-    os.replace(tmp, stamp)
+    write_atomic(stamp, (json.dumps(install.to_dict(), indent=2) + "\n").encode())
     return install
 
 
