@@ -9,13 +9,15 @@ past the limit. Lines are streamed with a per-line cap.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from .errors import DataError, UsageError
 
-__all__ = ["open_regular", "open_regular_if_exists", "open_regular_rw",
+__all__ = ["open_regular", "open_regular_if_exists", "open_regular_rw", "lstat_kind",
+           "check_writable_entries",
            "read_tail_bounded", "write_atomic", "read_bytes_bounded", "iter_lines_bounded",
            "path_kind", "describe_path", "MiB", "Line"]
 
@@ -108,22 +110,74 @@ def open_regular_if_exists(path: str | os.PathLike[str], what: str) -> int | Non
     return _open_checked(path, what, None, "check the path", allow_missing=True)
 
 
-def open_regular_rw(path: str | os.PathLike[str], what: str, mode: int = 0o644) -> int:
+def open_regular_rw(path: str | os.PathLike[str], what: str, mode: int = 0o644, *,
+                    dir_fd: int | None = None, shown: str | None = None) -> int:
     """Open (creating it when absent) ``path`` for reading and writing, refusing anything
     that is there but a regular file, as :func:`open_regular` does (``O_NONBLOCK`` at open,
     then ``fstat``), so that a FIFO or a device in a campaign never blocks or takes a write.
+    A symbolic link there is refused, never followed (``O_NOFOLLOW``): a link planted at a
+    file the kit writes would have it write into the link's target. ``dir_fd``: ``path``
+    is relative to that open directory (``openat``), so a directory renamed or swapped
+    under the writer is not written; ``shown`` names the file in messages (default: ``path``).
 
     Raises:
         OSError: the open itself failed (callers decide: a full disk is not bad input).
-        UsageError: it is a device, FIFO, socket or directory.
+        UsageError: it is a symbolic link, a device, FIFO, socket or directory.
     """
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK
-                     | getattr(os, "O_CLOEXEC", 0), mode)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | _NOFOLLOW
+                     | getattr(os, "O_CLOEXEC", 0), mode, dir_fd=dir_fd)
     except IsADirectoryError:
-        raise UsageError(f"{what} {_shown(path)} is a directory",
+        raise UsageError(f"{what} {_shown(shown or path)} is a directory",
                          "give a regular file") from None
-    return _regular(fd, what, _shown(path))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _link_error(shown or path, what) from None
+        raise
+    return _regular(fd, what, _shown(shown or path))
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _link_error(path: str | os.PathLike[str], what: str) -> UsageError:
+    return UsageError(f"{what} {_shown(path)} is a symbolic link: the kit never writes "
+                      f"through one", "remove the link (a file the kit writes is its own)")
+
+
+def lstat_kind(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> str:
+    """What ``path`` itself is, not following a symbolic link: ``"missing"``,
+    ``"a symbolic link"``, or what :func:`path_kind` says (``"a regular file"``, ``"a
+    directory"``, ``"a FIFO"``, ...)."""
+    try:
+        mode = os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except (OSError, ValueError):
+        return "unreadable"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "a regular file" if stat.S_ISREG(mode) else _kind(mode)
+
+
+def check_writable_entries(directory: str | os.PathLike[str], names: Iterable[str],
+                           flag: str = "--out") -> None:
+    """Refuse ``directory`` when an entry the kit writes there (``names``) is a symbolic
+    link, a FIFO, a device or a socket (a directory where a file belongs is named too):
+    writing would land in the link's target, block, or reach a device.
+
+    Raises:
+        UsageError: one line naming the entry and what it is.
+    """
+    for name in names:  # "name/": a directory belongs there (lstat without the slash)
+        bare = name.rstrip("/")
+        want = "a directory" if name.endswith("/") else "a regular file"
+        kind = lstat_kind(os.path.join(directory, bare))
+        if kind in ("missing", want):
+            continue
+        raise UsageError(f"{_shown(os.path.join(directory, bare))} is {kind}, not {want}: "
+                         f"the kit writes it, never through a link, a FIFO or a device",
+                         f"remove it, or choose another {flag}")
 
 
 def read_bytes_bounded(path: str | os.PathLike[str], limit: int, *, what: str = "file",
@@ -159,28 +213,57 @@ def read_tail_bounded(path: str | os.PathLike[str], limit: int, *, what: str = "
         return fh.read(limit)
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically: written to ``<path>.tmp`` (a leftover by
-    that name, a FIFO included, is removed first and the file made with ``O_EXCL``, so the
-    write never blocks or lands elsewhere), fsynced, then renamed over ``path``.
+def write_atomic(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically; the one way the kit writes a whole file.
+
+    ``data`` goes to ``<path>.tmp``: whatever is left by that name (a temp file of a run
+    killed mid-write, a symbolic link, a FIFO) is unlinked first, never followed or
+    opened, and the file is made with ``O_CREAT | O_EXCL | O_NOFOLLOW``, so the write never
+    blocks or lands elsewhere. It is written, fsynced (``durable``), then renamed over
+    ``path``, which replaces a link at ``path`` rather than writing through it. A write that
+    fails removes the temp file, and the error names ``path``.
 
     Raises:
-        OSError: the write or the rename failed (the temporary file is removed).
+        UsageError: ``<path>.tmp`` or ``path`` is a directory.
+        OSError: the write or the rename failed (a full disk: ``filename`` is ``path``).
     """
-    tmp = f"{os.fspath(path)}.tmp"
-    if path_kind(tmp) not in ("missing", "a directory"):
-        os.unlink(tmp)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
-                 0o644)
+    target = os.fspath(path)
+    tmp = f"{target}.tmp"
+    if lstat_kind(target) == "a directory":
+        raise UsageError(f"{_shown(target)} is a directory, not a file the kit can write",
+                         "remove it, or choose another directory")
+    fd = -1
+    for _ in range(5):  # a link put back between unlink and open: unlinked again
+        if lstat_kind(tmp) == "a directory":
+            raise UsageError(f"{_shown(tmp)} is a directory in the place of a temporary "
+                             f"file", "remove it")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+                         | getattr(os, "O_CLOEXEC", 0), 0o644)
+            break
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, target) from None
+    if fd < 0:
+        raise UsageError(f"{_shown(tmp)} keeps being made by another process",
+                         "stop whatever writes it")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            view = memoryview(data)
+            while view:  # a short write is written on, never taken for the whole
+                view = view[fh.write(view):]
             fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+            if durable:
+                os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and not exc.filename:
+            raise OSError(exc.errno, exc.strerror, target) from None
         raise
 
 

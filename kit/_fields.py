@@ -38,6 +38,13 @@ class FieldReader:
         return DataError(f"{self.where}: {key} must be {want}, not "
                          f"{type_name(self.data.get(key))}", self.hint)
 
+    def out_of_range(self, key: str, want: str) -> DataError:
+        """The error for a number ``key`` outside its bounds (shown, cut to 40
+        characters)."""
+        text = repr(self.data.get(key))
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+        return DataError(f"{self.where}: {key} must be {want}, not {shown}", self.hint)
+
     def str(self, key: str, default: str | None = None) -> str:
         value = self.data.get(key, default)
         if not isinstance(value, str):
@@ -50,26 +57,39 @@ class FieldReader:
             raise self.fail(key, "a string or null")
         return value
 
-    def int(self, key: str, default: int | None = None, low: int = 0) -> int:
+    def int(self, key: str, default: int | None = None, low: int = 0,
+            high: int | None = None) -> int:
         value = self.data.get(key, default)
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise self.fail(key, f"a whole number >= {low}")
+        if high is not None and value > high:
+            raise self.out_of_range(key, f"a whole number in {low}..{high}")
         return value
 
-    def opt_int(self, key: str, low: int | None = None) -> int | None:
+    def opt_int(self, key: str, low: int | None = None, high: int | None = None) -> int | None:
         value = self.data.get(key)
         if value is None:
             return None
         if not isinstance(value, int) or isinstance(value, bool) or (
-                low is not None and value < low):
+                low is not None and value < low and high is None):
             raise self.fail(key, "a whole number or null")
+        if high is not None and not (low or 0) <= value <= high:
+            raise self.out_of_range(key, f"a whole number in {low or 0}..{high} or null")
         return value
 
-    def num(self, key: str, default: float | None = None) -> float:
+    def num(self, key: str, default: float | None = None, low: float | None = None,
+            high: float | None = None, low_inclusive: bool = True) -> float:
+        """A finite number; with ``low``/``high``, inside them (``low`` excluded unless
+        ``low_inclusive``)."""
         value = self.data.get(key, default)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(
                 value):
             raise self.fail(key, "a number")
+        if (low is not None and (value < low or (value == low and not low_inclusive))) or (
+                high is not None and value > high):
+            raise self.out_of_range(key, f"a number in {'[' if low_inclusive else '('}"
+                                         f"{low if low is not None else '-inf'}, "
+                                         f"{high if high is not None else 'inf'}]")
         return float(value)
 
     def opt_num(self, key: str) -> float | None:

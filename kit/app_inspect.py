@@ -48,7 +48,7 @@ import zlib
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Iterator
 
-from ._bounded import describe_path, path_kind
+from ._bounded import describe_path, open_regular, path_kind
 from .errors import DataError, UsageError
 
 __all__ = ["AppInspection", "NativeLibrary", "inspect_app", "scan_binary"]
@@ -70,7 +70,52 @@ _XNNPACK_STRINGS = (
 #: Present in every ORT core binary: the C API entry point's name (kept in the dynamic symbol
 #: table) and the source path ORT_ENFORCE/LOGS embed (kept even in stripped static builds).
 _ORT_CORE_MARKERS = (b"OrtGetApiBase", b"core/session/inference_session.cc")
-_MAX_BINARY_BYTES = 1 << 30  # refuse to read a single entry bigger than 1 GiB
+#: the most one entry or file may hold when read (ORT's library is tens of MiB)
+_MAX_BINARY_BYTES = 256 * 1024 * 1024
+#: the most one inspection reads in all, entries inflated and files together: a zip's
+#: sizes are the zip's word, and a small APK can inflate to gigabytes across entries
+_MAX_TOTAL_BYTES = 512 * 1024 * 1024
+#: Info.plist and AndroidManifest.xml are a few KiB
+_MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+#: a .app's folders are read this deep (its binaries sit at most three down)
+_MAX_APP_DEPTH = 32
+#: and this many entries of it at most
+_MAX_APP_ENTRIES = 200_000
+#: zip compression methods Python's zipfile inflates (stored, deflate, bzip2, lzma)
+_ZIP_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2,
+                zipfile.ZIP_LZMA}
+_REBUILD = "rebuild or download the package again"
+
+
+class _Budget:
+    """What one inspection has read so far, against :data:`_MAX_TOTAL_BYTES`."""
+
+    def __init__(self, source: Path) -> None:
+        self.source = source
+        self.used = 0
+
+    def take(self, n: int, what: str) -> None:
+        self.used += n
+        if self.used > _MAX_TOTAL_BYTES:
+            raise DataError(f"{self.source}: reading {what} takes the inspection past "
+                            f"{_MAX_TOTAL_BYTES >> 20} MiB in all: not an app package this "
+                            f"tool reads", "is it the right file? a real app's ORT "
+                            "libraries are tens of MiB")
+
+    def read(self, stream: Any, limit: int, what: str) -> bytes:
+        """Up to ``limit`` bytes of ``stream``, in blocks, each counted; more is refused."""
+        chunks: list[bytes] = []
+        got = 0
+        while True:
+            block = stream.read(min(1 << 20, limit + 1 - got))
+            if not block:
+                return b"".join(chunks)
+            got += len(block)
+            if got > limit:
+                raise DataError(f"{what} in {self.source} is larger than {limit >> 20} MiB",
+                                "that is not an app package this tool can read")
+            self.take(len(block), what)
+            chunks.append(block)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,11 +289,61 @@ def scan_binary(path: str, data: bytes, abi: str | None = None) -> NativeLibrary
 
 
 # -- Android ----------------------------------------------------------------------------
-def _read_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    if info.file_size > _MAX_BINARY_BYTES:
-        raise DataError(f"{info.filename} in {zf.filename} is {info.file_size} bytes",
-                        "that is not an app package this tool can read")
-    return zf.read(info)
+def _read_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: _Budget,
+                limit: int = _MAX_BINARY_BYTES) -> bytes:
+    """One entry, inflated in blocks within ``limit`` and the inspection's ``budget``
+    (whatever its header says its size is).
+
+    Raises:
+        DataError: encrypted, compressed with a method zipfile lacks, damaged, or too large.
+    """
+    name = _clip(info.filename)
+    if info.flag_bits & 0x1:
+        raise DataError(f"{name} in {budget.source} is encrypted",
+                        "inspect the unencrypted build (an app store package is not)")
+    if info.compress_type not in _ZIP_METHODS:
+        raise DataError(f"{name} in {budget.source} uses zip compression method "
+                        f"{info.compress_type}, which this tool cannot inflate", _REBUILD)
+    if info.file_size > limit:
+        raise DataError(f"{name} in {budget.source} is {info.file_size} bytes (more than "
+                        f"{limit >> 20} MiB)", "that is not an app package this tool can read")
+    try:
+        with zf.open(info) as stream:
+            return budget.read(stream, limit, name)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError,
+            NotImplementedError, ValueError) as exc:
+        raise DataError(f"{budget.source} is a damaged zip file: {name} cannot be read: "
+                        f"{_clip(exc, 120)}", _REBUILD) from None
+
+
+def _clip(value: Any, limit: int = 200) -> str:
+    text = " ".join(str(value).split())
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+def _plist_facts(data: bytes) -> tuple[str | None, str | None, str | None, str | None]:
+    """``(CFBundleIdentifier, CFBundleShortVersionString, CFBundleExecutable, problem)`` of
+    an ``Info.plist``, XML or binary (plistlib); a value that is not a string counts as
+    absent, and a file that does not parse (truncated, cyclic, nested too deep, not a
+    dict) is the problem, never an exception."""
+    try:
+        info = plistlib.loads(data)
+    except RecursionError:
+        return None, None, None, "Info.plist is nested too deeply to be an app's"
+    except Exception as exc:  # plistlib raises assorted errors (expat, struct, key) on junk
+        return None, None, None, f"Info.plist is not a property list: {_clip(exc, 120)}"
+    if not isinstance(info, dict):
+        return None, None, None, (f"Info.plist holds {type(info).__name__}, not a "
+                                  f"dictionary")
+
+    def text(key: str) -> str | None:
+        value = info.get(key)
+        return value if isinstance(value, str) else None
+
+    app_id = text("CFBundleIdentifier")
+    return (app_id, text("CFBundleShortVersionString"), text("CFBundleExecutable"),
+            None if app_id else "Info.plist has no CFBundleIdentifier")
 
 
 def _manifest_facts(data: bytes) -> tuple[str | None, str | None, dict[str, Any], str | None]:
@@ -260,8 +355,12 @@ def _manifest_facts(data: bytes) -> tuple[str | None, str | None, dict[str, Any]
         if not printer.is_valid():
             return None, None, {}, "AndroidManifest.xml is not binary XML (AXML)"
         root = printer.get_xml_obj()
+    except RecursionError:
+        return None, None, {}, "AndroidManifest.xml is nested too deeply to be an app's"
     except Exception as exc:  # pyaxmlparser raises assorted errors on corrupt input
-        return None, None, {}, f"AndroidManifest.xml could not be decoded: {exc}"
+        return None, None, {}, f"AndroidManifest.xml could not be decoded: {_clip(exc, 120)}"
+    if root is None or not hasattr(root, "get"):  # a chunk it skipped took the elements
+        return None, None, {}, "AndroidManifest.xml could not be decoded: no root element"
     package = root.get("package")
     version = root.get(f"{_ANDROID_NS}versionName")
     poison: dict[str, Any] = {}
@@ -277,12 +376,13 @@ def _manifest_facts(data: bytes) -> tuple[str | None, str | None, dict[str, Any]
 
 def _inspect_apk(path: Path, zf: zipfile.ZipFile) -> AppInspection:
     notes: list[str] = []
+    budget = _Budget(path)
     names = {info.filename: info for info in zf.infolist()}
     package = version = None
     poison: dict[str, Any] = {}
     if "AndroidManifest.xml" in names:
         package, version, poison, problem = _manifest_facts(
-            _read_entry(zf, names["AndroidManifest.xml"]))
+            _read_entry(zf, names["AndroidManifest.xml"], budget, _MAX_MANIFEST_BYTES))
         if problem:
             notes.append(problem)
     else:
@@ -290,14 +390,16 @@ def _inspect_apk(path: Path, zf: zipfile.ZipFile) -> AppInspection:
     wrap_abis = sorted(m.group("abi") for n in names if (m := _WRAP_SH_RE.match(n)))
     if wrap_abis:
         poison["wrap_sh"] = wrap_abis
-        text = _read_entry(zf, names[f"lib/{wrap_abis[0]}/wrap.sh"]).decode("utf-8", "replace")
+        text = _read_entry(zf, names[f"lib/{wrap_abis[0]}/wrap.sh"], budget,
+                           _MAX_MANIFEST_BYTES).decode("utf-8", "replace")
         found = re.search(r"LIBC_DEBUG_MALLOC_OPTIONS=(\S+)", text)
         poison["wrap_sh_options"] = found.group(1) if found else None
     libraries = []
     for name in sorted(names):
         match = _ORT_LIB_RE.match(name)
         if match:
-            libraries.append(scan_binary(name, _read_entry(zf, names[name]), match.group("abi")))
+            libraries.append(scan_binary(name, _read_entry(zf, names[name], budget),
+                                         match.group("abi")))
     if not any(lib.ort_core for lib in libraries):
         notes.append("no lib/<abi>/libonnxruntime*.so in the APK contains ONNX Runtime")
     return AppInspection(source=str(path), kind="apk", app_id=package, version=version,
@@ -320,24 +422,19 @@ def _app_binaries(files: dict[str, Any], executable: str | None) -> Iterator[str
 
 def _inspect_bundle(source: Path, kind: str, read: Any, files: dict[str, Any]) -> AppInspection:
     """Common part of IPA and .app: ``files`` maps paths relative to the .app to handles
-    that ``read(handle) -> bytes`` reads."""
+    that ``read(handle, limit) -> bytes`` reads (bounded, counted against one budget)."""
     notes: list[str] = []
     app_id = version = executable = None
     if "Info.plist" in files:
-        try:
-            info = plistlib.loads(read(files["Info.plist"]))
-            app_id = info.get("CFBundleIdentifier")
-            version = info.get("CFBundleShortVersionString")
-            executable = info.get("CFBundleExecutable")
-        except (plistlib.InvalidFileException, ValueError, TypeError) as exc:
-            notes.append(f"Info.plist is not a property list: {exc}")
-        if app_id is None and not notes:
-            notes.append("Info.plist has no CFBundleIdentifier")
+        app_id, version, executable, problem = _plist_facts(
+            read(files["Info.plist"], _MAX_MANIFEST_BYTES))
+        if problem:
+            notes.append(problem)
     else:
         notes.append("no Info.plist")
     libraries = []
     for rel in _app_binaries(files, executable):
-        data = read(files[rel])
+        data = read(files[rel], _MAX_BINARY_BYTES)
         if any(marker in data for marker in _ORT_CORE_MARKERS) or "onnxruntime" in rel.lower():
             libraries.append(scan_binary(rel, data))
     if not libraries:
@@ -355,17 +452,65 @@ def _inspect_ipa(path: Path, zf: zipfile.ZipFile) -> AppInspection:
     prefix = f"Payload/{apps[0]}/"
     files = {info.filename[len(prefix):]: info for info in zf.infolist()
              if info.filename.startswith(prefix) and not info.is_dir()}
-    inspection = _inspect_bundle(path, "ipa", lambda info: _read_entry(zf, info), files)
+    budget = _Budget(path)
+    inspection = _inspect_bundle(path, "ipa", lambda info, limit: _read_entry(
+        zf, info, budget, limit), files)
     if len(apps) > 1:
         inspection = dataclasses.replace(
             inspection, notes=inspection.notes + (f"several apps in Payload/; read {apps[0]}",))
     return inspection
 
 
+def _app_files(path: Path) -> tuple[dict[str, Path], list[str]]:
+    """The regular files of a ``.app`` folder by relative path (links are not followed),
+    walked without recursion, at most :data:`_MAX_APP_DEPTH` folders deep and
+    :data:`_MAX_APP_ENTRIES` entries; and notes on what was left unread."""
+    files: dict[str, Path] = {}
+    notes: list[str] = []
+    stack: list[tuple[Path, int]] = [(path, 0)]
+    seen = 0
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            notes.append(f"cannot list {_clip(folder.relative_to(path))}: "
+                         f"{exc.strerror or exc}")
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > _MAX_APP_ENTRIES:
+                notes.append(f"read only the first {_MAX_APP_ENTRIES} entries of the folder")
+                return files, notes
+            if entry.is_dir(follow_symlinks=False):
+                if depth + 1 >= _MAX_APP_DEPTH:
+                    if not any(n.startswith("folders deeper") for n in notes):
+                        notes.append(f"folders deeper than {_MAX_APP_DEPTH} levels were not "
+                                     f"read")
+                    continue
+                stack.append((Path(entry.path), depth + 1))
+            elif entry.is_file(follow_symlinks=False):
+                files[Path(entry.path).relative_to(path).as_posix()] = Path(entry.path)
+    return files, notes
+
+
 def _inspect_app_dir(path: Path) -> AppInspection:
-    files = {p.relative_to(path).as_posix(): p for p in path.rglob("*")
-             if p.is_file() and not p.is_symlink()}
-    return _inspect_bundle(path, "app", lambda p: p.read_bytes(), files)
+    files, walk_notes = _app_files(path)
+    budget = _Budget(path)
+
+    def read(file: Path, limit: int) -> bytes:
+        try:
+            fd = open_regular(file, "file")  # a FIFO or a device put there is never read
+        except UsageError as exc:
+            raise DataError(exc.message, "a .app holds regular files") from None
+        with os.fdopen(fd, "rb") as fh:
+            return budget.read(fh, limit, _clip(file.relative_to(path)))
+
+    inspection = _inspect_bundle(path, "app", read, files)
+    if walk_notes:
+        inspection = dataclasses.replace(inspection, notes=inspection.notes
+                                         + tuple(walk_notes))
+    return inspection
 
 
 def inspect_app(path: str | os.PathLike[str]) -> AppInspection:
@@ -401,8 +546,9 @@ def inspect_app(path: str | os.PathLike[str]) -> AppInspection:
                 return _inspect_apk(target, zf)
             if any(n.startswith("Payload/") for n in names):
                 return _inspect_ipa(target, zf)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError) as exc:
-        raise DataError(f"{target} is a damaged zip file: {exc}",
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError,
+            ValueError, NotImplementedError, RuntimeError) as exc:
+        raise DataError(f"{target} is a damaged zip file: {_clip(exc, 120)}",
                         "rebuild or download the package again") from None
     raise UsageError(f"{target} is a zip but neither an APK nor an IPA",
                      "an APK holds AndroidManifest.xml, an IPA holds Payload/<name>.app")

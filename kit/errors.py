@@ -49,7 +49,9 @@ HINT_CHARS = 200
 
 
 def _cut(text: str, limit: int) -> str:
-    text = " ".join(str(text).split())
+    from ._terminal import printable  # a message echoes data: no escape sequence gets out
+
+    text = printable(" ".join(str(text).split()))
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more " \
                                            f"characters)"
 

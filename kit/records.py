@@ -205,8 +205,10 @@ class LaunchRecord:
         for name in phases:
             FieldReader(phases, f"{where}: phases", _REPAIR_HINT).num(name)
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(launch_id=r.str("launch_id"), index=r.int("index"),
-                   attempt=r.int("attempt", low=1), label=r.str("label"),
+        from .targets.argtypes import MAX_ATTEMPTS, MAX_LAUNCHES
+
+        return cls(launch_id=r.str("launch_id"), index=r.int("index", high=MAX_LAUNCHES - 1),
+                   attempt=r.int("attempt", low=1, high=MAX_ATTEMPTS), label=r.str("label"),
                    target=r.str("target"), device=r.str("device"),
                    scenario=r.str("scenario"), outcome=outcome,
                    last_phase=r.opt_str("last_phase"),

@@ -17,8 +17,10 @@ in token-like query parameters (``?token=...``, ``?apiKey=...``) and in capabili
   :func:`redact_text`, and string values under secret-looking keys (:func:`is_secret_key`)
   replaced whole;
 * :class:`Redactor` - remembers the secrets found in the URLs it was given (so a secret that
-  shows up outside a URL, e.g. echoed in an error message, is still caught) and applies the
-  three functions above with them;
+  shows up outside a URL, e.g. echoed in an error message, is still caught), with their
+  encoded forms (percent-encoded, Base64, and the HTTP Basic ``user:key`` of each pair:
+  :func:`encoded_forms`, :func:`basic_forms`), and applies the three functions above with
+  them;
 * :func:`install_log_redaction` - makes every :mod:`logging` record pass through a
   :class:`Redactor` as it is created (idempotent; adds secrets on later calls).
 
@@ -34,14 +36,16 @@ leak. Values are replaced, never parsed: nothing here raises on odd input.
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 import threading
 from typing import Any, Iterable
-from urllib.parse import quote, unquote
+from urllib.parse import quote, quote_plus, unquote
 
 __all__ = ["MASK", "is_secret_key", "redact_url", "redact_text", "redact_value",
-           "secrets_in_url", "Redactor", "install_log_redaction", "redact_known"]
+           "secrets_in_url", "Redactor", "install_log_redaction", "redact_known",
+           "encoded_forms", "basic_forms"]
 
 #: What every secret is replaced with.
 MASK = "***"
@@ -205,6 +209,43 @@ def secrets_in_url(url: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+#: the fewest characters of an encoded form that is masked (shorter ones are too common)
+_MIN_ENCODED_CHARS = 8
+#: known secrets whose pairs (``user:key``) get Basic forms: a farm has a user and a key
+_MAX_PAIRED = 8
+
+
+def _b64_forms(raw: bytes) -> list[str]:
+    """Base64 of ``raw`` as written in an HTTP ``Authorization: Basic`` header (RFC 7617,
+    RFC 4648 section 4), without its ``=`` padding (so a padded one is caught too), and
+    the URL-safe alphabet's (section 5)."""
+    std = base64.b64encode(raw).decode("ascii").rstrip("=")
+    safe = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    return [f for f in dict.fromkeys((std, safe)) if len(f) >= _MIN_ENCODED_CHARS]
+
+
+def encoded_forms(secret: str) -> list[str]:
+    """The forms in which ``secret`` may be echoed besides as written: percent-encoded
+    (``quote`` and ``quote_plus``, RFC 3986 section 2.1, and as form data) and Base64 (a
+    key sent alone as a Basic or token header); only forms that differ from it and have
+    at least 8 characters."""
+    if not isinstance(secret, str) or not secret:
+        return []
+    forms = [quote(secret, safe=""), quote_plus(secret, safe=""), quote(secret)]
+    if len(secret) >= _MIN_SECRET_CHARS:
+        forms += _b64_forms(secret.encode("utf-8"))
+    return [f for f in dict.fromkeys(forms) if f != secret and len(f) >= _MIN_ENCODED_CHARS]
+
+
+def basic_forms(user: str, key: str) -> list[str]:
+    """The HTTP Basic credential of ``user`` and ``key``: Base64 of ``user:key`` (RFC 7617
+    section 2), unpadded, standard and URL-safe alphabets, and its percent-encoding."""
+    if not user and not key:
+        return []
+    forms = _b64_forms(f"{user}:{key}".encode("utf-8"))
+    return list(dict.fromkeys(forms + [quote(f, safe="") for f in forms]))
+
+
 def _mask_secrets(text: str, secrets: Iterable[str]) -> str:
     """``text`` with each secret masked: a long one anywhere, a short one (under
     :data:`_MIN_SECRET_CHARS`) where no letter, digit, ``_`` or ``.`` touches it."""
@@ -307,6 +348,7 @@ class Redactor:
     def __init__(self, urls: Iterable[str] = (), secrets: Iterable[str] = ()) -> None:
         self._lock = threading.Lock()
         self._secrets: tuple[str, ...] = ()
+        self._given: list[str] = []  # as given, without the derived encodings
         for url in urls:
             self.add_url(url)
         self.add_secrets(secrets)
@@ -328,6 +370,14 @@ class Redactor:
             for value in values:
                 if isinstance(value, str) and value.strip("*") and value not in merged:
                     merged.append(value)
+                    self._given.append(value)
+                    # its encodings: a server echoes a Basic header or a form field as sent
+                    merged.extend(f for f in encoded_forms(value) if f not in merged)
+            paired = self._given[:_MAX_PAIRED]
+            for user in paired:  # every known pair as a Basic credential (user:key)
+                for key in paired:
+                    if user != key:
+                        merged.extend(f for f in basic_forms(user, key) if f not in merged)
             self._secrets = tuple(merged)
 
     def add_secrets_from(self, value: Any) -> None:

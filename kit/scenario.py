@@ -226,6 +226,10 @@ def _split_pairs(text: str) -> list[tuple[str, str]]:
         parts = urlsplit(text)
         if parts.scheme != "coldstart" or parts.netloc not in ("run", ""):
             raise UsageError(f"scenario URL {text!r} is not a coldstart://run?... URL", _HINT)
+        if parts.fragment or text.endswith("#"):  # never dropped without a word
+            raise UsageError(f"scenario URL {_shown(text, 80)} has a #fragment "
+                             f"({_shown(parts.fragment, 40)!r}), which no scenario key reads",
+                             "drop the #... part, or write it as a key: &key=value")
         text = parts.query
     if not text:
         return []

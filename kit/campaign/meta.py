@@ -23,6 +23,7 @@ from typing import Any
 
 from .._bounded import describe_path, path_kind, read_bytes_bounded, write_atomic
 from .._fields import FieldReader, type_name
+from ..targets.argtypes import MAX_LAUNCHES
 from ..errors import DataError
 
 __all__ = ["SCHEMA_VERSION", "CampaignMeta", "RuleMeta", "PairMeta", "read_meta", "write_meta",
@@ -75,16 +76,19 @@ class RuleMeta:
         if not isinstance(data, dict):
             raise DataError(f"{where} must be an object, not {type_name(data)}", _HINT)
         c = FieldReader(data, where, _HINT)
-        ceiling = c.num("ceiling", 0.05)  # defaults: compare's, for a rule kept partly
+        # the bounds of the command line's options (fractions in (0, 1), launches up to
+        # MAX_LAUNCHES): a value read back is held to them as a value typed in is
+        ceiling = c.num("ceiling", 0.05, 0.0, 1.0, False)  # defaults: compare's
         return cls(baseline=c.str("baseline", ""),
                    signature=c.str("signature", "xnnpack-allocator-uaf"),
-                   alpha=c.num("alpha", 0.05), ceiling=ceiling, beta=c.num("beta", 0.2),
-                   design_rate=c.num("design_rate", ceiling / 4),
-                   max_launches=c.opt_int("max_launches"),
+                   alpha=c.num("alpha", 0.05, 0.0, 1.0, False), ceiling=ceiling,
+                   beta=c.num("beta", 0.2, 0.0, 1.0, False),
+                   design_rate=c.num("design_rate", ceiling / 4, 0.0, 1.0, False),
+                   max_launches=c.opt_int("max_launches", 1, MAX_LAUNCHES),
                    stopped=c.opt_bool("stopped"), why=c.str("why", ""),
                    interleaved=bool(c.opt_bool("interleaved")),
-                   baseline_events=c.opt_int("baseline_events"),
-                   baseline_n=c.opt_int("baseline_n"),
+                   baseline_events=c.opt_int("baseline_events", 0, MAX_LAUNCHES),
+                   baseline_n=c.opt_int("baseline_n", 0, MAX_LAUNCHES),
                    extra={k: v for k, v in data.items() if k not in cls._KNOWN})
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,7 +184,7 @@ class CampaignMeta:
         rule = data.get("until_verdict")
         pair = data.get("interleaved")
         return cls(label=c.str("label"), target=c.str("target"), scenario=c.str("scenario"),
-                   launches=c.int("launches"), schema=schema,
+                   launches=c.int("launches", low=1, high=MAX_LAUNCHES), schema=schema,
                    scenario_description=c.str("scenario_description", ""),
                    created_at=c.str("created_at", ""), devices=c.objs("devices"),
                    build=c.obj("build"), tools=c.obj("tools"), options=c.obj("options"),

@@ -9,9 +9,16 @@
   the next append. A write that fails (disk full, file-size limit) is truncated back, so no
   half line is left, and tried again while space may return.
 * ``artifacts/<launch-id>/``: raw output, crash text, log excerpts.
-* ``.coldstart.lock``: held (``flock``) by the one process that writes the campaign; a
-  second writer is refused with the holder's pid. Readers never lock; they can ask whether
-  a writer holds it (:meth:`CampaignStore.writer_pid`).
+* ``.coldstart.lock``: held (``flock``) by the one process that writes the campaign, with
+  the campaign directory itself (so that removing or replacing the file lets no second
+  writer in); a second writer is refused with the holder's pid. Before each append the
+  writer checks that the paths still name what it locked (inode), and stops with exit 3 if
+  not. Readers never lock; they can ask whether a writer holds it
+  (:meth:`CampaignStore.writer_pid`).
+* Nothing is written through a symbolic link: the records and the lock are opened with
+  ``O_NOFOLLOW`` relative to the locked directory, whole files go through
+  :func:`kit._bounded.write_atomic`, and a campaign whose entries are links, FIFOs or
+  devices is refused (:meth:`CampaignStore.check_entries`).
 
 Reading is bounded and streamed: a record line over :data:`MAX_RECORD_BYTES` or one that is
 not a valid record is a one-line :class:`~kit.errors.DataError` naming the line, and so are
@@ -24,7 +31,6 @@ import contextlib
 import dataclasses
 import datetime as _dt
 import errno
-import fcntl
 import json
 import os
 import platform
@@ -36,11 +42,12 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .._bounded import (MiB, describe_path, iter_lines_bounded, open_regular_if_exists,
-                        open_regular_rw, path_kind)
+from .._bounded import (MiB, check_writable_entries, describe_path, iter_lines_bounded,
+                        open_regular_if_exists, open_regular_rw, path_kind)
 from ..errors import DataError, InfraError, UsageError
 from ..records import LaunchRecord
 from ..scenario import Scenario, parse_scenario
+from .lock import LOCK_NAME, CampaignLock
 from .meta import SCHEMA_VERSION, CampaignMeta, read_meta, write_meta
 
 __all__ = ["Campaign", "CampaignStore", "load_campaign", "prepare_store", "update_meta",
@@ -50,11 +57,12 @@ __all__ = ["Campaign", "CampaignStore", "load_campaign", "prepare_store", "updat
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 #: a record is a few KiB (a crash with all its frames, tens): a longer line is not one
 MAX_RECORD_BYTES = 8 * MiB
-LOCK_NAME = ".coldstart.lock"
 #: how long an append that fails for want of space keeps trying before the campaign stops
 WRITE_RETRY_S = 60.0
 _NO_SPACE = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
 _REPAIR = "coldstart repair {path}"
+#: what the kit writes in a campaign directory (``/``: a directory)
+WRITTEN_ENTRIES = ("campaign.json", "launches.jsonl", LOCK_NAME, "artifacts/")
 
 
 def utc_now() -> str:
@@ -133,7 +141,7 @@ class CampaignStore:
         self.launches_path = self.path / "launches.jsonl"
         self.lock_path = self.path / LOCK_NAME
         self._append_lock = threading.Lock()
-        self._lock_fd: int | None = None
+        self._lock = CampaignLock(self.path)
 
     def exists(self) -> bool:
         """Whether the directory holds a campaign (``campaign.json``: anything by that name,
@@ -158,6 +166,7 @@ class CampaignStore:
                                  "give the campaign's directory")
             raise UsageError(f"nothing to resume: {self.path} holds no campaign",
                              "drop --resume to start one, or fix --out")
+        self.check_entries()
         meta = self.read_meta()
         if meta.interleaved is not None:
             raise UsageError(f"{self.path} is the baseline of the interleaved run "
@@ -168,66 +177,38 @@ class CampaignStore:
         return meta
 
     def write_meta(self, meta: CampaignMeta) -> None:
-        """Write ``campaign.json`` atomically."""
+        """Write ``campaign.json`` atomically (a writer whose lock is gone raises
+        InfraError, :meth:`check_lock`, and writes nothing)."""
+        self.check_lock()
         write_meta(self.path, meta)
 
-    # -- locking ---------------------------------------------------------------------------
+    # -- locking (kit/campaign/lock.py) ----------------------------------------------------
     def lock(self) -> None:
-        """Become the campaign's one writer (an exclusive ``flock`` on ``.coldstart.lock``,
-        held until :meth:`unlock` or the process ends, ``kill -9`` included).
+        """Become the campaign's one writer (:meth:`CampaignLock.take`: the directory and
+        ``.coldstart.lock``, held until :meth:`unlock` or the process ends).
 
         Raises:
-            UsageError: another process holds it (its pid is named).
+            UsageError: another process holds it (its pid is named), or the lock file is a
+                link, a FIFO, a device or a directory.
         """
-        if self._lock_fd is not None:
-            return
-        self.path.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = open_regular_rw(self.lock_path, "lock file")
-        except OSError as exc:
-            raise UsageError(f"cannot open lock file {self.lock_path}: "
-                             f"{exc.strerror or exc}",
-                             "check the directory's permissions") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _read_pid(fd)
-            os.close(fd)
-            who = f"pid {holder}" if holder else "another process"
-            raise UsageError(f"{self.path} is being written by another coldstart ({who})",
-                             "wait for it to finish, or stop it; two processes never write "
-                             "one campaign") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._lock_fd = fd
+        self._lock.take()
+
+    def check_lock(self) -> None:
+        """Raise InfraError (exit 3) when this writer's lock is gone (:meth:`CampaignLock.check`)."""
+        self._lock.check()
 
     def unlock(self) -> None:
         """Release :meth:`lock` (the lock file stays: an empty lock is harmless)."""
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self._lock.release()
 
     def writer_pid(self) -> int | None:
-        """The pid of a process writing this campaign now, else ``None`` (never blocks).
+        """The pid of a process writing this campaign now, else ``None`` (never blocks;
+        :meth:`CampaignLock.writer_pid`).
 
         Raises:
             UsageError: the lock file is a device, FIFO, socket or directory.
         """
-        try:
-            fd = open_regular_if_exists(self.lock_path, "lock file")
-        except UsageError:
-            if path_kind(self.lock_path) not in ("a regular file", "missing", "unreadable"):
-                raise  # a FIFO, a device, a directory: named, never opened
-            return None  # a lock this user may not read: no writer of ours holds it
-        if fd is None:
-            return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return _read_pid(fd) or -1
-        finally:
-            os.close(fd)
-        return None
+        return self._lock.writer_pid()
 
     def in_progress_note(self, pid: int | None) -> str | None:
         """The note a reader gets for a campaign that ``pid`` (:meth:`writer_pid`) is still
@@ -351,7 +332,12 @@ class CampaignStore:
                 delay = min(delay * 2, 8.0)
 
     def _write_line(self, data: bytes) -> None:
-        fd = open_regular_rw(self.launches_path, "launches.jsonl")
+        self.check_lock()  # a writer whose lock is gone never writes on
+        if self._lock.dir_fd is not None:  # relative to the locked directory, never a link
+            fd = open_regular_rw("launches.jsonl", "launches.jsonl", dir_fd=self._lock.dir_fd,
+                                 shown=str(self.launches_path))
+        else:
+            fd = open_regular_rw(self.launches_path, "launches.jsonl")
         try:
             end = os.lseek(fd, 0, os.SEEK_END)
             if end:
@@ -378,18 +364,18 @@ class CampaignStore:
         one writer gets here) are removed first."""
         rel = f"artifacts/{launch_id}"
         path = self.path / rel
+        self.check_entries()  # never into (or rmtree through) a link planted in the campaign
+        check_writable_entries(self.path / "artifacts", [f"{launch_id}/"])
         if path.exists():
             shutil.rmtree(path)
         path.mkdir(parents=True)
         return path, rel
 
-
-def _read_pid(fd: int) -> int | None:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
+    def check_entries(self) -> None:
+        """Refuse a campaign directory where an entry the kit writes (``campaign.json``,
+        ``launches.jsonl``, the lock, ``artifacts/``) is a symbolic link, a FIFO or a
+        device (:func:`kit._bounded.check_writable_entries`). Raises UsageError."""
+        check_writable_entries(self.path, WRITTEN_ENTRIES)
 
 
 def load_campaign(path: str | os.PathLike[str]) -> Campaign:
@@ -463,6 +449,7 @@ def prepare_store(out: str | os.PathLike[str], *, label: str, target: str,
         store.write_meta(meta)
         store.launches_path.touch()
         return store, []
+    store.check_entries()
     meta = store.read_meta() if allow_pair_baseline else store.resumable_meta()
     for key, want in (("label", label), ("target", target), ("scenario", scenario.key())):
         if getattr(meta, key) != want:

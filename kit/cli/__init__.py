@@ -176,7 +176,9 @@ def _dispatch(argv: list[str], debug: bool) -> int:
     except OSError as exc:  # permissions, a full disk, a vanished file: the environment
         if debug:
             _print_traceback()
-        where = f": {exc.filename}" if exc.filename else ""
+        campaign = getattr(args, "campaign_dir", None)  # a write that names no file
+        where = f": {exc.filename}" if exc.filename else (
+            f" (while writing in {campaign})" if campaign else "")
         infra = exc.errno in _INFRA_ERRNOS
         hint = ("free space or fix the disk" if infra else "check the path and its "
                 "permissions") + "; --debug shows the traceback"

@@ -12,7 +12,7 @@ from typing import Any
 from ..campaign import iter_campaign_dirs
 from .options import fraction_arg
 from .run import check_directory_arg, stderr_console
-from .._bounded import describe_path
+from .._bounded import check_writable_entries, describe_path
 from ..errors import ExitCode, UsageError
 from ..analysis.scan import open_campaign, records_of, scan_campaign
 from ..analysis.verdict import DEFAULT_SIGNATURE, Comparison, Verdict, VerdictSettings
@@ -373,6 +373,7 @@ def _report(args: argparse.Namespace) -> int:
         out = Path(args.out)
     elif len(campaigns) == 1:
         out = campaigns[0].path / "report"
+        check_writable_entries(campaigns[0].path, ["report/"])  # never through a link
     else:
         out = Path("coldstart-report")
     check_report_dir(out)

@@ -6,6 +6,7 @@ import argparse
 import json
 import re
 
+from .._terminal import printable
 from ..app_inspect import AppInspection, inspect_app
 from ..errors import ExitCode, UsageError
 
@@ -60,7 +61,7 @@ def render(inspection: AppInspection) -> str:
         if lib.needed:
             lines.append(f"  needs    {', '.join(lib.needed)}")
     lines.extend(f"note: {note}" for note in inspection.notes)
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)  # names and ids are the app's data
 
 
 def _inspect(args: argparse.Namespace) -> int:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from .. import modelset
+from .._bounded import write_atomic
 
 __all__ = ["register"]
 
@@ -59,6 +59,6 @@ def _expected(args: argparse.Namespace) -> int:
         print(f"reference scores {result['scores']}: max |diff| {diff:.2e} "
               f"({'ok' if ok else 'MISMATCH'})")
         return 0 if ok else 1
-    Path(ms.expected_path).write_text(json.dumps(result, indent=2) + "\n")
+    write_atomic(ms.expected_path, (json.dumps(result, indent=2) + "\n").encode())
     print(f"wrote {ms.expected_path}: scores {result['scores']}")
     return 0

@@ -11,9 +11,11 @@ import sys
 import time
 from typing import Any, Sequence
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .._terminal import printable
 from ..records import LaunchRecord, Outcome
 
 __all__ = ["stderr_console", "stdout_console", "ProgressView", "PLAIN_EVERY_S"]
@@ -27,17 +29,31 @@ PLAIN_EVERY_S = 30.0
 _PIPE_WIDTH = 200
 
 
+class SafeConsole(Console):
+    """A rich console whose text from data never reaches the terminal as control
+    characters: every text segment goes through :func:`kit._terminal.printable` as it is
+    rendered (rich's own styles and cursor controls are added after, so they stay)."""
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None
+               ) -> Any:
+        for segment in super().render(renderable, options):
+            if segment.control or not segment.text:
+                yield segment
+            else:
+                yield Segment(printable(segment.text), segment.style, segment.control)
+
+
 def _console(stderr: bool) -> Console:
     """A terminal: rich measures it and wraps. Piped: the width in ``COLUMNS`` when the user
     set one (20-1000), wrapped to it; else lines left whole (``_PIPE_WIDTH`` for tables and
     boxes), so that a CI log keeps each line on one line."""
     stream = sys.stderr if stderr else sys.stdout
     if hasattr(stream, "isatty") and stream.isatty():
-        return Console(stderr=stderr, highlight=False)
+        return SafeConsole(stderr=stderr, highlight=False)
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and 20 <= int(columns) <= 1000:
-        return Console(stderr=stderr, highlight=False, width=int(columns))
-    return Console(stderr=stderr, soft_wrap=True, highlight=False, width=_PIPE_WIDTH)
+        return SafeConsole(stderr=stderr, highlight=False, width=int(columns))
+    return SafeConsole(stderr=stderr, soft_wrap=True, highlight=False, width=_PIPE_WIDTH)
 
 
 def stderr_console() -> Console:

@@ -94,6 +94,21 @@ def _scenario(args: argparse.Namespace, meta: CampaignMeta | None) -> Scenario:
     return scenario
 
 
+def kept_timeout_s(meta: CampaignMeta) -> float:
+    """``options.timeout_s`` of a campaign being resumed, held to ``--timeout``'s bounds
+    (a number of seconds in (0, :data:`~kit.targets.argtypes.MAX_TIMEOUT_S`]).
+
+    Raises:
+        DataError: it is not such a number (one line; exit 2).
+    """
+    from .._fields import FieldReader
+    from ..targets.argtypes import MAX_TIMEOUT_S
+
+    return FieldReader(meta.options, "campaign.json: options",
+                       "give --timeout S to resume with, or restore campaign.json").num(
+        "timeout_s", None, 0.0, MAX_TIMEOUT_S, low_inclusive=False)
+
+
 def build_request(target: str, args: argparse.Namespace) -> CampaignRequest:
     """The :class:`CampaignRequest` of parsed ``coldstart run <target>`` arguments (with
     ``--resume``, what was left out is the campaign's).
@@ -114,10 +129,9 @@ def build_request(target: str, args: argparse.Namespace) -> CampaignRequest:
     check_directory_arg(out, "--out")
     launches = args.launches if args.launches is not None else (
         meta.launches if meta is not None else args.default_launches)
-    kept_timeout = meta.options.get("timeout_s") if meta is not None else None
     timeout_s = args.timeout if args.timeout is not None else (
-        float(kept_timeout) if isinstance(kept_timeout, (int, float))
-        and not isinstance(kept_timeout, bool) else args.default_timeout_s)
+        kept_timeout_s(meta) if meta is not None and "timeout_s" in meta.options
+        else args.default_timeout_s)
     kept_rule = meta.until_verdict if meta is not None else None
     rule = rule_from_args(args, kept_rule, out, args.launches if meta is not None else None)
     config = module.config_from_args(target, args, meta, timeout_s)
@@ -170,5 +184,7 @@ def render_result(request: CampaignRequest, result: SessionResult, console: Any)
         render_summary(summarize(load_campaign(campaign.path)), console)
     lost = result.abandoned_text(resume_command(request.target, request.out))
     if lost:
-        console.print(f"[bold red]{lost}[/]", highlight=False, soft_wrap=True)
+        from rich.text import Text  # the path is data: never read as markup
+
+        console.print(Text(lost, style="bold red"), highlight=False, soft_wrap=True)
     return int(result.exit_code)

@@ -56,8 +56,12 @@ from .record import CrashRecord
 from .signature import NormalFrame, abort_frames
 
 if sys.version_info >= (3, 11):
+    import re._constants as _sre_constants
+    import re._parser as _sre_parse
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
+    import sre_constants as _sre_constants
+    import sre_parse as _sre_parse
     import tomli as tomllib
 
 __all__ = ["CRASH_CLASSES", "ChainStep", "Rule", "RuleSet", "RuleMatch", "load_rules",
@@ -293,6 +297,63 @@ class RuleSet:
         return next((r for r in self.rules if r.id == rule_id), None)
 
 
+#: The most a user pattern may grow to when its counted repeats are written out: the
+#: ``regex`` package expands ``x{n}`` at compile time, so ``((a{1000}){1000}){1000}``
+#: takes gigabytes before the first search (the search's time bound cannot help).
+MAX_PATTERN_EXPANSION = 100_000
+#: how deeply a user pattern's groups and repeats may nest
+MAX_PATTERN_DEPTH = 200
+
+
+def check_pattern_size(pattern: str) -> None:
+    """Refuse a user pattern whose counted repeats multiply past
+    :data:`MAX_PATTERN_EXPANSION` (each repeat counts ``max(min, max)`` times its body, an
+    open-ended one its ``min``), or that nests deeper than :data:`MAX_PATTERN_DEPTH`. Parsed
+    with the standard library's own ``re`` parser, which builds a tree, never the
+    expansion.
+
+    Raises:
+        re.error: too large or too deep (the message says which and how much).
+    """
+    if len(pattern) > 4096:
+        raise re.error(f"longer than 4096 characters ({len(pattern)})")
+    try:
+        tree = _sre_parse.parse(pattern)
+    except RecursionError:
+        raise re.error(f"nested deeper than {MAX_PATTERN_DEPTH}") from None
+    size = _expanded(tree, 0)
+    if size > MAX_PATTERN_EXPANSION:
+        raise re.error(f"its counted repeats multiply to about {size:.3g} items (more than "
+                       f"{MAX_PATTERN_EXPANSION}): it would take the machine's memory to "
+                       f"compile; use fewer or smaller {{n}} counts")
+
+
+def _expanded(items: Any, depth: int) -> float:
+    """How many items ``items`` (a parsed pattern or sub-pattern) stands for written out."""
+    if depth > MAX_PATTERN_DEPTH:
+        raise re.error(f"nested deeper than {MAX_PATTERN_DEPTH}")
+    total = 0.0
+    for op, arg in items:
+        name = str(op)
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, high, body = arg
+            count = low if high == _sre_constants.MAXREPEAT else max(low, high)
+            total += max(count, 1) * _expanded(body, depth + 1)
+        elif name in ("SUBPATTERN", "ATOMIC_GROUP"):
+            total += _expanded(arg[-1], depth + 1)
+        elif name == "BRANCH":
+            total += sum(_expanded(b, depth + 1) for b in arg[1])
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            total += _expanded(arg[1], depth + 1)
+        elif name == "GROUPREF_EXISTS":
+            total += sum(_expanded(b, depth + 1) for b in arg[1:] if b is not None)
+        else:
+            total += 1
+        if total > MAX_PATTERN_EXPANSION * 1000:
+            return total  # enough to refuse it; never overflows to inf
+    return total
+
+
 def _line_of(text: str, needle: str) -> int | None:
     for number, line in enumerate(text.splitlines(), start=1):
         if needle in line:
@@ -332,7 +393,12 @@ class _Loader:
         out = []
         for pattern in value:
             try:
+                if self.user:  # before regex.compile, which expands counted repeats
+                    check_pattern_size(pattern)
                 out.append(compile_pattern(pattern, self.user))
+            except RecursionError:
+                raise self.error(f"regular expression {clip(pattern, 80)!r} in {key} is "
+                                 f"nested too deeply", rule_id, pattern) from None
             except PatternError as exc:
                 raise self.error(f"bad regular expression {clip(pattern, 80)!r} in {key}: "
                                  f"{clip(exc, 120)}", rule_id, pattern) from None
@@ -356,8 +422,12 @@ class _Loader:
         try:
             data = tomllib.loads(self.text)
         except tomllib.TOMLDecodeError as exc:
-            raise DataError(f"{self.path}: not valid TOML: {exc}",
+            raise DataError(f"{clip(self.path)}: not valid TOML: {clip(exc, 160)}",
                             "fix the rule file (format: docs/crash.md, 'Rule files')") from None
+        except RecursionError:  # tomllib recurses once per nested array or inline table
+            raise DataError(f"{clip(self.path)}: its arrays or tables are nested too deeply "
+                            f"to be a rule file", "fix the rule file (format: docs/crash.md, "
+                                                  "'Rule files')") from None
         unknown = set(data) - _FILE_KEYS
         if unknown:
             key = sorted(unknown)[0]

@@ -41,6 +41,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
+from .._bounded import write_atomic
 from ..errors import InfraError, UsageError
 
 __all__ = ["TOOLS", "SLOWDOWN", "ToolInstall", "find_tool", "ensure_tool", "wrap_command",
@@ -264,9 +265,7 @@ def ensure_tool(runtime: Any, log: Callable[[str], None] = lambda _m: None) -> T
                else _host_install(runtime, log))
     stamp = _stamp(runtime)
     stamp.parent.mkdir(parents=True, exist_ok=True)
-    tmp = stamp.with_suffix(".tmp")
-    tmp.write_text(json.dumps(install.to_dict(), indent=2) + "\n")
-    os.replace(tmp, stamp)
+    write_atomic(stamp, (json.dumps(install.to_dict(), indent=2) + "\n").encode())
     return install
 
 
@@ -284,7 +283,10 @@ def wrap_command(install: ToolInstall, tool: str, argv: list[str], xml_path: Pat
     if tool not in TOOLS:
         raise UsageError(f"unknown race detector {tool!r}",
                          f"use --detector {' or --detector '.join(TOOLS)}")
-    options = [f"--tool={tool}", "--xml=yes", f"--xml-file={xml_path}",
+    # valgrind expands %p, %q{VAR} and %% in --xml-file (its manual, "--log-file"): a
+    # literal % in the path is written %%
+    options = [f"--tool={tool}", "--xml=yes",
+               f"--xml-file={str(xml_path).replace('%', '%%')}",
                "--child-silent-after-fork=yes", *install.options]
     env = {**install.env, TOOL_BARRIER_ENV: "pthread", WITNESS_QUIET_ENV: "1"}
     return [*install.launcher, *options, *argv], env

@@ -26,6 +26,7 @@ from ..campaign import utc_now
 from .._bounded import (describe_path, open_regular_if_exists, path_kind, read_bytes_bounded,
                         write_atomic)
 from ..errors import DataError, UsageError
+from .._terminal import printable
 from ..redact import redact_text
 from ..analysis.scan import AnyCampaign, Scan, scan_campaign
 from ..analysis.stats import Rate
@@ -72,9 +73,11 @@ def rate_text(r: dict[str, Any] | None) -> str:
 
 def _redacted(value: Any) -> Any:
     """Every string in a JSON-like value through :func:`redact_text` (keys kept; no masking
-    by key name, since ``signature`` here is a crash signature, not a secret)."""
+    by key name, since ``signature`` here is a crash signature, not a secret), and its
+    control characters written as visible escapes (:func:`kit._terminal.printable`): a
+    ``summary.md`` shown with ``cat`` or a plot's label never carries an escape sequence."""
     if isinstance(value, str):
-        return redact_text(value)
+        return printable(redact_text(value))
     if isinstance(value, dict):
         return {k: _redacted(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -123,9 +126,9 @@ def _sha256(path: Path) -> str | None:
     return digest.hexdigest()
 
 
-def _manifest(out: Path) -> dict[str, str]:
-    """The files a report run wrote into ``out`` and their sha256 (empty: none, or a
-    manifest that is not ours)."""
+def _manifest(out: Path) -> dict[str, set[str]]:
+    """The files a report run wrote into ``out`` and the sha256 each may have (one, or two
+    while a run replaces them; empty: none, or a manifest that is not ours)."""
     try:  # a device or FIFO in its place is refused (UsageError), not read
         data = json.loads(read_bytes_bounded(out / MANIFEST, 1 << 20, what="report manifest"))
     except UsageError:
@@ -136,8 +139,16 @@ def _manifest(out: Path) -> dict[str, str]:
         return {}
     files = data.get("files") if isinstance(data, dict) and data.get(
         "schema") == _MANIFEST_SCHEMA else None
-    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)} \
-        if isinstance(files, dict) else {}
+    if not isinstance(files, dict):
+        return {}
+    return {k: {v} if isinstance(v, str) else {h for h in v if isinstance(h, str)}
+            for k, v in files.items()
+            if isinstance(k, str) and (isinstance(v, str) or isinstance(v, list))}
+
+
+def _write_manifest(out: Path, files: dict[str, Any]) -> None:
+    manifest = {"schema": _MANIFEST_SCHEMA, "files": files}
+    write_atomic(out / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
 
 
 def check_report_dir(out_dir: str | Path) -> None:
@@ -157,7 +168,8 @@ def check_report_dir(out_dir: str | Path) -> None:
     for name in REPORT_FILES.values():
         path = out / name
         if path.exists() or path.is_symlink():
-            if path.is_symlink() or not path.is_file() or ours.get(name) != _sha256(path):
+            if path.is_symlink() or not path.is_file() or _sha256(path) not in ours.get(
+                    name, set()):
                 raise UsageError(f"--out {out} holds {name}, which no coldstart report wrote "
                                  f"(or it was changed since): it is not overwritten",
                                  "give an empty or new --out directory, or move the file")
@@ -194,11 +206,18 @@ def write_reports(out_dir: str | Path, campaigns: Sequence[AnyCampaign],
     data = report_dict([summarize(c, scan=s) for c, s in zip(campaigns, scans)], comparison,
                        signature=signature, fail_on=fail_on)
     paths = {kind: out / name for kind, name in REPORT_FILES.items()}
-    json_report.write(data, paths["json"])
-    junit.write(data, paths["junit"])
-    html_report.write(data, timelines(campaigns, scans), paths["html"])
-    markdown.write(data, paths["markdown"])
-    manifest = {"schema": _MANIFEST_SCHEMA, "files": {
-        name: _sha256(out / name) for name in REPORT_FILES.values()}}
-    write_atomic(out / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
+    contents = {"json": json_report.dumps(data).encode("utf-8"),
+                "junit": junit.to_bytes(data),
+                "html": html_report.render(data, timelines(campaigns, scans)).encode("utf-8"),
+                "markdown": markdown.render(data).encode("utf-8")}
+    new = {REPORT_FILES[k]: hashlib.sha256(v).hexdigest() for k, v in contents.items()}
+    old = {name: _sha256(out / name) for name in REPORT_FILES.values()}
+    # first a manifest that owns both the old and the new content of each file: a kill -9
+    # while the files are replaced leaves each one old or new (each write is atomic), and
+    # a later run still knows them all as its own
+    _write_manifest(out, {name: [h for h in (old[name], new[name]) if h]
+                          for name in REPORT_FILES.values()})
+    for kind, blob in contents.items():
+        write_atomic(paths[kind], blob)
+    _write_manifest(out, new)
     return paths

@@ -23,6 +23,7 @@ import jinja2
 import numpy as np
 from matplotlib.figure import Figure
 
+from .._bounded import write_atomic
 from ..scenario import PHASES
 from ..analysis.decide import p_text
 from ..analysis.scan import OUTCOME_ORDER
@@ -265,5 +266,5 @@ def render(data: dict[str, Any], lines: Sequence[Timeline]) -> str:
 
 
 def write(data: dict[str, Any], lines: Sequence[Timeline], path: Path) -> None:
-    """Write :func:`render` to ``path`` (UTF-8)."""
-    path.write_text(render(data, lines), encoding="utf-8")
+    """Write :func:`render` to ``path`` (UTF-8, :func:`kit._bounded.write_atomic`)."""
+    write_atomic(path, render(data, lines).encode("utf-8"))

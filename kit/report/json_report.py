@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
+
+from .._bounded import write_atomic
 
 __all__ = ["write", "dumps"]
 
@@ -28,7 +29,5 @@ def dumps(data: dict[str, Any]) -> str:
 
 
 def write(data: dict[str, Any], path: Path) -> None:
-    """Write :func:`dumps` of ``data`` to ``path`` atomically (temp file + rename)."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(dumps(data), encoding="utf-8")
-    os.replace(tmp, path)
+    """Write :func:`dumps` of ``data`` to ``path`` (:func:`kit._bounded.write_atomic`)."""
+    write_atomic(path, dumps(data).encode("utf-8"))

@@ -20,11 +20,13 @@ Layout (the common Jenkins/Surefire dialect: ``testsuites > testsuite > testcase
 
 from __future__ import annotations
 
+import io
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from .._bounded import write_atomic
 from ..analysis.decide import p_text
 from ..analysis.stats import significant
 from ..analysis.summary import SHOWN_ROWS, more_text
@@ -228,5 +230,12 @@ def build(data: dict[str, Any]) -> ET.ElementTree:
 
 
 def write(data: dict[str, Any], path: Path) -> None:
-    """Write :func:`build` of ``data`` to ``path`` (UTF-8, with an XML declaration)."""
-    build(data).write(path, encoding="utf-8", xml_declaration=True)
+    """Write :func:`to_bytes` of ``data`` to ``path`` (:func:`kit._bounded.write_atomic`)."""
+    write_atomic(path, to_bytes(data))
+
+
+def to_bytes(data: dict[str, Any]) -> bytes:
+    """:func:`build` of ``data`` as a UTF-8 document with an XML declaration."""
+    buf = io.BytesIO()
+    build(data).write(buf, encoding="utf-8", xml_declaration=True)
+    return buf.getvalue()

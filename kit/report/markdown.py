@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .._bounded import write_atomic
 from ..analysis.decide import p_text
 from ..analysis.summary import detector_line
 from . import rate_text
@@ -137,5 +138,5 @@ def _detector(d: dict[str, Any] | None) -> Any:
 
 
 def write(data: dict[str, Any], path: Path) -> None:
-    """Write :func:`render` of ``data`` to ``path``."""
-    path.write_text(render(data), encoding="utf-8")
+    """Write :func:`render` of ``data`` to ``path`` (:func:`kit._bounded.write_atomic`)."""
+    write_atomic(path, render(data).encode("utf-8"))

@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["positive_int", "positive_float", "positive_seconds", "seconds_arg", "number"]
+__all__ = ["positive_int", "positive_float", "positive_seconds", "seconds_arg", "number",
+           "MAX_LAUNCHES", "MAX_TIMEOUT_S", "MAX_ATTEMPTS"]
+
+#: the most launches a campaign plans (``--launches``); a record's ``index`` is below it
+MAX_LAUNCHES = 1_000_000
+#: the longest ``--timeout`` of a launch, seconds (one day)
+MAX_TIMEOUT_S = 86400.0
+#: the most tries of one launch slot (``--max-attempts``)
+MAX_ATTEMPTS = 1_000_000
 
 
-def positive_int(text: str, high: int = 1_000_000) -> int:
+def positive_int(text: str, high: int = MAX_LAUNCHES) -> int:
     """argparse type: a whole number in ``1..high`` (``functools.partial`` for another
     ``high``)."""
     try:
@@ -50,7 +58,7 @@ def seconds_arg(text: str, low: float = 0.0, high: float = 600.0,
 
 def positive_float(text: str) -> float:
     """argparse type: a number of seconds in (0, 86400]."""
-    return seconds_arg(text, 0.0, 86400.0, low_inclusive=False)
+    return seconds_arg(text, 0.0, MAX_TIMEOUT_S, low_inclusive=False)
 
 
 def positive_seconds(text: str) -> float:

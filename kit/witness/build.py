@@ -25,6 +25,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from .._bounded import write_atomic
 from ..errors import UsageError
 from .race import STATIC_REASON
 
@@ -140,9 +141,7 @@ def build_witness(runtime: Runtime, force: bool = False,
 
     run_compiler(cmd, "the race witness", log_path)
     stamp = _stamp(runtime)
-    tmp = stamp.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"library": str(library), "hash": _digest(runtime, source)},
-                              indent=2) + "\n")
-    os.replace(tmp, stamp)
+    write_atomic(stamp, (json.dumps({"library": str(library), "hash": _digest(runtime, source)},
+                                    indent=2) + "\n").encode())
     log(f"built {library}")
     return str(library)

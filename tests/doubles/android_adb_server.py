@@ -18,11 +18,21 @@ import time
 from tests.doubles.fake_adb_device import FakeAndroidDevice
 from tests.doubles.fake_adbd import FakeAdbd
 
-__all__ = ["PrivateAdbServer", "DeviceRig", "free_port"]
+__all__ = ["PrivateAdbServer", "DeviceRig", "free_port", "HERMETIC_ENV"]
 
 
 #: how many free ports a server or device tries when another process took the one it picked
 PORT_ATTEMPTS = 5
+#: A real adb server scans the local emulator ports (5555 up to
+#: ``ADB_LOCAL_TRANSPORT_MAX_PORT``, default 5585) when it starts and every few seconds
+#: after, and adopts whatever answers there: a maintainer's emulator, or any program on
+#: those ports (adb's ``adb --help``, "environment variables"). ``ADB_EMU=0`` turns that
+#: scanner off, and a maximum below the first port (5555) leaves nothing to scan for an
+#: adb that does not know ``ADB_EMU``; the scripted devices announce themselves
+#: (``host:emulator:<port>``, what the emulator binary does), so they are still adopted.
+#: mDNS discovery is off too (``ADB_MDNS=0``): no device of the network either.
+HERMETIC_ENV = {"ADB_EMU": "0", "ADB_LOCAL_TRANSPORT_MAX_PORT": "5554", "ADB_MDNS": "0",
+                "ADB_MDNS_AUTO_CONNECT": ""}
 
 
 def free_port() -> int:
@@ -49,9 +59,10 @@ class PrivateAdbServer:
 
     def _use_port(self, port: int) -> None:
         self.port = port
-        self.env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(self.port)}
-        self.env.pop("ANDROID_ADB_SERVER_HOST", None)
-        self.env.pop("ADB_VENDOR_KEYS", None)
+        self.env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(self.port), **HERMETIC_ENV}
+        for name in ("ANDROID_ADB_SERVER_HOST", "ADB_VENDOR_KEYS", "ANDROID_SERIAL",
+                     "ADB_SERVER_SOCKET"):
+            self.env.pop(name, None)
 
     def start(self) -> "PrivateAdbServer":
         """Start the server; on a port another process took meanwhile, on another one."""

@@ -33,7 +33,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Callable
 
-from ..._bounded import describe_path
+from ..._bounded import describe_path, write_atomic
 from ...campaign import utc_now
 from ...errors import InfraError, UsageError
 from ...modelset import ModelSet, cache_dir
@@ -122,9 +122,7 @@ class Runtime:
     def save(self) -> None:
         path = runtime_dir(self.name) / "runtime.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(dataclasses.asdict(self), indent=2) + "\n")
-        os.replace(tmp, path)
+        write_atomic(path, (json.dumps(dataclasses.asdict(self), indent=2) + "\n").encode())
 
 
 def load_runtime(name: str = DEFAULT_RUNTIME) -> Runtime:
