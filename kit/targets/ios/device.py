@@ -53,6 +53,10 @@ __all__ = ["DeviceLauncher", "setup_device"]
 _MAX_LINE = 256 * 1024
 #: Console lines kept per launch for ``console.txt`` (protocol lines are always kept).
 _MAX_LINES = 20000
+#: what devicectl says when a launch request meets a locked device (FBSOpenApplication
+#: ErrorDomain error 7, ``BSErrorCodeDescription = Locked``)
+_LOCKED = re.compile(r"BSErrorCodeDescription = Locked|could not, be unlocked|"
+                     r"device was not, or could not be, unlocked")
 
 
 class _Console:
@@ -96,6 +100,15 @@ class _Console:
     def text(self) -> str:
         with self._lock:
             return "\n".join(self.lines) + "\n"
+
+    def own_error(self) -> str | None:
+        """devicectl's own last ``ERROR`` line when it exited with a failure, else
+        ``None`` (the app's end is not devicectl's failure)."""
+        if self.proc.poll() in (0, None):
+            return None
+        with self._lock:
+            return next((ln.strip() for ln in reversed(self.lines) if ln.startswith("ERROR")),
+                        None)
 
     def stop(self) -> None:
         kill_group(self.proc)
@@ -211,7 +224,7 @@ class DeviceLauncher:
             self._ready()
             if self._known is None:
                 self._known = set(self.devicectl.crash_logs(self.phone.identifier))
-            end, events, pid, console = self._run(ctx)
+            end, events, pid, console = self._run_unlocked(ctx)
         except InfraError:
             self._suspect = True
             raise
@@ -244,6 +257,35 @@ class DeviceLauncher:
                            wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=artifacts,
                            pid=pid)
 
+    def _run_unlocked(self, ctx: LaunchContext
+                      ) -> tuple[ProcessEnd, list[ProtocolEvent], int | None, _Console]:
+        """:meth:`_run`, waiting out a locked device: a request devicectl refuses because
+        the device is locked (issue #23: three attempts were spent in 4 s) is made again,
+        with backoff, for up to ``reconnect_s``, after one line that asks to unlock it.
+
+        Raises:
+            InfraError: still locked after ``reconnect_s`` (or aborted).
+        """
+        give_up = time.monotonic() + self.reconnect_s
+        delay = 0.5
+        told = False
+        while True:
+            end, events, pid, console = self._run(ctx)
+            if events or end is not ProcessEnd.DIED or not _LOCKED.search(console.text()):
+                return end, events, pid, console
+            if not told:
+                self.log(f"device {self.phone.name} ({self.device}) is locked: unlock the "
+                         f"device (waiting up to {self.reconnect_s:g} s)")
+                told = True
+            left = give_up - time.monotonic()
+            if left <= 0 or self._abort.is_set():
+                raise infra_error(f"device {self.phone.name} ({self.device}) stayed locked "
+                                  f"for {self.reconnect_s:g} s", "unlock the device (or "
+                                  "raise --reconnect-timeout) and resume with --resume",
+                                  evidence=console.text())
+            self._abort.wait(min(delay, left))
+            delay = min(delay * 2, 4.0)
+
     def _run(self, ctx: LaunchContext
              ) -> tuple[ProcessEnd, list[ProtocolEvent], int | None, _Console]:
         """Launch and read the console until the launch's end (module doc, steps 2-3); the
@@ -275,7 +317,9 @@ class DeviceLauncher:
                             error_at = time.monotonic()
                 now = time.monotonic()
                 if any(e.phase == "done" for e in events):
-                    gone = ended or self._gone_at_done(pid)
+                    # a console that died with devicectl's own error is not the app's end:
+                    # the device says whether the app still runs (issue #23)
+                    gone = (ended and console.own_error() is None) or self._gone_at_done(pid)
                     return ProcessEnd.DIED if gone else ProcessEnd.ALIVE, events, pid, console
                 if ended:
                     return ProcessEnd.DIED, events, pid, console
@@ -331,6 +375,12 @@ class DeviceLauncher:
             raise infra_error(f"devicectl could not launch the app: {own_error[:200]}",
                               "unlock the device and check the app is installed",
                               evidence=text)
+        if tool_failed and pid is not None and not self._gone_at_done(pid):
+            # the console died under a running app: its fate cannot be seen from here, and
+            # no crash report will come (no report wait; issue #23)
+            return (f"the console ended with devicectl's own error ({own_error[:200]}) while "
+                    "the app still runs: the launch could not be observed to its end"), \
+                None, None
         found = self._collect_crash(ctx, pid)
         if found is not None:
             return None, found[0], found[1]

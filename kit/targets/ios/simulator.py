@@ -47,6 +47,7 @@ import dataclasses
 import enum
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 from ...campaign import LaunchContext, utc_now
@@ -60,7 +61,7 @@ from .reports import DEFAULT_REPORT_WAIT_S, DiagnosticReports, report_matcher
 from .simctl import BOOTED, SETTLING_STATES, LogStream, SimDevice, Simctl
 from .xcrun import Xcrun, XcrunError, infra_error, wait_until
 
-__all__ = ["Delivery", "SimulatorLauncher", "setup_simulator"]
+__all__ = ["Delivery", "SimulatorLauncher", "setup_simulator", "ForeignBuild"]
 
 
 class Delivery(str, enum.Enum):
@@ -82,6 +83,8 @@ class _Seen:
     events: list[ProtocolEvent] = dataclasses.field(default_factory=list)
     infra: str | None = None
     consumed: int = 0  # protocol lines of the window read so far
+    stream_lost: bool = False  # the log stream ended under the launch (lines may be lost)
+    earlier_raw: str = ""  # the window of the stream that ended
 
     def take(self, stream: LogStream, launch_id: str) -> list[tuple[ProtocolEvent, int | None]]:
         """This launch's events among the stream's new lines, with each line's pid."""
@@ -91,6 +94,12 @@ class _Seen:
                for event in iter_events([line.message], launch_id)]
         self.events.extend(event for event, _pid in new)
         return new
+
+
+class ForeignBuild(InfraError):
+    """The campaign's app is not installed and cannot be installed again (no ``.app``):
+    every later launch would fail or run another build, so the campaign stops (a
+    persistent infra error, exit 3)."""
 
 
 class SimulatorLauncher:
@@ -146,6 +155,10 @@ class SimulatorLauncher:
         self._env_set = False
         self._pid_events: bool | None = None  # can host process-exit events see the app?
         self._past_pids: set[int] = set()  # earlier launches' (their reports are not ours)
+        #: sha256 of the campaign's executable (the .app given, else the first one seen)
+        self._build_sha: str | None = None
+        #: installs of the app again (an erased simulator, another build installed)
+        self.reinstalls = 0
 
     # -- campaign lifecycle -------------------------------------------------------------
     def prepare(self) -> None:
@@ -245,6 +258,13 @@ class SimulatorLauncher:
         try:
             pid, requested = self._start(ctx)
             seen = self._watch(ctx, pid, requested)
+        except ForeignBuild as exc:
+            observation = Observation(events=(), end=ProcessEnd.LOST, timeout_s=ctx.timeout_s,
+                                      infer=ctx.scenario.infer, infra=exc.one_line(),
+                                      persistent=True)
+            return make_record(ctx, target=self.target, device=self.device,
+                               observation=observation, started_at=started_at,
+                               wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=[])
         except XcrunError as exc:
             self._suspect = True
             record = self._exited_at_request(ctx, exc, before, t0_epoch, started_at, t0)
@@ -259,6 +279,9 @@ class SimulatorLauncher:
         payloads: dict[str, Any] = {}
         if seen.end in (ProcessEnd.DIED, ProcessEnd.TIMED_OUT, None) and seen.infra is None:
             seen.infra = self._shut_down_note()
+        if seen.infra is None and seen.stream_lost and seen.end not in (ProcessEnd.DIED, None):
+            seen.infra = ("the simulator's log stream ended during the launch: lines may be "
+                          "lost, and the app did not die with a crash report")
         if seen.infra is not None:
             seen.end = ProcessEnd.LOST
         elif seen.end in (ProcessEnd.DIED, None):
@@ -276,6 +299,12 @@ class SimulatorLauncher:
                 if seen.pid is None and evidence.crash is not None:
                     seen.pid = evidence.crash.get("pid")  # it died before a line named it
                 seen.end = ProcessEnd.DIED
+            elif seen.end is not None and (seen.stream_lost or
+                                           (replaced := self._build_replaced()) is not None):
+                seen.infra = replaced if not seen.stream_lost else (
+                    "the simulator's log stream ended during the launch and no crash report "
+                    "of the app appeared: its fate is unknown")
+                seen.end = ProcessEnd.LOST
             elif seen.end is not None:
                 when = "after" if any(e.phase == "done" for e in seen.events) else "before"
                 evidence = CrashEvidence(note=(
@@ -284,7 +313,7 @@ class SimulatorLauncher:
         stream = self._stream
         if seen.end is ProcessEnd.DIED and stream is not None:
             seen.take(stream, ctx.launch_id)  # lines that were still on their way
-        window = stream.raw_window() if stream is not None else "\n"
+        window = seen.earlier_raw + (stream.raw_window() if stream is not None else "\n")
         (ctx.artifacts_dir / "log.ndjson").write_text(window)
         if seen.end is None:  # never seen, no report: a setup problem, not a crash
             self._suspect = True
@@ -360,7 +389,10 @@ class SimulatorLauncher:
             The pid when simctl gave one, and the monotonic time of the request that
             started the app (the launch's timeout runs from there).
         """
-        self._ready().open_window()
+        self._ready()
+        self._check_build()
+        assert self._stream is not None
+        self._stream.open_window()
         self._wake.clear()
         requested = time.monotonic()
         try:
@@ -370,10 +402,99 @@ class SimulatorLauncher:
             if device.state == BOOTED:
                 raise  # not the simulator's state: an infra error of this launch
         self._recover()  # it shut down: boot it and ask once more
+        self._check_build()
         assert self._stream is not None
         self._stream.open_window()
         requested = time.monotonic()
         return self._request(ctx.scenario.to_url()), requested
+
+    def _installed_sha(self) -> str | None:
+        """sha256 of the installed app's executable, or ``None`` when the app is not
+        installed. Raises XcrunError."""
+        from ...modelset import sha256_file
+
+        where = self.simctl.app_container(self.device, self.app.bundle_id)
+        if where is None:
+            return None
+        try:
+            return sha256_file(Path(where) / self.app.executable)
+        except (OSError, InfraError, UsageError):
+            return ""  # not readable here: unknown
+
+    def _campaign_sha(self) -> str | None:
+        if self._build_sha is None and self.app.path and Path(self.app.path).is_dir():
+            from ...modelset import sha256_file
+
+            try:
+                self._build_sha = sha256_file(Path(self.app.path) / self.app.executable)
+            except (OSError, InfraError, UsageError):
+                pass
+        return self._build_sha
+
+    def _check_build(self) -> None:
+        """Before a launch: the campaign's app is installed (issue #23): an erased
+        simulator has lost it, someone else may have installed another build. Either way
+        the campaign's ``.app`` is installed again; with no ``.app`` to install, the campaign
+        stops (:class:`ForeignBuild`). An executable that cannot be read is unknown and
+        checks nothing.
+
+        Raises:
+            ForeignBuild: see above. XcrunError: simctl failed.
+        """
+        found = self._installed_sha()
+        wanted = self._campaign_sha()
+        if found == "" or (found is not None and wanted in (None, found)):
+            if wanted is None and found:
+                self._build_sha = found  # --bundle-id: the build found first is the one
+            return
+        why = ("the app is not installed (the simulator was erased?)" if found is None else
+               f"another build of {self.app.bundle_id} is installed (executable sha256 "
+               f"{found[:16]}...)")
+        if not self.app.path or not Path(self.app.path).is_dir():
+            raise ForeignBuild(f"simulator {self.sim.name} ({self.device}): {why}: the "
+                               "campaign stops and its remaining launches are abandoned",
+                               "pass --app so that the kit can install it again, then run "
+                               "again with --resume")
+        self.log(f"simulator {self.sim.name}: {why}: installing {Path(self.app.path).name} "
+                 "again")
+        self.simctl.install(self.device, self.app.path)
+        self.reinstalls += 1
+
+    def _build_replaced(self) -> str | None:
+        """Why a death with no crash report is not the app's: its build was replaced or
+        removed during the launch (an install terminates the running app and writes no
+        report); ``None`` when the campaign's build is still installed or it cannot be
+        told."""
+        try:
+            found = self._installed_sha()
+        except InfraError:
+            return None
+        wanted = self._campaign_sha()
+        if found is None:
+            return "the app was uninstalled during the launch"
+        if found and wanted and found != wanted:
+            return (f"another build of {self.app.bundle_id} was installed during the launch "
+                    "(the install terminated the app)")
+        return None
+
+    def _restart_stream(self, seen: _Seen) -> LogStream | None:
+        """A new log stream after one ended under the launch with the simulator still
+        booted; ``None`` when it does not start."""
+        old = self._stream
+        if old is not None:
+            seen.earlier_raw += old.raw_window()
+            old.stop()
+        self._stream = None
+        try:
+            stream = self.simctl.log_stream(self.device, on_line=self._wake.set)
+        except InfraError:
+            return None
+        if not stream.wait_ready(10.0):
+            stream.stop()
+            return None
+        self._stream = stream
+        seen.consumed, seen.stream_lost = 0, True
+        return stream
 
     def _shut_down_note(self) -> str | None:
         """Why the launch could not be observed when the simulator is no longer booted
@@ -455,9 +576,17 @@ class SimulatorLauncher:
                     seen.end = ProcessEnd.TIMED_OUT if (seen.pid or seen.events) else None
                     return seen
                 if not stream.alive:
-                    seen.infra = self._shut_down_note() or (
-                        "the simulator's log stream ended during the launch")
-                    return seen
+                    # a dead log stream is not a dead app: with the simulator booted the
+                    # stream is started again and the app's process and report are still
+                    # watched (issue #23); only a crash report can then end it counted
+                    seen.infra = self._shut_down_note()
+                    restarted = self._restart_stream(seen) if seen.infra is None else None
+                    if restarted is None:
+                        seen.infra = seen.infra or (
+                            "the simulator's log stream ended during the launch")
+                        return seen
+                    stream = restarted
+                    continue
                 if seen.pid is None and not seen.events:
                     last = now >= start_deadline
                     if last or now >= next_lookup:  # ask the simulator, once a second
