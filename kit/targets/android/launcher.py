@@ -13,9 +13,10 @@ One launch (notes/drivers.md sections 2 and 6):
    campaign loop's backoff and budget take over (:class:`kit.campaign.RetryPolicy`);
 2. one round trip: ``am force-stop``; clear the main, system and crash buffers; log a
    marker (the follower reads nothing before it, so no line of an earlier launch, nor a
-   new follower's replay of the buffers, is taken for this one); read
-   ``sys.boot_completed``, the boot id and the device clock (crash evidence is matched by
-   pid and by device time, never host time);
+   new follower's replay of the buffers, is taken for this one); read, each after its own
+   marker, ``sys.boot_completed``, the boot id, the device clock and uptime (crash
+   evidence is matched by pid and by device time, never host time) and ``pm path``: the
+   installed build must be the campaign's (:class:`~.installed.InstalledBuild`);
 3. ``am start -W -a VIEW -d <scenario URL> -n <component>``;
    :func:`~kit.targets.android.text.check_am_start` turns a launch that was not made (exit
    status, ``Can't find service``, no ``Status: ok`` / ``LaunchState``) into an infra
@@ -23,7 +24,8 @@ One launch (notes/drivers.md sections 2 and 6):
 4. a ``logcat`` follower that runs for the whole campaign delivers the app's ``COLDSTART``
    lines (tag ``ReactNativeJS``; other launch ids are stale and ignored), ``ActivityManager``
    process starts and deaths, ``libc`` fatal signals and ``AndroidRuntime`` fatal
-   exceptions; when the log is quiet for ``poll_s`` a ``pidof`` checks the process;
+   exceptions; when the log is quiet for ``poll_s`` a ``pidof`` checks the process; a
+   follower that dies under the launch is started again and replays from the marker;
 5. the observation ends at ``done`` (lines already received are still read, then one
    ``pidof``: a crash in teardown, its lines still on their way, counts), at a death, at
    the timeout (the app is force-stopped), or ``error_grace_s`` after an ``error`` line: a
@@ -47,16 +49,17 @@ import uuid
 from typing import Any, Callable
 
 from ...campaign import LaunchContext, utc_now
-from ...errors import InfraError, UsageError
+from ...errors import InfraError
 from ...observe import Observation, ProcessEnd, make_record
-from ...protocol import ProtocolEvent, parse_line
 from ...records import LaunchRecord
 from .device import (BOOT_ID_PATH, UPTIME_PATH, WRAP_OPTIONS, ApkInfo, DeviceNotReady,
-                     DeviceSetup, install_apk, wait_until_ready, wrap_property)
+                     DeviceSetup, wait_until_ready, wrap_property)
 from .evidence import LaunchWindow, collect_death
-from .text import (DIED, FATAL_SIGNAL, JAVA_PROCESS, NO_SERVICE, START_PROC, AmStartFailed,
-                   check_am_start, marked_command, parse_threadtime, read_marked)
-from .transport import AdbTransport, ShellResult, TransportError, shell_join, short_command
+from .installed import ForeignBuild, InstalledBuild
+from .text import (NO_SERVICE, AmStartFailed, check_am_start, marked_command,
+                   parse_threadtime, read_marked)
+from .transport import AdbTransport, TransportError, shell_join
+from .watch import CallLog, LaunchWatch
 
 __all__ = ["AndroidLauncher", "AndroidTimeouts", "FOLLOW_COMMAND", "ForeignBuild"]
 
@@ -98,12 +101,6 @@ class _Start:
     uptime: float | None
 
 
-class ForeignBuild(InfraError):
-    """The installed app is not the campaign's build and cannot be made so (no APK to
-    install again, or the install failed): every later launch would count another build,
-    so the campaign stops (a persistent infra error, exit 3)."""
-
-
 @dataclasses.dataclass(frozen=True)
 class AndroidTimeouts:
     """Durations of an Android campaign, in seconds.
@@ -123,90 +120,6 @@ class AndroidTimeouts:
     report_wait_s: float = 8.0
     reconnect_s: float = 60.0
     error_grace_s: float = 3.0
-
-
-class _CallLog:
-    """The device's transport, with each shell call written to a short log (the evidence
-    an infra error keeps)."""
-
-    def __init__(self, transport: AdbTransport, limit: int = 60) -> None:
-        self.transport = transport
-        self.lines: collections.deque[str] = collections.deque(maxlen=limit)
-
-    def note(self, text: str) -> None:
-        self.lines.append(f"{utc_now()} {text}")
-
-    def shell(self, command: str, timeout_s: float) -> ShellResult:
-        started = time.monotonic()
-        try:
-            result = self.transport.shell(command, timeout_s)
-        except TransportError as exc:
-            self.note(f"`{short_command(command, 90)}` failed after "
-                      f"{time.monotonic() - started:.3f} s: {exc.message}")
-            raise
-        last = next((ln.strip() for ln in reversed(result.output.splitlines()) if ln.strip()),
-                    "")
-        self.note(f"`{short_command(command, 90)}` -> status {result.exit_code} in "
-                  f"{result.duration_ms:.0f} ms: {last[:160]}")
-        return result
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-
-class _Watch:
-    """What the log said about one launch: its events, its pid, and a death."""
-
-    def __init__(self, launch_id: str, package: str, old_pids: frozenset[int]) -> None:
-        self.launch_id = launch_id
-        self.package = package
-        self.old_pids = old_pids
-        self.events: list[ProtocolEvent] = []
-        self.pid: int | None = None
-        self.death: str | None = None
-        self.stale = 0
-        self.done = False
-        self.error_at: float | None = None
-
-    def _ours(self, pid: int) -> bool:
-        return pid not in self.old_pids and (self.pid is None or pid == self.pid)
-
-    def take(self, line: str, now: float) -> None:
-        entry = parse_threadtime(line)
-        if entry is None:
-            return
-        if entry.tag == "ReactNativeJS":
-            event = parse_line(entry.msg).event
-            if event is None:
-                return
-            if event.id != self.launch_id:
-                self.stale += 1
-                return
-            self.pid = self.pid if self.pid is not None else entry.pid
-            self.events.append(event)
-            if event.phase == "done":
-                self.done = True
-            elif event.phase == "error" and self.error_at is None:
-                self.error_at = now
-        elif entry.tag == "ActivityManager":
-            started, died = START_PROC.match(entry.msg), DIED.match(entry.msg)
-            if started and started.group(2) == self.package:
-                pid = int(started.group(1))
-                if self.pid is None and pid not in self.old_pids:
-                    self.pid = pid
-                elif self.pid is not None and pid != self.pid:
-                    self.death = f"a new process {pid} started: pid {self.pid} is gone"
-            elif died and died.group(1) == self.package and self._ours(int(died.group(2))):
-                self.pid, self.death = int(died.group(2)), entry.msg
-        elif entry.tag == "libc":
-            fatal = FATAL_SIGNAL.match(entry.msg)
-            if fatal and self._ours(int(fatal.group(1))) and (
-                    self.pid is not None or f"({self.package[:15]})" in entry.msg):
-                self.pid, self.death = int(fatal.group(1)), entry.msg
-        elif entry.tag == "AndroidRuntime":
-            java = JAVA_PROCESS.match(entry.msg)
-            if java and java.group(1) == self.package and self._ours(int(java.group(2))):
-                self.pid, self.death = int(java.group(2)), entry.msg
 
 
 class _Follow:
@@ -283,7 +196,7 @@ class AndroidLauncher:
         self.log = log
         self.reboots = 0
         self.system_restarts = 0
-        self._calls = _CallLog(transport)
+        self._calls = CallLog(transport)
         self._boot_id = setup.boot_id
         #: system_server's pid ("" until seen; None: this device does not show it)
         self._system_pid: str | None = ""
@@ -294,12 +207,8 @@ class AndroidLauncher:
         self._old_pids: collections.deque[int] = collections.deque(maxlen=256)
         self._pending: dict[str, Any] = {}
         self._marks = True  # the device's `log` tool works (else: drop what came before)
-        #: the installed base.apk known to be the campaign's build (its path changes at
-        #: every install), and that build's sha256 (the APK's, else the first one seen)
-        self._build_path: str | None = None
-        self._build_sha = apk.sha256 if apk is not None else None
-        #: installs of the campaign's APK again after another build replaced it
-        self.reinstalls = 0
+        #: the campaign's build on this device (checked before every launch)
+        self.build = InstalledBuild(self.package, apk, self.device, log)
 
     # -- lifecycle --------------------------------------------------------------------
     def abort(self) -> None:
@@ -391,7 +300,7 @@ class AndroidLauncher:
         started_at, t0 = utc_now(), time.monotonic()
         round_trips = self.transport.round_trips
         seen: list[str] = []
-        watch = _Watch(ctx.launch_id, self.package, frozenset(self._old_pids))
+        watch = LaunchWatch(ctx.launch_id, self.package, frozenset(self._old_pids))
         self._calls.note(f"launch {ctx.launch_id} (attempt {ctx.attempt})")
         marker = f"launch {ctx.launch_id} {uuid.uuid4().hex[:8]}"
         try:
@@ -408,7 +317,7 @@ class AndroidLauncher:
                                observation=observation, started_at=started_at,
                                wall_ms=(time.monotonic() - t0) * 1000.0,
                                artifacts=[f"{ctx.artifacts_rel}/transport-log.txt"],
-                               android={"installed_apk": self._build_path})
+                               android={"installed_apk": self.build.path})
         except InfraError as exc:
             if isinstance(exc, TransportError):
                 self._broken = True
@@ -436,7 +345,8 @@ class AndroidLauncher:
 
     def _begin(self, marker: str) -> _Start:
         """Make the device usable, force-stop the app, clear the logs, check that the
-        installed build is the campaign's (:meth:`_check_build`); returns the device clock
+        installed build is the campaign's (:class:`~.installed.InstalledBuild`); returns the
+        device clock
         and uptime. A failure before the launch is made (a drop noticed now, a reboot, a
         system not up) is recovered here: one reconnect, then waits until ready; it costs
         no attempt. A reconnect that fails is the campaign loop's to retry (its backoff).
@@ -445,7 +355,7 @@ class AndroidLauncher:
 
         Raises:
             TransportError, DeviceNotReady: still failing. ForeignBuild: see
-                :meth:`_check_build`.
+                :meth:`~.installed.InstalledBuild.check`.
         """
         for turn in range(3):
             last, reconnecting = turn == 2, self._broken
@@ -489,71 +399,15 @@ class AndroidLauncher:
                 continue
             if self._system_pid == "":
                 self._system_pid = system_pid
-            self._check_build(values.get("apk_path", ""))
+            reinstalled = self.build.check(self._calls, values.get("apk_path", ""),
+                                           self.timeouts.call_s, self.setup.poison_method)
+            if reinstalled is not None:
+                self._pending["reinstalled"] = reinstalled
             uptime = values.get("uptime", "")
             return _Start(values.get("date", ""), float(uptime) if uptime else None)
         raise DeviceNotReady(f"{self.device} kept rebooting", "the launch is retried")
 
-    def _check_build(self, path: str) -> None:
-        """Make sure the installed app is the campaign's build before a launch counts
-        (issue #23: someone else installed another build mid-campaign, and every later
-        launch ran it). ``pm path`` gives a new directory at every install, so a path seen
-        before is the same install; a new one is hashed on the device (``sha256sum``). A
-        build that is not the campaign's is replaced by the campaign's APK (``pm install
-        -r -t -d``; an uninstall first when the device refuses it, e.g. a newer build
-        signed with another key). An unreadable path (no ``pm path`` answer) is unknown
-        and checks nothing.
-
-        Raises:
-            ForeignBuild: another build is installed and there is no APK to install again,
-                or the install failed. TransportError: the device stopped answering.
-        """
-        if not path or path == self._build_path:
-            return
-        t = self.timeouts
-        hashed = self._calls.shell(shell_join(
-            *marked_command(_PREP_MARK, [("apk_sha256", ["sha256sum", path])])), t.call_s)
-        sha = read_marked(hashed.stdout, _PREP_MARK).get("apk_sha256", "")
-        if not sha and self._build_path is None:
-            self._build_path = path  # no hash tool: the build found at the start is the one
-            return
-        if sha and self._build_sha is None:
-            self._build_sha = sha  # no APK given: the build found at the start is the one
-        if sha and sha == self._build_sha:
-            if self._build_path is not None:
-                self._calls.note(f"the campaign's build was installed again ({path})")
-            self._build_path = path
-            return
-        found = f"sha256 {sha[:16]}..." if sha else "its sha256 could not be read"
-        self._calls.note(f"another build of {self.package} is installed at {path}: {found}")
-        if self.apk is None:
-            raise ForeignBuild(
-                f"{self.device}: another build of {self.package} is installed ({found}; "
-                f"the campaign's is sha256 {(self._build_sha or '?')[:16]}...): this and "
-                "every later launch would run it, so the campaign stops and its remaining "
-                "launches are abandoned", "keep other tools off the device; pass --apk so "
-                "that the kit can install its build again, then run again with --resume")
-        self.log(f"{self.device}: another build of {self.package} was installed ({found}): "
-                 f"installing {self.apk.path.rsplit('/', 1)[-1]} again")
-        try:
-            install_apk(self.transport, self.apk, self.package, call_timeout_s=t.call_s,
-                        downgrade=True)
-        except UsageError as exc:
-            raise ForeignBuild(f"{self.device}: another build of {self.package} is installed "
-                               f"and the campaign's APK could not be installed again "
-                               f"({exc.message}): the campaign stops and its remaining "
-                               "launches are abandoned", exc.hint) from None
-        self.reinstalls += 1
-        self._pending["reinstalled"] = {"replaced": found, "reinstalls": self.reinstalls}
-        listed = self._calls.shell(shell_join(
-            *marked_command(_PREP_MARK, [("apk_path", ["pm", "path", self.package])])),
-            t.call_s)
-        self._build_path = read_marked(listed.stdout, _PREP_MARK).get("apk_path") or None
-        if self.setup.poison_method == "wrap-property":
-            self._calls.shell(shell_join(["setprop", wrap_property(self.package),
-                                          WRAP_OPTIONS]), t.call_s)
-
-    def _observe(self, marker: str, ctx: LaunchContext, watch: _Watch, start: _Start,
+    def _observe(self, marker: str, ctx: LaunchContext, watch: LaunchWatch, start: _Start,
                  seen: list[str], started_at: str, t0: float, round_trips: int
                  ) -> LaunchRecord:
         t = self.timeouts
@@ -639,7 +493,7 @@ class AndroidLauncher:
                                  "markers off")
                 return
 
-    def _watch(self, watch: _Watch, follow: "_Follow", deadline: float, seen: list[str]
+    def _watch(self, watch: LaunchWatch, follow: "_Follow", deadline: float, seen: list[str]
                ) -> bool:
         """Read the log until ``done``, a death, ``error_grace_s`` after an ``error`` line,
         or ``deadline``; returns whether the deadline passed with the process alive. A
@@ -690,7 +544,7 @@ class AndroidLauncher:
             quiet_since = time.monotonic()
             watch.take(line, quiet_since)
 
-    def _check_alive(self, watch: _Watch) -> None:
+    def _check_alive(self, watch: LaunchWatch) -> None:
         """``pidof``: a process that is gone (or replaced) is a death."""
         result = self._calls.shell(shell_join(["pidof", self.package]), self.timeouts.call_s)
         first = result.stdout.split()[:1]
@@ -703,7 +557,7 @@ class AndroidLauncher:
         elif watch.pid is not None and running != watch.pid:
             watch.death = f"pidof: pid {watch.pid} is gone (now {running})"
 
-    def _check_alive_at_done(self, watch: _Watch) -> None:
+    def _check_alive_at_done(self, watch: LaunchWatch) -> None:
         """One ``pidof`` once ``done`` is read: a process that died in teardown, whose
         crash lines are still on their way through logd and adb, is a death (the outcome
         table's row 2), not a completed launch. A check that cannot be made leaves the

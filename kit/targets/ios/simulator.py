@@ -9,7 +9,8 @@ each launch reads the lines of its own launch id). One launch:
    through (``Shutting Down``, ``Booting``) is waited out, a shut-down simulator is booted
    again and waited for (``simctl bootstatus <udid> -b``), the poison environment is set
    again and the log stream restarted;
-2. the app is started cold with the scenario: ``simctl terminate`` then ``simctl openurl
+2. the installed app is checked to be the campaign's (an erased simulator, another build
+   installed: the ``.app`` is installed again); the app is started cold with the scenario: ``simctl terminate`` then ``simctl openurl
    <udid> <url>`` (``--deliver url``: the app reads it with ``Linking.getInitialURL()``),
    or ``simctl launch --terminate-running-process <udid> <bundle> -coldstartScenario <url>``
    (``--deliver args``, which prints the pid). A request that fails because the simulator
@@ -21,6 +22,8 @@ each launch reads the lines of its own launch id). One launch:
    ordinary host process of the Mac, see :mod:`.procwatch`) wakes it. Only where the host
    gives no process-exit event is ``simctl spawn <udid> launchctl list`` asked, every
    ``poll_s``; and while no line has named the pid, once a second;
+   A log stream that ends while the simulator stays booted is started again; the launch
+   then counts only as a crash with its report (lines may have been lost);
 4. it ends at ``done``, after one look at the app's process (its exit event, checked at
    once, or ``launchctl list`` where the host gives none): an app that died in teardown,
    its last lines delivered after its death (the unified log is asynchronous), is a death;
@@ -47,7 +50,6 @@ import dataclasses
 import enum
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 from ...campaign import LaunchContext, utc_now
@@ -56,6 +58,7 @@ from ...observe import CrashEvidence, Observation, ProcessEnd, crash_evidence, m
 from ...protocol import ProtocolEvent, iter_events
 from ...records import LaunchRecord
 from .app import POISON_ENV, SCENARIO_ARGUMENT, AppBundle, bundle_for_id, read_app_bundle
+from .installed import ForeignBuild, InstalledApp
 from .procwatch import ProcessWatch
 from .reports import DEFAULT_REPORT_WAIT_S, DiagnosticReports, report_matcher
 from .simctl import BOOTED, SETTLING_STATES, LogStream, SimDevice, Simctl
@@ -94,12 +97,6 @@ class _Seen:
                for event in iter_events([line.message], launch_id)]
         self.events.extend(event for event, _pid in new)
         return new
-
-
-class ForeignBuild(InfraError):
-    """The campaign's app is not installed and cannot be installed again (no ``.app``):
-    every later launch would fail or run another build, so the campaign stops (a
-    persistent infra error, exit 3)."""
 
 
 class SimulatorLauncher:
@@ -155,10 +152,8 @@ class SimulatorLauncher:
         self._env_set = False
         self._pid_events: bool | None = None  # can host process-exit events see the app?
         self._past_pids: set[int] = set()  # earlier launches' (their reports are not ours)
-        #: sha256 of the campaign's executable (the .app given, else the first one seen)
-        self._build_sha: str | None = None
-        #: installs of the app again (an erased simulator, another build installed)
-        self.reinstalls = 0
+        #: the campaign's app on this simulator (checked before every launch)
+        self.installed = InstalledApp(simctl, device, app, log)
 
     # -- campaign lifecycle -------------------------------------------------------------
     def prepare(self) -> None:
@@ -300,7 +295,7 @@ class SimulatorLauncher:
                     seen.pid = evidence.crash.get("pid")  # it died before a line named it
                 seen.end = ProcessEnd.DIED
             elif seen.end is not None and (seen.stream_lost or
-                                           (replaced := self._build_replaced()) is not None):
+                                           (replaced := self.installed.replaced()) is not None):
                 seen.infra = replaced if not seen.stream_lost else (
                     "the simulator's log stream ended during the launch and no crash report "
                     "of the app appeared: its fate is unknown")
@@ -390,7 +385,7 @@ class SimulatorLauncher:
             started the app (the launch's timeout runs from there).
         """
         self._ready()
-        self._check_build()
+        self.installed.check()
         assert self._stream is not None
         self._stream.open_window()
         self._wake.clear()
@@ -402,80 +397,11 @@ class SimulatorLauncher:
             if device.state == BOOTED:
                 raise  # not the simulator's state: an infra error of this launch
         self._recover()  # it shut down: boot it and ask once more
-        self._check_build()
+        self.installed.check()
         assert self._stream is not None
         self._stream.open_window()
         requested = time.monotonic()
         return self._request(ctx.scenario.to_url()), requested
-
-    def _installed_sha(self) -> str | None:
-        """sha256 of the installed app's executable, or ``None`` when the app is not
-        installed. Raises XcrunError."""
-        from ...modelset import sha256_file
-
-        where = self.simctl.app_container(self.device, self.app.bundle_id)
-        if where is None:
-            return None
-        try:
-            return sha256_file(Path(where) / self.app.executable)
-        except (OSError, InfraError, UsageError):
-            return ""  # not readable here: unknown
-
-    def _campaign_sha(self) -> str | None:
-        if self._build_sha is None and self.app.path and Path(self.app.path).is_dir():
-            from ...modelset import sha256_file
-
-            try:
-                self._build_sha = sha256_file(Path(self.app.path) / self.app.executable)
-            except (OSError, InfraError, UsageError):
-                pass
-        return self._build_sha
-
-    def _check_build(self) -> None:
-        """Before a launch: the campaign's app is installed (issue #23): an erased
-        simulator has lost it, someone else may have installed another build. Either way
-        the campaign's ``.app`` is installed again; with no ``.app`` to install, the campaign
-        stops (:class:`ForeignBuild`). An executable that cannot be read is unknown and
-        checks nothing.
-
-        Raises:
-            ForeignBuild: see above. XcrunError: simctl failed.
-        """
-        found = self._installed_sha()
-        wanted = self._campaign_sha()
-        if found == "" or (found is not None and wanted in (None, found)):
-            if wanted is None and found:
-                self._build_sha = found  # --bundle-id: the build found first is the one
-            return
-        why = ("the app is not installed (the simulator was erased?)" if found is None else
-               f"another build of {self.app.bundle_id} is installed (executable sha256 "
-               f"{found[:16]}...)")
-        if not self.app.path or not Path(self.app.path).is_dir():
-            raise ForeignBuild(f"simulator {self.sim.name} ({self.device}): {why}: the "
-                               "campaign stops and its remaining launches are abandoned",
-                               "pass --app so that the kit can install it again, then run "
-                               "again with --resume")
-        self.log(f"simulator {self.sim.name}: {why}: installing {Path(self.app.path).name} "
-                 "again")
-        self.simctl.install(self.device, self.app.path)
-        self.reinstalls += 1
-
-    def _build_replaced(self) -> str | None:
-        """Why a death with no crash report is not the app's: its build was replaced or
-        removed during the launch (an install terminates the running app and writes no
-        report); ``None`` when the campaign's build is still installed or it cannot be
-        told."""
-        try:
-            found = self._installed_sha()
-        except InfraError:
-            return None
-        wanted = self._campaign_sha()
-        if found is None:
-            return "the app was uninstalled during the launch"
-        if found and wanted and found != wanted:
-            return (f"another build of {self.app.bundle_id} was installed during the launch "
-                    "(the install terminated the app)")
-        return None
 
     def _restart_stream(self, seen: _Seen) -> LogStream | None:
         """A new log stream after one ended under the launch with the simulator still
