@@ -145,3 +145,20 @@ def test_a_console_that_dies_under_a_running_app_costs_no_report_wait(
     assert sum(argv[:4] == ["devicectl", "device", "info", "files"] for argv in calls) == 1
     assert {r.outcome for r in loaded.counted} == {Outcome.COMPLETED}
     assert len(loaded.counted) == 2
+
+
+def test_another_build_installed_on_the_device_is_never_counted(
+        double: XcrunDouble, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # an install over the running app terminates it with no crash report: not a crash;
+    # the campaign's app is installed again before the next launch
+    double.script(["completed", "foreign@models-ready"])
+    assert _run_device(double, tmp_path, 3, "--report-wait", "2") == 0
+    counted, infra = by_index(tmp_path / "run")
+    assert sorted(counted) == [0, 1, 2]
+    assert {r.outcome for r in counted.values()} == {Outcome.COMPLETED}
+    assert len(infra) == 1 and "installed again by someone else during the launch" in \
+        infra[0].error
+    assert "installing ColdstartApp.app again" in capsys.readouterr().err
+    with double.state() as state:
+        assert state["physical"][0]["installed"][-1].endswith("ColdstartApp.app")
+        assert len(state["physical"][0]["installed"]) == 2  # the kit's, then again

@@ -8,9 +8,9 @@ and the device clock, again until the report for that pid is written (at most
 
 * the exit-info entry is the one of this pid written since the launch began (pids start
   again after a reboot and the ring outlives it; a device clock set back during the launch
-  is measured against ``/proc/uptime`` and allowed for, :func:`window_start`); with no pid known, the newest entry
-  written since then by a process of no earlier launch that is not a force-stop (the kit's
-  own force-stop of the previous process falls in that window);
+  is measured against ``/proc/uptime`` and allowed for, :func:`window_start`); with no pid
+  known, the newest entry written since then by a process of no earlier launch that is not
+  a force-stop (the kit's own force-stop of the previous process falls in that window);
 * the report parsed is a DropBox entry of this pid (tombstone first), else this pid's lines
   of the crash buffer, else this pid's exit-info entry when its reason is a crash
   (:data:`CRASH_REASONS`); with none, the evidence says that no report was found, and

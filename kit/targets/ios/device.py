@@ -44,6 +44,7 @@ from ...protocol import ProtocolEvent, iter_events
 from ...records import LaunchRecord
 from .app import POISON_ENV, AppBundle, bundle_for_id, read_app_bundle
 from .devicectl import Devicectl, PhysicalDevice
+from .installed import ForeignBuild
 from .reports import DEFAULT_REPORT_WAIT_S, read_report, report_matcher
 from .xcrun import Xcrun, infra_error, kill_group, wait_until
 
@@ -156,6 +157,11 @@ class DeviceLauncher:
         self._past_pids: set[int] = set()
         self._stopping: list[threading.Thread] = []
         self._pid_re = re.compile(rf"\b{re.escape(app.executable)}(?:\([^)]*\))?\[(\d+)")
+        #: where the campaign's build is installed (``devicectl device info apps``: a new
+        #: location at every install), once seen
+        self._app_url: str | None = None
+        #: installs of the app again after it was removed or replaced
+        self.reinstalls = 0
 
     def abort(self) -> None:
         """Stop the launch in flight (Ctrl-C)."""
@@ -222,9 +228,17 @@ class DeviceLauncher:
         t0 = time.monotonic()
         try:
             self._ready()
+            self._check_app()
             if self._known is None:
                 self._known = set(self.devicectl.crash_logs(self.phone.identifier))
             end, events, pid, console = self._run_unlocked(ctx)
+        except ForeignBuild as exc:
+            observation = Observation(events=(), end=ProcessEnd.LOST, timeout_s=ctx.timeout_s,
+                                      infer=ctx.scenario.infer, infra=exc.one_line(),
+                                      persistent=True)
+            return make_record(ctx, target=self.target, device=self.device,
+                               observation=observation, started_at=started_at,
+                               wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=[])
         except InfraError:
             self._suspect = True
             raise
@@ -256,6 +270,50 @@ class DeviceLauncher:
                            observation=observation, started_at=started_at,
                            wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=artifacts,
                            pid=pid)
+
+    def _check_app(self) -> None:
+        """Before a launch: the installed app is the campaign's build (issue #23). Every
+        install gets a new bundle location, so a location other than the one seen after
+        the kit's install means someone else installed the app (another build, or the
+        same one: it cannot be told apart here); the campaign's app is installed again,
+        or, with no app to install, the campaign stops.
+
+        Raises:
+            ForeignBuild: see above. XcrunError: devicectl failed.
+        """
+        url = self.devicectl.app_url(self.phone.identifier, self.app.bundle_id)
+        if url is not None and (self._app_url is None or url == self._app_url):
+            self._app_url = url
+            return
+        why = ("the app is not installed" if url is None else
+               f"{self.app.bundle_id} was installed again by someone else ({url})")
+        no_app = not self.app.path or not Path(self.app.path).exists()
+        if no_app and url is None and self._app_url is None:
+            return  # never seen installed, nothing to install: the request says why
+        if no_app:
+            raise ForeignBuild(f"device {self.phone.name} ({self.device}): {why}: the "
+                               "campaign stops and its remaining launches are abandoned",
+                               "pass --ipa so that the kit can install it again, then run "
+                               "again with --resume")
+        self.log(f"device {self.phone.name}: {why}: installing {Path(self.app.path).name} "
+                 "again")
+        self.devicectl.install(self.phone.identifier, self.app.path)
+        self.reinstalls += 1
+        self._app_url = self.devicectl.app_url(self.phone.identifier, self.app.bundle_id)
+
+    def _replaced(self) -> str | None:
+        """Why a death with no crash report is not the app's own: the app was removed or
+        installed again during the launch (an install terminates the running app and
+        writes no report). ``None`` when it is as the kit left it, or cannot be told."""
+        try:
+            url = self.devicectl.app_url(self.phone.identifier, self.app.bundle_id)
+        except InfraError:
+            return None
+        if self._app_url is None or url == self._app_url:
+            return None
+        return ("the app was uninstalled during the launch" if url is None else
+                f"{self.app.bundle_id} was installed again by someone else during the launch "
+                "(the install terminated the app)")
 
     def _run_unlocked(self, ctx: LaunchContext
                       ) -> tuple[ProcessEnd, list[ProtocolEvent], int | None, _Console]:
@@ -394,6 +452,9 @@ class DeviceLauncher:
         if tool_failed:
             return (f"the console ended with devicectl's own error ({own_error[:200]}) and no "
                     "crash report appeared: the app's fate is unknown"), None, None
+        replaced = self._replaced()
+        if replaced is not None:
+            return replaced, None, None
         when = "after" if any(e.phase == "done" for e in events) else "before"
         return None, CrashEvidence(note=(
             f"the app died {when} done and the device had no new crash report for it within "

@@ -18,7 +18,8 @@ __all__ = ["ForeignBuild", "InstalledApp"]
 
 
 class ForeignBuild(InfraError):
-    """The campaign's app is not installed and cannot be installed again (no ``.app``):
+    """The campaign's app is not installed, or another build is, and it cannot be
+    installed again (no ``.app`` / ``.ipa`` given; simulators and devices alike):
     every later launch would fail or run another build, so the campaign stops (a
     persistent infra error, exit 3)."""
 
@@ -55,6 +56,7 @@ class InstalledApp:
         self.log = log
         self.sha256: str | None = None
         self.reinstalls = 0
+        self._seen = False  # the app was seen installed during the campaign
         self._source = Path(app.path) if app.path and Path(app.path).is_dir() else None
 
     def found(self) -> str | None:
@@ -78,10 +80,13 @@ class InstalledApp:
             ForeignBuild: there is no ``.app`` to install. XcrunError: simctl failed.
         """
         found, wanted = self.found(), self.wanted()
+        seen, self._seen = self._seen, self._seen or found is not None
         if found == "" or (found is not None and wanted in (None, found)):
             if wanted is None and found:
                 self.sha256 = found  # --bundle-id: the build found first is the one
             return
+        if found is None and wanted is None and not seen:
+            return  # never seen installed, nothing to install: the request says why
         why = ("the app is not installed (the simulator was erased?)" if found is None else
                f"another build of {self.app.bundle_id} is installed (executable sha256 "
                f"{found[:16]}...)")

@@ -10,9 +10,10 @@ each launch reads the lines of its own launch id). One launch:
    again and waited for (``simctl bootstatus <udid> -b``), the poison environment is set
    again and the log stream restarted;
 2. the installed app is checked to be the campaign's (an erased simulator, another build
-   installed: the ``.app`` is installed again); the app is started cold with the scenario: ``simctl terminate`` then ``simctl openurl
-   <udid> <url>`` (``--deliver url``: the app reads it with ``Linking.getInitialURL()``),
-   or ``simctl launch --terminate-running-process <udid> <bundle> -coldstartScenario <url>``
+   installed: the ``.app`` is installed again, :mod:`.installed`); the app is started cold
+   with the scenario: ``simctl terminate`` then ``simctl openurl <udid> <url>``
+   (``--deliver url``: the app reads it with ``Linking.getInitialURL()``), or ``simctl
+   launch --terminate-running-process <udid> <bundle> -coldstartScenario <url>``
    (``--deliver args``, which prints the pid). A request that fails because the simulator
    is not booted (CoreSimulator's "Unable to lookup in current state: Shutdown") boots it
    and makes the request once more; one that fails because the app's process exited during
@@ -294,17 +295,18 @@ class SimulatorLauncher:
                 if seen.pid is None and evidence.crash is not None:
                     seen.pid = evidence.crash.get("pid")  # it died before a line named it
                 seen.end = ProcessEnd.DIED
-            elif seen.end is not None and (seen.stream_lost or
-                                           (replaced := self.installed.replaced()) is not None):
-                seen.infra = replaced if not seen.stream_lost else (
-                    "the simulator's log stream ended during the launch and no crash report "
-                    "of the app appeared: its fate is unknown")
-                seen.end = ProcessEnd.LOST
             elif seen.end is not None:
+                # no report: a lost stream or another build's install says it was no crash
+                seen.infra = ("the simulator's log stream ended during the launch and no "
+                              "crash report of the app appeared: its fate is unknown") \
+                    if seen.stream_lost else self.installed.replaced()
                 when = "after" if any(e.phase == "done" for e in seen.events) else "before"
-                evidence = CrashEvidence(note=(
-                    f"the app died {when} done and no crash report for it appeared in "
-                    f"{self.reports.directory} within {self.report_wait_s:g} s"))
+                if seen.infra is not None:
+                    seen.end = ProcessEnd.LOST
+                else:
+                    evidence = CrashEvidence(note=(
+                        f"the app died {when} done and no crash report for it appeared in "
+                        f"{self.reports.directory} within {self.report_wait_s:g} s"))
         stream = self._stream
         if seen.end is ProcessEnd.DIED and stream is not None:
             seen.take(stream, ctx.launch_id)  # lines that were still on their way

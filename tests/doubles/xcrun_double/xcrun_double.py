@@ -291,10 +291,18 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
             kind, at = "crash", PHASES[PHASES.index(phase) + 1]
             break
         if kind == "foreign":  # another build replaces the app and terminates it
+            import uuid
+
             with locked_state() as state:
                 where = state.get("installed", {}).get(udid, {}).get(bundle)
-                if where:
+                if where and simulator:
                     Path(where, "ColdstartApp").write_bytes(b"\xcf\xfa\xed\xfe-other-build")
+                for device in state.get("physical", []) if not simulator else ():
+                    if device["udid"] == udid:
+                        device["app_version"] = "2"
+                        device["app_url"] = ("file:///private/var/containers/Bundle/"
+                                             f"Application/{str(uuid.uuid4()).upper()}/"
+                                             "ColdstartApp.app/")
             os.kill(pid, signal.SIGKILL)
         if kind == "console-exit":  # devicectl's console dies; the app goes on unseen
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -421,7 +429,10 @@ def simctl(args: list[str]) -> None:
             info = plistlib.loads((Path(app) / "Info.plist").read_bytes())
             copy = HOME / f"sim-{udid}" / "Bundle" / info["CFBundleIdentifier"] / Path(app).name
             shutil.rmtree(copy, ignore_errors=True)  # simctl install replaces the bundle
-            shutil.copytree(app, copy)
+            copy.mkdir(parents=True)
+            for item in Path(app).iterdir():  # the bundle's files (the double's apps are flat)
+                if item.is_file():
+                    shutil.copyfile(item, copy / item.name)
             state.setdefault("installed", {}).setdefault(udid, {})[
                 info["CFBundleIdentifier"]] = str(copy)
         return
@@ -626,9 +637,13 @@ def devicectl(args: list[str]) -> None:
         write_json(args, {"devices": devices})
         return
     if args[:3] == ["device", "install", "app"]:
+        import uuid
+
         with locked_state() as state:
             device = device_for(state, args)
             device.setdefault("installed", []).append(args[5])
+            device["app_url"] = ("file:///private/var/containers/Bundle/Application/"
+                                 f"{str(uuid.uuid4()).upper()}/ColdstartApp.app/")
         write_json(args, {"installedApplications": [{"bundleID": "org.coldstart.app"}]})
         return
     if args[:3] == ["device", "process", "launch"]:
@@ -674,6 +689,17 @@ def devicectl(args: list[str]) -> None:
         code = proc.wait()
         if code < 0:
             sys.stderr.write(f"App terminated due to signal {-code}.\n")
+        return
+    if args[:3] == ["device", "info", "apps"]:
+        with locked_state(write=False) as state:
+            device = device_for(state, args)
+        apps = [{"appClip": False, "builtByDeveloper": True, "bundleIdentifier":
+                 "org.coldstart.app", "bundleVersion": device.get("app_version", "1"),
+                 "defaultApp": False, "hidden": False, "internalApp": False,
+                 "name": "ColdstartApp", "removable": True, "url": device["app_url"],
+                 "version": "1.0"}] if device.get("app_url") else []
+        wanted = option(args, "--bundle-id")
+        write_json(args, {"apps": [a for a in apps if wanted in (None, a["bundleIdentifier"])]})
         return
     if args[:3] == ["device", "info", "processes"]:
         with locked_state(write=False) as state:
