@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -102,10 +103,20 @@ class _Console:
         with self._lock:
             return "\n".join(self.lines) + "\n"
 
+    def exit_status(self) -> int | None:
+        """devicectl's exit status once its console ended (its output closes just before
+        it exits: waited for up to 5 s), ``None`` while it runs."""
+        if self.ended.is_set():
+            try:
+                self.proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                pass
+        return self.proc.poll()
+
     def own_error(self) -> str | None:
         """devicectl's own last ``ERROR`` line when it exited with a failure, else
         ``None`` (the app's end is not devicectl's failure)."""
-        if self.proc.poll() in (0, None):
+        if self.exit_status() in (0, None):
             return None
         with self._lock:
             return next((ln.strip() for ln in reversed(self.lines) if ln.startswith("ERROR")),
@@ -426,7 +437,7 @@ class DeviceLauncher:
                    "the app's fate is unknown")
         own_error = next((ln.strip() for ln in reversed(console.lines)
                           if ln.startswith("ERROR")), None)
-        tool_failed = console.proc.returncode not in (0, None) and own_error is not None
+        tool_failed = console.exit_status() not in (0, None) and own_error is not None
         if not self._reachable():
             return dropped, None, None
         if tool_failed and not events:  # devicectl refused the request: nothing started

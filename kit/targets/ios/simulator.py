@@ -153,8 +153,14 @@ class SimulatorLauncher:
         self._env_set = False
         self._pid_events: bool | None = None  # can host process-exit events see the app?
         self._past_pids: set[int] = set()  # earlier launches' (their reports are not ours)
-        #: the campaign's app on this simulator (checked before every launch)
+        #: the campaign's app on this simulator, checked when something may have changed
+        #: it: the first launch, after the simulator was made ready again (an erase needs
+        #: a shutdown), after a death no report explains, when the app the last launch
+        #: left running is gone at the next (``--deliver url``), and at every launch with
+        #: ``--deliver args`` (whose request gives no such sign)
         self.installed = InstalledApp(simctl, device, app, log)
+        self._check_app = True
+        self._left_running = False  # the last launch ended with the app running
 
     # -- campaign lifecycle -------------------------------------------------------------
     def prepare(self) -> None:
@@ -231,6 +237,7 @@ class SimulatorLauncher:
                              "check the simulator is booted (`xcrun simctl list devices`)")
         self._stream = stream
         self._suspect = False
+        self._check_app = True
 
     def _ready(self) -> LogStream:
         if self._suspect or self._stream is None or not self._stream.alive:
@@ -300,6 +307,7 @@ class SimulatorLauncher:
                 seen.infra = ("the simulator's log stream ended during the launch and no "
                               "crash report of the app appeared: its fate is unknown") \
                     if seen.stream_lost else self.installed.replaced()
+                self._check_app = self._check_app or seen.infra is not None
                 when = "after" if any(e.phase == "done" for e in seen.events) else "before"
                 if seen.infra is not None:
                     seen.end = ProcessEnd.LOST
@@ -328,6 +336,7 @@ class SimulatorLauncher:
                 self._suspect = True
         if seen.pid is not None:
             self._past_pids.add(seen.pid)
+        self._left_running = seen.end is ProcessEnd.ALIVE
         observation = Observation(events=tuple(seen.events), end=seen.end,
                                   timeout_s=ctx.timeout_s, infer=ctx.scenario.infer,
                                   crash=evidence, infra=seen.infra, killed_note="terminated")
@@ -375,7 +384,10 @@ class SimulatorLauncher:
             pid = self.simctl.launch(self.device, self.app.bundle_id, [SCENARIO_ARGUMENT, url],
                                      env=POISON_ENV if self.poison else None)
             return pid if pid > 0 else None
-        self.simctl.terminate(self.device, self.app.bundle_id)
+        running = self.simctl.terminate(self.device, self.app.bundle_id)
+        if self._left_running and not running:  # gone since: an install terminates it
+            self.installed.check()
+        self._left_running = False
         self.simctl.openurl(self.device, url)
         return None
 
@@ -387,7 +399,9 @@ class SimulatorLauncher:
             started the app (the launch's timeout runs from there).
         """
         self._ready()
-        self.installed.check()
+        if self._check_app or self.delivery is Delivery.ARGS:
+            self.installed.check()
+            self._check_app = False
         assert self._stream is not None
         self._stream.open_window()
         self._wake.clear()
