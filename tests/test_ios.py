@@ -427,21 +427,21 @@ def test_run_json_stdout_is_json_lines(double: XcrunDouble, app: Path, tmp_path:
 
 
 def test_infra_error_keeps_the_tools_output(double: XcrunDouble, tmp_path: Path) -> None:
-    # the app was never installed: openurl fails, the simulator is fine: an infra error
-    # with simctl's own words kept as the launch's evidence
+    # the app was never installed: openurl fails (no app handles the scheme), the
+    # simulator is fine: an infra error with simctl's own words kept as the evidence
     out = tmp_path / "run"
     assert main(["run", "ios-sim", "--udid", UDID, "--bundle-id", "org.coldstart.app",
                  "--no-install", "--launches", "1", "--out", str(out), "--max-attempts", "1",
                  "--diagnostic-reports", str(double.reports)]) == 3
     record = load_campaign(out).records[0]
     assert record.outcome is Outcome.INFRA_ERROR
-    assert record.error.startswith("`xcrun simctl openurl` failed: The request to open "
-                                   "\"org.coldstart.app\" failed.")
+    assert record.error.startswith("`xcrun simctl openurl` failed: Simulator device failed "
+                                   "to open coldstart://run?id=")
     assert record.wall_ms > 0
     evidence = (out / f"artifacts/{record.launch_id}/infra-error.txt").read_text()
     assert f"$ xcrun simctl openurl {UDID} 'coldstart://run?id=baseline-00000" not in evidence
     assert f"$ xcrun simctl openurl {UDID} 'coldstart://run?id={record.launch_id}" in evidence
-    assert "(domain=FBSOpenApplicationServiceErrorDomain, code=4)" in evidence
+    assert "(domain=NSOSStatusErrorDomain, code=-10814)" in evidence
 
 
 def test_process_watch_sees_the_end_of_a_process_that_is_not_its_child() -> None:

@@ -102,7 +102,8 @@ class ProgressView:
         self._t0 = time.monotonic()
         if self.plain:
             resumed = f" ({self.done} made before)" if self.done else ""
-            self.console.print(f"{title}: {total} launches planned{resumed}", markup=False)
+            self.console.print(f"{title}: {total} launches planned{resumed}", markup=False,
+                               soft_wrap=True)
             self._last_line = time.monotonic()
             return
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
@@ -135,7 +136,8 @@ class ProgressView:
         elapsed = int(now - self._t0)
         self.console.print(f"{self.title}: {self.done}/{self.total} launches, "
                            f"{self._counts_text(markup=False)} "
-                           f"({elapsed // 60}:{elapsed % 60:02d})", markup=False)
+                           f"({elapsed // 60}:{elapsed % 60:02d})", markup=False,
+                           soft_wrap=True)  # one whole line in a log, whatever COLUMNS says
 
     def _counts_text(self, markup: bool) -> str:
         items = sorted(self.counts.items(), key=lambda kv: kv[0].value)

@@ -474,6 +474,9 @@ def _thread_dump_as_anr(draft: Draft, msgs: Sequence[str]) -> None:
                "ANR export), read as an ANR")
 
 
+#: a header of ActivityManagerService.addErrorToDropBox (``Frozen``, ``Installer``,
+#: ``Crash-Tag``... come and go between releases; a stack's first line never looks so)
+_HEADER_KEY = re.compile(r"^[A-Z][A-Za-z]*(?:-[A-Z][A-Za-z]*)*$")
 _AM_HEADERS = ("Process", "PID", "UID", "Flags", "Package", "Foreground", "Build",
                "Loading-Progress", "Dropped-Count", "Process-Runtime", "Subject", "Activity",
                "Parent-Process", "Parent-Activity", "Crash-Handler", "Hardware", "Revision",
@@ -512,9 +515,12 @@ def parse_dropbox(draft: Draft, text: str) -> None:
     draft.format = f"dropbox-{tag}"
     draft.set("timestamp", time)
     content: list[str] = []
+    in_head = True  # the header block: ``Key: value`` lines up to the first blank line
     for line in body:
         key, sep, value = line.partition(": ")
-        if sep and key in _AM_HEADERS and not content:
+        if in_head and not (sep and (key in _AM_HEADERS or _HEADER_KEY.match(key))):
+            in_head = False  # a header this list does not know (Frozen, Installer) stays
+        if in_head:
             if key == "Process":
                 draft.set("process", value.strip() or None)
             elif key == "PID":

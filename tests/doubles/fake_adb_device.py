@@ -47,7 +47,7 @@ _CRASH_SITE_AFTER = {"creation": "models-ready", "inference": "sessions-created"
 _CRASH_STACK = {"creation": "creation", "inference": "inference", "release": "release",
                 "teardown": "release"}
 _REASONS = {1: "EXIT_SELF", 2: "SIGNALED", 3: "LOW_MEMORY", 4: "APP CRASH(EXCEPTION)",
-            5: "APP CRASH(NATIVE)", 6: "ANR", 10: "USER REQUESTED"}
+            5: "APP CRASH(NATIVE)", 6: "ANR", 10: "USER REQUESTED", 16: "PACKAGE UPDATED"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,6 +91,18 @@ class AppBehaviour:
         crash_buffer: a ``js-error-fatal`` logs its FATAL EXCEPTION in the crash buffer
             (False: only DropBox has the report, later).
         log_start: ``ActivityManager`` logs ``Start proc`` for this launch.
+        logcat_eof: half a phase gap after ``after`` (or the first phase), every running
+            ``logcat`` follower dies as AOSP logcat does when its logd socket fails:
+            ``logcat: Unexpected EOF!`` on stderr, exit status 1 (the device and the app
+            go on).
+        clock_back_s: half a phase gap after ``after`` (or the first phase), the device's
+            wall clock is set back this many seconds (``date -s``, a network time fix);
+            ``/proc/uptime`` goes on.
+        foreign_build: half a phase gap after ``after``, someone else installs this app
+            (same package, another build): the running process is killed with exit-info
+            reason 16 ``PACKAGE UPDATED``, as ``pm install -r`` does.
+        kill_server: half a phase gap after ``after``, the device calls its
+            ``on_kill_server`` (the test runs ``adb kill-server`` on its server).
     """
 
     kind: str = "completed"
@@ -108,6 +120,10 @@ class AppBehaviour:
     report_delay_s: float | None = None
     crash_buffer: bool = True
     log_start: bool = True
+    logcat_eof: bool = False
+    clock_back_s: float = 0.0
+    foreign_build: "FakeApp | None" = None
+    kill_server: bool = False
 
     def last_phase(self) -> str:
         """The last phase this launch reports (``""``: none; ``after=""`` for ``vanish``)."""
@@ -202,6 +218,7 @@ class FakeApp:
     apk_sha256: str
     activity: str = ".MainActivity"
     uid: int = 10187
+    version_code: int = 1
     scheme: str = "coldstart"
     ort_version: str = "1.24.1"
     models: tuple[str, ...] = ("melspectrogram", "embedding_model", "hey_jarvis_v0.1")
@@ -258,6 +275,9 @@ class FakeAndroidDevice:
         install_failure: ``pm install`` fails with this ``INSTALL_FAILED_*`` code, as
             ``PackageManagerShellCommand`` prints it (``Failure [CODE]`` on stdout, exit 1),
             e.g. ``INSTALL_FAILED_INSUFFICIENT_STORAGE`` for a full /data.
+        no_boot_id: ``cat /proc/sys/kernel/random/boot_id`` fails (``Permission denied``
+            on stderr, exit 1), as on some devices and emulators.
+        on_kill_server: called by a ``kill_server`` behaviour.
     """
 
     def __init__(self, serial_hint: str, apps: tuple[FakeApp, ...], script: LaunchScript,
@@ -266,8 +286,14 @@ class FakeAndroidDevice:
                  report_delay_s: float = 0.3, root: bool = False,
                  on_drop: Callable[[float, bool], None] | None = None,
                  missing_tools: tuple[str, ...] = (), hidden_system_server: bool = False,
-                 install_failure: str | None = None) -> None:
+                 install_failure: str | None = None, no_boot_id: bool = False,
+                 on_kill_server: Callable[[], None] | None = None) -> None:
         self.install_failure = install_failure
+        self.no_boot_id = no_boot_id
+        self.on_kill_server = on_kill_server
+        self.install_paths: dict[str, str] = {}  # package -> base.apk, new at each install
+        self._booted_at = time.monotonic()
+        self._follow_generation = 0  # bumped when every logcat follower dies
         self.missing_tools = frozenset(missing_tools)
         self.hidden_system_server = hidden_system_server
         self.name = serial_hint
@@ -499,7 +525,13 @@ class FakeAndroidDevice:
     def _cmd_cat(self, args: list[str], out: Stream) -> int:
         for path in args:
             if path == "/proc/sys/kernel/random/boot_id":
+                if self.no_boot_id:
+                    out.write(f"cat: {path}: Permission denied\n", fd=2)
+                    return 1
                 out.write(self.boot_id + "\n")
+            elif path == "/proc/uptime":
+                up = time.monotonic() - self._booted_at
+                out.write(f"{up:.2f} {up * 3.7:.2f}\n")
             elif path in self.files:
                 out.write(self.files[path])
             else:
@@ -555,11 +587,22 @@ class FakeAndroidDevice:
             out.write("".join(f"package:{n}\n" for n in names if flt in n))
             return 0
         if args[:1] == ["path"] and len(args) == 2:
-            app = self.installed.get(args[1])
-            if app is None:
+            with self._lock:
+                path = self.install_paths.get(args[1]) if args[1] in self.installed else None
+            if path is None:
                 return 1
-            out.write(f"package:/data/app/~~Qm9vdA2L3WqJ5Zt1cX0Aw==/{app.package}-8sd2HfGm1b"
-                      "VkTQ4Lx0p3yA==/base.apk\n")
+            out.write(f"package:{path}\n")
+            return 0
+        if args[:1] == ["uninstall"] and len(args) == 2:
+            with self._lock:
+                if args[1] not in self.installed:
+                    out.write("Failure [DELETE_FAILED_INTERNAL_ERROR]\n")
+                    return 1
+                self._kill(args[1], reason=15, subreason=0, subtext="UNKNOWN",
+                           description="uninstall pkg")
+                del self.installed[args[1]]
+                self.install_paths.pop(args[1], None)
+            out.write("Success\n")
             return 0
         if args[:1] == ["install"]:
             path = next((a for a in args[1:] if not a.startswith("-")), None)
@@ -577,13 +620,46 @@ class FakeAndroidDevice:
                 out.write(f"Failure [{self.install_failure}]\n")
                 return 1
             with self._lock:
-                self._kill(app.package, reason=16, subreason=25, subtext="PACKAGE UPDATE",
-                           description="replace package")
-                self.installed[app.package] = app
+                old = self.installed.get(app.package)
+                if old is not None and app.version_code < old.version_code and not (
+                        "-d" in args and self.root):  # -d: debuggable builds only
+                    out.write("Failure [INSTALL_FAILED_VERSION_DOWNGRADE: Downgrade detected: "
+                              f"Update version code {app.version_code} is older than current "
+                              f"{old.version_code}]\n")
+                    return 1
+                self._install(app)
             out.write("Performing Streamed Install\nSuccess\n")
             return 0
         out.write("Unknown command\n", fd=2)
         return 255
+
+    def _install(self, app: FakeApp) -> None:
+        """Install ``app`` (lock held): its process is killed (PACKAGE UPDATED) and its
+        base.apk gets a new directory, as PackageManagerService does."""
+        import base64
+        import os
+
+        self._kill(app.package, reason=16, subreason=25, subtext="PACKAGE UPDATE",
+                   description="replace package")
+        self.installed[app.package] = app
+        tag = base64.b64encode(os.urandom(16), b"-_").decode()
+        self.install_paths[app.package] = f"/data/app/~~{tag}/{app.package}-" + \
+            base64.b64encode(os.urandom(16), b"-_").decode() + "/base.apk"
+
+    def _cmd_sha256sum(self, args: list[str], out: Stream) -> int:
+        """toybox ``sha256sum FILE``: ``<hash>  FILE``."""
+        status = 0
+        for path in args:
+            with self._lock:
+                package = next((p for p, at in self.install_paths.items() if at == path),
+                               None)
+                app = self.installed.get(package or "")
+            if app is None:
+                out.write(f"sha256sum: {path}: No such file or directory\n", fd=2)
+                status = 1
+                continue
+            out.write(f"{app.apk_sha256}  {path}\n")
+        return status
 
     def _cmd_cmd(self, args: list[str], out: Stream) -> int:
         if args[:1] in (["package"], ["activity"]) and not self.system_up():
@@ -816,6 +892,30 @@ class FakeAndroidDevice:
         elif b.kind == "drop":
             drop_at = gap_s * (_PHASES.index(b.after or "models-ready") + 1) + gap_s / 2
             self._at(drop_at, lambda: self._drop(b))
+        fault_at = gap_s * (_PHASES.index(b.after or "start") + 1) + gap_s / 2
+        if b.logcat_eof:
+            self._at(fault_at, self._kill_followers)
+        if b.clock_back_s:
+            self._at(fault_at, lambda: self._set_clock_back(b.clock_back_s))
+        if b.foreign_build is not None:
+            foreign = b.foreign_build
+            self._at(fault_at, lambda: self._foreign_install(foreign))
+        if b.kill_server and self.on_kill_server is not None:
+            self._at(fault_at, self.on_kill_server)
+
+    def _kill_followers(self) -> None:
+        with self._lock:
+            self._follow_generation += 1
+            self._changed.notify_all()
+
+    def _set_clock_back(self, seconds: float) -> None:
+        with self._lock:
+            self.clock_offset_s -= seconds
+
+    def _foreign_install(self, app: FakeApp) -> None:
+        with self._lock:
+            self._install(app)
+            self._changed.notify_all()
 
     def _teardown_crash(self, app: FakeApp, pid: int, b: AppBehaviour,
                         log_done: Callable[[], None]) -> None:
@@ -902,8 +1002,12 @@ class FakeAndroidDevice:
             self._add_exit(app, pid, 4, 0, "UNKNOWN", 0, "crash")
             self.log("system", self.system_pid, 1461, "I", "ActivityManager",
                      f"Process {app.package} (pid {pid}) has died: fg  TOP ")
-        text = (f"Process: {app.package}\nPID: {pid}\nUID: {app.uid}\nFlags: 0x38c8be44\n"
-                f"Package: {app.package} v1 (1.0)\nForeground: Yes\n\n" + "\n".join(block[2:]))
+        # ActivityManagerService.addErrorToDropBox's header as Android 14 writes it
+        text = (f"Process: {app.package}\nPID: {pid}\nUID: {app.uid}\nFrozen: false\n"
+                f"Flags: 0x38c8be44\nPackage: {app.package} v{app.version_code} (1.0)\n"
+                "Foreground: Yes\nProcess-Runtime: 2891\nInstaller: com.android.shell\n"
+                f"Build: {self.props['ro.build.fingerprint']}\nLoading-Progress: 1.0\n"
+                "Dropped-Count: 0\n\n" + "\n".join(block[2:]))
         delay = self.report_delay_s if b.report_delay_s is None else b.report_delay_s
         self._at(delay * self.slowness, lambda: self._add_dropbox("data_app_crash", text))
 
@@ -930,6 +1034,7 @@ class FakeAndroidDevice:
                 self._running.clear()
                 self._entries.clear()
                 self.boot_id = self._new_boot_id()
+                self._booted_at = time.monotonic() + b.offline_s
                 self._pids = itertools.count(4000)  # pids start again; exit-info and
                 self._changed.notify_all()  # DropBox are kept on disk across the boot
             # adbd is back after offline_s; the system only services_late_s after that
@@ -975,6 +1080,7 @@ class FakeAndroidDevice:
         seen = 0
         started: set[str] = set()
         boot = self.boot_id
+        generation = self._follow_generation
         while True:
             with self._lock:
                 fresh = [e for e in self._entries if e.seq > seen]
@@ -995,6 +1101,9 @@ class FakeAndroidDevice:
             with self._lock:
                 if self.boot_id != boot or self._stop.is_set():
                     return 0
+                if self._follow_generation != generation:
+                    out.write("logcat: Unexpected EOF!\n", fd=2)  # logcat.cpp, -EIO
+                    return 1
                 if not any(e.seq > seen for e in self._entries):
                     self._changed.wait(0.1)
             if out.closed.is_set() or out.conn.dead.is_set():

@@ -293,7 +293,8 @@ def javascript_exception(pid: int, package: str, message: str) -> list[str]:
     return ["FATAL EXCEPTION: mqt_v_native",
             f"Process: {package}, PID: {pid}",
             f"com.facebook.react.common.JavascriptException: Error: {message}, "
-            "stack:",
+            "js engine: hermes, stack:",
+            "runPipeline@1:349979",
             "loadModels@1:402117",
             "anonymous@1:401877",
             "",

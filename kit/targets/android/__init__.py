@@ -197,8 +197,8 @@ class AndroidTarget:
         timeouts = AndroidTimeouts(poll_s=config.poll_s, report_wait_s=config.report_wait_s,
                                    reconnect_s=config.reconnect_s,
                                    error_grace_s=config.error_grace_s)
-        launchers = [AndroidLauncher(t, s, timeouts, log=lambda m: log(f"android: {m}"))
-                     for t, s in zip(transports, setups)]
+        launchers = [AndroidLauncher(t, s, timeouts, log=lambda m: log(f"android: {m}"),
+                                     apk=apk) for t, s in zip(transports, setups)]
         build: dict[str, Any] = {"package": package}
         if apk is not None:
             build.update(apk.provenance())

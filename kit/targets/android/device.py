@@ -25,7 +25,8 @@ from .transport import AdbTransport, shell_join, state_error
 __all__ = ["ApkInfo", "inspect_apk", "PoisonMode", "DeviceSetup", "prepare_device",
            "Readiness", "read_readiness", "wait_until_ready", "DeviceNotReady",
            "PACKAGE_RE", "APP_SCHEME", "REMOTE_APK_DIR", "BOOT_ID_PATH", "READY_COMMAND",
-           "REQUIRED_SERVICES", "WRAP_OPTIONS", "wrap_property", "state_error"]
+           "REQUIRED_SERVICES", "WRAP_OPTIONS", "wrap_property", "state_error", "install_apk",
+           "UPTIME_PATH"]
 
 APP_SCHEME = "coldstart"
 #: Java package names (``pm`` accepts letters, digits and ``_`` in dot-separated parts).
@@ -36,6 +37,8 @@ _ANDROID_NS = "{http://schemas.android.com/apk/res/android}"
 #: bionic malloc debug through the ``wrap.<package>`` property (notes/drivers.md section 2)
 WRAP_OPTIONS = "LIBC_DEBUG_MALLOC_OPTIONS=fill_on_free logwrapper"
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
+#: seconds since boot, then idle seconds (proc(5)); the clock a ``date`` change leaves alone
+UPTIME_PATH = "/proc/uptime"
 #: the system services a launch needs: ``am`` (activity) and ``pm`` / ``cmd package``
 REQUIRED_SERVICES = ("activity", "package")
 #: one round trip: ``sys.boot_completed``, each service's state, the boot id
@@ -321,6 +324,42 @@ def wrap_property(package: str) -> str:
     return f"wrap.{package}"
 
 
+#: install failures that an uninstall of the installed build clears (a newer version, or one
+#: signed with another key)
+_UNINSTALL_CLEARS = ("VERSION_DOWNGRADE", "UPDATE_INCOMPATIBLE")
+
+
+def install_apk(transport: AdbTransport, apk: ApkInfo, package: str, *,
+                call_timeout_s: float = 30.0, install_timeout_s: float = 300.0,
+                downgrade: bool = False) -> None:
+    """Push ``apk`` and ``pm install -r -t`` it (``-d`` with ``downgrade``: the campaign's
+    build goes back over a newer one; where the device refuses that, or the installed
+    build is signed with another key, it is uninstalled first and installed again).
+
+    Raises:
+        UsageError: the device refused the APK (``Failure [CODE...]``), with what to do.
+        TransportError: the device stopped answering.
+    """
+    remote = f"{REMOTE_APK_DIR}/coldstart-{apk.sha256[:16]}.apk"
+    transport.push(Path(apk.path), remote, install_timeout_s)
+    flags = ["-r", "-t"] + (["-d"] if downgrade else [])
+    try:
+        result = transport.shell(shell_join(["pm", "install", *flags, remote]),
+                                 install_timeout_s)
+        if downgrade and "Success" not in result.stdout and \
+                any(code in result.output for code in _UNINSTALL_CLEARS):
+            transport.shell(shell_join(["pm", "uninstall", package]), install_timeout_s)
+            result = transport.shell(shell_join(["pm", "install", "-r", "-t", remote]),
+                                     install_timeout_s)
+    finally:
+        transport.shell(shell_join(["rm", "-f", remote]), call_timeout_s)
+    if "Success" not in result.stdout:
+        reason = re.search(r"Failure \[([^\]]+)\]", result.output)
+        text = reason.group(1) if reason else result.output.strip()[-200:]
+        raise UsageError(f"{transport.serial} refused the APK: {text}",
+                         _install_hint(text, package))
+
+
 def prepare_device(transport: AdbTransport, *, package: str, apk: ApkInfo | None,
                    poison: PoisonMode | None = None, call_timeout_s: float = 30.0,
                    install_timeout_s: float = 300.0, ready_timeout_s: float = 60.0,
@@ -355,17 +394,9 @@ def prepare_device(transport: AdbTransport, *, package: str, apk: ApkInfo | None
     if poison is not None:  # before installing: an unsupported mode changes nothing
         method = _setup_poison(transport, poison, package, apk, sdk, abi, call_timeout_s)
     if apk is not None:
-        remote = f"{REMOTE_APK_DIR}/coldstart-{apk.sha256[:16]}.apk"
         log(f"{transport.serial}: installing {Path(apk.path).name}")
-        transport.push(Path(apk.path), remote, install_timeout_s)
-        result = transport.shell(shell_join(["pm", "install", "-r", "-t", remote]),
-                                 install_timeout_s)
-        transport.shell(shell_join(["rm", "-f", remote]), call_timeout_s)
-        if "Success" not in result.stdout:
-            reason = re.search(r"Failure \[([^\]]+)\]", result.output)
-            text = reason.group(1) if reason else result.output.strip()[-200:]
-            raise UsageError(f"{transport.serial} refused the APK: {text}",
-                             _install_hint(text, package))
+        install_apk(transport, apk, package, call_timeout_s=call_timeout_s,
+                    install_timeout_s=install_timeout_s)
     listed = transport.shell(shell_join(["pm", "list", "packages", package]), call_timeout_s)
     if f"package:{package}" not in listed.stdout.split():
         raise UsageError(f"package {package} is not installed on {transport.serial}",

@@ -7,9 +7,10 @@ and the device clock, again until the report for that pid is written (at most
 ``report_wait_s``; notes/drivers.md section 2, notes/crash-formats.md section 3). Then:
 
 * the exit-info entry is the one of this pid written since the launch began (pids start
-  again after a reboot and the ring outlives it); with no pid known, the newest entry
-  written since then by a process of no earlier launch that is not a force-stop (the kit's
-  own force-stop of the previous process falls in that window);
+  again after a reboot and the ring outlives it; a device clock set back during the launch
+  is measured against ``/proc/uptime`` and allowed for, :func:`window_start`); with no pid
+  known, the newest entry written since then by a process of no earlier launch that is not
+  a force-stop (the kit's own force-stop of the previous process falls in that window);
 * the report parsed is a DropBox entry of this pid (tombstone first), else this pid's lines
   of the crash buffer, else this pid's exit-info entry when its reason is a crash
   (:data:`CRASH_REASONS`); with none, the evidence says that no report was found, and
@@ -25,6 +26,7 @@ and the device clock, again until the report for that pid is written (at most
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import time
 import uuid
 from pathlib import Path
@@ -33,12 +35,13 @@ from typing import Any
 from ...crash import ExitInfo, ExitReason, parse_exit_info
 from ...errors import InfraError
 from ...observe import CrashEvidence, ProcessEnd, crash_evidence
-from .device import BOOT_ID_PATH, DeviceNotReady
-from .text import NO_SERVICE, dropbox_entries, exit_info_block, process_crash_lines
+from .device import BOOT_ID_PATH, UPTIME_PATH, DeviceNotReady
+from .text import (MARKED_VALUES, NO_SERVICE, dropbox_entries, exit_info_block,
+                   process_crash_lines)
 from .transport import TransportError, shell_join
 
 __all__ = ["LaunchWindow", "Death", "collect_death", "AppStoppedExternally", "CRASH_REASONS",
-           "EXTERNAL_STOPS", "DROPBOX_TAGS"]
+           "EXTERNAL_STOPS", "DROPBOX_TAGS", "window_start"]
 
 #: exit reasons that are a crash (their entry may stand as the crash report)
 CRASH_REASONS = frozenset({ExitReason.CRASH, ExitReason.CRASH_NATIVE, ExitReason.SIGNALED,
@@ -74,6 +77,9 @@ class LaunchWindow:
         boot_id: the boot id the launch began under.
         sdk: the device's API level (exit-info exists from 30), or ``None``.
         system_pid: system_server's pid when the launch began, or ``None`` (not shown).
+        device_uptime: the device's uptime (s, ``/proc/uptime``) when the launch began, or
+            ``None`` when unreadable; with it, a clock set back during the launch is
+            measured and allowed for (:func:`window_start`).
     """
 
     package: str
@@ -83,6 +89,33 @@ class LaunchWindow:
     boot_id: str
     sdk: int | None
     system_pid: str | None = None
+    device_uptime: float | None = None
+
+
+#: how far before the launch's start an entry may be stamped once the device clock was
+#: set back (seconds; ``date`` and ``/proc/uptime`` are read one call apart)
+_JUMP_SLACK_S = 2.0
+_CLOCK = "%Y-%m-%d %H:%M:%S"
+
+
+def window_start(window: LaunchWindow, clock_now: str, uptime_now: float | None) -> str:
+    """The earliest device time an entry of this launch may carry: the launch's start,
+    or, when the device clock went back during the launch (its wall time advanced less than
+    its uptime; issue #23: a clock set back dropped the tombstone and exit-info), that much
+    earlier. An entry must still be this pid's (matched by the caller) in the same boot
+    (a reboot ends the collection). Unknown values leave the start as it is. Never
+    raises."""
+    if not window.device_start or window.device_uptime is None or uptime_now is None:
+        return window.device_start
+    try:
+        start = _dt.datetime.strptime(window.device_start[:19], _CLOCK)
+        now = _dt.datetime.strptime(clock_now, _CLOCK)
+    except ValueError:
+        return window.device_start
+    jump = (now - start).total_seconds() - (uptime_now - window.device_uptime)
+    if jump >= -_JUMP_SLACK_S:
+        return window.device_start
+    return (start + _dt.timedelta(seconds=jump - _JUMP_SLACK_S)).strftime(_CLOCK)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,12 +141,12 @@ class Death:
     artifacts: tuple[str, ...]
 
 
-def _own_exit(entries: list[ExitInfo], window: LaunchWindow, pid: int | None
+def _own_exit(entries: list[ExitInfo], window: LaunchWindow, pid: int | None, since: str
               ) -> ExitInfo | None:
     # written since the launch began: pids start again after a reboot, and the ring is
     # kept across boots, so a pid alone could name an older process
     mine = [e for e in entries if (e.process or "").split(":")[0] == window.package and
-            (e.timestamp or "") >= window.device_start]
+            (e.timestamp or "") >= since]
     if pid is not None:
         return next((e for e in mine if e.pid == pid), None)
     for entry in mine:  # newest first
@@ -125,14 +158,12 @@ def _own_exit(entries: list[ExitInfo], window: LaunchWindow, pid: int | None
     return None
 
 
-def _reports(sections: list[str], window: LaunchWindow, pid: int | None
-             ) -> list[tuple[str, str]]:
-    """``(tag, entry)`` DropBox entries of ``pid`` written since the launch began, best
-    first."""
+def _reports(sections: list[str], pid: int | None, since: str) -> list[tuple[str, str]]:
+    """``(tag, entry)`` DropBox entries of ``pid`` written since ``since``, best first."""
     if pid is None:
         return []
     found = [(tag, entry) for text in sections for when, tag, entry in dropbox_entries(text)
-             if when >= window.device_start[:19] and
+             if when >= since[:19] and
              (f"pid: {pid}," in entry or f"PID: {pid}\n" in entry)]
     return sorted(found, key=lambda item: DROPBOX_TAGS.index(item[0])
                   if item[0] in DROPBOX_TAGS else len(DROPBOX_TAGS))
@@ -145,6 +176,18 @@ def _have_report(reason: ExitReason | None, trigger: str, pid_lines: str,
     if reason is ExitReason.CRASH or "FATAL EXCEPTION" in pid_lines:
         return any(tag == _JAVA_TAG for tag, _ in reports) or "FATAL EXCEPTION" in pid_lines
     return True
+
+
+def _value(name: str, text: str) -> str:
+    """The first line of ``text`` that has the form of value ``name``
+    (:data:`~kit.targets.android.text.MARKED_VALUES`), else ``""`` (unknown: an error
+    message where stderr is mixed into stdout never passes for a value)."""
+    form = MARKED_VALUES[name]
+    for line in text.splitlines():
+        m = form.match(line.strip())
+        if m is not None:
+            return m.group(0)
+    return ""
 
 
 def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,
@@ -166,7 +209,8 @@ def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,
     parts: list[list[str]] = [["dumpsys", "activity", "exit-info", window.package],
                               ["logcat", "-d", "-v", "threadtime", "-b", "crash"]]
     parts += [["dumpsys", "dropbox", "--print", tag] for tag in DROPBOX_TAGS]
-    parts += [["cat", BOOT_ID_PATH], ["pidof", "system_server"]]
+    parts += [["cat", BOOT_ID_PATH], ["pidof", "system_server"], ["date", "+" + _CLOCK],
+              ["cat", UPTIME_PATH]]
     command = shell_join(*[p for part in parts for p in (part, ["echo", mark])][:-1])
     give_up = time.monotonic() + report_wait_s
     expect_exit_info = window.sdk is None or window.sdk >= 30
@@ -176,24 +220,27 @@ def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,
         out = result.output
         sections = (result.stdout.split(mark + "\n") + [""] * len(parts))[:len(parts)]
         exit_text, crash_text = sections[0], sections[1]
-        boot_id, system_pid = sections[-2].strip(), sections[-1].strip()
-        if boot_id and boot_id != window.boot_id:
+        boot_id, system_pid, clock_now, uptime_now = (
+            _value(name, text) for name, text in zip(
+                ("boot_id", "system_pid", "date", "uptime"), sections[-4:]))
+        since = window_start(window, clock_now, float(uptime_now) if uptime_now else None)
+        if boot_id and window.boot_id and boot_id != window.boot_id:
             raise TransportError(f"{what} rebooted during the launch (boot id {window.boot_id}"
                                  f" -> {boot_id})", "the launch is retried once the device "
                                  "is up", state="rebooted")
-        down = NO_SERVICE.search("\n".join(sections[:-2]) + result.stderr)
+        down = NO_SERVICE.search("\n".join(sections[:-4]) + result.stderr)
         if down is not None or (window.system_pid and system_pid != window.system_pid):
             why = f"`{down.group(0)}`" if down is not None else \
                 f"system_server pid {window.system_pid} -> {system_pid or 'none'}"
             raise DeviceNotReady(f"{what}: the system server went down during the launch "
                                  f"({why})", "the launch is retried once the device is up",
                                  evidence=out[-4000:])
-        exit_entry = _own_exit(parse_exit_info(exit_text), window, pid)
+        exit_entry = _own_exit(parse_exit_info(exit_text), window, pid, since)
         if pid is None and exit_entry is not None:
             pid = exit_entry.pid
         reason = exit_entry.reason_enum if exit_entry is not None else None
         pid_lines = process_crash_lines(crash_text, pid) if pid is not None else ""
-        reports = _reports(sections[2:2 + len(DROPBOX_TAGS)], window, pid)
+        reports = _reports(sections[2:2 + len(DROPBOX_TAGS)], pid, since)
         have = _have_report(reason, trigger, pid_lines, reports)
         if reason in EXTERNAL_STOPS and not reports:
             break

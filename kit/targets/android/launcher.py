@@ -13,9 +13,10 @@ One launch (notes/drivers.md sections 2 and 6):
    campaign loop's backoff and budget take over (:class:`kit.campaign.RetryPolicy`);
 2. one round trip: ``am force-stop``; clear the main, system and crash buffers; log a
    marker (the follower reads nothing before it, so no line of an earlier launch, nor a
-   new follower's replay of the buffers, is taken for this one); read
-   ``sys.boot_completed``, the boot id and the device clock (crash evidence is matched by
-   pid and by device time, never host time);
+   new follower's replay of the buffers, is taken for this one); read, each after its own
+   marker, ``sys.boot_completed``, the boot id, the device clock and uptime (crash
+   evidence is matched by pid and by device time, never host time) and ``pm path``: the
+   installed build must be the campaign's (:class:`~.installed.InstalledBuild`);
 3. ``am start -W -a VIEW -d <scenario URL> -n <component>``;
    :func:`~kit.targets.android.text.check_am_start` turns a launch that was not made (exit
    status, ``Can't find service``, no ``Status: ok`` / ``LaunchState``) into an infra
@@ -23,7 +24,8 @@ One launch (notes/drivers.md sections 2 and 6):
 4. a ``logcat`` follower that runs for the whole campaign delivers the app's ``COLDSTART``
    lines (tag ``ReactNativeJS``; other launch ids are stale and ignored), ``ActivityManager``
    process starts and deaths, ``libc`` fatal signals and ``AndroidRuntime`` fatal
-   exceptions; when the log is quiet for ``poll_s`` a ``pidof`` checks the process;
+   exceptions; when the log is quiet for ``poll_s`` a ``pidof`` checks the process; a
+   follower that dies under the launch is started again and replays from the marker;
 5. the observation ends at ``done`` (lines already received are still read, then one
    ``pidof``: a crash in teardown, its lines still on their way, counts), at a death, at
    the timeout (the app is force-stopped), or ``error_grace_s`` after an ``error`` line: a
@@ -49,16 +51,17 @@ from typing import Any, Callable
 from ...campaign import LaunchContext, utc_now
 from ...errors import InfraError
 from ...observe import Observation, ProcessEnd, make_record
-from ...protocol import ProtocolEvent, parse_line
 from ...records import LaunchRecord
-from .device import (BOOT_ID_PATH, WRAP_OPTIONS, DeviceNotReady, DeviceSetup,
-                     wait_until_ready, wrap_property)
+from .device import (BOOT_ID_PATH, UPTIME_PATH, WRAP_OPTIONS, ApkInfo, DeviceNotReady,
+                     DeviceSetup, wait_until_ready, wrap_property)
 from .evidence import LaunchWindow, collect_death
-from .text import (DIED, FATAL_SIGNAL, JAVA_PROCESS, NO_SERVICE, START_PROC, AmStartFailed,
-                   check_am_start, parse_threadtime)
-from .transport import AdbTransport, ShellResult, TransportError, shell_join, short_command
+from .installed import ForeignBuild, InstalledBuild
+from .text import (NO_SERVICE, AmStartFailed, check_am_start, marked_command,
+                   parse_threadtime, read_marked)
+from .transport import AdbTransport, TransportError, shell_join
+from .watch import CallLog, LaunchWatch
 
-__all__ = ["AndroidLauncher", "AndroidTimeouts", "FOLLOW_COMMAND"]
+__all__ = ["AndroidLauncher", "AndroidTimeouts", "FOLLOW_COMMAND", "ForeignBuild"]
 
 _MARK_TAG = "coldstart"
 #: Tags the follower keeps (logcat filter specs; everything else is silenced).
@@ -68,18 +71,34 @@ FOLLOW_COMMAND = shell_join(["logcat", "-v", "threadtime", "-b", "main", "-b", "
                              "-b", "crash", *_FOLLOW_SPECS])
 _PREP_MARK = "==coldstart-prep=="
 _NO_LOG_TOOL = re.compile(r"\blog: (?:inaccessible or not found|not found|No such file)")
+#: how often one launch starts its log follower again after it died under it
+_FOLLOWER_RESTARTS = 3
 
 
 def _prep_command(package: str, marker: str) -> str:
     """Force-stop, clear the logs, log ``marker`` (the follower skips every line before it:
-    a new follower first replays the buffers), then ``sys.boot_completed``, the boot id,
-    the clock and system_server's pid (last: ``pidof`` prints nothing when it finds none)."""
+    a new follower first replays the buffers), then each value after its own marker
+    (:func:`~kit.targets.android.text.read_marked`): ``sys.boot_completed``, the boot id,
+    the clock, the uptime, system_server's pid and the installed APK's path."""
     return shell_join(["am", "force-stop", package],
                       ["logcat", "-b", "main", "-b", "system", "-b", "crash", "-c"],
                       ["log", "-p", "i", "-t", _MARK_TAG, marker],
-                      ["echo", _PREP_MARK], ["getprop", "sys.boot_completed"],
-                      ["cat", BOOT_ID_PATH], ["date", "+%Y-%m-%d %H:%M:%S"],
-                      ["pidof", "system_server"])
+                      *marked_command(_PREP_MARK, [
+                          ("boot_completed", ["getprop", "sys.boot_completed"]),
+                          ("boot_id", ["cat", BOOT_ID_PATH]),
+                          ("date", ["date", "+%Y-%m-%d %H:%M:%S"]),
+                          ("uptime", ["cat", UPTIME_PATH]),
+                          ("system_pid", ["pidof", "system_server"]),
+                          ("apk_path", ["pm", "path", package])]))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Start:
+    """The device clock (``YYYY-MM-DD HH:MM:SS``) and uptime (s) when a launch began;
+    ``""`` / ``None`` when unreadable."""
+
+    clock: str
+    uptime: float | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,88 +122,47 @@ class AndroidTimeouts:
     error_grace_s: float = 3.0
 
 
-class _CallLog:
-    """The device's transport, with each shell call written to a short log (the evidence
-    an infra error keeps)."""
+class _Follow:
+    """The log follower of one launch, started again when it dies under the launch."""
 
-    def __init__(self, transport: AdbTransport, limit: int = 60) -> None:
-        self.transport = transport
-        self.lines: collections.deque[str] = collections.deque(maxlen=limit)
+    def __init__(self, launcher: "AndroidLauncher", marker: str) -> None:
+        self.launcher = launcher
+        self.marker = marker
+        self.restarts = 0
+        self._replayed: collections.Counter[str] = collections.Counter()
 
-    def note(self, text: str) -> None:
-        self.lines.append(f"{utc_now()} {text}")
+    def restart(self, seen: list[str], skip: bool = True) -> None:
+        """Start a new follower in place of the dead one; with ``skip``, read its replay
+        up to the launch's marker (when the device has markers) and skip ``seen`` lines
+        when they come again.
 
-    def shell(self, command: str, timeout_s: float) -> ShellResult:
-        started = time.monotonic()
-        try:
-            result = self.transport.shell(command, timeout_s)
-        except TransportError as exc:
-            self.note(f"`{short_command(command, 90)}` failed after "
-                      f"{time.monotonic() - started:.3f} s: {exc.message}")
-            raise
-        last = next((ln.strip() for ln in reversed(result.output.splitlines()) if ln.strip()),
-                    "")
-        self.note(f"`{short_command(command, 90)}` -> status {result.exit_code} in "
-                  f"{result.duration_ms:.0f} ms: {last[:160]}")
-        return result
+        Raises:
+            TransportError: too many restarts, or the new follower cannot be started (the
+                device is gone: the launch is an infra error).
+        """
+        lr = self.launcher
+        old = lr._follower
+        why = old.end_reason if old is not None else "no follower"
+        if self.restarts >= _FOLLOWER_RESTARTS:
+            raise TransportError(f"{lr.device}: the log stream ended ({why}), "
+                                 f"{self.restarts} times in this launch", state="offline")
+        self.restarts += 1
+        lr._calls.note(f"the log stream ended ({why}): starting it again")
+        if old is not None:
+            old.close()
+        lr._follower = None
+        lr._follower = lr.transport.stream(FOLLOW_COMMAND, lr.timeouts.call_s)
+        if skip:
+            if lr._marks:
+                lr._skip_to(self.marker, self)
+            self._replayed = collections.Counter(seen)
 
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-
-class _Watch:
-    """What the log said about one launch: its events, its pid, and a death."""
-
-    def __init__(self, launch_id: str, package: str, old_pids: frozenset[int]) -> None:
-        self.launch_id = launch_id
-        self.package = package
-        self.old_pids = old_pids
-        self.events: list[ProtocolEvent] = []
-        self.pid: int | None = None
-        self.death: str | None = None
-        self.stale = 0
-        self.done = False
-        self.error_at: float | None = None
-
-    def _ours(self, pid: int) -> bool:
-        return pid not in self.old_pids and (self.pid is None or pid == self.pid)
-
-    def take(self, line: str, now: float) -> None:
-        entry = parse_threadtime(line)
-        if entry is None:
-            return
-        if entry.tag == "ReactNativeJS":
-            event = parse_line(entry.msg).event
-            if event is None:
-                return
-            if event.id != self.launch_id:
-                self.stale += 1
-                return
-            self.pid = self.pid if self.pid is not None else entry.pid
-            self.events.append(event)
-            if event.phase == "done":
-                self.done = True
-            elif event.phase == "error" and self.error_at is None:
-                self.error_at = now
-        elif entry.tag == "ActivityManager":
-            started, died = START_PROC.match(entry.msg), DIED.match(entry.msg)
-            if started and started.group(2) == self.package:
-                pid = int(started.group(1))
-                if self.pid is None and pid not in self.old_pids:
-                    self.pid = pid
-                elif self.pid is not None and pid != self.pid:
-                    self.death = f"a new process {pid} started: pid {self.pid} is gone"
-            elif died and died.group(1) == self.package and self._ours(int(died.group(2))):
-                self.pid, self.death = int(died.group(2)), entry.msg
-        elif entry.tag == "libc":
-            fatal = FATAL_SIGNAL.match(entry.msg)
-            if fatal and self._ours(int(fatal.group(1))) and (
-                    self.pid is not None or f"({self.package[:15]})" in entry.msg):
-                self.pid, self.death = int(fatal.group(1)), entry.msg
-        elif entry.tag == "AndroidRuntime":
-            java = JAVA_PROCESS.match(entry.msg)
-            if java and java.group(1) == self.package and self._ours(int(java.group(2))):
-                self.pid, self.death = int(java.group(2)), entry.msg
+    def fresh(self, line: str) -> bool:
+        """False for a line a restarted follower replays that was read before."""
+        if self._replayed[line] > 0:
+            self._replayed[line] -= 1
+            return False
+        return True
 
 
 class AndroidLauncher:
@@ -195,6 +173,8 @@ class AndroidLauncher:
         setup: from :func:`~kit.targets.android.device.prepare_device`.
         timeouts: see :class:`AndroidTimeouts`.
         log: takes one line for the user (reboots, waits for a device).
+        apk: the campaign's APK (installed again when another build replaced it), or
+            ``None`` (the build found installed at the first launch is the campaign's).
 
     Attributes:
         reboots: reboots noticed on this device during the campaign (a new boot id).
@@ -205,8 +185,10 @@ class AndroidLauncher:
 
     def __init__(self, transport: AdbTransport, setup: DeviceSetup,
                  timeouts: AndroidTimeouts | None = None,
-                 log: Callable[[str], None] = lambda _line: None) -> None:
+                 log: Callable[[str], None] = lambda _line: None,
+                 apk: ApkInfo | None = None) -> None:
         self.transport = transport
+        self.apk = apk
         self.setup = setup
         self.device = transport.serial
         self.timeouts = timeouts or AndroidTimeouts()
@@ -214,7 +196,7 @@ class AndroidLauncher:
         self.log = log
         self.reboots = 0
         self.system_restarts = 0
-        self._calls = _CallLog(transport)
+        self._calls = CallLog(transport)
         self._boot_id = setup.boot_id
         #: system_server's pid ("" until seen; None: this device does not show it)
         self._system_pid: str | None = ""
@@ -225,6 +207,8 @@ class AndroidLauncher:
         self._old_pids: collections.deque[int] = collections.deque(maxlen=256)
         self._pending: dict[str, Any] = {}
         self._marks = True  # the device's `log` tool works (else: drop what came before)
+        #: the campaign's build on this device (checked before every launch)
+        self.build = InstalledBuild(self.package, apk, self.device, log)
 
     # -- lifecycle --------------------------------------------------------------------
     def abort(self) -> None:
@@ -316,13 +300,24 @@ class AndroidLauncher:
         started_at, t0 = utc_now(), time.monotonic()
         round_trips = self.transport.round_trips
         seen: list[str] = []
-        watch = _Watch(ctx.launch_id, self.package, frozenset(self._old_pids))
+        watch = LaunchWatch(ctx.launch_id, self.package, frozenset(self._old_pids))
         self._calls.note(f"launch {ctx.launch_id} (attempt {ctx.attempt})")
         marker = f"launch {ctx.launch_id} {uuid.uuid4().hex[:8]}"
         try:
-            device_start = self._begin(marker)
-            return self._observe(marker, ctx, watch, device_start, seen, started_at, t0,
+            start = self._begin(marker)
+            return self._observe(marker, ctx, watch, start, seen, started_at, t0,
                                  round_trips)
+        except ForeignBuild as exc:
+            self._keep_evidence(ctx, exc, seen)
+            observation = Observation(events=(), end=ProcessEnd.LOST, timeout_s=ctx.timeout_s,
+                                      infer=bool(ctx.scenario.infer),
+                                      infra=f"{exc.message} ({exc.hint})" if exc.hint
+                                      else exc.message, persistent=True)
+            return make_record(ctx, target=self.target, device=self.device,
+                               observation=observation, started_at=started_at,
+                               wall_ms=(time.monotonic() - t0) * 1000.0,
+                               artifacts=[f"{ctx.artifacts_rel}/transport-log.txt"],
+                               android={"installed_apk": self.build.path})
         except InfraError as exc:
             if isinstance(exc, TransportError):
                 self._broken = True
@@ -348,14 +343,19 @@ class AndroidLauncher:
         exc.evidence = (f"{before}\n\n" if before else "") + \
             f"-- adb calls on {self.device} --\n{log}"  # type: ignore[attr-defined]
 
-    def _begin(self, marker: str) -> str:
-        """Make the device usable, force-stop the app, clear the logs; returns the device
-        clock. A failure before the launch is made (a drop noticed now, a reboot, a system
-        not up) is recovered here: one reconnect, then waits until ready; it costs no
-        attempt. A reconnect that fails is the campaign loop's to retry (its backoff).
+    def _begin(self, marker: str) -> _Start:
+        """Make the device usable, force-stop the app, clear the logs, check that the
+        installed build is the campaign's (:class:`~.installed.InstalledBuild`); returns the
+        device clock
+        and uptime. A failure before the launch is made (a drop noticed now, a reboot, a
+        system not up) is recovered here: one reconnect, then waits until ready; it costs
+        no attempt. A reconnect that fails is the campaign loop's to retry (its backoff).
+        Each value is read by its own marker: one that is unreadable (a device whose
+        ``boot_id`` cannot be read) is unknown and concludes nothing.
 
         Raises:
-            TransportError, DeviceNotReady: still failing.
+            TransportError, DeviceNotReady: still failing. ForeignBuild: see
+                :meth:`~.installed.InstalledBuild.check`.
         """
         for turn in range(3):
             last, reconnecting = turn == 2, self._broken
@@ -368,45 +368,55 @@ class AndroidLauncher:
                     raise
                 self._broken = True
                 continue
-            # stderr (separate over shell v2) holds what failed; the values follow the mark
-            out, after = result.output, result.stdout.partition(_PREP_MARK + "\n")[2]
-            lines = [ln.strip() for ln in (after.splitlines() + [""] * 4)[:4]]
+            # stderr (separate over shell v2) holds what failed; each value follows its mark
+            out, values = result.output, read_marked(result.stdout, _PREP_MARK)
+            booted, boot_id = values.get("boot_completed", ""), values.get("boot_id", "")
+            system_pid = values.get("system_pid", "")
             down = NO_SERVICE.search(out)
             if self._marks and _NO_LOG_TOOL.search(out):
                 self._marks = False
                 self._calls.note("no `log` tool: lines before a launch are dropped as they "
                                  "stand when it begins")
-            if self._system_pid == "" and not lines[3] and down is None and lines[0] == "1":
+            if self._system_pid == "" and not system_pid and down is None and booted == "1":
                 self._system_pid = None  # up, yet no system_server pid: not shown here
-            if down is not None or lines[0] != "1" or (self._system_pid and not lines[3]):
+            if down is not None or booted != "1" or (self._system_pid and not system_pid):
                 self._need_ready = True
                 if last:
                     raise DeviceNotReady(f"{self.device} is not ready: "
                                          f"{down.group(0) if down else 'booting'}",
                                          "the launch is retried", evidence=out[-4000:])
                 continue
-            if lines[1] and lines[1] != self._boot_id:
-                self._rebooted(lines[1])  # noticed between launches: wait, then go again
-                self._need_ready = True
-                continue
-            if self._system_pid and lines[3] != self._system_pid:
-                self._system_restarted(lines[3])
+            if boot_id and boot_id != self._boot_id:
+                if not self._boot_id:  # unreadable until now: nothing to compare with
+                    self._boot_id = boot_id
+                else:
+                    self._rebooted(boot_id)  # noticed between launches: wait, go again
+                    self._need_ready = True
+                    continue
+            if self._system_pid and system_pid != self._system_pid:
+                self._system_restarted(system_pid)
                 self._need_ready = True
                 continue
             if self._system_pid == "":
-                self._system_pid = lines[3]
-            return lines[2]
+                self._system_pid = system_pid
+            reinstalled = self.build.check(self._calls, values.get("apk_path", ""),
+                                           self.timeouts.call_s, self.setup.poison_method)
+            if reinstalled is not None:
+                self._pending["reinstalled"] = reinstalled
+            uptime = values.get("uptime", "")
+            return _Start(values.get("date", ""), float(uptime) if uptime else None)
         raise DeviceNotReady(f"{self.device} kept rebooting", "the launch is retried")
 
-    def _observe(self, marker: str, ctx: LaunchContext, watch: _Watch, device_start: str,
+    def _observe(self, marker: str, ctx: LaunchContext, watch: LaunchWatch, start: _Start,
                  seen: list[str], started_at: str, t0: float, round_trips: int
                  ) -> LaunchRecord:
         t = self.timeouts
-        follower = self._follower
+        device_start = start.clock
+        follow = _Follow(self, marker)
         if self._marks:
-            self._skip_to(marker, follower)
+            self._skip_to(marker, follow)
         else:
-            follower.drain()
+            self._follower.drain()
         t_am = time.monotonic()
         am = self._calls.shell(shell_join(
             ["am", "start", "-W", "-a", "android.intent.action.VIEW", "-d",
@@ -414,17 +424,20 @@ class AndroidLauncher:
         (ctx.artifacts_dir / "am-start.txt").write_text(am.output)
         artifacts = [f"{ctx.artifacts_rel}/am-start.txt"]
         am_fields = check_am_start(am, self.setup.sdk, self.device)
-        timed_out = self._watch(watch, follower, t_am + ctx.timeout_s, seen)
+        timed_out = self._watch(watch, follow, t_am + ctx.timeout_s, seen)
         android: dict[str, Any] = {
             "pid": watch.pid, "launch_state": am_fields.get("LaunchState"),
             "am_status": am_fields.get("Status"),
             "total_time_ms": _int_or_none(am_fields.get("TotalTime")),
             "wait_time_ms": _int_or_none(am_fields.get("WaitTime")),
             "device_time": device_start, "stale_lines": watch.stale, "boot_id": self._boot_id}
+        if follow.restarts:
+            android["log_restarts"] = follow.restarts
         end, exit_code, signal, crash = ProcessEnd.ALIVE, None, None, None
         if watch.death is not None:
             window = LaunchWindow(self.package, watch.pid, watch.old_pids, device_start,
-                                  self._boot_id, self.setup.sdk, self._system_pid or None)
+                                  self._boot_id, self.setup.sdk, self._system_pid or None,
+                                  device_uptime=start.uptime)
             death = collect_death(self._calls, window, ctx.artifacts_dir, ctx.artifacts_rel,
                                   trigger=watch.death, what=self.device,
                                   report_wait_s=t.report_wait_s, call_timeout_s=t.call_s)
@@ -453,16 +466,17 @@ class AndroidLauncher:
                            wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=artifacts,
                            android=android)
 
-    def _skip_to(self, marker: str, follower: Any, wait_s: float = 5.0) -> None:
+    def _skip_to(self, marker: str, follow: "_Follow", wait_s: float = 5.0) -> None:
         """Drop the follower's lines up to this launch's marker. A marker that does not
         come within ``wait_s`` (a log that hides the tag) turns markers off for this device:
         the launch goes on, dropping what came before it.
 
         Raises:
-            TransportError: the stream ended.
+            TransportError: the stream ended and could not be started again.
         """
         give_up = time.monotonic() + wait_s
         while True:
+            follower = self._follower
             line = follower.get(min(0.25, max(0.0, give_up - time.monotonic())))
             if line is not None:
                 entry = parse_threadtime(line)
@@ -470,24 +484,31 @@ class AndroidLauncher:
                     return
                 continue
             if not follower.alive:
-                raise TransportError(f"{self.device}: the log stream ended "
-                                     f"({follower.end_reason})", state="offline")
+                follow.restart([], skip=False)
+                give_up = time.monotonic() + wait_s
+                continue
             if time.monotonic() >= give_up:
                 self._marks = False
                 self._calls.note(f"the launch marker did not come within {wait_s:g} s: "
                                  "markers off")
                 return
 
-    def _watch(self, watch: _Watch, follower: Any, deadline: float, seen: list[str]) -> bool:
+    def _watch(self, watch: LaunchWatch, follow: "_Follow", deadline: float, seen: list[str]
+               ) -> bool:
         """Read the log until ``done``, a death, ``error_grace_s`` after an ``error`` line,
-        or ``deadline``; returns whether the deadline passed with the process alive.
+        or ``deadline``; returns whether the deadline passed with the process alive. A
+        follower that dies under the launch (``logcat: Unexpected EOF!``, exit 1) is
+        started again: it replays the buffers from the launch's marker, and the lines
+        already read are skipped, so nothing of the launch is lost (issue #23).
 
         Raises:
-            TransportError: the log stream ended. InfraError: aborted.
+            TransportError: the log stream ended and could not be started again.
+            InfraError: aborted.
         """
         t = self.timeouts
         quiet_since = time.monotonic()
         while True:
+            follower = self._follower
             if self._abort.is_set():
                 self._force_stop()
                 raise InfraError("aborted", "resume with --resume")
@@ -496,8 +517,9 @@ class AndroidLauncher:
                 return False
             if watch.done:  # lines already here still count (a crash in teardown)
                 for line in follower.drain():
-                    seen.append(line)
-                    watch.take(line, now)
+                    if follow.fresh(line):
+                        seen.append(line)
+                        watch.take(line, now)
                 if watch.death is None:
                     self._check_alive_at_done(watch)
                 return False
@@ -510,17 +532,19 @@ class AndroidLauncher:
             line = follower.get(min(t.poll_s, until - now, 0.25))
             if line is None:
                 if not follower.alive:
-                    raise TransportError(f"{self.device}: the log stream ended "
-                                         f"({follower.end_reason})", state="offline")
+                    follow.restart(seen)
+                    continue
                 if time.monotonic() - quiet_since >= t.poll_s:
                     quiet_since = time.monotonic()
                     self._check_alive(watch)
+                continue
+            if not follow.fresh(line):
                 continue
             seen.append(line)
             quiet_since = time.monotonic()
             watch.take(line, quiet_since)
 
-    def _check_alive(self, watch: _Watch) -> None:
+    def _check_alive(self, watch: LaunchWatch) -> None:
         """``pidof``: a process that is gone (or replaced) is a death."""
         result = self._calls.shell(shell_join(["pidof", self.package]), self.timeouts.call_s)
         first = result.stdout.split()[:1]
@@ -533,7 +557,7 @@ class AndroidLauncher:
         elif watch.pid is not None and running != watch.pid:
             watch.death = f"pidof: pid {watch.pid} is gone (now {running})"
 
-    def _check_alive_at_done(self, watch: _Watch) -> None:
+    def _check_alive_at_done(self, watch: LaunchWatch) -> None:
         """One ``pidof`` once ``done`` is read: a process that died in teardown, whose
         crash lines are still on their way through logd and adb, is a death (the outcome
         table's row 2), not a completed launch. A check that cannot be made leaves the

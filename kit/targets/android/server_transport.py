@@ -267,6 +267,7 @@ class ServerTransport:
 
         def reader() -> None:
             buf = bytearray()
+            errors = bytearray()  # the command's stderr: its last words name why it ended
             try:
                 while True:
                     data = sock.recv(65536)
@@ -280,8 +281,12 @@ class ServerTransport:
                     for ident, payload in _take_frames(buf):
                         if ident == 1:
                             out.feed(payload)
+                        elif ident == 2:
+                            errors = (errors + payload)[-400:]
                         elif ident == 3:
-                            out.end(f"the command exited ({payload[0] if payload else '?'})")
+                            said = errors.decode("utf-8", "replace").strip().splitlines()
+                            out.end(f"the command exited ({payload[0] if payload else '?'})"
+                                    + (f": {said[-1]}" if said else ""))
                             return
             except OSError as exc:
                 out.end(f"the connection failed ({exc})")
@@ -332,8 +337,12 @@ class ServerTransport:
     def reconnect(self, timeout_s: float, should_stop: Callable[[], bool] = lambda: False
                   ) -> None:
         """Wait (with backoff) until the server lists the device as ``device`` and a shell
-        answers; a ``host:port`` device is ``adb connect``-ed again on each try."""
+        answers; a ``host:port`` device is ``adb connect``-ed again on each try, and a local
+        server that is gone is started again (:func:`ensure_server`)."""
         def attempt() -> bool:
+            # a local server that was killed (``adb kill-server``, a crash) is started
+            # again, as the first call did; a remote one is the farm's to restart
+            ensure_server(self.host, self.port)
             self.connect_tcp(fresh=self.state() == "offline")
             state = self.state()
             if state != "device":

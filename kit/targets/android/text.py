@@ -19,7 +19,8 @@ from .transport import ShellResult
 
 __all__ = ["LogLine", "parse_threadtime", "parse_am_start", "check_am_start", "AmStartFailed",
            "dropbox_entries", "exit_info_block", "process_crash_lines", "START_PROC", "DIED",
-           "FATAL_SIGNAL", "JAVA_PROCESS", "NO_SERVICE"]
+           "FATAL_SIGNAL", "JAVA_PROCESS", "NO_SERVICE", "marked_command", "read_marked",
+           "MARKED_VALUES"]
 
 #: ``ActivityManager``: ``Start proc 4242:org.x/u0a87 for ...``
 START_PROC = re.compile(r"^Start proc (\d+):([^/\s]+)")
@@ -31,6 +32,61 @@ FATAL_SIGNAL = re.compile(r"^Fatal signal \d+ .* pid (\d+) \(")
 JAVA_PROCESS = re.compile(r"^Process: (\S+), PID: (\d+)")
 #: what ``cmd`` / ``dumpsys`` print while the system server is not up
 NO_SERVICE = re.compile(r"Can't find service: ?(\S*)")
+
+
+#: What a value read by :func:`read_marked` must look like to be taken (a first line that
+#: does not match, e.g. ``cat: /proc/sys/kernel/random/boot_id: Permission denied`` mixed
+#: into stdout where stderr is not separate, is unknown: ``""``).
+MARKED_VALUES = {
+    "boot_completed": re.compile(r"^[0-9]+$"),
+    "boot_id": re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+                          re.I),
+    "date": re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$"),
+    "uptime": re.compile(r"^\d+(?:\.\d+)?(?=\s|$)"),
+    "system_pid": re.compile(r"^\d+(?=\s|$)"),
+    "apk_path": re.compile(r"^package:(/\S+\.apk)$"),
+    "apk_sha256": re.compile(r"^[0-9a-f]{64}(?=\s)"),
+}
+
+
+def marked_command(mark: str, values: list[tuple[str, list[str]]]) -> list[list[str]]:
+    """argv lists that print each value after its own marker line (``echo <mark>:<name>``),
+    for :func:`read_marked`; join them with
+    :func:`~kit.targets.android.transport.shell_join`."""
+    out: list[list[str]] = []
+    for name, argv in values:
+        out += [["echo", f"{mark}:{name}"], argv]
+    return out
+
+
+def read_marked(text: str, mark: str) -> dict[str, str]:
+    """The values of a :func:`marked_command`'s output by name: the first line after each
+    marker that has the value's form (:data:`MARKED_VALUES`; ``apk_path`` gives the
+    ``base.apk`` path of ``pm path``), else ``""``. A value that is missing or unreadable
+    is unknown and never moves another one (issue #23: a failing ``cat`` of the boot id
+    once shifted the clock into the boot id). Never raises."""
+    values: dict[str, str] = {}
+    name: str | None = None
+    section: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(mark + ":"):
+            name = stripped[len(mark) + 1:]
+            section[name] = []
+        elif name is not None and stripped:
+            section[name].append(stripped)
+    for key, lines in section.items():
+        form = MARKED_VALUES.get(key)
+        found = ""
+        for line in lines:
+            m = form.match(line) if form is not None else re.match(r".*", line)
+            if m is None:
+                continue
+            found = m.group(1) if m.groups() else m.group(0)
+            if key != "apk_path" or found.endswith("/base.apk"):
+                break
+        values[key] = found
+    return values
 
 
 @dataclasses.dataclass(frozen=True)

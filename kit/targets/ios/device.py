@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -44,6 +45,7 @@ from ...protocol import ProtocolEvent, iter_events
 from ...records import LaunchRecord
 from .app import POISON_ENV, AppBundle, bundle_for_id, read_app_bundle
 from .devicectl import Devicectl, PhysicalDevice
+from .installed import ForeignBuild
 from .reports import DEFAULT_REPORT_WAIT_S, read_report, report_matcher
 from .xcrun import Xcrun, infra_error, kill_group, wait_until
 
@@ -53,6 +55,10 @@ __all__ = ["DeviceLauncher", "setup_device"]
 _MAX_LINE = 256 * 1024
 #: Console lines kept per launch for ``console.txt`` (protocol lines are always kept).
 _MAX_LINES = 20000
+#: what devicectl says when a launch request meets a locked device (FBSOpenApplication
+#: ErrorDomain error 7, ``BSErrorCodeDescription = Locked``)
+_LOCKED = re.compile(r"BSErrorCodeDescription = Locked|could not, be unlocked|"
+                     r"device was not, or could not be, unlocked")
 
 
 class _Console:
@@ -96,6 +102,25 @@ class _Console:
     def text(self) -> str:
         with self._lock:
             return "\n".join(self.lines) + "\n"
+
+    def exit_status(self) -> int | None:
+        """devicectl's exit status once its console ended (its output closes just before
+        it exits: waited for up to 5 s), ``None`` while it runs."""
+        if self.ended.is_set():
+            try:
+                self.proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                pass
+        return self.proc.poll()
+
+    def own_error(self) -> str | None:
+        """devicectl's own last ``ERROR`` line when it exited with a failure, else
+        ``None`` (the app's end is not devicectl's failure)."""
+        if self.exit_status() in (0, None):
+            return None
+        with self._lock:
+            return next((ln.strip() for ln in reversed(self.lines) if ln.startswith("ERROR")),
+                        None)
 
     def stop(self) -> None:
         kill_group(self.proc)
@@ -143,6 +168,11 @@ class DeviceLauncher:
         self._past_pids: set[int] = set()
         self._stopping: list[threading.Thread] = []
         self._pid_re = re.compile(rf"\b{re.escape(app.executable)}(?:\([^)]*\))?\[(\d+)")
+        #: where the campaign's build is installed (``devicectl device info apps``: a new
+        #: location at every install), once seen
+        self._app_url: str | None = None
+        #: installs of the app again after it was removed or replaced
+        self.reinstalls = 0
 
     def abort(self) -> None:
         """Stop the launch in flight (Ctrl-C)."""
@@ -209,9 +239,17 @@ class DeviceLauncher:
         t0 = time.monotonic()
         try:
             self._ready()
+            self._check_app()
             if self._known is None:
                 self._known = set(self.devicectl.crash_logs(self.phone.identifier))
-            end, events, pid, console = self._run(ctx)
+            end, events, pid, console = self._run_unlocked(ctx)
+        except ForeignBuild as exc:
+            observation = Observation(events=(), end=ProcessEnd.LOST, timeout_s=ctx.timeout_s,
+                                      infer=ctx.scenario.infer, infra=exc.one_line(),
+                                      persistent=True)
+            return make_record(ctx, target=self.target, device=self.device,
+                               observation=observation, started_at=started_at,
+                               wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=[])
         except InfraError:
             self._suspect = True
             raise
@@ -244,6 +282,79 @@ class DeviceLauncher:
                            wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=artifacts,
                            pid=pid)
 
+    def _check_app(self) -> None:
+        """Before a launch: the installed app is the campaign's build (issue #23). Every
+        install gets a new bundle location, so a location other than the one seen after
+        the kit's install means someone else installed the app (another build, or the
+        same one: it cannot be told apart here); the campaign's app is installed again,
+        or, with no app to install, the campaign stops.
+
+        Raises:
+            ForeignBuild: see above. XcrunError: devicectl failed.
+        """
+        url = self.devicectl.app_url(self.phone.identifier, self.app.bundle_id)
+        if url is not None and (self._app_url is None or url == self._app_url):
+            self._app_url = url
+            return
+        why = ("the app is not installed" if url is None else
+               f"{self.app.bundle_id} was installed again by someone else ({url})")
+        no_app = not self.app.path or not Path(self.app.path).exists()
+        if no_app and url is None and self._app_url is None:
+            return  # never seen installed, nothing to install: the request says why
+        if no_app:
+            raise ForeignBuild(f"device {self.phone.name} ({self.device}): {why}: the "
+                               "campaign stops and its remaining launches are abandoned",
+                               "pass --ipa so that the kit can install it again, then run "
+                               "again with --resume")
+        self.log(f"device {self.phone.name}: {why}: installing {Path(self.app.path).name} "
+                 "again")
+        self.devicectl.install(self.phone.identifier, self.app.path)
+        self.reinstalls += 1
+        self._app_url = self.devicectl.app_url(self.phone.identifier, self.app.bundle_id)
+
+    def _replaced(self) -> str | None:
+        """Why a death with no crash report is not the app's own: the app was removed or
+        installed again during the launch (an install terminates the running app and
+        writes no report). ``None`` when it is as the kit left it, or cannot be told."""
+        try:
+            url = self.devicectl.app_url(self.phone.identifier, self.app.bundle_id)
+        except InfraError:
+            return None
+        if self._app_url is None or url == self._app_url:
+            return None
+        return ("the app was uninstalled during the launch" if url is None else
+                f"{self.app.bundle_id} was installed again by someone else during the launch "
+                "(the install terminated the app)")
+
+    def _run_unlocked(self, ctx: LaunchContext
+                      ) -> tuple[ProcessEnd, list[ProtocolEvent], int | None, _Console]:
+        """:meth:`_run`, waiting out a locked device: a request devicectl refuses because
+        the device is locked (issue #23: three attempts were spent in 4 s) is made again,
+        with backoff, for up to ``reconnect_s``, after one line that asks to unlock it.
+
+        Raises:
+            InfraError: still locked after ``reconnect_s`` (or aborted).
+        """
+        give_up = time.monotonic() + self.reconnect_s
+        delay = 0.5
+        told = False
+        while True:
+            end, events, pid, console = self._run(ctx)
+            if events or end is not ProcessEnd.DIED or not _LOCKED.search(console.text()):
+                return end, events, pid, console
+            if not told:
+                self.log(f"device {self.phone.name} ({self.device}) is locked: unlock the "
+                         f"device (waiting up to {self.reconnect_s:g} s)")
+                told = True
+            left = give_up - time.monotonic()
+            if left <= 0 or self._abort.is_set():
+                raise infra_error(f"device {self.phone.name} ({self.device}) stayed locked "
+                                  f"for {self.reconnect_s:g} s", "unlock the device (or "
+                                  "raise --reconnect-timeout) and resume with --resume",
+                                  evidence=console.text())
+            self._abort.wait(min(delay, left))
+            delay = min(delay * 2, 4.0)
+
     def _run(self, ctx: LaunchContext
              ) -> tuple[ProcessEnd, list[ProtocolEvent], int | None, _Console]:
         """Launch and read the console until the launch's end (module doc, steps 2-3); the
@@ -275,7 +386,9 @@ class DeviceLauncher:
                             error_at = time.monotonic()
                 now = time.monotonic()
                 if any(e.phase == "done" for e in events):
-                    gone = ended or self._gone_at_done(pid)
+                    # a console that died with devicectl's own error is not the app's end:
+                    # the device says whether the app still runs (issue #23)
+                    gone = (ended and console.own_error() is None) or self._gone_at_done(pid)
                     return ProcessEnd.DIED if gone else ProcessEnd.ALIVE, events, pid, console
                 if ended:
                     return ProcessEnd.DIED, events, pid, console
@@ -324,13 +437,19 @@ class DeviceLauncher:
                    "the app's fate is unknown")
         own_error = next((ln.strip() for ln in reversed(console.lines)
                           if ln.startswith("ERROR")), None)
-        tool_failed = console.proc.returncode not in (0, None) and own_error is not None
+        tool_failed = console.exit_status() not in (0, None) and own_error is not None
         if not self._reachable():
             return dropped, None, None
         if tool_failed and not events:  # devicectl refused the request: nothing started
             raise infra_error(f"devicectl could not launch the app: {own_error[:200]}",
                               "unlock the device and check the app is installed",
                               evidence=text)
+        if tool_failed and pid is not None and not self._gone_at_done(pid):
+            # the console died under a running app: its fate cannot be seen from here, and
+            # no crash report will come (no report wait; issue #23)
+            return (f"the console ended with devicectl's own error ({own_error[:200]}) while "
+                    "the app still runs: the launch could not be observed to its end"), \
+                None, None
         found = self._collect_crash(ctx, pid)
         if found is not None:
             return None, found[0], found[1]
@@ -344,6 +463,9 @@ class DeviceLauncher:
         if tool_failed:
             return (f"the console ended with devicectl's own error ({own_error[:200]}) and no "
                     "crash report appeared: the app's fate is unknown"), None, None
+        replaced = self._replaced()
+        if replaced is not None:
+            return replaced, None, None
         when = "after" if any(e.phase == "done" for e in events) else "before"
         return None, CrashEvidence(note=(
             f"the app died {when} done and the device had no new crash report for it within "

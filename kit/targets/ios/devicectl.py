@@ -128,6 +128,17 @@ class Devicectl:
         self._json("device", "install", "app", "--device", device, app_path,
                    timeout_s=600.0)
 
+    def app_url(self, device: str, bundle_id: str) -> str | None:
+        """The installed app's bundle location (``devicectl device info apps --bundle-id``:
+        ``result.apps[].url``, a new ``Bundle/Application/<UUID>/`` at every install), or
+        ``None`` when the app is not installed. Raises XcrunError."""
+        result = self._json("device", "info", "apps", "--device", device, "--bundle-id",
+                            bundle_id)
+        for item in result.get("apps") or []:
+            if isinstance(item, dict) and item.get("bundleIdentifier") == bundle_id:
+                return str(item.get("url") or "")
+        return None
+
     def launch_console(self, device: str, bundle_id: str, url: str,
                        env: dict[str, str]) -> "subprocess.Popen[str]":
         """Start ``devicectl device process launch --console --terminate-existing

@@ -22,6 +22,8 @@ SETTLING_STATES = ("Shutting Down", "Booting", "Creating")
 _LAUNCH_PID_RE = re.compile(r"^(?P<bundle>[^:\s]+): (?P<pid>\d+)\s*$", re.M)
 #: ``simctl terminate`` of an app that is not running (not an error for the kit).
 _NOT_RUNNING = ("found nothing to terminate", "No such process")
+#: what ``get_app_container`` says of an app that is not installed (NSPOSIXErrorDomain 2)
+_NOT_INSTALLED = ("No such file or directory", "code=2)")
 #: The longest log line kept (longer ones are cut; a line is one os_log record).
 _MAX_LINE = 256 * 1024
 #: Raw lines kept per launch window for the artifact (protocol lines are always kept).
@@ -227,6 +229,21 @@ class Simctl:
     def install(self, udid: str, app_path: str) -> None:
         """``simctl install <udid> <app>``. Raises XcrunError."""
         self.xcrun.run("simctl", "install", udid, app_path, timeout_s=300.0)
+
+    def app_container(self, udid: str, bundle_id: str) -> str | None:
+        """``simctl get_app_container <udid> <bundle> app``: the installed ``.app`` folder on
+        this Mac, or ``None`` when the app is not installed (an erased simulator).
+
+        Raises:
+            XcrunError: any other failure (e.g. the simulator is not booted).
+        """
+        proc = self.xcrun.run("simctl", "get_app_container", udid, bundle_id, "app",
+                              check=False, timeout_s=30.0)
+        if proc.returncode == 0 and proc.stdout.strip():
+            return proc.stdout.strip().splitlines()[-1]
+        if any(mark in proc.stdout + proc.stderr for mark in _NOT_INSTALLED):
+            return None
+        raise error_of("simctl", ("get_app_container", udid, bundle_id), proc)
 
     def terminate(self, udid: str, bundle_id: str) -> bool:
         """``simctl terminate``: True when the app was stopped, False when it was not

@@ -9,9 +9,11 @@ each launch reads the lines of its own launch id). One launch:
    through (``Shutting Down``, ``Booting``) is waited out, a shut-down simulator is booted
    again and waited for (``simctl bootstatus <udid> -b``), the poison environment is set
    again and the log stream restarted;
-2. the app is started cold with the scenario: ``simctl terminate`` then ``simctl openurl
-   <udid> <url>`` (``--deliver url``: the app reads it with ``Linking.getInitialURL()``),
-   or ``simctl launch --terminate-running-process <udid> <bundle> -coldstartScenario <url>``
+2. the installed app is checked to be the campaign's (an erased simulator, another build
+   installed: the ``.app`` is installed again, :mod:`.installed`); the app is started cold
+   with the scenario: ``simctl terminate`` then ``simctl openurl <udid> <url>``
+   (``--deliver url``: the app reads it with ``Linking.getInitialURL()``), or ``simctl
+   launch --terminate-running-process <udid> <bundle> -coldstartScenario <url>``
    (``--deliver args``, which prints the pid). A request that fails because the simulator
    is not booted (CoreSimulator's "Unable to lookup in current state: Shutdown") boots it
    and makes the request once more; one that fails because the app's process exited during
@@ -21,6 +23,8 @@ each launch reads the lines of its own launch id). One launch:
    ordinary host process of the Mac, see :mod:`.procwatch`) wakes it. Only where the host
    gives no process-exit event is ``simctl spawn <udid> launchctl list`` asked, every
    ``poll_s``; and while no line has named the pid, once a second;
+   A log stream that ends while the simulator stays booted is started again; the launch
+   then counts only as a crash with its report (lines may have been lost);
 4. it ends at ``done``, after one look at the app's process (its exit event, checked at
    once, or ``launchctl list`` where the host gives none): an app that died in teardown,
    its last lines delivered after its death (the unified log is asynchronous), is a death;
@@ -55,12 +59,13 @@ from ...observe import CrashEvidence, Observation, ProcessEnd, crash_evidence, m
 from ...protocol import ProtocolEvent, iter_events
 from ...records import LaunchRecord
 from .app import POISON_ENV, SCENARIO_ARGUMENT, AppBundle, bundle_for_id, read_app_bundle
+from .installed import ForeignBuild, InstalledApp
 from .procwatch import ProcessWatch
 from .reports import DEFAULT_REPORT_WAIT_S, DiagnosticReports, report_matcher
 from .simctl import BOOTED, SETTLING_STATES, LogStream, SimDevice, Simctl
 from .xcrun import Xcrun, XcrunError, infra_error, wait_until
 
-__all__ = ["Delivery", "SimulatorLauncher", "setup_simulator"]
+__all__ = ["Delivery", "SimulatorLauncher", "setup_simulator", "ForeignBuild"]
 
 
 class Delivery(str, enum.Enum):
@@ -82,6 +87,8 @@ class _Seen:
     events: list[ProtocolEvent] = dataclasses.field(default_factory=list)
     infra: str | None = None
     consumed: int = 0  # protocol lines of the window read so far
+    stream_lost: bool = False  # the log stream ended under the launch (lines may be lost)
+    earlier_raw: str = ""  # the window of the stream that ended
 
     def take(self, stream: LogStream, launch_id: str) -> list[tuple[ProtocolEvent, int | None]]:
         """This launch's events among the stream's new lines, with each line's pid."""
@@ -146,6 +153,14 @@ class SimulatorLauncher:
         self._env_set = False
         self._pid_events: bool | None = None  # can host process-exit events see the app?
         self._past_pids: set[int] = set()  # earlier launches' (their reports are not ours)
+        #: the campaign's app on this simulator, checked when something may have changed
+        #: it: the first launch, after the simulator was made ready again (an erase needs
+        #: a shutdown), after a death no report explains, when the app the last launch
+        #: left running is gone at the next (``--deliver url``), and at every launch with
+        #: ``--deliver args`` (whose request gives no such sign)
+        self.installed = InstalledApp(simctl, device, app, log)
+        self._check_app = True
+        self._left_running = False  # the last launch ended with the app running
 
     # -- campaign lifecycle -------------------------------------------------------------
     def prepare(self) -> None:
@@ -222,6 +237,7 @@ class SimulatorLauncher:
                              "check the simulator is booted (`xcrun simctl list devices`)")
         self._stream = stream
         self._suspect = False
+        self._check_app = True
 
     def _ready(self) -> LogStream:
         if self._suspect or self._stream is None or not self._stream.alive:
@@ -245,6 +261,13 @@ class SimulatorLauncher:
         try:
             pid, requested = self._start(ctx)
             seen = self._watch(ctx, pid, requested)
+        except ForeignBuild as exc:
+            observation = Observation(events=(), end=ProcessEnd.LOST, timeout_s=ctx.timeout_s,
+                                      infer=ctx.scenario.infer, infra=exc.one_line(),
+                                      persistent=True)
+            return make_record(ctx, target=self.target, device=self.device,
+                               observation=observation, started_at=started_at,
+                               wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=[])
         except XcrunError as exc:
             self._suspect = True
             record = self._exited_at_request(ctx, exc, before, t0_epoch, started_at, t0)
@@ -259,6 +282,9 @@ class SimulatorLauncher:
         payloads: dict[str, Any] = {}
         if seen.end in (ProcessEnd.DIED, ProcessEnd.TIMED_OUT, None) and seen.infra is None:
             seen.infra = self._shut_down_note()
+        if seen.infra is None and seen.stream_lost and seen.end not in (ProcessEnd.DIED, None):
+            seen.infra = ("the simulator's log stream ended during the launch: lines may be "
+                          "lost, and the app did not die with a crash report")
         if seen.infra is not None:
             seen.end = ProcessEnd.LOST
         elif seen.end in (ProcessEnd.DIED, None):
@@ -277,14 +303,22 @@ class SimulatorLauncher:
                     seen.pid = evidence.crash.get("pid")  # it died before a line named it
                 seen.end = ProcessEnd.DIED
             elif seen.end is not None:
+                # no report: a lost stream or another build's install says it was no crash
+                seen.infra = ("the simulator's log stream ended during the launch and no "
+                              "crash report of the app appeared: its fate is unknown") \
+                    if seen.stream_lost else self.installed.replaced()
+                self._check_app = self._check_app or seen.infra is not None
                 when = "after" if any(e.phase == "done" for e in seen.events) else "before"
-                evidence = CrashEvidence(note=(
-                    f"the app died {when} done and no crash report for it appeared in "
-                    f"{self.reports.directory} within {self.report_wait_s:g} s"))
+                if seen.infra is not None:
+                    seen.end = ProcessEnd.LOST
+                else:
+                    evidence = CrashEvidence(note=(
+                        f"the app died {when} done and no crash report for it appeared in "
+                        f"{self.reports.directory} within {self.report_wait_s:g} s"))
         stream = self._stream
         if seen.end is ProcessEnd.DIED and stream is not None:
             seen.take(stream, ctx.launch_id)  # lines that were still on their way
-        window = stream.raw_window() if stream is not None else "\n"
+        window = seen.earlier_raw + (stream.raw_window() if stream is not None else "\n")
         (ctx.artifacts_dir / "log.ndjson").write_text(window)
         if seen.end is None:  # never seen, no report: a setup problem, not a crash
             self._suspect = True
@@ -302,6 +336,7 @@ class SimulatorLauncher:
                 self._suspect = True
         if seen.pid is not None:
             self._past_pids.add(seen.pid)
+        self._left_running = seen.end is ProcessEnd.ALIVE
         observation = Observation(events=tuple(seen.events), end=seen.end,
                                   timeout_s=ctx.timeout_s, infer=ctx.scenario.infer,
                                   crash=evidence, infra=seen.infra, killed_note="terminated")
@@ -349,7 +384,10 @@ class SimulatorLauncher:
             pid = self.simctl.launch(self.device, self.app.bundle_id, [SCENARIO_ARGUMENT, url],
                                      env=POISON_ENV if self.poison else None)
             return pid if pid > 0 else None
-        self.simctl.terminate(self.device, self.app.bundle_id)
+        running = self.simctl.terminate(self.device, self.app.bundle_id)
+        if self._left_running and not running:  # gone since: an install terminates it
+            self.installed.check()
+        self._left_running = False
         self.simctl.openurl(self.device, url)
         return None
 
@@ -360,7 +398,12 @@ class SimulatorLauncher:
             The pid when simctl gave one, and the monotonic time of the request that
             started the app (the launch's timeout runs from there).
         """
-        self._ready().open_window()
+        self._ready()
+        if self._check_app or self.delivery is Delivery.ARGS:
+            self.installed.check()
+            self._check_app = False
+        assert self._stream is not None
+        self._stream.open_window()
         self._wake.clear()
         requested = time.monotonic()
         try:
@@ -370,10 +413,30 @@ class SimulatorLauncher:
             if device.state == BOOTED:
                 raise  # not the simulator's state: an infra error of this launch
         self._recover()  # it shut down: boot it and ask once more
+        self.installed.check()
         assert self._stream is not None
         self._stream.open_window()
         requested = time.monotonic()
         return self._request(ctx.scenario.to_url()), requested
+
+    def _restart_stream(self, seen: _Seen) -> LogStream | None:
+        """A new log stream after one ended under the launch with the simulator still
+        booted; ``None`` when it does not start."""
+        old = self._stream
+        if old is not None:
+            seen.earlier_raw += old.raw_window()
+            old.stop()
+        self._stream = None
+        try:
+            stream = self.simctl.log_stream(self.device, on_line=self._wake.set)
+        except InfraError:
+            return None
+        if not stream.wait_ready(10.0):
+            stream.stop()
+            return None
+        self._stream = stream
+        seen.consumed, seen.stream_lost = 0, True
+        return stream
 
     def _shut_down_note(self) -> str | None:
         """Why the launch could not be observed when the simulator is no longer booted
@@ -455,9 +518,17 @@ class SimulatorLauncher:
                     seen.end = ProcessEnd.TIMED_OUT if (seen.pid or seen.events) else None
                     return seen
                 if not stream.alive:
-                    seen.infra = self._shut_down_note() or (
-                        "the simulator's log stream ended during the launch")
-                    return seen
+                    # a dead log stream is not a dead app: with the simulator booted the
+                    # stream is started again and the app's process and report are still
+                    # watched (issue #23); only a crash report can then end it counted
+                    seen.infra = self._shut_down_note()
+                    restarted = self._restart_stream(seen) if seen.infra is None else None
+                    if restarted is None:
+                        seen.infra = seen.infra or (
+                            "the simulator's log stream ended during the launch")
+                        return seen
+                    stream = restarted
+                    continue
                 if seen.pid is None and not seen.events:
                     last = now >= start_deadline
                     if last or now >= next_lookup:  # ask the simulator, once a second

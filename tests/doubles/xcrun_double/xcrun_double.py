@@ -46,8 +46,21 @@ tells a test what was not played):
   (domain=FBProcessExit, code=128)``, text recorded in
   https://github.com/appinioGmbH/flutter_packages/issues/147);
 * simulators: ``shutdown[:S]`` (the simulator shuts down at the launch request, ``Shutting
-  Down`` for S seconds first), ``shutdown@PHASE[:S]`` (it shuts down after PHASE);
+  Down`` for S seconds first), ``shutdown@PHASE[:S]`` (it shuts down after PHASE),
+  ``erase@PHASE`` (it shuts down after PHASE and is erased, ``simctl erase``: its apps are
+  gone; an ``openurl`` then fails as CoreSimulator does for a scheme nobody handles,
+  ``Simulator device failed to open <url>``, NSOSStatusErrorDomain -10814),
+  ``logend-crash@PHASE`` (after PHASE every ``log stream`` of the simulator ends, as a
+  ``simctl spawn`` whose logd connection went away does; half a second later the app
+  crashes as ``crash@PHASE``'s next phase would), ``foreign@PHASE`` (after PHASE someone
+  else installs another build of the app: its executable differs, and the running app is
+  terminated with no crash report, as an install over a running app does);
 * devices: ``drop:S`` (the device drops off for S seconds at the launch request),
+  ``locked:S`` (the device is locked for S seconds from the launch request: every launch
+  request meanwhile fails with devicectl's error for a locked device, ``Unable to launch
+  <bundle> because the device was not, or could not, be unlocked`` ... ``BSErrorCodeDescription
+  = Locked``, exit 1), ``console-exit@PHASE`` (after PHASE devicectl's console dies with its
+  own error while the device stays reachable; the app runs on and completes, unseen),
   ``drop@PHASE:S`` (it drops off after PHASE: the console ends with devicectl's error),
   ``mute@PHASE:S`` (it drops off after PHASE and the console just goes quiet).
 
@@ -263,10 +276,42 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
             say("error", message="Unhandled JS Exception: TypeError: undefined is not a "
                                  "function", after=phase, fatal=True)
             time.sleep(0.05)  # RCTFatal raises right after the error is logged
-        if kind == "shutdown":  # the simulator shuts down under the app
+        if kind in ("shutdown", "erase"):  # the simulator shuts down under the app
             with locked_state() as state:
                 shut_down(state, udid, float(arg or 0))
+                if kind == "erase":  # `simctl erase`: content and settings are gone
+                    for bundle_dir in state.get("installed", {}).pop(udid, {}).values():
+                        shutil.rmtree(bundle_dir, ignore_errors=True)
             os.kill(pid, signal.SIGKILL)
+        if kind == "logend-crash":  # the log stream ends; the app dies a moment later
+            with locked_state() as state:
+                gens = state.setdefault("log_generation", {})
+                gens[udid] = gens.get(udid, 0) + 1
+            time.sleep(0.5)
+            kind, at = "crash", PHASES[PHASES.index(phase) + 1]
+            break
+        if kind == "foreign":  # another build replaces the app and terminates it
+            import uuid
+
+            with locked_state() as state:
+                where = state.get("installed", {}).get(udid, {}).get(bundle)
+                if where and simulator:
+                    Path(where, "ColdstartApp").write_bytes(b"\xcf\xfa\xed\xfe-other-build")
+                for device in state.get("physical", []) if not simulator else ():
+                    if device["udid"] == udid:
+                        device["app_version"] = "2"
+                        device["app_url"] = ("file:///private/var/containers/Bundle/"
+                                             f"Application/{str(uuid.uuid4()).upper()}/"
+                                             "ColdstartApp.app/")
+            os.kill(pid, signal.SIGKILL)
+        if kind == "console-exit":  # devicectl's console dies; the app goes on unseen
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            os.kill(os.getppid(), signal.SIGUSR1)
+            kind = "completed"
+            mode = "gone"
+            continue
         if kind in ("drop", "mute"):  # the device drops off: devicectl's console ends with
             # its error ("drop") or goes quiet and never ends ("mute")
             with locked_state() as state:
@@ -299,7 +344,10 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
 
 
 def deliver(mode: str, log_path: Path, text: str) -> None:
-    """One line of the app to its reader: the console (stderr) or the simulator's log."""
+    """One line of the app to its reader: the console (stderr) or the simulator's log
+    (``gone``: nobody reads any more)."""
+    if mode == "gone":
+        return
     if mode == "console":
         sys.stderr.write(text)
         sys.stderr.flush()
@@ -379,8 +427,24 @@ def simctl(args: list[str]) -> None:
         with locked_state() as state:
             require_booted(state, udid)
             info = plistlib.loads((Path(app) / "Info.plist").read_bytes())
+            copy = HOME / f"sim-{udid}" / "Bundle" / info["CFBundleIdentifier"] / Path(app).name
+            shutil.rmtree(copy, ignore_errors=True)  # simctl install replaces the bundle
+            copy.mkdir(parents=True)
+            for item in Path(app).iterdir():  # the bundle's files (the double's apps are flat)
+                if item.is_file():
+                    shutil.copyfile(item, copy / item.name)
             state.setdefault("installed", {}).setdefault(udid, {})[
-                info["CFBundleIdentifier"]] = app
+                info["CFBundleIdentifier"]] = str(copy)
+        return
+    if command == "get_app_container":
+        udid, bundle = rest[0], rest[1]
+        with locked_state(write=False) as state:
+            require_booted(state, udid)
+            where = state.get("installed", {}).get(udid, {}).get(bundle)
+        if where is None:
+            fail("An error was encountered processing the command "
+                 "(domain=NSPOSIXErrorDomain, code=2):\nNo such file or directory\n", 2)
+        print(where)
         return
     if command == "terminate":
         udid, bundle = rest
@@ -418,7 +482,7 @@ def simctl(args: list[str]) -> None:
             else:
                 url = rest[1]
                 bundle = state.get("url_handlers", {}).get(urlsplit(url).scheme)
-                if bundle is None:
+                if bundle not in state.get("installed", {}).get(udid, {}):
                     fail("An error was encountered processing the command "
                          "(domain=NSOSStatusErrorDomain, code=-10814):\n"
                          "Simulator device failed to open " + url + ".\n", 1)
@@ -491,6 +555,8 @@ def log_stream(udid: str, args: list[str]) -> None:
     print(f'Filtering the log data using "{predicate}"', flush=True)
     next_check = time.monotonic() + 0.2
     parent = os.getppid()
+    with locked_state(write=False) as state:
+        generation = state.get("log_generation", {}).get(udid, 0)
     with open(path) as fh:
         fh.seek(0, os.SEEK_END)
         while True:
@@ -503,6 +569,8 @@ def log_stream(udid: str, args: list[str]) -> None:
                     with locked_state(write=False) as state:
                         if sim_device(state, udid)["state"] != "Booted":
                             return  # simctl spawn ends with the simulator
+                        if state.get("log_generation", {}).get(udid, 0) != generation:
+                            return  # its logd connection went away: the stream ends
                 time.sleep(0.02)
                 continue
             record = json.loads(line)
@@ -569,9 +637,13 @@ def devicectl(args: list[str]) -> None:
         write_json(args, {"devices": devices})
         return
     if args[:3] == ["device", "install", "app"]:
+        import uuid
+
         with locked_state() as state:
             device = device_for(state, args)
             device.setdefault("installed", []).append(args[5])
+            device["app_url"] = ("file:///private/var/containers/Bundle/Application/"
+                                 f"{str(uuid.uuid4()).upper()}/ColdstartApp.app/")
         write_json(args, {"installedApplications": [{"bundleID": "org.coldstart.app"}]})
         return
     if args[:3] == ["device", "process", "launch"]:
@@ -585,6 +657,23 @@ def devicectl(args: list[str]) -> None:
                 os.kill(old, signal.SIGKILL)
             if kind == "drop" and not at:
                 device["gone_until"] = time.time() + float(arg or 5)
+            if kind == "locked" and not at:
+                device["locked_until"] = time.time() + float(arg or 5)
+            locked = time.time() < device.get("locked_until", 0)
+        if locked:  # recorded from devicectl on a locked iPhone (Xcode 15/16)
+            bundle = args[-1]
+            sys.stderr.write(
+                "ERROR: The application failed to launch. (com.apple.dt.CoreDeviceError "
+                "error 10002.)\n"
+                f"       BundleIdentifier = {bundle}\n"
+                "       ----------------------------------------\n"
+                f"       The request to open \"{bundle}\" failed. "
+                "(FBSOpenApplicationServiceErrorDomain error 1.)\n"
+                "       ----------------------------------------\n"
+                f"       Unable to launch {bundle} because the device was not, or could not"
+                ", be unlocked. (FBSOpenApplicationErrorDomain error 7.)\n"
+                "       BSErrorCodeDescription = Locked\n")
+            sys.exit(1)
         if kind == "drop" and not at:
             sys.stderr.write("ERROR: The device is not connected. (com.apple.dt."
                              "CoreDeviceError error 4000 (0xFA0))\n")
@@ -600,6 +689,17 @@ def devicectl(args: list[str]) -> None:
         code = proc.wait()
         if code < 0:
             sys.stderr.write(f"App terminated due to signal {-code}.\n")
+        return
+    if args[:3] == ["device", "info", "apps"]:
+        with locked_state(write=False) as state:
+            device = device_for(state, args)
+        apps = [{"appClip": False, "builtByDeveloper": True, "bundleIdentifier":
+                 "org.coldstart.app", "bundleVersion": device.get("app_version", "1"),
+                 "defaultApp": False, "hidden": False, "internalApp": False,
+                 "name": "ColdstartApp", "removable": True, "url": device["app_url"],
+                 "version": "1.0"}] if device.get("app_url") else []
+        wanted = option(args, "--bundle-id")
+        write_json(args, {"apps": [a for a in apps if wanted in (None, a["bundleIdentifier"])]})
         return
     if args[:3] == ["device", "info", "processes"]:
         with locked_state(write=False) as state:
