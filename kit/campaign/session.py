@@ -420,7 +420,7 @@ def _run_interleaved(request: CampaignRequest, target: Any, store: CampaignStore
     observer.note(f"until-verdict, both builds at most {request.launches} launches: "
                   f"{rule.design.describe()}")
     arms = [Arm(s, r, p.launchers, lab, request.scenario, request.launches, request.timeout_s,
-                request.retry.max_attempts)
+                request.retry)
             for s, r, p, lab in ((base_store, base_records, baseline, base_label),
                                  (store, records, candidate, request.label))]
     before = (len(base_records), len(records))
