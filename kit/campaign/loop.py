@@ -114,7 +114,7 @@ class Arm:
     an interleaved run has two, baseline and candidate).
 
     The loop keeps here what must hold across every step of the run: the records
-    (``records`` grows as launches are recorded), the infra-error budget left
+    (``records``, the caller's list, grows as launches are recorded), the infra-error budget left
     (``budget_left``), each launcher's infra errors in a row (for the backoff), and
     ``halted``: why the loop stopped the arm (its budget spent, or a persistent infra error),
     ``None`` while it may go on. ``launches`` is the arm's planned (or most) slots.
@@ -133,7 +133,6 @@ class Arm:
     in_a_row: dict[int, int] = dataclasses.field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
-        self.records = list(self.records)
         self.budget_left = self.retry.budget_for(self.launches)
 
     @property
@@ -266,7 +265,7 @@ def run_campaign(store: CampaignStore, records: list[LaunchRecord],
     retry = retry or RetryPolicy()
     if max_attempts is not None:
         retry = dataclasses.replace(retry, max_attempts=max_attempts)
-    arm = Arm(store, records, launchers, label, scenario, launches, timeout_s, retry)
+    arm = Arm(store, list(records), launchers, label, scenario, launches, timeout_s, retry)
     run_arms([arm], CampaignSchedule(should_stop), observer=observer)
     return arm.records
 

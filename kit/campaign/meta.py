@@ -26,7 +26,7 @@ from .._fields import FieldReader, type_name
 from ..errors import DataError
 
 __all__ = ["SCHEMA_VERSION", "CampaignMeta", "RuleMeta", "PairMeta", "read_meta", "write_meta",
-           "META_MAX_BYTES"]
+           "merged_meta", "META_MAX_BYTES"]
 
 SCHEMA_VERSION = 1
 #: campaign.json is a few KiB; anything this large is not one
@@ -190,6 +190,15 @@ class CampaignMeta:
                        pair, f"{where}: interleaved"),
                    extra={k: v for k, v in data.items() if k not in cls._KNOWN})
 
+    @property
+    def timeout_s(self) -> float | None:
+        """Seconds before a launch counted as hung in this campaign (``options.timeout_s``),
+        or ``None`` when it kept none."""
+        value = self.options.get("timeout_s")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``campaign.json`` (known keys first, then ``extra``)."""
         out: dict[str, Any] = {"schema": self.schema, "label": self.label,
@@ -238,3 +247,24 @@ def write_meta(path: str | os.PathLike[str], meta: CampaignMeta) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / "campaign.json"
     write_atomic(target, (json.dumps(meta.to_dict(), indent=2) + "\n").encode("utf-8"))
+
+
+def merged_meta(meta: CampaignMeta, changes: dict[str, Any]) -> CampaignMeta:
+    """``meta`` with ``changes``: field name -> value; ``build``, ``options`` and ``tools``
+    dicts are merged one level deep; ``until_verdict`` and ``interleaved`` take their typed
+    value or a dict merged into the old one; unknown names go to ``extra``."""
+    updates: dict[str, Any] = {}
+    extra = dict(meta.extra)
+    typed = {"until_verdict": RuleMeta, "interleaved": PairMeta}
+    for key, value in changes.items():
+        if key in ("build", "options", "tools") and isinstance(value, dict):
+            updates[key] = {**getattr(meta, key), **value}
+        elif key in typed and isinstance(value, dict):
+            old = getattr(meta, key)
+            updates[key] = typed[key].from_dict({**(old.to_dict() if old else {}), **value},
+                                                f"{meta.label}'s {key}")
+        elif key in {f.name for f in dataclasses.fields(CampaignMeta)}:
+            updates[key] = value
+        else:
+            extra[key] = value
+    return dataclasses.replace(meta, extra=extra, **updates)

@@ -50,6 +50,8 @@ class PreparedTarget:
         finish: called after the launches with every record of the campaign; returns
             provenance known only then (e.g. the ORT version the app reported), merged into
             ``build``.
+        learned: the ``build`` keys ``finish`` returns: a resumed campaign may learn other
+            values for them (they are not part of the setup a resume must match).
     """
 
     target: str
@@ -60,6 +62,7 @@ class PreparedTarget:
     open: Callable[[], None] = _nothing
     close: Callable[[], None] = _nothing
     finish: Callable[[Sequence[LaunchRecord]], dict[str, Any]] = lambda _records: {}
+    learned: tuple[str, ...] = ()
 
 
 class Target(Protocol):
