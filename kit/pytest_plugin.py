@@ -211,21 +211,24 @@ class Coldstart:
         return CampaignResult(campaign=campaign, summary=summary, reports=reports)
 
     def compare(self, baseline: CampaignResult, candidate: CampaignResult, *,
-                signature: str = "xnnpack-allocator-uaf", alpha: float = 0.05,
-                ceiling: float = 0.05) -> "Comparison":
-        """The verdict of ``candidate`` against ``baseline`` (:func:`kit.analysis.verdict.
-        compare_campaigns`); writes the comparison's reports when a report dir is set."""
-        from .analysis.verdict import VerdictSettings, compare_campaigns
+                signature: str | None = None, alpha: float | None = None,
+                ceiling: float | None = None) -> "Comparison":
+        """The verdict of ``candidate`` against ``baseline`` (:func:`kit.analysis.pair.
+        compare_pair`, as ``coldstart compare``: settings left out are the candidate's
+        rule's, else ``xnnpack-allocator-uaf``, 0.05, 0.05); writes the comparison's
+        reports when a report dir is set."""
+        from .analysis.pair import compare_pair
 
-        comparison = compare_campaigns(baseline.campaign, candidate.campaign,
-                                       VerdictSettings(signature=signature, alpha=alpha,
-                                                       ceiling=ceiling))
+        pair = compare_pair(baseline.campaign, candidate.campaign, signature=signature,
+                            alpha=alpha, ceiling=ceiling)
+        comparison = pair.comparison
         if self.report_root is not None:
             from .report import write_reports
 
             write_reports(self.report_root / self.spec.id /
                           f"{baseline.campaign.label}-vs-{candidate.campaign.label}",
-                          [baseline.campaign, candidate.campaign], comparison)
+                          [baseline.campaign, candidate.campaign], comparison,
+                          scans=pair.scans)
         self.record_property("coldstart_verdict", comparison.verdict.value)
         return comparison
 
