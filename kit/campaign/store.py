@@ -83,7 +83,7 @@ def launch_id_for(label: str, index: int, attempt: int) -> str:
 
 def tool_versions() -> dict[str, str]:
     """Versions of the kit, Python and the OS, for ``campaign.json``."""
-    from .. import __version__
+    from ..version import __version__
 
     return {"coldstart": __version__, "python": platform.python_version(),
             "platform": platform.platform()}
