@@ -1,4 +1,4 @@
-"""A campaign directory: ``campaign.json``, ``launches.jsonl`` and ``artifacts/`` (DESIGN.md).
+"""A campaign directory: ``campaign.json``, ``launches.jsonl`` and ``artifacts/`` (docs/design.md).
 
 * ``campaign.json`` (:mod:`kit.campaign.meta`): label, target, scenario, planned launches,
   devices, build provenance, tool versions, options, the rule. Complete from the moment it
