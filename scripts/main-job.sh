@@ -1,41 +1,80 @@
 #!/usr/bin/env bash
 # The main job on its embedded default: set everything up, then on the host target
+#   0. build onnxruntime 1.21 from Debian's source three times with one set of flags:
+#      baseline (no patch), fix (the call_once fix of PR #32489) and half-fix (a deliberately
+#      incomplete fix, the negative control); once, then cached (docs/builds.md);
 #   1. the failure tier: 20 cold launches of the production shape (3 sessions created
-#      concurrently on XNNPACK, as Promise.all does) and 20 of the serial workaround, then
-#      compare (crashes with the #32461 signature; on 2 cores expect inconclusive: the
-#      collision practically never happens here, so there is no positive control);
-#   2. the mechanism tier: 10 + 10 launches under a happens-before race detector (DRD), which
-#      sees the data race on the XNNPACK allocator statics whatever the timing, then compare,
-#      ending with the verdict in words.
+#      concurrently on XNNPACK, as Promise.all does) and 20 of the serial workaround, on
+#      Debian's own onnxruntime, then compare (crashes with the #32461 signature; on 2 cores
+#      expect inconclusive: the collision practically never happens here, so there is no
+#      positive control);
+#   2. the mechanism tier, under a happens-before race detector (DRD), which sees the data
+#      race on the XNNPACK allocator statics whatever the timing: Debian's binary concurrent
+#      and serial (REMOVED: the serial workaround), the kit's baseline beside it, then the
+#      fix (FIXED) and the half fix (NOT-FIXED) against the kit's baseline.
 # Usage: scripts/main-job.sh [CRASH_LAUNCHES [DETECTOR_LAUNCHES]] (default 20 and 10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 launches=${1:-20}
 detector_launches=${2:-10}
+printf '== coldstart main job: a first run on a fresh 2-core machine takes about 55 minutes\n'
+printf '   (the Debian root, then onnxruntime compiled from source: about 4,300 CPU-seconds);\n'
+printf '   a run with everything cached about 8 minutes (measured: README.md)\n'
 scripts/setup.sh
+coldstart=.venv/bin/coldstart
 out="runs/main-job-$(date -u +%Y%m%d-%H%M%S)"
-run=(.venv/bin/coldstart run host)
+run=("$coldstart" run host)
+
+printf '\n== builds: onnxruntime 1.21.0+dfsg-1 from Debian'"'"'s source: baseline, fix, half-fix\n'
+"$coldstart" runtime build-ort --name baseline
+"$coldstart" runtime build-ort --name fix --patch fix
+"$coldstart" runtime build-ort --name half-fix --patch half-fix
 
 printf '\n== failure tier: host campaigns (%s launches each) into %s\n' "$launches" "$out"
 "${run[@]}" --launches "$launches" --scenario 'mode=concurrent' --label concurrent \
   --out "$out/concurrent"
 "${run[@]}" --launches "$launches" --scenario 'mode=serial' --label serial --out "$out/serial"
 printf '\n== failure tier: compare concurrent (baseline) vs serial (candidate)\n'
-.venv/bin/coldstart compare "$out/concurrent" "$out/serial" --out "$out/comparison"
+"$coldstart" compare "$out/concurrent" "$out/serial" --out "$out/comparison"
 
 # Two sessions of the keyword model without inference: the race is in session creation,
 # and a launch under DRD takes about 20 s instead of about a minute with the whole pipeline.
 detector_scenario='models=hey_jarvis_v0.1&sessions=2&infer=0'
-printf '\n== mechanism tier: %s launches each under the race detector (drd) into %s\n' \
-  "$detector_launches" "$out"
-"${run[@]}" --detector drd --launches "$detector_launches" \
-  --scenario "mode=concurrent&$detector_scenario" --label detector-concurrent \
-  --out "$out/detector-concurrent"
-"${run[@]}" --detector drd --launches "$detector_launches" \
-  --scenario "mode=serial&$detector_scenario" --label detector-serial \
-  --out "$out/detector-serial"
+detect() {  # LABEL RUNTIME MODE
+  printf '\n== mechanism tier: %s (runtime %s, mode=%s): %s launches under drd\n' \
+    "$1" "$2" "$3" "$detector_launches"
+  "${run[@]}" --detector drd --runtime "$2" --launches "$detector_launches" \
+    --scenario "mode=$3&$detector_scenario" --label "$1" --out "$out/$1"
+}
+detect debian-concurrent debian concurrent
+detect debian-serial debian serial
+detect baseline baseline concurrent
+detect fix fix concurrent
+detect half-fix half-fix concurrent
+
 # A ceiling of 30%: 10 clean launches bound a rate below 26% at 95% (0/59 would be needed
 # for the default 5%); the detector is near certain either way (docs/race.md).
-printf '\n== mechanism tier: compare concurrent (baseline) vs serial (candidate)\n'
-.venv/bin/coldstart compare "$out/detector-concurrent" "$out/detector-serial" \
-  --signature race-detected --ceiling 0.3 --out "$out/detector-comparison"
+compare() {  # BASELINE CANDIDATE
+  printf '\n== mechanism tier: compare %s (baseline) vs %s (candidate)\n' "$1" "$2"
+  "$coldstart" compare "$out/$1" "$out/$2" --signature race-detected --ceiling 0.3 \
+    --out "$out/compare-$1-vs-$2"
+}
+compare debian-concurrent debian-serial
+printf "\n== Debian's binary and the kit's baseline build, side by side\n"
+.venv/bin/python - "$out" <<'PY'
+import sys
+from pathlib import Path
+from kit.campaign.store import load_campaign
+from kit.detector.attribute import record_on_target
+from kit.records import Outcome
+for label in ("debian-concurrent", "baseline"):
+    campaign = load_campaign(Path(sys.argv[1]) / label)
+    counted = [r for r in campaign.records if r.outcome is not Outcome.INFRA_ERROR]
+    raced = sum(1 for r in counted if record_on_target(r))
+    build = campaign.meta.build
+    what = "Debian's own libonnxruntime" if "ort_build" not in build else "the kit's baseline"
+    print(f"{label:18} {raced}/{len(counted)} launches with a data race on the allocator "
+          f"statics ({what}, sha256 {build['ort_library_sha256'][:12]}...)")
+PY
+compare baseline fix
+compare baseline half-fix

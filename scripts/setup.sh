@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 log() { printf '\n== %s\n' "$*"; }
 
 PYTHON=${PYTHON:-python3}
-APT_PACKAGES=(chromium debootstrap)
+APT_PACKAGES=(chromium debootstrap patch xz-utils)
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   missing=()
   for pkg in "${APT_PACKAGES[@]}"; do

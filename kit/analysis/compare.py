@@ -245,6 +245,32 @@ def build_identity(build_b: dict[str, Any], build_c: dict[str, Any]) -> str | No
     return None
 
 
+def build_change(build_b: dict[str, Any], build_c: dict[str, Any]) -> str | None:
+    """What differs between two builds the kit made itself (``build["ort_build"]``,
+    :func:`kit.targets.host.ortbuild.provenance`): ``"patch none -> fix (sha256
+    1a2b3c4d...)"`` when only the patch differs, ``"onnxruntime build: source, flags
+    differ; patch none -> fix"`` when more does, ``None`` when either build is not the
+    kit's or they are the same."""
+    ort_b, ort_c = build_b.get("ort_build"), build_c.get("ort_build")
+    if not isinstance(ort_b, dict) or not isinstance(ort_c, dict):
+        return None
+
+    def patch_text(patch: Any) -> str:
+        return str(patch.get("name")) if isinstance(patch, dict) else "none"
+
+    p_b, p_c = ort_b.get("patch"), ort_c.get("patch")
+    patch = ""
+    if p_b != p_c:
+        sha = p_c.get("sha256") if isinstance(p_c, dict) else None
+        patch = (f"patch {patch_text(p_b)} -> {patch_text(p_c)}"
+                 + (f" (sha256 {str(sha)[:8]}...)" if sha else ""))
+    others = sorted(k for k in {*ort_b, *ort_c} - {"patch", "key"}
+                    if ort_b.get(k) != ort_c.get(k))
+    if not others:
+        return patch or None
+    return f"onnxruntime build: {', '.join(others)} differ" + (f"; {patch}" if patch else "")
+
+
 def _scenario_change(b_scenario: str, c_scenario: str, options: list[str]) -> str:
     """What differs between two canonical scenario URLs (``mode=concurrent -> mode=serial``)
     and the launch options, in one line ("" when nothing does)."""
@@ -360,7 +386,10 @@ def compare_campaigns(baseline: AnyCampaign, candidate: AnyCampaign,
     devices, stratified_p = _devices(s_b, s_c, notes)
     decision = decide(b_arm.events, b_arm.eligible, c_arm.events, c_arm.eligible, settings,
                       stratified_p=stratified_p, anytime=anytime, sequential=design,
-                      injected=injected, change=change if kind == SCENARIO else None,
+                      injected=injected,
+                      change=(change if kind == SCENARIO else
+                              build_change(baseline.meta.build, candidate.meta.build)
+                              if kind == BUILD else None),
                       kind=kind)
     moved = _moved(s_b, s_c, sig, settings.alpha)
     return Comparison(decision, settings, b_arm, c_arm, devices, stratified_p, moved,

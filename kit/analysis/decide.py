@@ -278,7 +278,9 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
             at its ``max_launches`` (where the rule's error rates were computed).
         injected: the baseline's scenario injects crashes (e.g. ``"segv@sessions-created"``):
             it is no positive control.
-        change: with ``kind="scenario"``, what changed between the campaigns of one build.
+        change: with ``kind="scenario"``, what changed between the campaigns of one build;
+            with ``kind="build"``, what differs between the two builds when the kit can
+            tell (``"patch none -> fix"``, :func:`kit.analysis.compare.build_change`).
         kind: ``build``, ``scenario`` or ``none`` (nothing differs: always inconclusive).
 
     Raises:
@@ -289,6 +291,8 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
     cand_upper = upper_bound(x_c, n_c, confidence)
     scen = kind == SCENARIO
     w = _words(sig, change if scen else None)
+    if kind == BUILD and change:
+        w["cand"] = f"the candidate ({change})"
     passed, failed = (Verdict.REMOVED, Verdict.NOT_REMOVED) if scen else (Verdict.FIXED,
                                                                           Verdict.NOT_FIXED)
     made = dict(tier=tier(sig), kind=kind, change=change)
@@ -328,7 +332,7 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
             advice = f"the change {change} does not remove {sig}"
         elif sig in (RACE_WITNESSED, RACE_DETECTED):
             advice = ("the candidate does not remove the race: check that it contains the fix "
-                      "(build provenance)")
+                      "(build provenance)" + (f"; {change} leaves it" if change else ""))
         else:
             advice = ("the candidate does not remove the crash: check that it contains the "
                       "fix (build provenance) and look at its crash stacks")
@@ -357,6 +361,8 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
                     f"control); {how_seen}")
             if scen:
                 what = f"the change {change} removes {sig}: " + what
+            elif change:
+                what = f"the build change {change} fixes {sig}: " + what
             if anytime:
                 what += (f"; anytime-valid e-value {e_text(e_value, 1 / alpha)} >= "
                          f"{1 / alpha:g}")

@@ -133,6 +133,8 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
     body.append(f"  target {s.signature} ({dec.tier} tier)")
     if dec.kind != "build":
         body.append(f"  one build: {dec.change}" if dec.change else "  one build, no change")
+    elif dec.change:
+        body.append(f"  two builds: {dec.change}")
     body.append("\n")
     body.append(dec.reason[0].upper() + dec.reason[1:] + ".")
     if dec.advice:

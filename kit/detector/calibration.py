@@ -1,11 +1,13 @@
 """The detector's calibration set: does a tool tell the racy lazy init from its fixes?
 
-Three small programs (``calibration/*.cpp`` next to this module; ``lazy_init.h`` says what
+Four small programs (``calibration/*.cpp`` next to this module; ``lazy_init.h`` says what
 they share) run onnxruntime's lazy init of the XNNPACK allocator statics on three threads:
-``racy`` (onnxruntime 1.21 as it is), ``call_once`` (the shape of the fix, PR #32489) and
-``mutex``. Each prints the addresses of its two statics, so a run is judged with the same
-overlap rule as a launch: a tool is right on a run when it reports a race on the statics of
-``racy`` and none on those of ``call_once`` and ``mutex``.
+``racy`` (onnxruntime 1.21 as it is), ``call_once`` (the shape of the fix, PR #32489),
+``mutex``, and ``half_fix`` (the shape of the kit's negative-control patch: the creation
+guarded, the wrapper's context still written by every caller). Each prints the addresses of
+its two statics, so a run is judged with the same overlap rule as a launch: a tool is right
+on a run when it reports a race on the statics of ``racy`` and ``half_fix`` and none on those
+of ``call_once`` and ``mutex``.
 
 :func:`build_calibration` compiles them with the runtime's own compiler (``chroot <root>
 g++`` for a Debian root, as the workload is built); :func:`run_calibration` runs one under
@@ -32,8 +34,8 @@ from .tool import ToolInstall, wrap_command
 __all__ = ["VARIANTS", "EXPECTED", "CalibrationRun", "build_calibration", "run_calibration"]
 
 #: The programs, and whether a right tool reports a race on their statics.
-VARIANTS = ("racy", "call_once", "mutex")
-EXPECTED = {"racy": True, "call_once": False, "mutex": False}
+VARIANTS = ("racy", "call_once", "mutex", "half_fix")
+EXPECTED = {"racy": True, "call_once": False, "mutex": False, "half_fix": True}
 _FLAGS = ("-std=c++17", "-O2", "-g", "-pthread")
 _PREFIX = "COLDSTART-CALIBRATION "
 

@@ -53,7 +53,8 @@ def render(data: dict[str, Any]) -> str:
         lines.append(f"### coldstart: {_ICON.get(verdict, '')} **{verdict}** — {sig}")
         lines.append("")
         tier, kind = comp.get("tier"), comp.get("kind")
-        what = ("two builds" if kind == "build" else
+        what = ((f"two builds: {code(comp.get('change'))}" if comp.get("change")
+                 else "two builds") if kind == "build" else
                 f"one build, the scenario changed: {code(comp.get('change'))}"
                 if kind == "scenario" else "one build, nothing changed")
         about = ("a data race on the allocator statics" if tier == "mechanism" else "a crash")

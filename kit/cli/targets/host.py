@@ -1,13 +1,17 @@
-"""``coldstart runtime prepare|build|info``: the host target's own commands (its ``run``
+"""``coldstart runtime prepare|build|build-ort|info``: the host target's own commands (its ``run``
 options are :mod:`kit.targets.host.options`)."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
+import time
 
 from ...targets import host
+from ...targets.argtypes import positive_int
+from ...targets.host import ortbuild
 
 __all__ = ["register", "register_commands"]
 
@@ -46,6 +50,20 @@ def register_commands(commands: argparse._SubParsersAction) -> None:
                            help="compile the workload with the runtime's compiler and headers")
     build.add_argument("--force", action="store_true", help="rebuild even if up to date")
     build.set_defaults(func=_build)
+    ort = sub.add_parser("build-ort", help="build onnxruntime itself from Debian's 1.21 "
+                                           "source, as is or with a patch (docs/builds.md)")
+    ort.add_argument("--name", dest="runtime", default=None, metavar="NAME",
+                     help="runtime name (default: the patch's name, or baseline)")
+    ort.add_argument("--patch", default=None, metavar="fix|half-fix|FILE",
+                     help="the kit's fix or half-fix, or your own unified diff against "
+                          "1.21.0 (default: none, the baseline)")
+    ort.add_argument("--jobs", type=functools.partial(positive_int, high=1024), default=None, metavar="N",
+                     help="parallel compile jobs (default: the cores)")
+    ort.add_argument("--mirror", default=host.DEFAULT_MIRROR,
+                     help="Debian mirror (default: %(default)s)")
+    ort.add_argument("--force", action="store_true",
+                     help="replace a runtime of that name made otherwise")
+    ort.set_defaults(func=_build_ort)
     info = sub.add_parser("info", parents=[name], help="show a prepared runtime as JSON")
     info.set_defaults(func=_info)
 
@@ -84,6 +102,29 @@ def _build_witness_if_supported(runtime: host.Runtime, force: bool) -> None:
         witness.build_witness(runtime, force=force, log=_log)
     else:
         _log(f"no race witness: {reason}")
+
+
+class _Progress:
+    """Prints a compile's progress to stderr: a line every 20 s, and the last one."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+
+    def __call__(self, progress: "ortbuild.BuildProgress") -> None:
+        now = time.monotonic()
+        if now - self.last >= 20 or progress.done == progress.total:
+            self.last = now
+            _log(ortbuild.format_progress(progress))
+
+
+def _build_ort(args: argparse.Namespace) -> int:
+    runtime = ortbuild.build_ort_runtime(args.runtime, args.patch, jobs=args.jobs,
+                                         force=args.force, mirror=args.mirror, log=_log,
+                                         progress=_Progress())
+    _build_witness_if_supported(runtime, True)
+    _prepare_detector(runtime)
+    _log(f"runtime {runtime.name!r} is ready: coldstart run host --runtime {runtime.name} ...")
+    return 0
 
 
 def _info(args: argparse.Namespace) -> int:

@@ -1,7 +1,7 @@
 // coldstart detector calibration: the lazy-init pattern of onnxruntime's XNNPACK EP
 // (onnxruntime 1.21, core/providers/xnnpack/xnnpack_init.cc GetStoredAllocator and
 // xnnpack_execution_provider.cc CreatePreferredAllocators; issue #32461), cut down to what a
-// race detector sees, shared by racy.cpp, call_once.cpp and mutex.cpp.
+// race detector sees, shared by racy.cpp, call_once.cpp, mutex.cpp and half_fix.cpp.
 //
 // Each program runs kThreads threads released together by a pthread barrier (a barrier the
 // tools understand, so the harness adds no race of its own). Every thread calls the
@@ -10,8 +10,9 @@
 // prints one line on stdout:
 //   COLDSTART-CALIBRATION {"variant":"racy","wrapper":"0x..","wrapper_size":48,
 //                          "allocator_ptr":"0x..","allocator_ptr_size":16,"allocators":N}
-// naming the two statics a detector must (racy) or must not (call_once, mutex) report, so
-// that kit/detector attributes the calibration's races with the same code as a launch's.
+// naming the two statics a detector must (racy, half_fix) or must not (call_once, mutex)
+// report, so that kit/detector attributes the calibration's races with the same code as
+// a launch's.
 // `allocators` is how many allocators were created (more than 1: the race happened for real).
 //
 // xnn_allocator: XNNPACK include/xnnpack.h (release 2024-11-08). fake_xnn_initialize

@@ -147,6 +147,8 @@ class HostTarget:
                  "ort_library_sha256": modelset.sha256_file(Path(runtime.ort_library)),
                  "xnnpack_library": runtime.xnnpack_library, "workload": runtime.workload,
                  "workload_hash": runtime.workload_hash, "witness_library": witness_lib}
+        if runtime.build is not None:  # built by `coldstart runtime build-ort`
+            build["ort_build"] = runtime.build
         options = {"poison": "glibc" if config.poison else None, "timeout_s": config.timeout_s,
                    "env": dict(POISON_ENV) if config.poison else {},
                    "witness": witness_note, "model_set": ms.fingerprint()}

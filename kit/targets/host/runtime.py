@@ -75,6 +75,11 @@ class Runtime:
         workload: path of the built workload binary, or ``None`` before
             :func:`build_workload`.
         workload_hash: sha256 of the source and flags it was built from.
+        ort_lib_dir: for an onnxruntime the kit built (``coldstart runtime build-ort``):
+            the folder holding it, put before ``lib_dir`` (the root's libraries) on the
+            loader's library path; ``None`` otherwise.
+        build: that build's provenance (:func:`kit.targets.host.ortbuild.provenance`:
+            source package, version and sha256, patch, flags, compiler), else ``None``.
     """
 
     name: str
@@ -86,6 +91,13 @@ class Runtime:
     xnnpack_library: str | None
     workload: str | None = None
     workload_hash: str | None = None
+    ort_lib_dir: str | None = None
+    build: dict | None = None
+
+    @property
+    def library_path(self) -> str:
+        """The loader's ``--library-path``: ``ort_lib_dir`` (when set), then ``lib_dir``."""
+        return f"{self.ort_lib_dir}:{self.lib_dir}" if self.ort_lib_dir else self.lib_dir
 
     @property
     def loader(self) -> str | None:
@@ -104,7 +116,7 @@ class Runtime:
             raise UsageError(f"the workload for runtime {self.name!r} is not built",
                              f"run `coldstart runtime build --runtime {self.name}`")
         if self.loader:
-            return [self.loader, "--library-path", self.lib_dir, self.workload, *args]
+            return [self.loader, "--library-path", self.library_path, self.workload, *args]
         return [self.workload, *args]
 
     def save(self) -> None:
@@ -353,13 +365,20 @@ def build_workload(runtime: Runtime, force: bool = False,
         if os.geteuid() != 0:
             raise UsageError("building inside the Debian root needs root (chroot)",
                              "run `sudo coldstart runtime build`")
-        inner = Path("/opt/coldstart")
-        (Path(runtime.root) / inner.relative_to("/")).mkdir(parents=True, exist_ok=True)
-        (Path(runtime.root) / "opt/coldstart/coldstart_workload.cpp").write_bytes(source)
-        cmd = ["chroot", runtime.root, "g++", *_CXXFLAGS, "-I/usr/include/onnxruntime",
+        root = Path(runtime.root)
+        # the root's own ORT in /opt/coldstart; a kit build's in a folder of its own name
+        inner = (Path("/opt/coldstart") if runtime.ort_lib_dir is None
+                 else Path("/opt/coldstart/runtimes") / runtime.name)
+        (root / inner.relative_to("/")).mkdir(parents=True, exist_ok=True)
+        (root / inner.relative_to("/") / "coldstart_workload.cpp").write_bytes(source)
+        include, link = "/usr/include/onnxruntime", []
+        if runtime.ort_lib_dir is not None:
+            include = "/" + str(Path(runtime.include_dir).relative_to(root))
+            link = [f"-L/{Path(runtime.ort_lib_dir).relative_to(root)}"]
+        cmd = ["chroot", runtime.root, "g++", *_CXXFLAGS, f"-I{include}",
                str(inner / "coldstart_workload.cpp"), "-o", str(inner / "coldstart-workload"),
-               "-lonnxruntime"]
-        binary = Path(runtime.root) / "opt/coldstart/coldstart-workload"
+               *link, "-lonnxruntime"]
+        binary = root / inner.relative_to("/") / "coldstart-workload"
     else:
         compiler = shutil.which("g++")
         if compiler is None:
