@@ -25,8 +25,8 @@ from .._bounded import describe_path, path_kind, read_bytes_bounded, write_atomi
 from .._fields import FieldReader, type_name
 from ..errors import DataError
 
-__all__ = ["SCHEMA_VERSION", "CampaignMeta", "RuleMeta", "PairMeta", "read_meta", "write_meta",
-           "merged_meta", "META_MAX_BYTES"]
+__all__ = ["SCHEMA_VERSION", "CampaignMeta", "RuleMeta", "PairMeta", "RunSetup", "read_meta",
+           "write_meta", "merged_meta", "META_MAX_BYTES"]
 
 SCHEMA_VERSION = 1
 #: campaign.json is a few KiB; anything this large is not one
@@ -138,6 +138,41 @@ class PairMeta:
 
 
 @dataclasses.dataclass(frozen=True)
+class RunSetup:
+    """What a target prepared for a campaign, typed (:class:`kit.targets.base.PreparedTarget`
+    writes it; ``campaign.json`` keeps it in ``build`` and ``options``). Everything outside
+    the target reads these fields, never the dicts' keys.
+
+    Attributes:
+        witness: the race witness: ``"on"``, ``"off: <why>"``, or ``None`` (the target has
+            none).
+        detector: the race detector's tool (``drd``, ``helgrind``), or ``None``.
+        timeout_s: seconds before a launch counts as hung, or ``None`` when not kept.
+        poison: the heap poisoning (``glibc``...), or ``None``.
+    """
+
+    witness: str | None = None
+    detector: str | None = None
+    timeout_s: float | None = None
+    poison: str | None = None
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> "RunSetup":
+        """Read from ``campaign.json``'s ``options`` (a value of the wrong type reads as
+        unknown: a newer kit's campaign still resumes)."""
+        witness = options.get("witness")
+        tool = options.get("detector")
+        tool = tool.get("tool") if isinstance(tool, dict) else None
+        timeout = options.get("timeout_s")
+        poison = options.get("poison")
+        return cls(witness=witness if isinstance(witness, str) else None,
+                   detector=tool if isinstance(tool, str) and tool else None,
+                   timeout_s=float(timeout) if isinstance(timeout, (int, float))
+                   and not isinstance(timeout, bool) else None,
+                   poison=poison if isinstance(poison, str) and poison else None)
+
+
+@dataclasses.dataclass(frozen=True)
 class CampaignMeta:
     """A campaign's ``campaign.json`` (module doc). Frozen: change it with
     :func:`dataclasses.replace` and :func:`write_meta`. ``until_verdict`` is the rule of a
@@ -191,13 +226,14 @@ class CampaignMeta:
                    extra={k: v for k, v in data.items() if k not in cls._KNOWN})
 
     @property
+    def setup(self) -> RunSetup:
+        """What the target prepared, typed (:class:`RunSetup`)."""
+        return RunSetup.from_options(self.options)
+
+    @property
     def timeout_s(self) -> float | None:
-        """Seconds before a launch counted as hung in this campaign (``options.timeout_s``),
-        or ``None`` when it kept none."""
-        value = self.options.get("timeout_s")
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        return None
+        """Seconds before a launch counted as hung in this campaign, or ``None``."""
+        return self.setup.timeout_s
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``campaign.json`` (known keys first, then ``extra``)."""

@@ -61,7 +61,7 @@ class _Seeded:
         self.observer.recorded(record)
 
 
-def _check_rule(request: CampaignRequest, options: Sequence[dict[str, Any]]) -> None:
+def _check_rule(request: CampaignRequest, prepared: Sequence[PreparedTarget]) -> None:
     """Refuse rule settings that cannot work, before anything is made."""
     rule = request.rule
     assert rule is not None
@@ -70,14 +70,14 @@ def _check_rule(request: CampaignRequest, options: Sequence[dict[str, Any]]) -> 
     if Path(rule.baseline).resolve() == Path(request.out).resolve():
         raise UsageError(f"--until-verdict names this run's own --out ({request.out})",
                          "give the baseline campaign's directory")
-    for opts in options:
-        witness = opts.get("witness", f"off: the {request.target} target has no race witness")
+    for setup in (p.setup for p in prepared):
+        witness = setup.witness or f"off: the {request.target} target has no race witness"
         if rule.settings.signature == RACE_WITNESSED and witness != "on":
             raise UsageError(f"--signature race-witnessed counts only launches the race "
                              f"witness watched, and this run has none ({witness})",
                              "run with the witness on the host, or give a crash class as "
                              "--signature")
-        if rule.settings.signature == RACE_DETECTED and not opts.get("detector"):
+        if rule.settings.signature == RACE_DETECTED and setup.detector is None:
             raise UsageError("--signature race-detected counts only launches run under the "
                              "race detector, and this run has none",
                              "add --detector drd (host), or give a crash class as "
@@ -252,7 +252,7 @@ def _run_single(request: CampaignRequest, target: Any, store: CampaignStore,
     should_stop: StopRule | None = None
     base: Campaign | None = None
     if request.rule is not None:  # before the campaign is made: a bad rule leaves nothing
-        _check_rule(request, [prepared.options])
+        _check_rule(request, [prepared])
         if request.launches >= SLOW_RULE_LAUNCHES:
             observer.note(f"until-verdict: computing the rule's exact thresholds for "
                           f"{request.launches} launches (this can take a minute)")
@@ -386,7 +386,7 @@ def _run_interleaved(request: CampaignRequest, target: Any, store: CampaignStore
                          "give this run another --label, e.g. --label patched")
     candidate = target.prepare(request.config, request.scenario, observer.note)
     baseline = target.prepare(rule_req.baseline_config, request.scenario, observer.note)
-    _check_rule(request, [baseline.options, candidate.options])
+    _check_rule(request, [baseline, candidate])
     if camp.meta is not None:
         check_same_setup(store.path, camp.meta, candidate.build, candidate.options,
                          candidate.learned)

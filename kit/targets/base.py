@@ -19,6 +19,7 @@ import dataclasses
 import importlib
 from typing import Any, Callable, Protocol, Sequence
 
+from ..campaign.meta import RunSetup
 from ..errors import UsageError
 from ..records import LaunchRecord
 from ..scenario import Scenario
@@ -52,6 +53,9 @@ class PreparedTarget:
             ``build``.
         learned: the ``build`` keys ``finish`` returns: a resumed campaign may learn other
             values for them (they are not part of the setup a resume must match).
+
+    :attr:`setup` is the typed view of ``options`` (:class:`kit.campaign.meta.RunSetup`)
+    that the session reads (whether a witness or a detector watched the launches).
     """
 
     target: str
@@ -63,6 +67,10 @@ class PreparedTarget:
     close: Callable[[], None] = _nothing
     finish: Callable[[Sequence[LaunchRecord]], dict[str, Any]] = lambda _records: {}
     learned: tuple[str, ...] = ()
+
+    @property
+    def setup(self) -> RunSetup:
+        return RunSetup.from_options(self.options)
 
 
 class Target(Protocol):

@@ -80,15 +80,12 @@ def _kept(meta: CampaignMeta | None) -> tuple[str | None, bool | None, bool | No
         return None, None, None, None
     from ... import witness
 
-    runtime = meta.build.get("runtime")
-    note = meta.options.get("witness")
-    kept_witness = True if note == "on" else (
-        False if note == f"off: {witness.OFF_REASON}" else None)
-    tool = meta.options.get("detector")
-    tool = tool.get("tool") if isinstance(tool, dict) else None
+    runtime = meta.build.get("runtime")  # the host target's own build key
+    setup = meta.setup
+    kept_witness = True if setup.witness == "on" else (
+        False if setup.witness == f"off: {witness.OFF_REASON}" else None)
     return (runtime if isinstance(runtime, str) and runtime else None,
-            meta.options.get("poison") == "glibc", kept_witness,
-            tool if isinstance(tool, str) else None)
+            setup.poison == "glibc", kept_witness, setup.detector)
 
 
 def config_from_args(name: str, args: argparse.Namespace, meta: CampaignMeta | None,
