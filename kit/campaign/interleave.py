@@ -12,7 +12,7 @@ from typing import Sequence
 
 from ..analysis.sequential import InterleavedRule
 from ..analysis.target import DEFAULT_SIGNATURE
-from ..analysis.verdict import count_target
+from ..analysis.verdict import count_events
 from ..records import LaunchRecord
 from .loop import Arm, CampaignObserver, Step, run_arms
 
@@ -63,9 +63,9 @@ class InterleavedSchedule:
         need_b = need_c = True
         why = "both builds reached their launches"
         if rule is not None:
-            x_b, n_b = count_target(baseline.records, sig)
+            x_b, n_b = count_events(baseline.records, sig)
             need_b, need_c, why = rule.needs_counts(x_b, n_b,
-                                                    *count_target(candidate.records, sig))
+                                                    *count_events(candidate.records, sig))
             if not (need_b or need_c):
                 return why
             if baseline.slots >= baseline.launches and x_b == 0:

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from ..analysis.sequential import InterleavedRule, StopRule, make_stop_rule
 from ..analysis.sprt import SLOW_RULE_LAUNCHES
-from ..analysis.verdict import RACE_DETECTED, RACE_WITNESSED, count_target
+from ..analysis.verdict import RACE_DETECTED, RACE_WITNESSED, count_events
 from .._bounded import describe_path, path_kind
 from ..errors import UsageError
 from ..records import LaunchRecord
@@ -427,8 +427,8 @@ def _run_interleaved(request: CampaignRequest, target: Any, store: CampaignStore
         finally:
             _finish(candidate, camp)
     sig = rule.settings.signature
-    need_b, need_c, _ = rule.needs_counts(*count_target(base_camp.records, sig),
-                                          *count_target(camp.records, sig))
+    need_b, need_c, _ = rule.needs_counts(*count_events(base_camp.records, sig),
+                                          *count_events(camp.records, sig))
     stopped = not (need_b or need_c)
     base_camp.update(interleaved=pair(stopped, why))
     camp.update(until_verdict=kept(stopped, why))

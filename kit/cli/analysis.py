@@ -224,7 +224,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     from ..analysis.plan import plan_sequential
     from ..analysis.stats import lower_bound
-    from ..analysis.verdict import check_signature, count_target
+    from ..analysis.verdict import check_signature, count_events
 
     if args.signature is not None and not args.baseline:
         raise UsageError("plan's --signature only applies with --baseline DIR (it picks the "
@@ -233,7 +233,7 @@ def _plan(args: argparse.Namespace) -> int:
         args.signature = args.signature or DEFAULT_SIGNATURE
         check_signature(args.signature)
         campaign = open_campaign(args.baseline)
-        events, n = count_target(records_of(campaign), args.signature)
+        events, n = count_events(records_of(campaign), args.signature)
         if events == 0:
             raise UsageError(f"the baseline {args.baseline} never showed {args.signature} "
                              f"({events}/{n}): no rate to plan from",
