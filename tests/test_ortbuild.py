@@ -91,6 +91,7 @@ def mini(tmp_path):
         "cmake/CMakeLists.txt": "project(mini)\n", DEPS: DEPS_TEXT,
         "include/onnxruntime/core/session/onnxruntime_cxx_api.h": "// api\n",
         "include/onnxruntime/core/session/onnxruntime_c_api.h": "// c api\n",
+        "include/onnxruntime/core/providers/cpu/cpu_provider_factory.h": "// cpu\n",
         EP: "// the EP\nracy();\n", "onnxruntime/core/session.cc": "// session\n"})
     packaging = archive / "mini_1.0-1.debian.tar.xz"
     _tar(packaging, "debian", {"patches/one.patch": ONE_PATCH, "patches/two.patch": TWO_PATCH,
@@ -137,7 +138,7 @@ def test_baseline_build_applies_the_series_hunks_and_the_port(mini, tmp_path):
     assert b"racy();" in library.read_bytes()
     assert (out / "lib" / "libonnxruntime.so").is_symlink()
     assert sorted(p.name for p in (out / "include").iterdir()) == [
-        "onnxruntime_c_api.h", "onnxruntime_cxx_api.h"]
+        "cpu_provider_factory.h", "onnxruntime_c_api.h", "onnxruntime_cxx_api.h"]
     assert info["patch"] is None
     assert info["source"]["sha256"] == mini[0].upstream.sha256
     assert info["compiler"] == "c++ (Debian 14.2.0-19) 14.2.0"
@@ -167,7 +168,7 @@ def test_a_patch_builds_a_second_variant_and_leaves_the_tree_as_debians(mini, tm
     src = mini[1].host("/opt/coldstart-ort/1.0/src")
     assert (src / EP).read_text() == "// the EP\nracy();\n"  # taken out again
     assert build_change({"ort_build": base_info}, {"ort_build": info}) == (
-        f"patch none -> my-fix (sha256 {patch.sha256[:8]}...)")
+        f"patch none -> my-fix, sha256 {patch.sha256[:8]}...")
 
 
 def test_a_finished_variant_comes_from_the_cache_without_any_step(mini, tmp_path):
@@ -292,20 +293,20 @@ def test_build_change_names_what_differs():
     base = {"source": {"sha256": "a"}, "flags": ["x"], "patch": None, "key": "1"}
     fix = {**base, "patch": {"name": "fix", "sha256": "abcdef0123"}, "key": "2"}
     assert build_change({"ort_build": base}, {"ort_build": fix}) == (
-        "patch none -> fix (sha256 abcdef01...)")
+        "patch none -> fix, sha256 abcdef01...")
     other = {**fix, "flags": ["y"]}
     assert build_change({"ort_build": base}, {"ort_build": other}) == (
-        "onnxruntime build: flags differ; patch none -> fix (sha256 abcdef01...)")
+        "onnxruntime build: flags differ; patch none -> fix, sha256 abcdef01...")
     assert build_change({"ort_build": base}, {"ort_library_sha256": "x"}) is None
     assert build_change({"ort_build": base}, {"ort_build": dict(base)}) is None
 
 
 def test_a_verdict_between_two_kit_builds_names_the_patch():
-    dec = decide(10, 10, 0, 69, change="patch none -> fix (sha256 abcdef01...)", kind="build")
+    dec = decide(10, 10, 0, 69, change="patch none -> fix, sha256 abcdef01...", kind="build")
     assert dec.verdict.value == "fixed"
-    assert dec.reason.startswith("the build change patch none -> fix (sha256 abcdef01...) "
+    assert dec.reason.startswith("the build change (patch none -> fix, sha256 abcdef01...) "
                                  "fixes ")
-    assert dec.to_dict()["change"] == "patch none -> fix (sha256 abcdef01...)"
+    assert dec.to_dict()["change"] == "patch none -> fix, sha256 abcdef01..."
     still = decide(10, 10, 10, 10, change="patch none -> half-fix", kind="build")
     assert still.verdict.value == "not-fixed"
     assert "the candidate (patch none -> half-fix) still" in still.reason

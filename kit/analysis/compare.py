@@ -247,8 +247,8 @@ def build_identity(build_b: dict[str, Any], build_c: dict[str, Any]) -> str | No
 
 def build_change(build_b: dict[str, Any], build_c: dict[str, Any]) -> str | None:
     """What differs between two builds the kit made itself (``build["ort_build"]``,
-    :func:`kit.targets.host.ortbuild.provenance`): ``"patch none -> fix (sha256
-    1a2b3c4d...)"`` when only the patch differs, ``"onnxruntime build: source, flags
+    :func:`kit.targets.host.ortbuild.provenance`): ``"patch none -> fix, sha256
+    1a2b3c4d..."`` when only the patch differs, ``"onnxruntime build: source, flags
     differ; patch none -> fix"`` when more does, ``None`` when either build is not the
     kit's or they are the same."""
     ort_b, ort_c = build_b.get("ort_build"), build_c.get("ort_build")
@@ -263,7 +263,7 @@ def build_change(build_b: dict[str, Any], build_c: dict[str, Any]) -> str | None
     if p_b != p_c:
         sha = p_c.get("sha256") if isinstance(p_c, dict) else None
         patch = (f"patch {patch_text(p_b)} -> {patch_text(p_c)}"
-                 + (f" (sha256 {str(sha)[:8]}...)" if sha else ""))
+                 + (f", sha256 {str(sha)[:8]}..." if sha else ""))
     others = sorted(k for k in {*ort_b, *ort_c} - {"patch", "key"}
                     if ort_b.get(k) != ort_c.get(k))
     if not others:

@@ -332,7 +332,8 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
             advice = f"the change {change} does not remove {sig}"
         elif sig in (RACE_WITNESSED, RACE_DETECTED):
             advice = ("the candidate does not remove the race: check that it contains the fix "
-                      "(build provenance)" + (f"; {change} leaves it" if change else ""))
+                      "(build provenance)" + (f"; the build change ({change}) leaves it"
+                                             if change else ""))
         else:
             advice = ("the candidate does not remove the crash: check that it contains the "
                       "fix (build provenance) and look at its crash stacks")
@@ -362,7 +363,7 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
             if scen:
                 what = f"the change {change} removes {sig}: " + what
             elif change:
-                what = f"the build change {change} fixes {sig}: " + what
+                what = f"the build change ({change}) fixes {sig}: " + what
             if anytime:
                 what += (f"; anytime-valid e-value {e_text(e_value, 1 / alpha)} >= "
                          f"{1 / alpha:g}")

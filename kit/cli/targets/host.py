@@ -121,7 +121,7 @@ def _build_ort(args: argparse.Namespace) -> int:
     runtime = ortbuild.build_ort_runtime(args.runtime, args.patch, jobs=args.jobs,
                                          force=args.force, mirror=args.mirror, log=_log,
                                          progress=_Progress())
-    _build_witness_if_supported(runtime, True)
+    _build_witness_if_supported(runtime, False)
     _prepare_detector(runtime)
     _log(f"runtime {runtime.name!r} is ready: coldstart run host --runtime {runtime.name} ...")
     return 0

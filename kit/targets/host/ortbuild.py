@@ -71,7 +71,8 @@ class OrtSource:
     """What a build is made from: the upstream tarball, the Debian packaging whose patches
     are applied, the series and port files (``kit/data/ort`` names, or absolute paths), the
     version directory, the
-    ``apt-get build-dep`` request, the ninja target and the library it makes."""
+    ``apt-get build-dep`` request, the ninja target, the library it makes and the header
+    folders the workload needs."""
 
     package: str
     version: str
@@ -83,7 +84,8 @@ class OrtSource:
     build_dep: str
     target: str = "onnxruntime"
     library_glob: str = "libonnxruntime.so*"
-    headers: str = "include/onnxruntime/core/session"
+    headers: tuple[str, ...] = ("include/onnxruntime/core/session",
+                                "include/onnxruntime/core/providers/cpu")
     suites: tuple[str, ...] = ("trixie", "sid")
 
 
@@ -622,8 +624,9 @@ class OrtBuild:
                 os.symlink(os.readlink(path), target)
             else:
                 shutil.copy2(path, target)
-        for header in sorted(self._h(f"{self.tree}/src/{self.source.headers}").glob("*.h")):
-            shutil.copy2(header, out / "include" / header.name)
+        for folder in self.source.headers:
+            for header in sorted(self._h(f"{self.tree}/src/{folder}").glob("*.h")):
+                shutil.copy2(header, out / "include" / header.name)
         write_atomic(out / "provenance.json", json.dumps(provenance, indent=2).encode())
         write_atomic(out / ".complete", b"")
         return out
@@ -769,4 +772,4 @@ def build_ort_runtime(name: str | None, patch_spec: str | None, *, jobs: int | N
                       ort_library=str(ort_library), xnnpack_library=xnnpack,
                       ort_lib_dir=str(out / "lib"), build=info)
     runtime.save()
-    return build_workload(runtime, force=True, log=log)
+    return build_workload(runtime, log=log)
