@@ -1,6 +1,6 @@
 """A command opens each campaign once (lock, campaign.json, launches.jsonl) and passes it on:
 ``run --resume`` parses the campaign's ``campaign.json`` once and streams its records once,
-and ``run --until-verdict`` loads the baseline once (kit/campaign/opened.py, session.py).
+and ``run --until-verdict`` loads the baseline once (kit/store/opened.py, session.py).
 
 Runs real host launches (needs the prepared host runtime, scripts/setup.sh)."""
 
@@ -14,8 +14,8 @@ from typing import Any, Iterator
 import pytest
 
 from kit.campaign import load_campaign
-from kit.campaign.meta import CampaignMeta
-from kit.campaign.store import CampaignStore
+from kit.store.meta import CampaignMeta
+from kit.store.store import CampaignStore
 from kit.cli import main
 from tests.test_summary import counts, make_campaign
 

@@ -18,8 +18,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Union
 
-from ..campaign import Campaign, CampaignStore
-from ..campaign.meta import CampaignMeta
+from ..store.store import Campaign, CampaignStore
+from ..store.meta import CampaignMeta
 from ..records import LaunchRecord, Outcome
 from .target import detector_of, is_eligible, is_event
 

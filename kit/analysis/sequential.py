@@ -38,7 +38,7 @@ import math
 import os
 from typing import Any, Protocol, Sequence
 
-from ..campaign import Campaign, load_campaign
+from ..store.store import Campaign, load_campaign
 from ..errors import UsageError
 from ..records import LaunchRecord
 from ..scenario import parse_scenario

@@ -21,7 +21,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from ..records import PERSISTENT_INFRA_KEY, LaunchRecord, Outcome
 from ..scenario import Scenario
-from .store import CampaignStore, launch_id_for, utc_now
+from ..store.store import CampaignStore, launch_id_for, utc_now
 
 __all__ = ["LaunchContext", "Launcher", "CampaignObserver", "RetryPolicy", "Arm", "Step",
            "Schedule", "CampaignSchedule", "run_arms", "run_campaign", "abandoned_slots"]

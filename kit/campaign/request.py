@@ -16,8 +16,8 @@ from ..errors import ExitCode
 from ..records import LaunchRecord
 from ..scenario import Scenario
 from .loop import RetryPolicy
-from .meta import CampaignMeta, RuleMeta
-from .store import Campaign
+from ..store.meta import CampaignMeta, RuleMeta
+from ..store.store import Campaign
 
 __all__ = ["RuleRequest", "CampaignRequest", "SessionObserver", "CampaignRun",
            "SessionResult", "compare_argv", "resume_command", "Given", "Resolved",
@@ -204,7 +204,7 @@ def resolve_request(given: Given, meta: CampaignMeta | None, out: Any, *,
                     default_launches: int, default_timeout_s: float) -> Resolved:
     """Merge what ``given`` left out: from ``meta`` (the campaign being resumed, read once)
     or the defaults; every conflict with the campaign is refused once, from
-    :data:`kit.campaign.resume.CONFLICTS`. The CLI and the pytest plugin both call it.
+    :data:`kit.store.resume.CONFLICTS`. The CLI and the pytest plugin both call it.
 
     Raises:
         UsageError: a scenario that sets ``id``, a rule setting without a rule, another
@@ -248,7 +248,7 @@ def resolve_rule(given: Given, kept: RuleMeta | None, out: Any, *, resume: bool,
     """
     from ..analysis.verdict import check_signature
     from ..errors import UsageError
-    from .resume import conflict
+    from ..store.resume import conflict
 
     values = {key: given.rule.get(key) for key in RULE_DEFAULTS}
     baseline = given.until_verdict

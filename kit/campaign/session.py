@@ -34,12 +34,12 @@ from ..records import LaunchRecord
 from ..targets.base import PreparedTarget, get_target
 from .interleave import InterleavedSchedule
 from .loop import Arm, CampaignSchedule, abandoned_slots, run_arms
-from .meta import CampaignMeta, PairMeta, RuleMeta
-from .opened import OpenCampaign, open_to_resume
+from ..store.meta import CampaignMeta, PairMeta, RuleMeta
+from ..store.opened import OpenCampaign, open_to_resume
 from .request import (CampaignRequest, CampaignRun, RuleRequest, SessionObserver,
                       SessionResult, compare_argv, resume_command)
-from .resume import check_identity, check_launches, check_same_setup, conflict
-from .store import (Campaign, CampaignStore, check_label, check_out_dir, create_campaign,
+from ..store.resume import check_identity, check_launches, check_same_setup, conflict
+from ..store.store import (Campaign, CampaignStore, check_label, check_out_dir, create_campaign,
                     load_campaign, new_meta)
 
 __all__ = ["RuleRequest", "CampaignRequest", "SessionObserver", "CampaignRun",
@@ -134,7 +134,7 @@ def _lock(store: CampaignStore, made: list[_Made]) -> None:
 def run_session(request: CampaignRequest, observer: SessionObserver,
                 opened: OpenCampaign | None = None) -> SessionResult:
     """Run one request (module doc). ``opened``: the campaign ``request.out`` as the caller
-    already opened it to resume (:func:`kit.campaign.opened.open_to_resume`, so that it is
+    already opened it to resume (:func:`kit.store.opened.open_to_resume`, so that it is
     read once); the session unlocks it when it ends.
 
     Raises:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..analysis.sequential import InterleavedRule, StopRule
 from ..analysis.verdict import DEFAULT_SIGNATURE, MIN_FRACTION
-from ..campaign.meta import RuleMeta
+from ..store.meta import RuleMeta
 from ..campaign.request import RULE_DEFAULTS as _RULE_DEFAULTS
 from ..campaign.request import Given, resolve_rule
 from ..campaign.session import RuleRequest

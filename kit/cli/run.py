@@ -18,10 +18,10 @@ from typing import Any
 
 from .._bounded import describe_path, path_kind
 from ..campaign.loop import RetryPolicy
-from ..campaign.opened import OpenCampaign, open_to_resume
+from ..store.opened import OpenCampaign, open_to_resume
 from ..campaign.request import resolve_request
 from ..campaign.session import CampaignRequest, SessionResult, resume_command, run_session
-from ..campaign.store import check_label, load_campaign
+from ..store.store import check_label, load_campaign
 from ..errors import UsageError
 from ..scenario import KEYS_HELP
 from ..targets.base import BUILTIN, target_entry

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..version import __version__
-from ..campaign import utc_now
+from ..store.store import utc_now
 from .._bounded import (describe_path, open_regular_if_exists, path_kind, read_bytes_bounded,
                         write_atomic)
 from ..errors import DataError, UsageError

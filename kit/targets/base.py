@@ -19,7 +19,7 @@ import dataclasses
 import importlib
 from typing import Any, Callable, Protocol, Sequence
 
-from ..campaign.meta import RunSetup
+from ..store.meta import RunSetup
 from ..errors import UsageError
 from ..records import LaunchRecord
 from ..scenario import Scenario
@@ -54,7 +54,7 @@ class PreparedTarget:
         learned: the ``build`` keys ``finish`` returns: a resumed campaign may learn other
             values for them (they are not part of the setup a resume must match).
 
-    :attr:`setup` is the typed view of ``options`` (:class:`kit.campaign.meta.RunSetup`)
+    :attr:`setup` is the typed view of ``options`` (:class:`kit.store.meta.RunSetup`)
     that the session reads (whether a witness or a detector watched the launches).
     """
 

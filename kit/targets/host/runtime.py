@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..._bounded import describe_path
-from ...campaign import utc_now
+from ...store.store import utc_now
 from ...errors import InfraError, UsageError
 from ...modelset import ModelSet, cache_dir
 from ...scenario import Scenario

@@ -1,6 +1,6 @@
 """A campaign directory: ``campaign.json``, ``launches.jsonl`` and ``artifacts/`` (docs/design.md).
 
-* ``campaign.json`` (:mod:`kit.campaign.meta`): label, target, scenario, planned launches,
+* ``campaign.json`` (:mod:`kit.store.meta`): label, target, scenario, planned launches,
   devices, build provenance, tool versions, options, the rule. Complete from the moment it
   is made, rewritten atomically.
 * ``launches.jsonl``: one :class:`~kit.records.LaunchRecord` per line, each written whole in
@@ -470,7 +470,7 @@ def prepare_store(out: str | os.PathLike[str], *, label: str, target: str,
 def new_meta(*, label: str, target: str, scenario: Scenario, launches: int,
              extra: dict[str, Any] | None = None) -> CampaignMeta:
     """The ``campaign.json`` of a new campaign, made now with this kit's tool versions;
-    ``extra`` as :func:`kit.campaign.meta.merged_meta` takes it."""
+    ``extra`` as :func:`kit.store.meta.merged_meta` takes it."""
     meta = CampaignMeta(label=check_label(label), target=target, scenario=scenario.key(),
                         scenario_description=scenario.describe(), launches=launches,
                         created_at=utc_now(), tools=tool_versions())
@@ -486,7 +486,7 @@ def create_campaign(store: CampaignStore, meta: CampaignMeta) -> None:
 
 
 def update_meta(store: CampaignStore, **changes: Any) -> CampaignMeta:
-    """Merge ``changes`` into ``campaign.json`` (see :func:`kit.campaign.meta.merged_meta`)
+    """Merge ``changes`` into ``campaign.json`` (see :func:`kit.store.meta.merged_meta`)
     and write it."""
     meta = merged_meta(store.read_meta(), changes)
     store.write_meta(meta)

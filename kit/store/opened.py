@@ -40,7 +40,7 @@ class OpenCampaign:
         self.meta = meta
 
     def update(self, **changes: Any) -> CampaignMeta:
-        """Merge ``changes`` into the meta (:func:`kit.campaign.meta.merged_meta`) and write
+        """Merge ``changes`` into the meta (:func:`kit.store.meta.merged_meta`) and write
         ``campaign.json`` whole; never reads it back."""
         assert self.meta is not None, "update() of a campaign not made yet"
         self.meta = merged_meta(self.meta, changes)
