@@ -69,7 +69,7 @@ class CalibrationRun:
 
 
 def _sources() -> dict[str, bytes]:
-    base = files("kit") / "detector" / "calibration"
+    base = files("kit") / "targets" / "host" / "detector" / "calibration"
     names = ["lazy_init.h", *(f"{v}.cpp" for v in VARIANTS)]
     return {name: (base / name).read_bytes() for name in names}
 

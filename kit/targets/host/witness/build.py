@@ -41,7 +41,7 @@ _SOURCE_NAME = "coldstart_witness.c"
 
 
 def _source() -> bytes:
-    return (files("kit") / "witness" / _SOURCE_NAME).read_bytes()
+    return (files("kit") / "targets" / "host" / "witness" / _SOURCE_NAME).read_bytes()
 
 
 def witness_supported(runtime: Runtime) -> tuple[bool, str | None]:
