@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kit.campaign.meta import CampaignMeta, write_meta
+from kit.store.meta import CampaignMeta, write_meta
 from kit.records import LaunchRecord, Outcome, SessionTiming
 
 GOAL_MB = 200

@@ -5,7 +5,7 @@ For each tool (drd, helgrind) it runs one host campaign per cell through the rea
 `coldstart run host --detector TOOL` (launches in parallel, one per core): concurrent and
 serial creates, models loaded from a path and from bytes, 2, 3 and 8 sessions (sessions=2
 uses infer=0: inference needs all three models). Then it prints the table: launches with an
-on-target race (``kit.detector.record_on_target``) with 95% Clopper-Pearson intervals
+on-target race (``kit.targets.host.detector.record_on_target``) with 95% Clopper-Pearson intervals
 (``kit.analysis.stats.rate``), launches whose answer is unknown, the median seconds per
 launch and the campaign's seconds per launch (its wall time over its launches, with the
 parallel launches).
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kit.campaign import load_campaign  # noqa: E402
-from kit.detector import record_on_target  # noqa: E402
+from kit.targets.host.detector import record_on_target  # noqa: E402
 from kit.analysis.stats import rate  # noqa: E402
 
 #: (mode, load, sessions); the first is the default scenario.
@@ -134,8 +134,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 def calibrate(out: Path, tools: list[str], runs: int, jobs: int) -> list[dict[str, Any]]:
     from concurrent.futures import ThreadPoolExecutor
 
-    from kit.detector import find_tool
-    from kit.detector.calibration import VARIANTS, build_calibration, run_calibration
+    from kit.targets.host.detector import find_tool
+    from kit.targets.host.detector.calibration import VARIANTS, build_calibration, run_calibration
     from kit.targets.host import load_runtime
 
     runtime = load_runtime()

@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 from kit.modelset import load_modelset  # noqa: E402
 from kit.scenario import parse_scenario  # noqa: E402
 from kit.targets.host import HostLauncher, load_runtime  # noqa: E402
-from kit.witness.build import witness_library  # noqa: E402
-from kit.witness.race import ENV_FILE  # noqa: E402
+from kit.targets.host.witness.build import witness_library  # noqa: E402
+from kit.targets.host.witness.race import ENV_FILE  # noqa: E402
 
 
 def shell_loop(launches: int, work: Path) -> float:

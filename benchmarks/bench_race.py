@@ -40,7 +40,7 @@ from kit.records import LaunchRecord, Outcome  # noqa: E402
 from kit.analysis.stats import Rate, rate  # noqa: E402
 from kit.analysis.verdict import RACE_WITNESSED  # noqa: E402
 
-#: (name, scenario, what it changes). Defaults are the production shape (DESIGN.md).
+#: (name, scenario, what it changes). Defaults are the production shape (docs/design.md).
 CONFIGS: tuple[tuple[str, str, str], ...] = (
     ("production", "", "concurrent x3, models from file paths (the default scenario)"),
     ("serial", "mode=serial", "control: the three creates one after another"),

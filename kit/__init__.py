@@ -7,7 +7,7 @@ The public API is re-exported here; modules starting with ``_`` are private.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__
 
 from .campaign import Campaign, LaunchContext, Launcher, load_campaign, run_campaign
 from .errors import ColdstartError, DataError, ExitCode, InfraError, UsageError

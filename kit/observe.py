@@ -1,6 +1,6 @@
 """One observation -> record path: what a target saw of one launch becomes the record's
 outcome, last phase and crash fields through one precedence table, the same for every target
-(DESIGN.md, "One outcome table").
+(docs/design.md, "One outcome table").
 
 A launcher gathers an :class:`Observation` (the launch's own protocol events, how the process
 ended, and any crash evidence that belongs to this launch's process and time window) and calls

@@ -245,7 +245,7 @@ class RacePayload(JsonView):
 @dataclasses.dataclass(frozen=True, eq=False)
 class DetectorPayload(JsonView):
     """``LaunchRecord.detector``: the race detector's answer for one host launch
-    (:func:`kit.detector.detector_payload`; docs/race.md, "The record").
+    (:func:`kit.targets.host.detector.detector_payload`; docs/race.md, "The record").
 
     Attributes:
         tool, version: ``drd`` or ``helgrind``, and valgrind's version.

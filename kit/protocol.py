@@ -1,6 +1,6 @@
 """The app <-> driver protocol: one ``COLDSTART {json}`` line per phase.
 
-Format (DESIGN.md, "App <-> driver protocol"; version 1):
+Format (docs/design.md, "App <-> driver protocol"; version 1):
 
 * a line holds the marker ``COLDSTART `` followed by one JSON object; anything before the
   marker (a logcat or unified-log prefix) is ignored, and so is trailing whitespace;

@@ -179,24 +179,27 @@ class Coldstart:
         Raises:
             pytest.fail: bad target options or input (the CLI's one-line message).
         """
-        from .campaign import load_campaign
+        from .campaign.request import Given, resolve_request
         from .campaign.session import CampaignRequest, run_session
         from .errors import ColdstartError
         from .redact import redact_text
-        from .scenario import parse_scenario
         from .analysis.summary import summarize
 
         out = self.out_root / label
         try:
             config, timeout, retry = _target_config(self.spec, extra, timeout_s)
+            resolved = resolve_request(
+                Given(scenario=scenario, label=label, launches=launches or self.launches),
+                None, out, default_launches=20, default_timeout_s=timeout)
             request = CampaignRequest(
-                target=self.spec.name, config=config, scenario=parse_scenario(scenario),
-                label=label, out=out, launches=launches or self.launches or 20,
-                timeout_s=timeout, retry=retry)
-            run_session(request, _Quiet())
+                target=self.spec.name, config=config, scenario=resolved.scenario,
+                label=resolved.label, out=out, launches=resolved.launches,
+                timeout_s=resolved.timeout_s, retry=retry)
+            result = run_session(request, _Quiet())
         except ColdstartError as exc:
             pytest.fail(f"coldstart: {redact_text(exc.one_line())}", pytrace=False)
-        campaign = load_campaign(out)
+        campaign = result.campaigns[0].campaign
+        assert campaign is not None
         reports: dict[str, Path] = {}
         if self.report_root is not None:
             from .report import write_reports
@@ -208,21 +211,24 @@ class Coldstart:
         return CampaignResult(campaign=campaign, summary=summary, reports=reports)
 
     def compare(self, baseline: CampaignResult, candidate: CampaignResult, *,
-                signature: str = "xnnpack-allocator-uaf", alpha: float = 0.05,
-                ceiling: float = 0.05) -> "Comparison":
-        """The verdict of ``candidate`` against ``baseline`` (:func:`kit.analysis.verdict.
-        compare_campaigns`); writes the comparison's reports when a report dir is set."""
-        from .analysis.verdict import VerdictSettings, compare_campaigns
+                signature: str | None = None, alpha: float | None = None,
+                ceiling: float | None = None) -> "Comparison":
+        """The verdict of ``candidate`` against ``baseline`` (:func:`kit.analysis.pair.
+        compare_pair`, as ``coldstart compare``: settings left out are the candidate's
+        rule's, else ``xnnpack-allocator-uaf``, 0.05, 0.05); writes the comparison's
+        reports when a report dir is set."""
+        from .analysis.pair import compare_pair
 
-        comparison = compare_campaigns(baseline.campaign, candidate.campaign,
-                                       VerdictSettings(signature=signature, alpha=alpha,
-                                                       ceiling=ceiling))
+        pair = compare_pair(baseline.campaign, candidate.campaign, signature=signature,
+                            alpha=alpha, ceiling=ceiling)
+        comparison = pair.comparison
         if self.report_root is not None:
             from .report import write_reports
 
             write_reports(self.report_root / self.spec.id /
                           f"{baseline.campaign.label}-vs-{candidate.campaign.label}",
-                          [baseline.campaign, candidate.campaign], comparison)
+                          [baseline.campaign, candidate.campaign], comparison,
+                          scans=pair.scans)
         self.record_property("coldstart_verdict", comparison.verdict.value)
         return comparison
 

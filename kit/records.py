@@ -1,4 +1,4 @@
-"""Launch records: one line of ``launches.jsonl`` per launch (DESIGN.md, "campaign").
+"""Launch records: one line of ``launches.jsonl`` per launch (docs/design.md, "campaign").
 
 A record is written by a target's launcher once the launch has ended and is never changed
 afterwards. The JSON shape (schema version :data:`RECORD_VERSION`) is the dict of
@@ -24,7 +24,7 @@ PERSISTENT_INFRA_KEY = "infra_persistent"
 
 
 class Outcome(str, enum.Enum):
-    """How a launch ended (DESIGN.md). Only ``infra-error`` is left out of every rate."""
+    """How a launch ended (docs/design.md). Only ``infra-error`` is left out of every rate."""
 
     COMPLETED = "completed"  #: reached ``done`` with outputs within tolerance
     CRASHED = "crashed"  #: the process died (native crash, abort, kill by signal)

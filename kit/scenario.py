@@ -1,7 +1,7 @@
 """Scenarios: what one launch does, encoded once as a ``coldstart://run?...`` URL.
 
 The same URL is the deep link the mobile apps are opened with and the argument the host
-workload takes (DESIGN.md, "Vocabulary"). Keys, their defaults and their ranges:
+workload takes (docs/design.md, "Vocabulary"). Keys, their defaults and their ranges:
 
 =========  ====================================  ==========================================
 key        default                               values
@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 class Phase(str, enum.Enum):
-    """The phases every app reports, in order (DESIGN.md). ``error`` is an event, not a
+    """The phases every app reports, in order (docs/design.md). ``error`` is an event, not a
     phase: the app reports it instead of the next phase when it catches a failure. A member
     compares equal to its string (``Phase.DONE == "done"``)."""
 

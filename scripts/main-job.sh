@@ -64,8 +64,8 @@ printf "\n== Debian's binary and the kit's baseline build, side by side\n"
 .venv/bin/python - "$out" <<'PY'
 import sys
 from pathlib import Path
-from kit.campaign.store import load_campaign
-from kit.detector.attribute import record_on_target
+from kit.store.store import load_campaign
+from kit.targets.host.detector.attribute import record_on_target
 from kit.records import Outcome
 for label in ("debian-concurrent", "baseline"):
     campaign = load_campaign(Path(sys.argv[1]) / label)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from kit.campaign import (CampaignStore, load_campaign, prepare_store, repair_campaign,
                           run_campaign)
-from kit.campaign.repair import RepairReport
+from kit.store.repair import RepairReport
 from kit.errors import DataError, InfraError, UsageError
 from kit.records import Outcome
 from kit.scenario import parse_scenario
@@ -290,7 +290,7 @@ def test_models_verify_refuses_a_device_and_an_expected_json_of_the_wrong_shape(
 
 def test_a_record_line_over_the_cap_is_refused_without_reading_it_whole(tmp_path: Path,
                                                                         monkeypatch) -> None:
-    import kit.campaign.store as store_mod
+    import kit.store.store as store_mod
 
     store = _campaign(tmp_path / "c", 1)
     monkeypatch.setattr(store_mod, "MAX_RECORD_BYTES", 1000)
@@ -551,7 +551,7 @@ def test_a_cut_line_note_names_the_campaign_directory_not_only_its_label(
 def test_a_fifo_left_where_a_rewrite_goes_never_blocks_it(tmp_path: Path) -> None:
     """campaign.json, launches.jsonl (repair) and the report manifest are rewritten through
     a ``.tmp`` file: a FIFO by that name is removed, not written into."""
-    from kit.campaign.meta import read_meta, write_meta
+    from kit.store.meta import read_meta, write_meta
 
     store = _campaign(tmp_path / "c", 2)
     os.mkfifo(store.path / "campaign.json.tmp")

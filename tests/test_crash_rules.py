@@ -14,7 +14,7 @@ from kit.errors import DataError
 DATA = Path(__file__).parent / "data" / "crashes"
 RULE = "onnxruntime-32461-xnnpack-allocator-uaf"
 
-# the three crash sites of BACKGROUND.md, on every platform and in every tool's output
+# the three crash sites of docs/design.md, on every platform and in every tool's output
 TARGETS = {
     "creation": ["android/tombstone-full-xnnpack-create.txt",
                  "android/logcat-studio-xnnpack-softmax.txt", "ios/xnnpack-create.ips",

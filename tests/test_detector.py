@@ -1,8 +1,8 @@
 """The race detector's XML reading, attribution and command-line checks (issue #12), on
 real tool output and without running the tool.
 
-tests/data/detector/*.xml are real XML files: the calibration programs (kit/detector/
-calibration) run by `kit.detector.calibration.run_calibration` under valgrind 3.24.0 from the
+tests/data/detector/*.xml are real XML files: the calibration programs (kit/targets/host/detector/
+calibration) run by `kit.targets.host.detector.calibration.run_calibration` under valgrind 3.24.0 from the
 Debian 13 root (helgrind and DRD), on the machine of the first detector runs. The racy
 program's statics are at 0x48050e0 (the xnn_allocator wrapper, 48 bytes) and 0x48051b0 (the
 AllocatorPtr, 16 bytes) in those runs: the program printed them, and helgrind's own data
@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from kit.detector import (ALLOCATOR_PTR, WRAPPER, check_tool_name, detector_payload,
+from kit.targets.host.detector import (ALLOCATOR_PTR, WRAPPER, check_tool_name, detector_payload,
                           read_report, record_on_target)
-from kit.detector import report as report_module
-from kit.detector.attribute import overlapping_target
-from kit.detector.report import Race, ToolReport, parse_report_bytes
-from kit.detector.statics import LibraryInfo, _pairs, allocator_ptr_offset
+from kit.targets.host.detector import report as report_module
+from kit.targets.host.detector.attribute import overlapping_target
+from kit.targets.host.detector.report import Race, ToolReport, parse_report_bytes
+from kit.targets.host.detector.statics import LibraryInfo, _pairs, allocator_ptr_offset
 from kit.errors import UsageError
 from kit.records import LaunchRecord, Outcome
-from kit.witness.race import RaceObservation, WitnessCall, parse_witness
+from kit.targets.host.witness.race import RaceObservation, WitnessCall, parse_witness
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "detector"

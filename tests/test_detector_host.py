@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from kit.campaign import LaunchContext, load_campaign
-from kit.detector import Detector, ensure_tool, find_tool, record_on_target
-from kit.detector.tool import debuginfo_dir
-from kit.detector.calibration import EXPECTED, VARIANTS, build_calibration, run_calibration
+from kit.targets.host.detector import Detector, ensure_tool, find_tool, record_on_target
+from kit.targets.host.detector.tool import debuginfo_dir
+from kit.targets.host.detector.calibration import EXPECTED, VARIANTS, build_calibration, run_calibration
 from kit.modelset import load_modelset
 from kit.records import Outcome
 from kit.scenario import parse_scenario
 from kit.targets.host import HostLauncher, load_runtime
-from kit.witness import witness_library
+from kit.targets.host.witness import witness_library
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.host, pytest.mark.slow]
@@ -107,7 +107,7 @@ def test_serial_launch_has_no_race_on_the_statics(runtime, tmp_path):
 
 def test_a_tool_that_dies_is_an_infra_error(runtime, tmp_path):
     # helgrind without the root's glibc debug information: the real failure of running a
-    # root's valgrind from the host (kit/detector/tool.py): it aborts at the first join
+    # root's valgrind from the host (kit/targets/host/detector/tool.py): it aborts at the first join
     detector = Detector("helgrind", runtime)
     detector.install = dataclasses.replace(detector.install, options=())
     launcher = HostLauncher(runtime, load_modelset(None), witness=witness_library(runtime),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kit.campaign import load_campaign
-from kit.detector import record_on_target
+from kit.targets.host.detector import record_on_target
 from kit.errors import UsageError
 from kit.records import Outcome
 from kit.targets.host import load_runtime

@@ -27,7 +27,7 @@ from kit.analysis.sequential import InterleavedRule, SprtDesign
 from kit.campaign.interleave import Arm, run_interleaved
 from kit.analysis.summary import summarize
 from kit.targets import host
-from kit.analysis.verdict import VerdictSettings, count_target
+from kit.analysis.verdict import VerdictSettings, count_events
 from tests.test_report import check_html_renders_its_plots
 from tests.test_summary import counts, make_campaign
 
@@ -224,8 +224,8 @@ def test_interleaved_pair_with_real_launchers(tmp_path: Path) -> None:
     assert result.why.startswith("fixed")
     # ABAB until 3/3 settles the comparison (Fisher's test and the e-value) against 0/6,
     # where a clean candidate can first end fixed; then the candidate alone up to 6
-    assert count_target(result.baseline_records, SIG) == (3, 3)
-    assert count_target(result.candidate_records, SIG) == (0, 6)
+    assert count_events(result.baseline_records, SIG) == (3, 3)
+    assert count_events(result.candidate_records, SIG) == (0, 6)
     order = sorted([*result.baseline_records, *result.candidate_records],
                    key=lambda r: r.started_at)
     assert [r.label[0] for r in order] == list("bcbcbcccc")

@@ -1,4 +1,4 @@
-"""Statistics: known values from BACKGROUND.md / issue #4, and cross-checks of every shortcut
+"""Statistics: known values from docs/design.md / issue #4, and cross-checks of every shortcut
 against scipy's own tests or a brute-force enumeration."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import pytest
 
 from kit.errors import UsageError
 from kit.analysis.verdict import (HEAP_ADVICE, Verdict, VerdictSettings, compare_campaigns, decide,
-                         is_target)
+                         is_event)
 from tests.test_summary import counts, make_campaign, record
 
 
@@ -193,8 +193,8 @@ def test_race_witnessed_target_counts_launches_with_a_witness(tmp_path: Path) ->
     assert (c.baseline.events, c.baseline.eligible, c.baseline.counted) == (8, 20, 25)
     assert c.verdict is Verdict.FIXED
     assert any("5 b launches had no race witness" in n for n in c.notes)
-    assert is_target(base.records[0], "race-witnessed")
-    assert not is_target(base.records[0], "xnnpack-allocator-uaf")
+    assert is_event(base.records[0], "race-witnessed")
+    assert not is_event(base.records[0], "xnnpack-allocator-uaf")
 
 
 def test_an_interrupted_campaign_is_said(tmp_path: Path) -> None:
@@ -331,7 +331,7 @@ def test_one_build_under_two_scenarios_is_judged_as_the_scenario_change(tmp_path
 
 
 def test_race_detected_counts_launches_the_detector_judged(tmp_path: Path) -> None:
-    from kit.analysis.verdict import count_target, is_eligible
+    from kit.analysis.verdict import count_events, is_eligible
 
     def judged(label: str, i: int, on_target, *, races=None, in_extra=True):
         payload = {"tool": "tsan", "races": races if races is not None else
@@ -346,8 +346,8 @@ def test_race_detected_counts_launches_the_detector_judged(tmp_path: Path) -> No
     base_recs = ([judged("b", i, True) for i in range(6)] + [judged("b", 6 + i, False)
                                                             for i in range(14)]
                  + [judged("b", 20 + i, None) for i in range(4)] + [record("b", 24)])
-    assert count_target(base_recs, "race-detected") == (6, 20)
-    assert is_target(base_recs[0], "race-detected")
+    assert count_events(base_recs, "race-detected") == (6, 20)
+    assert is_event(base_recs[0], "race-detected")
     assert not is_eligible(base_recs[20], "race-detected")  # unknown: left out
     assert not is_eligible(base_recs[24], "race-detected")  # no detector at all
     base = make_campaign(tmp_path, "b", base_recs)

@@ -19,7 +19,7 @@ import pytest
 from kit.campaign import load_campaign
 from kit.records import Outcome
 from kit.targets.host import load_runtime
-from kit.witness import (ENV_FILE, OFF_REASON, STATIC_REASON, build_witness, parse_witness,
+from kit.targets.host.witness import (ENV_FILE, OFF_REASON, STATIC_REASON, build_witness, parse_witness,
                          read_witness_file, witness_library)
 from tests.conftest import coldstart
 from tests.conftest import one_line_error as _one_line_error

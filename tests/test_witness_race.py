@@ -1,7 +1,7 @@
-"""Race witness output -> ``LaunchRecord.race`` (kit/witness/race.py).
+"""Race witness output -> ``LaunchRecord.race`` (kit/targets/host/witness/race.py).
 
 The fixtures in tests/data/witness/ are real witness files from host launches on Debian's
-onnxruntime 1.21 (the workload preloaded with kit/witness/coldstart_witness.c):
+onnxruntime 1.21 (the workload preloaded with kit/targets/host/witness/coldstart_witness.c):
 ``race-witnessed.jsonl`` is a launch where two allocator contexts reached xnn_initialize
 (benchmark launch pair-verbose-00079, which then crashed in xnn_delete_operator),
 ``no-race.jsonl`` a production-shape launch where all three calls carried the same one.
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kit.witness import (OFF_REASON, STATIC_REASON, STDERR_PREFIX, parse_witness,
+from kit.targets.host.witness import (OFF_REASON, STATIC_REASON, STDERR_PREFIX, parse_witness,
                          read_witness_file, unavailable)
 
 DATA = Path(__file__).resolve().parent / "data" / "witness"
@@ -128,7 +128,7 @@ def test_parser_never_raises(text: list[str]) -> None:
 def test_a_witness_file_that_is_a_fifo_or_device_is_refused_not_read(tmp_path) -> None:
     import os
 
-    from kit.witness.race import read_witness_file
+    from kit.targets.host.witness.race import read_witness_file
 
     fifo = tmp_path / "witness.jsonl"
     os.mkfifo(fifo)

@@ -26,8 +26,9 @@ from .stats import (Rate, StratumTable, holm, lower_rate_test, rate, significant
 from .summary import unfinished_note
 from .target import left_out_text
 
-__all__ = ["ArmResult", "DeviceResult", "MovedCrash", "Comparison", "compare_campaigns",
-           "option_differences", "MAX_NOTES", "cap_notes", "build_identity"]
+__all__ = ["ArmResult", "DeviceResult", "MovedCrash", "Check", "Comparison",
+           "compare_campaigns", "option_differences", "MAX_NOTES", "cap_notes",
+           "build_identity", "checks_of"]
 
 #: ``campaign.json`` build fields that name the bytes of a build: the host's onnxruntime
 #: library, an Android APK
@@ -111,6 +112,26 @@ class MovedCrash:
 
 
 @dataclasses.dataclass(frozen=True)
+class Check:
+    """One condition a ``fixed`` (or ``removed``) verdict needs, as every renderer shows it.
+
+    Attributes:
+        name: what is checked (``positive control: the baseline reproduced X``).
+        passed: whether it holds.
+        problem: why it does not (``None`` when it passed).
+        detail: the figures behind it (a rate, the p-values).
+    """
+
+    name: str
+    passed: bool
+    problem: str | None
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
 class Comparison:
     """A baseline-vs-candidate comparison (what ``coldstart compare`` prints and writes).
 
@@ -124,6 +145,7 @@ class Comparison:
         moved: classes whose rate rose in the candidate.
         notes: scenario differences and other caveats, in words (at most
             :data:`MAX_NOTES`, the last one counting the rest).
+        checks: the conditions of the verdict with pass or fail (:func:`checks_of`).
     """
 
     decision: Decision
@@ -134,6 +156,7 @@ class Comparison:
     stratified_p: float | None
     moved: tuple[MovedCrash, ...]
     notes: tuple[str, ...]
+    checks: tuple[Check, ...] = ()
 
     @property
     def verdict(self) -> Verdict:
@@ -147,7 +170,7 @@ class Comparison:
                 "candidate": self.candidate.to_dict(),
                 "devices": [d.to_dict() for d in self.devices],
                 "stratified_p": self.stratified_p, "moved": [m.to_dict() for m in self.moved],
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "checks": [c.to_dict() for c in self.checks]}
 
 
 def cap_notes(notes: Sequence[str], limit: int = MAX_NOTES) -> tuple[str, ...]:
@@ -376,7 +399,45 @@ def compare_campaigns(baseline: AnyCampaign, candidate: AnyCampaign,
                       kind=kind)
     moved = _moved(s_b, s_c, sig, settings.alpha)
     return Comparison(decision, settings, b_arm, c_arm, devices, stratified_p, moved,
-                      cap_notes(notes))
+                      cap_notes(notes), checks_of(decision, settings, b_arm, c_arm,
+                                                  stratified_p))
+
+
+def checks_of(decision: Decision, settings: VerdictSettings, baseline: ArmResult,
+              candidate: ArmResult, stratified_p: float | None = None) -> tuple[Check, ...]:
+    """The verdict's conditions (docs/verdict.md): the positive control (the baseline showed
+    the target), the exact test (the candidate's rate lower at ``alpha``), the ceiling (the
+    candidate's one-sided upper bound below it) and the same scenario on both sides."""
+    from .decide import p_text
+
+    sig, alpha, ceiling = settings.signature, settings.alpha, settings.ceiling
+    p, test = decision.p, decision.test
+    figures = "-"
+    if p is not None:
+        fisher = test.fisher_p if test is not None else None
+        boschloo = test.boschloo_p if test is not None else None
+        figures = (f"p = {p_text(p)} ({test.method if test is not None else '-'}); Fisher "
+                   f"p = {'-' if fisher is None else p_text(fisher)}, Boschloo p = "
+                   f"{'-' if boschloo is None else p_text(boschloo)}"
+                   + (f", stratified p = {p_text(stratified_p)}"
+                      if stratified_p is not None else ""))
+    upper = decision.candidate_upper
+    same = baseline.scenario == candidate.scenario
+    return (
+        Check(f"positive control: the baseline reproduced {sig}", baseline.events > 0,
+              None if baseline.events else
+              f"the baseline never showed {sig} ({baseline.events}/{baseline.eligible})",
+              baseline.rate.text()),
+        Check(f"candidate's {sig} rate lower than the baseline's (alpha {alpha})",
+              p is not None and significant(p, alpha),
+              None if p is not None and significant(p, alpha) else
+              f"not shown lower (p = {'-' if p is None else p_text(p)})", figures),
+        Check(f"candidate's {sig} rate below the {ceiling:g} ceiling", upper < ceiling,
+              None if upper < ceiling else
+              f"upper bound {upper:.4g} at {1 - alpha:.0%} is not below {ceiling:g}",
+              candidate.rate.text()),
+        Check("same scenario in both campaigns", same, None if same else
+              f"baseline {baseline.scenario} vs candidate {candidate.scenario}", ""))
 
 
 def _devices(s_b: Scan, s_c: Scan, notes: list[str]

@@ -40,7 +40,7 @@ __all__ = ["MIN_FRACTION", "Verdict", "VerdictSettings", "Decision", "Needed", "
 
 #: what a comparison is about: two builds, or one build under two scenarios (or options)
 BUILD, SCENARIO, NO_CHANGE = "build", "scenario", "none"
-#: What to do when the baseline never reproduces the target (BACKGROUND.md).
+#: What to do when the baseline never reproduces the target (docs/design.md).
 #: the smallest rate, error rate or ceiling accepted: no launch count could show a smaller one
 #: (plans need ~1/rate launches; 1e-9 already needs more than 10 million)
 MIN_FRACTION = 1e-9
@@ -52,7 +52,7 @@ HEAP_ADVICE = ("make the baseline crash first: enable heap poisoning (MallocScri
 
 
 class Verdict(str, enum.Enum):
-    """The verdicts (DESIGN.md). ``fixed``/``not-fixed`` compare two builds;
+    """The verdicts (docs/design.md). ``fixed``/``not-fixed`` compare two builds;
     ``removed``/``not-removed`` compare two scenarios of one build (a workaround)."""
 
     FIXED = "fixed"

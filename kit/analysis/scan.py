@@ -18,10 +18,10 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Union
 
-from ..campaign import Campaign, CampaignStore
-from ..campaign.meta import CampaignMeta
+from ..store.store import Campaign, CampaignStore
+from ..store.meta import CampaignMeta
 from ..records import LaunchRecord, Outcome
-from .target import detector_of, is_eligible, is_target
+from .target import detector_of, is_eligible, is_event
 
 __all__ = ["CampaignSource", "AnyCampaign", "open_campaign", "records_of", "Scan",
            "scan_campaign", "OUTCOME_ORDER", "MAX_LISTED", "example_frames", "NO_PHASE"]
@@ -205,7 +205,7 @@ class Scan:
             counts = self.target_by_device.setdefault(r.device, [0, 0])
             if is_eligible(r, self.signature):
                 counts[1] += 1
-                counts[0] += is_target(r, self.signature)
+                counts[0] += is_event(r, self.signature)
 
     def _race(self, r: LaunchRecord, crashed: bool) -> None:
         race = r.race

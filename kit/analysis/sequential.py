@@ -44,7 +44,7 @@ import math
 import os
 from typing import Any, Protocol, Sequence
 
-from ..campaign import Campaign, load_campaign
+from ..store.store import Campaign, load_campaign
 from ..errors import UsageError
 from ..records import LaunchRecord
 from ..scenario import parse_scenario
@@ -52,7 +52,7 @@ from .anytime import e_reaches
 from .decide import Verdict, VerdictSettings, decide
 from .sprt import OperatingPoint, SprtDesign, SprtState, _bound_below
 from .stats import _first_true, fisher_p_vector, significant
-from .target import DEFAULT_SIGNATURE, count_target
+from .target import DEFAULT_SIGNATURE, count_events
 
 __all__ = ["StopRule", "InterleavedRule", "Side", "make_stop_rule", "interleave",
            "sequential_fixed", "SprtState", "SprtDesign", "OperatingPoint", "COMPARISON",
@@ -85,7 +85,7 @@ class StopRule:
 
     def decision(self, records: Sequence[LaunchRecord]) -> tuple[bool, str]:
         """``(stop, why)`` for the candidate's ``records``."""
-        return self.decision_counts(*count_target(records, self.settings.signature))
+        return self.decision_counts(*count_events(records, self.settings.signature))
 
     def out_of_reach(self, x_c: int) -> bool:
         """Whether ``fixed`` cannot be reached within ``max_launches`` any more: even with
@@ -176,7 +176,7 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
                              f"positive control, so --until-verdict could never stop with "
                              f"fixed", "give a baseline campaign run with inject=none")
     records = baseline.records if isinstance(baseline, Campaign) else list(baseline)
-    x_b, n_b = count_target(records, settings.signature)
+    x_b, n_b = count_events(records, settings.signature)
     if x_b == 0:
         raise UsageError(f"the baseline never reproduced {settings.signature} ({x_b}/{n_b} "
                          f"launches), so --until-verdict could never stop with fixed",

@@ -14,7 +14,7 @@ import dataclasses
 import statistics
 from typing import Any, Iterable, Sequence
 
-from ..campaign.meta import CampaignMeta
+from ..store.meta import CampaignMeta
 from ..errors import ColdstartError
 from ..records import LaunchRecord
 from ..scenario import parse_scenario
@@ -343,7 +343,7 @@ def summarize(campaign_or_records: AnyCampaign | Iterable[LaunchRecord],
     Returns:
         A :class:`CampaignSummary`.
     """
-    from ..campaign import Campaign
+    from ..store.store import Campaign
 
     if isinstance(campaign_or_records, (Campaign, CampaignSource)):
         campaign = campaign_or_records

@@ -1,7 +1,8 @@
-"""Target events: what counts as the target in a launch, which launches enter its rate, and
-the tier of evidence a target is (docs/verdict.md, "The target").
+"""Counted events: what a comparison counts in a launch (its ``--signature``), which launches
+enter its rate, and the tier of evidence it is (docs/verdict.md, "The target"; the word
+*target* alone names where launches run, docs/design.md "Vocabulary").
 
-A target is a crash class (``xnnpack-allocator-uaf``, ``other-native-crash``, ``abort``...,
+A counted event is a crash class (``xnnpack-allocator-uaf``, ``other-native-crash``, ``abort``...,
 a record's ``crash_class``), ``any-crash`` (outcome ``crashed``), ``race-witnessed`` (the
 host race witness of issue #8 saw two allocator contexts) or ``race-detected`` (a race
 detector, e.g. ThreadSanitizer or Helgrind, reported a data race on the allocator statics:
@@ -25,7 +26,7 @@ from ..scenario import PHASES
 
 __all__ = ["DEFAULT_SIGNATURE", "RACE_WITNESSED", "RACE_DETECTED", "ANY_CRASH", "MECHANISM",
            "FAILURE", "tier", "tier_text", "detector_of", "detector_on_target",
-           "check_signature", "is_eligible", "is_target", "count_target", "left_out_text",
+           "check_signature", "is_eligible", "is_event", "count_events", "left_out_text",
            "none_eligible_text"]
 
 DEFAULT_SIGNATURE = "xnnpack-allocator-uaf"
@@ -95,13 +96,13 @@ def is_eligible(record: LaunchRecord, signature: str) -> bool:
         return record.race is not None and record.race.available
     if signature == RACE_DETECTED:
         return detector_on_target(record) is not None
-    if signature == ANY_CRASH or is_target(record, signature):
+    if signature == ANY_CRASH or is_event(record, signature):
         return True
     return record.last_phase in PHASES[1:]
 
 
-def is_target(record: LaunchRecord, signature: str) -> bool:
-    """Whether ``record`` shows the target ``signature`` (see the module doc)."""
+def is_event(record: LaunchRecord, signature: str) -> bool:
+    """Whether ``record`` shows the counted event ``signature`` (see the module doc)."""
     if signature == RACE_WITNESSED:
         return record.race is not None and record.race.witnessed
     if signature == RACE_DETECTED:
@@ -111,13 +112,14 @@ def is_target(record: LaunchRecord, signature: str) -> bool:
     return record.crash_class == signature
 
 
-def count_target(records: Iterable[LaunchRecord], signature: str) -> tuple[int, int]:
-    """``(events, eligible launches)`` of the target among ``records`` (streamed once)."""
+def count_events(records: Iterable[LaunchRecord], signature: str) -> tuple[int, int]:
+    """``(events, eligible launches)`` of the counted event ``signature`` among ``records``
+    (streamed once)."""
     events = eligible = 0
     for record in records:
         if is_eligible(record, signature):
             eligible += 1
-            events += is_target(record, signature)
+            events += is_event(record, signature)
     return events, eligible
 
 

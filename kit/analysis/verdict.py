@@ -21,12 +21,12 @@ from .compare import (ArmResult, Comparison, DeviceResult, MovedCrash, build_ide
 from .decide import (BUILD, HEAP_ADVICE, MIN_FRACTION, NO_CHANGE, SCENARIO, Decision, Needed, Verdict,
                      VerdictSettings, clean_launches_to_fixed, decide, p_text)
 from .target import (ANY_CRASH, DEFAULT_SIGNATURE, FAILURE, MECHANISM, RACE_DETECTED,
-                     RACE_WITNESSED, check_signature, count_target, is_eligible, is_target,
+                     RACE_WITNESSED, check_signature, count_events, is_eligible, is_event,
                      tier, tier_text)
 
 __all__ = ["MIN_FRACTION", "Verdict", "VerdictSettings", "Decision", "Needed", "ArmResult", "DeviceResult",
-           "MovedCrash", "Comparison", "decide", "compare_campaigns", "is_target",
-           "is_eligible", "count_target", "check_signature", "DEFAULT_SIGNATURE",
+           "MovedCrash", "Comparison", "decide", "compare_campaigns", "is_event",
+           "is_eligible", "count_events", "check_signature", "DEFAULT_SIGNATURE",
            "RACE_WITNESSED", "RACE_DETECTED", "ANY_CRASH", "MECHANISM", "FAILURE", "tier",
            "tier_text", "HEAP_ADVICE", "option_differences", "p_text", "cap_notes",
            "build_identity", "clean_launches_to_fixed", "BUILD", "SCENARIO", "NO_CHANGE"]

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from .loop import (CampaignObserver, LaunchContext, Launcher, RetryPolicy, abandoned_slots,
                    run_campaign)
-from .meta import SCHEMA_VERSION, CampaignMeta, PairMeta, RuleMeta, read_meta, write_meta
-from .store import (LABEL_RE, LOCK_NAME, Campaign, CampaignStore, check_label, check_out_dir,
+from ..store.meta import SCHEMA_VERSION, CampaignMeta, PairMeta, RuleMeta, read_meta, write_meta
+from ..store.store import (LABEL_RE, LOCK_NAME, Campaign, CampaignStore, check_label, check_out_dir,
                     iter_campaign_dirs, launch_id_for, load_campaign, prepare_store,
                     tool_versions, update_meta, utc_now)
-from .repair import RepairReport, repair_campaign
+from ..store.repair import RepairReport, repair_campaign
 
 __all__ = ["Campaign", "CampaignStore", "CampaignMeta", "RuleMeta", "PairMeta",
            "LaunchContext", "Launcher", "CampaignObserver", "RetryPolicy", "run_campaign",

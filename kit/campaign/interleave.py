@@ -1,37 +1,22 @@
 """Interleaved campaigns: two builds' campaigns run alternately (ABAB...), one round of
 launches per launcher set, under :class:`kit.analysis.sequential.InterleavedRule`
-(docs/verdict.md, "Interleaving baseline and candidate")."""
+(docs/verdict.md, "Interleaving baseline and candidate"). :class:`InterleavedSchedule`
+only picks which build runs next; :func:`kit.campaign.loop.run_arms` makes the launches and
+keeps each build's retry budget and persistent-infra stop for the whole run."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import Sequence
 
-from ..analysis.sequential import InterleavedRule, interleave
-from ..analysis.verdict import count_target
+from ..analysis.sequential import InterleavedRule
+from ..analysis.target import DEFAULT_SIGNATURE
+from ..analysis.verdict import count_events
 from ..records import LaunchRecord
-from ..scenario import Scenario
-from .loop import CampaignObserver, Launcher, run_campaign
-from .store import CampaignStore
+from .loop import Arm, CampaignObserver, Step, run_arms
 
-__all__ = ["Arm", "InterleavedResult", "run_interleaved"]
-
-
-@dataclasses.dataclass
-class Arm:
-    """One build's side of an interleaved run: what :func:`kit.campaign.run_campaign` needs.
-
-    ``launches`` is this build's maximum; ``records`` is updated as the run goes.
-    """
-
-    store: CampaignStore
-    records: list[LaunchRecord]
-    launchers: Sequence[Launcher]
-    label: str
-    scenario: Scenario
-    launches: int
-    timeout_s: float
-    max_attempts: int = 3
+__all__ = ["Arm", "InterleavedResult", "InterleavedSchedule", "run_interleaved"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,60 +28,73 @@ class InterleavedResult:
     why: str
 
 
-class _RecordsOnly:
-    """Forwards ``recorded`` and reports ``started`` once for the whole interleaved run."""
+class InterleavedSchedule:
+    """Rounds of ``[baseline, candidate]``: at the start of each round ``rule`` says which
+    build still needs launches (without a rule, both until their ``launches``); each chosen
+    build makes one launch per launcher in its step. The run ends when neither needs more,
+    both reach their ``launches``, the baseline reaches its ``launches`` without an event of
+    the rule's signature (no positive control), or the loop halted a build (its infra budget
+    spent, a persistent infra error): then the comparison cannot go on, and the run stops
+    with the other build's slots left for ``--resume``."""
 
-    def __init__(self, inner: CampaignObserver | None, total: int, done: int) -> None:
-        self.inner = inner
-        if inner is not None:
-            inner.started(total, done)
+    def __init__(self, rule: InterleavedRule | None) -> None:
+        self.rule = rule
+        self._round: collections.deque[Arm] = collections.deque()
 
-    def started(self, total: int, done: int) -> None:
-        pass
+    def settled(self, arm: Arm) -> bool:
+        return False  # the rule is asked between rounds, never inside one
 
-    def recorded(self, record: LaunchRecord) -> None:
-        if self.inner is not None:
-            self.inner.recorded(record)
+    def next_step(self, arms: Sequence[Arm]) -> Step | str:
+        baseline, candidate = arms
+        for role, arm in (("baseline", baseline), ("candidate", candidate)):
+            if arm.halted is not None:
+                return f"the {role} ({arm.label}) stopped: {arm.halted}"
+        if not self._round:
+            chosen = self._next_round(baseline, candidate)
+            if isinstance(chosen, str):
+                return chosen
+            self._round.extend(chosen)
+        arm = self._round.popleft()
+        return Step(arm, min(arm.launches, arm.slots + len(arm.launchers)))
 
-
-@dataclasses.dataclass
-class _CampaignSide:
-    arm: Arm
-    watcher: CampaignObserver
-
-    @property
-    def slots(self) -> int:
-        return 1 + max((r.index for r in self.arm.records), default=-1)
-
-    @property
-    def launches(self) -> int:
-        return self.arm.launches
-
-    def counts(self, signature: str) -> tuple[int, int]:
-        return count_target(self.arm.records, signature)
-
-    def step(self) -> None:
-        arm = self.arm
-        arm.records = run_campaign(
-            arm.store, arm.records, arm.launchers, label=arm.label, scenario=arm.scenario,
-            launches=min(arm.launches, self.slots + len(arm.launchers)),
-            timeout_s=arm.timeout_s, max_attempts=arm.max_attempts, observer=self.watcher)
+    def _next_round(self, baseline: Arm, candidate: Arm) -> list[Arm] | str:
+        rule = self.rule
+        sig = rule.settings.signature if rule is not None else DEFAULT_SIGNATURE
+        need_b = need_c = True
+        why = "both builds reached their launches"
+        if rule is not None:
+            x_b, n_b = count_events(baseline.records, sig)
+            need_b, need_c, why = rule.needs_counts(x_b, n_b,
+                                                    *count_events(candidate.records, sig))
+            if not (need_b or need_c):
+                return why
+            if baseline.slots >= baseline.launches and x_b == 0:
+                return (f"the baseline never reproduced {sig} in its {baseline.launches} "
+                        f"launches (no positive control)")
+        chosen = [arm for arm, need in ((baseline, need_b), (candidate, need_c))
+                  if need and arm.slots < arm.launches]
+        if chosen:
+            return chosen
+        if rule is None:
+            return why
+        full = [arm.slots >= arm.launches for arm in (baseline, candidate)]
+        if all(full):
+            return f"both builds reached their launches ({why})"
+        which, arm = ("baseline", baseline) if full[0] else ("candidate", candidate)
+        return (f"the {which} reached its {arm.launches} launches and the other build "
+                f"needs no more ({why})")
 
 
 def run_interleaved(baseline: Arm, candidate: Arm, rule: InterleavedRule | None = None, *,
                     observer: CampaignObserver | None = None) -> InterleavedResult:
-    """Run two campaigns alternately (ABAB...), each round one launch per launcher of a
-    build, until ``rule`` says neither build needs more or both reach their ``launches``
-    (see :func:`interleave`).
+    """Run two campaigns alternately (ABAB...) under :class:`InterleavedSchedule`.
 
     Without a rule both builds run to their ``launches``, still interleaved (drift in the
-    devices then hits both builds alike). Each round is a :func:`kit.campaign.run_campaign`
-    call, so records, infra-error retries and ``--resume`` work as in a single campaign.
+    devices then hits both builds alike). Records, infra-error retries, the budget and
+    ``--resume`` work as in a single campaign (one :func:`kit.campaign.loop.run_arms`).
 
     Raises:
         KeyboardInterrupt: after the launches in flight are aborted (records are kept).
     """
-    counted = sum(1 for r in [*baseline.records, *candidate.records] if r.counted)
-    watcher = _RecordsOnly(observer, baseline.launches + candidate.launches, counted)
-    why = interleave(_CampaignSide(baseline, watcher), _CampaignSide(candidate, watcher), rule)
+    why = run_arms([baseline, candidate], InterleavedSchedule(rule), observer=observer)
     return InterleavedResult(baseline.records, candidate.records, why)

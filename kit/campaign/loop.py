@@ -1,5 +1,9 @@
-"""The campaign loop: one worker per launcher takes the next launch slot, makes the launch
-and appends its record at once (DESIGN.md, "campaign").
+"""The campaign loop, one for every arm of a run: a :class:`Schedule` picks the next step
+(all slots of one campaign, or alternating rounds of baseline and candidate,
+:mod:`kit.campaign.interleave`); in a step one worker per launcher takes the next launch
+slot, makes the launch and appends its record at once. The loop owns retry, backoff, the
+infra-error budget and the stop on a persistent infra error, per :class:`Arm` for the whole
+run (docs/design.md, "Campaign").
 
 Resume: indices ``0..launches-1`` each need one *counted* record (any outcome but
 ``infra-error``). Infra errors are retried up to ``max_attempts`` per index; a resumed
@@ -17,10 +21,10 @@ from typing import Any, Callable, Protocol, Sequence
 
 from ..records import PERSISTENT_INFRA_KEY, LaunchRecord, Outcome
 from ..scenario import Scenario
-from .store import CampaignStore, launch_id_for, utc_now
+from ..store.store import CampaignStore, launch_id_for, utc_now
 
-__all__ = ["LaunchContext", "Launcher", "CampaignObserver", "RetryPolicy", "run_campaign",
-           "abandoned_slots"]
+__all__ = ["LaunchContext", "Launcher", "CampaignObserver", "RetryPolicy", "Arm", "Step",
+           "Schedule", "CampaignSchedule", "run_arms", "run_campaign", "abandoned_slots"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +108,87 @@ class RetryPolicy:
         return self.budget if self.budget is not None else launches // 2 + 10
 
 
+@dataclasses.dataclass
+class Arm:
+    """One campaign as the loop drives it for the whole run (a single campaign is one arm;
+    an interleaved run has two, baseline and candidate).
+
+    The loop keeps here what must hold across every step of the run: the records
+    (``records``, the caller's list, grows as launches are recorded), the infra-error budget left
+    (``budget_left``), each launcher's infra errors in a row (for the backoff), and
+    ``halted``: why the loop stopped the arm (its budget spent, or a persistent infra error),
+    ``None`` while it may go on. ``launches`` is the arm's planned (or most) slots.
+    """
+
+    store: CampaignStore
+    records: list[LaunchRecord]
+    launchers: Sequence[Launcher]
+    label: str
+    scenario: Scenario
+    launches: int
+    timeout_s: float
+    retry: RetryPolicy = RetryPolicy()
+    budget_left: int = dataclasses.field(init=False)
+    halted: str | None = dataclasses.field(default=None, init=False)
+    in_a_row: dict[int, int] = dataclasses.field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.budget_left = self.retry.budget_for(self.launches)
+
+    @property
+    def slots(self) -> int:
+        """Launch slots started so far (1 + the highest index with a record)."""
+        return 1 + max((r.index for r in self.records), default=-1)
+
+    def counted_slots(self) -> int:
+        return len({r.index for r in self.records if r.counted})
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """What a :class:`Schedule` asks of the loop next: run ``arm``'s slots below ``upto``
+    that still need a counted record (retries first), one worker per launcher."""
+
+    arm: Arm
+    upto: int
+
+
+class Schedule(Protocol):
+    """Picks the next step of a run (the shape of pytest-xdist's ``Scheduling``: the loop
+    owns the workers and the per-arm policies, the schedule only chooses what runs next)."""
+
+    def next_step(self, arms: Sequence[Arm]) -> Step | str:
+        """The next step, or why the run ends (a halted arm included)."""
+        ...
+
+    def settled(self, arm: Arm) -> bool:
+        """Checked before the first launch of a step and after each record: True ends the
+        step at once (a sequential stopping rule)."""
+        ...
+
+
+class CampaignSchedule:
+    """All planned slots of one campaign, in one step, under an optional ``should_stop``
+    (called with all the records so far)."""
+
+    def __init__(self, should_stop: Callable[[list[LaunchRecord]], bool] | None = None
+                 ) -> None:
+        self.should_stop = should_stop
+        self._stepped = False
+
+    def next_step(self, arms: Sequence[Arm]) -> Step | str:
+        (arm,) = arms
+        if arm.halted is not None:
+            return f"{arm.label} stopped: {arm.halted}"
+        if self._stepped:
+            return f"{arm.label} reached its launches"
+        self._stepped = True
+        return Step(arm, arm.launches)
+
+    def settled(self, arm: Arm) -> bool:
+        return self.should_stop is not None and self.should_stop(list(arm.records))
+
+
 def _plan(records: Sequence[LaunchRecord], launches: int, max_attempts: int) -> list[tuple[
         int, int]]:
     """``(index, attempt)`` pairs still to run."""
@@ -160,21 +245,14 @@ def run_campaign(store: CampaignStore, records: list[LaunchRecord],
                  observer: CampaignObserver | None = None,
                  should_stop: Callable[[list[LaunchRecord]], bool] | None = None,
                  retry: RetryPolicy | None = None) -> list[LaunchRecord]:
-    """Run the launches the campaign still needs, one worker per launcher.
-
-    Each worker takes the next ``(index, attempt)``, makes the launch and appends the record
-    at once. An ``infra-error`` (returned, or a :class:`~kit.errors.ColdstartError` raised)
-    is recorded with its evidence and its slot is tried again first, up to
-    ``retry.max_attempts`` attempts in all, after the launcher's backoff; it never counts.
-    Past the retry budget the campaign stops (see :class:`RetryPolicy`), and so it does at
-    once after a persistent infra error (:data:`kit.records.PERSISTENT_INFRA_KEY`: a
-    resource limit every retry would meet); the rest is abandoned (exit 3, resume hint).
+    """Run the launches one campaign still needs: :func:`run_arms` with one :class:`Arm`
+    under a :class:`CampaignSchedule`.
 
     Args:
         store: from :func:`kit.campaign.prepare_store`.
         records: records already in the store (for resume).
         launchers: one per device; all run in parallel.
-        max_attempts: overrides ``retry.max_attempts`` (kept for callers of old).
+        max_attempts: overrides ``retry.max_attempts``.
         should_stop: called before the first launch and after each record with all records
             so far; True stops the campaign early (sequential stopping rules).
 
@@ -182,37 +260,70 @@ def run_campaign(store: CampaignStore, records: list[LaunchRecord],
         All records of the campaign, old and new.
 
     Raises:
-        KeyboardInterrupt: after aborting the launches in flight; finished records are kept.
-        InfraError: a record could not be written (:meth:`CampaignStore.append`).
+        As :func:`run_arms`.
     """
-    from ..errors import ColdstartError
-
     retry = retry or RetryPolicy()
     if max_attempts is not None:
         retry = dataclasses.replace(retry, max_attempts=max_attempts)
-    all_records = list(records)
-    todo = collections.deque(_plan(all_records, launches, retry.max_attempts))
+    arm = Arm(store, list(records), launchers, label, scenario, launches, timeout_s, retry)
+    run_arms([arm], CampaignSchedule(should_stop), observer=observer)
+    return arm.records
+
+
+def run_arms(arms: Sequence[Arm], schedule: Schedule, *,
+             observer: CampaignObserver | None = None) -> str:
+    """Run ``schedule``'s steps over ``arms`` until it says the run ends; return why.
+
+    In a step, each of the arm's launchers takes the next ``(index, attempt)``, makes the
+    launch and appends the record at once. An ``infra-error`` (returned, or a
+    :class:`~kit.errors.ColdstartError` raised) is recorded with its evidence and its slot is
+    tried again first, up to ``retry.max_attempts`` attempts in all, after the launcher's
+    backoff; it never counts. Each infra error spends one of the arm's budget for the whole
+    run (:class:`RetryPolicy`); past it, or at once after a persistent infra error
+    (:data:`kit.records.PERSISTENT_INFRA_KEY`: a resource limit every retry would meet), the
+    arm is halted (:attr:`Arm.halted`) and the schedule ends the run; the rest is abandoned
+    (exit 3, resume hint).
+
+    ``observer.started(total, done)`` is called once, with every arm's planned and counted
+    slots; ``observer.recorded`` once per record.
+
+    Raises:
+        KeyboardInterrupt: after aborting the launches in flight; finished records are kept.
+        InfraError: a record could not be written (:meth:`CampaignStore.append`).
+    """
     if observer is not None:
-        observer.started(launches, len({r.index for r in all_records if r.counted}))
+        observer.started(sum(a.launches for a in arms), sum(a.counted_slots() for a in arms))
+    while True:
+        step = schedule.next_step(arms)
+        if isinstance(step, str):
+            return step
+        _run_step(step, schedule, observer)
+
+
+def _run_step(step: Step, schedule: Schedule, observer: CampaignObserver | None) -> None:
+    """One step: the arm's launchers in parallel over its slots below ``step.upto``."""
+    from ..errors import ColdstartError
+
+    arm = step.arm
+    retry = arm.retry
+    todo = collections.deque(_plan(arm.records, step.upto, retry.max_attempts))
     stop = threading.Event()
-    if should_stop is not None and should_stop(list(all_records)):
-        stop.set()  # a resumed campaign that is already settled makes no launch
+    if schedule.settled(arm):
+        return  # a resumed campaign that is already settled makes no launch
     lock = threading.Lock()
     failures: list[BaseException] = []
-    budget = [retry.budget_for(launches)]
 
-    def work(launcher: Launcher) -> None:
-        in_a_row = 0
+    def work(slot: int, launcher: Launcher) -> None:
         while not stop.is_set():
             with lock:
                 if not todo:
                     return
                 index, attempt = todo.popleft()
-            launch_id = launch_id_for(label, index, attempt)
-            art_abs, art_rel = store.artifacts_dir(launch_id)
-            ctx = LaunchContext(scenario=scenario.with_id(launch_id), index=index,
-                                attempt=attempt, label=label, artifacts_dir=art_abs,
-                                artifacts_rel=art_rel, timeout_s=timeout_s)
+            launch_id = launch_id_for(arm.label, index, attempt)
+            art_abs, art_rel = arm.store.artifacts_dir(launch_id)
+            ctx = LaunchContext(scenario=arm.scenario.with_id(launch_id), index=index,
+                                attempt=attempt, label=arm.label, artifacts_dir=art_abs,
+                                artifacts_rel=art_rel, timeout_s=arm.timeout_s)
             started = utc_now()
             t0 = time.monotonic()
             try:
@@ -222,42 +333,51 @@ def run_campaign(store: CampaignStore, records: list[LaunchRecord],
                                        (time.monotonic() - t0) * 1000.0)
             if stop.is_set() and record.outcome is Outcome.INFRA_ERROR:
                 return  # aborted by Ctrl-C: not a real infra error, leave it to --resume
-            store.append(record)
+            arm.store.append(record)
             with lock:
-                all_records.append(record)
+                arm.records.append(record)
                 if observer is not None:
                     observer.recorded(record)
                 if record.outcome is Outcome.INFRA_ERROR:
-                    budget[0] -= 1
-                    if budget[0] < 0 or record.extra.get(PERSISTENT_INFRA_KEY):
-                        stop.set()  # the budget is spent, or every retry would fail alike
+                    arm.budget_left -= 1
+                    if record.extra.get(PERSISTENT_INFRA_KEY):
+                        arm.halted = arm.halted or (
+                            f"a persistent infra error (every retry would meet it): "
+                            f"{record.error or 'see ' + art_rel}")
+                    elif arm.budget_left < 0:
+                        arm.halted = arm.halted or (
+                            f"its infra-error budget ({retry.budget_for(arm.launches)}, "
+                            f"--infra-budget) is spent")
                     elif attempt < retry.max_attempts:
                         todo.appendleft((index, attempt + 1))
-                if should_stop is not None and should_stop(list(all_records)):
+                    if arm.halted is not None:
+                        stop.set()
+                if schedule.settled(arm):
                     stop.set()
             if record.outcome is Outcome.INFRA_ERROR:
-                in_a_row += 1
-                stop.wait(retry.delay_s(in_a_row))
+                arm.in_a_row[slot] = arm.in_a_row.get(slot, 0) + 1
+                stop.wait(retry.delay_s(arm.in_a_row[slot]))
             else:
-                in_a_row = 0
+                arm.in_a_row[slot] = 0
 
-    def guarded(launcher: Launcher) -> None:
+    def guarded(slot: int, launcher: Launcher) -> None:
         try:
-            work(launcher)
+            work(slot, launcher)
         except BaseException as exc:  # surfaced in the main thread
             failures.append(exc)
             stop.set()
 
+    launchers = list(arm.launchers)
     if len(launchers) == 1:
         try:
-            work(launchers[0])
+            work(0, launchers[0])
         except KeyboardInterrupt:
             stop.set()
             launchers[0].abort()
             raise
-        return all_records
-    threads = [threading.Thread(target=guarded, args=(lr,), daemon=True,
-                                name=f"launcher-{lr.device}") for lr in launchers]
+        return
+    threads = [threading.Thread(target=guarded, args=(i, lr), daemon=True,
+                                name=f"launcher-{lr.device}") for i, lr in enumerate(launchers)]
     for thread in threads:
         thread.start()
     try:
@@ -273,4 +393,3 @@ def run_campaign(store: CampaignStore, records: list[LaunchRecord],
         raise
     if failures:
         raise failures[0]
-    return all_records

@@ -10,14 +10,18 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 from ..analysis.sprt import SprtDesign
+from ..analysis.target import DEFAULT_SIGNATURE
 from ..analysis.verdict import VerdictSettings
 from ..errors import ExitCode
 from ..records import LaunchRecord
 from ..scenario import Scenario
 from .loop import RetryPolicy
+from ..store.meta import CampaignMeta, RuleMeta
+from ..store.store import Campaign
 
-__all__ = ["RuleRequest", "CampaignRequest", "SessionObserver", "CampaignResult",
-           "SessionResult", "compare_argv", "resume_command"]
+__all__ = ["RuleRequest", "CampaignRequest", "SessionObserver", "CampaignRun",
+           "SessionResult", "compare_argv", "resume_command", "Given", "Resolved",
+           "resolve_request", "resolve_rule", "RULE_DEFAULTS"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,8 +97,9 @@ class SessionObserver(Protocol):
 
 
 @dataclasses.dataclass(frozen=True)
-class CampaignResult:
-    """How one campaign of the session ended.
+class CampaignRun:
+    """How one campaign of the session ran (the pytest plugin's
+    :class:`kit.pytest_plugin.CampaignResult` is what a test gets back, with assertions).
 
     Attributes:
         path, label: the campaign.
@@ -103,6 +108,8 @@ class CampaignResult:
         abandoned: planned slots without one (every attempt an infra error, the retry
             budget spent, or an unfinished rule-less run); 0 when its rule ended the run.
         infra_errors: infra-error records made in this session.
+        campaign: the campaign as the session left it (meta and records in memory: a
+            renderer needs no second read).
     """
 
     path: Path
@@ -111,6 +118,7 @@ class CampaignResult:
     counted: int
     abandoned: int
     infra_errors: int
+    campaign: Campaign | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +127,7 @@ class SessionResult:
     ended, and the exit code (0 ran; 3 when planned launches were abandoned or nothing could
     be counted)."""
 
-    campaigns: tuple[CampaignResult, ...]
+    campaigns: tuple[CampaignRun, ...]
     rule_stopped: bool | None = None
     rule_why: str | None = None
     compare: tuple[str, ...] | None = None
@@ -157,3 +165,141 @@ def compare_argv(baseline: Path | str, candidate: Path | str,
 def resume_command(target: str, out: Path | str) -> str:
     """The command that finishes a campaign: ``coldstart run <target> --resume --out DIR``."""
     return f"coldstart run {target} --resume --out {shlex.quote(str(out))}"
+
+
+#: Defaults of the rule's settings (``None`` from a front end means "not given").
+RULE_DEFAULTS: dict[str, Any] = {"signature": DEFAULT_SIGNATURE, "alpha": 0.05,
+                                 "ceiling": 0.05, "beta": 0.2, "design_rate": None}
+
+
+@dataclasses.dataclass(frozen=True)
+class Given:
+    """What a front end gave of a campaign's own values; ``None`` (or ``""`` for the
+    scenario) means left out: on resume the campaign's value, else the default.
+
+    Attributes:
+        rule: ``--until-verdict``'s settings by :data:`RULE_DEFAULTS` key.
+    """
+
+    scenario: str = ""
+    label: str | None = None
+    launches: int | None = None
+    timeout_s: float | None = None
+    until_verdict: str | None = None
+    rule: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolved:
+    """The values of a request, each given or (on resume) the campaign's, or the default."""
+
+    scenario: Scenario
+    label: str
+    launches: int
+    timeout_s: float
+    rule: RuleRequest | None
+
+
+def resolve_request(given: Given, meta: CampaignMeta | None, out: Any, *,
+                    default_launches: int, default_timeout_s: float) -> Resolved:
+    """Merge what ``given`` left out: from ``meta`` (the campaign being resumed, read once)
+    or the defaults; every conflict with the campaign is refused once, from
+    :data:`kit.store.resume.CONFLICTS`. The CLI and the pytest plugin both call it.
+
+    Raises:
+        UsageError: a scenario that sets ``id``, a rule setting without a rule, another
+            rule than the campaign's, or other ``--launches`` than the kept rule's
+            thresholds were computed for.
+    """
+    from ..errors import UsageError
+    from ..scenario import parse_scenario
+
+    scenario = parse_scenario(given.scenario or (meta.scenario if meta is not None else ""))
+    if scenario.id is not None:
+        raise UsageError("the scenario sets id, but launch ids are set by the kit",
+                         "drop id= from --scenario")
+    label = given.label if given.label is not None else (
+        meta.label if meta is not None else scenario.mode)
+    launches = given.launches if given.launches is not None else (
+        meta.launches if meta is not None else default_launches)
+    kept_timeout = (kept_timeout_s(meta) if meta is not None and given.timeout_s is None
+                    and "timeout_s" in meta.options else None)
+    timeout_s = given.timeout_s if given.timeout_s is not None else (
+        kept_timeout if kept_timeout is not None else default_timeout_s)
+    rule = resolve_rule(given, meta.until_verdict if meta is not None else None, out,
+                        resume=meta is not None,
+                        launches=given.launches if meta is not None else None)
+    return Resolved(scenario, label, launches, timeout_s, rule)
+
+
+def kept_timeout_s(meta: CampaignMeta) -> float:
+    """``options.timeout_s`` of a campaign being resumed, held to ``--timeout``'s bounds
+    (a number of seconds in (0, :data:`~kit.targets.argtypes.MAX_TIMEOUT_S`]).
+
+    Raises:
+        DataError: it is not such a number (one line; exit 2).
+    """
+    from .._fields import FieldReader
+    from ..targets.argtypes import MAX_TIMEOUT_S
+
+    return FieldReader(meta.options, "campaign.json: options",
+                       "give --timeout S to resume with, or restore campaign.json").num(
+        "timeout_s", None, 0.0, MAX_TIMEOUT_S, low_inclusive=False)
+
+
+def _flag(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def resolve_rule(given: Given, kept: RuleMeta | None, out: Any, *, resume: bool,
+                 launches: int | None = None) -> RuleRequest | None:
+    """The ``--until-verdict`` rule of ``given``. On resume (``kept``: the campaign's rule,
+    or ``None`` for a campaign without one) the settings left out are the campaign's, and
+    a setting given must match it; without ``--until-verdict`` and without a kept rule, a
+    rule setting is refused (it would be unused). The baseline build of an interleaved run
+    is the target's options module's business (``baseline_from_args``).
+
+    Raises:
+        UsageError: as :func:`resolve_request`.
+    """
+    from ..analysis.verdict import check_signature
+    from ..errors import UsageError
+    from ..store.resume import conflict
+
+    values = {key: given.rule.get(key) for key in RULE_DEFAULTS}
+    baseline = given.until_verdict
+    if kept is None:
+        if baseline is None:
+            named = [key for key, value in values.items() if value is not None]
+            if named:
+                raise UsageError(f"{_flag(named[0])} only applies with --until-verdict",
+                                 f"add --until-verdict BASELINE_DIR, or give "
+                                 f"{_flag(named[0])} to `coldstart compare` after the run")
+            return None
+        if resume:
+            raise conflict("rule-added", out)
+        if not str(baseline).strip():
+            raise UsageError("--until-verdict is empty", "give the baseline campaign's "
+                                                         "directory")
+        full = {k: (v if v is not None else RULE_DEFAULTS[k]) for k, v in values.items()}
+        check_signature(full["signature"])
+        return RuleRequest(baseline=Path(baseline),
+                           settings=VerdictSettings(signature=full["signature"],
+                                                    alpha=full["alpha"],
+                                                    ceiling=full["ceiling"]),
+                           beta=full["beta"], design_rate=full["design_rate"])
+    before = {"until_verdict": str(Path(kept.baseline).resolve()), "signature": kept.signature,
+              "alpha": kept.alpha, "ceiling": kept.ceiling, "beta": kept.beta,
+              "design_rate": kept.design_rate}
+    for key, value in {"until_verdict": baseline, **values}.items():
+        if value is None:
+            continue
+        now = str(Path(value).resolve()) if key == "until_verdict" else value
+        if now != before[key]:
+            raise conflict("other-rule", out, key=_flag(key), old=before[key], new=now)
+    if launches is not None and kept.max_launches is not None and launches != kept.max_launches:
+        raise conflict("rule-launches", out, old=kept.max_launches, new=launches)
+    return RuleRequest(baseline=Path(kept.baseline),
+                       settings=VerdictSettings(signature=kept.signature, alpha=kept.alpha,
+                                                ceiling=kept.ceiling),
+                       beta=kept.beta, design_rate=kept.design_rate)

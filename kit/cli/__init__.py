@@ -22,7 +22,7 @@ import sys
 import traceback
 from typing import Any, NoReturn, Sequence, TextIO
 
-from .. import __version__
+from ..version import __version__
 from ..errors import ColdstartError, ExitCode
 
 __all__ = ["main", "build_parser", "COMMAND_MODULES"]

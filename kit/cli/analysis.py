@@ -4,7 +4,6 @@ planning and reports (issue #4; see docs/verdict.md)."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from .run import check_directory_arg, stderr_console
 from .._bounded import check_writable_entries, describe_path
 from ..errors import ExitCode, UsageError
 from ..analysis.scan import open_campaign, records_of, scan_campaign
-from ..analysis.verdict import DEFAULT_SIGNATURE, Comparison, Verdict, VerdictSettings
+from ..analysis.verdict import DEFAULT_SIGNATURE, Comparison, Verdict
 
 __all__ = ["register", "fail_verdicts"]
 
@@ -28,14 +27,10 @@ def _rate_or_zero(text: str) -> float:
     return fraction_arg(text, zero_allowed=True)
 
 
-#: compare's verdict settings when neither given nor kept by a candidate's rule
-_VERDICT_DEFAULTS = {"signature": DEFAULT_SIGNATURE, "alpha": 0.05, "ceiling": 0.05}
-
-
 def _settings_options(parser: argparse.ArgumentParser, *, signature: bool = True,
                       from_rule: bool = False) -> None:
     """Add ``--signature --alpha --ceiling --power``; with ``from_rule`` the first three
-    default to ``None`` (resolved by :func:`_rule_settings`)."""
+    default to ``None`` (resolved by :func:`kit.analysis.pair.resolve_settings`)."""
     also = ", or the candidate's --until-verdict rule" if from_rule else ""
     if signature:
         parser.add_argument("--signature", default=None if from_rule else DEFAULT_SIGNATURE,
@@ -191,9 +186,8 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from ..analysis.pair import compare_pair
     from ..report import report_dict, write_reports
-    from ..analysis.summary import summarize
-    from ..analysis.verdict import compare_campaigns
 
     for path in (args.baseline, args.candidate):
         if not Path(path).is_dir():
@@ -208,21 +202,12 @@ def _compare(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else candidate.path / "comparison"
     if not args.no_reports:
         check_report_dir(out)  # before the verdict: a refused --out changes nothing
-    rule = candidate.meta.until_verdict
-    taken = _rule_settings(args, rule.to_dict() if rule is not None else None)
-    settings = VerdictSettings(signature=args.signature, alpha=args.alpha,
-                               ceiling=args.ceiling, power=args.power)
-    scans = (scan_campaign(baseline, settings.signature),
-             scan_campaign(candidate, settings.signature))
-    comparison = compare_campaigns(baseline, candidate, settings, scans=scans)
-    if taken:
-        comparison = dataclasses.replace(comparison, notes=(
-            *comparison.notes, f"{', '.join(taken)} as in the candidate's --until-verdict "
-                               f"rule (campaign.json)"))
+    pair = compare_pair(baseline, candidate, signature=args.signature, alpha=args.alpha,
+                        ceiling=args.ceiling, power=args.power)
+    comparison = pair.comparison
     failing = fail_verdicts(args.fail_on)
     if args.json:
-        data = report_dict([summarize(baseline, scan=scans[0]),
-                            summarize(candidate, scan=scans[1])], comparison, fail_on=failing)
+        data = report_dict(pair.summaries(), comparison, fail_on=failing)
         from ..report.json_report import dumps
 
         print(dumps(data), end="")
@@ -230,34 +215,16 @@ def _compare(args: argparse.Namespace) -> int:
         print_comparison(comparison, _console())
     if not args.no_reports:
         paths = write_reports(out, [baseline, candidate], comparison, fail_on=failing,
-                              scans=scans)
+                              scans=pair.scans)
         if not args.json:
             print(f"reports: {', '.join(str(p) for p in paths.values())}")
     return int(ExitCode.FAILED) if comparison.verdict in failing else int(ExitCode.OK)
 
 
-def _rule_settings(args: argparse.Namespace, kept: Any) -> list[str]:
-    """Fill compare's ``--signature/--alpha/--ceiling`` left out: from the candidate's
-    ``--until-verdict`` rule (``kept``, its ``campaign.json``'s ``until_verdict``) when it
-    has one, so that compare judges the run as its rule did; else the defaults. Returns the
-    options taken from the rule."""
-    taken = []
-    for key, default in _VERDICT_DEFAULTS.items():
-        if getattr(args, key) is not None:
-            continue
-        value = kept.get(key) if isinstance(kept, dict) else None
-        ok = isinstance(value, str) if key == "signature" else (
-            isinstance(value, (int, float)) and not isinstance(value, bool))
-        setattr(args, key, value if ok else default)
-        if ok:
-            taken.append(f"--{key} {value:g}" if key != "signature" else f"--{key} {value}")
-    return taken
-
-
 def _plan(args: argparse.Namespace) -> int:
     from ..analysis.plan import plan_sequential
     from ..analysis.stats import lower_bound
-    from ..analysis.verdict import check_signature, count_target
+    from ..analysis.verdict import check_signature, count_events
 
     if args.signature is not None and not args.baseline:
         raise UsageError("plan's --signature only applies with --baseline DIR (it picks the "
@@ -266,7 +233,7 @@ def _plan(args: argparse.Namespace) -> int:
         args.signature = args.signature or DEFAULT_SIGNATURE
         check_signature(args.signature)
         campaign = open_campaign(args.baseline)
-        events, n = count_target(records_of(campaign), args.signature)
+        events, n = count_events(records_of(campaign), args.signature)
         if events == 0:
             raise UsageError(f"the baseline {args.baseline} never showed {args.signature} "
                              f"({events}/{n}): no rate to plan from",

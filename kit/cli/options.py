@@ -8,14 +8,14 @@ exit code 2.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from ..analysis.sequential import InterleavedRule, StopRule
-from ..analysis.verdict import DEFAULT_SIGNATURE, MIN_FRACTION, VerdictSettings
-from ..campaign.meta import RuleMeta
+from ..analysis.verdict import DEFAULT_SIGNATURE, MIN_FRACTION
+from ..store.meta import RuleMeta
+from ..campaign.request import RULE_DEFAULTS as _RULE_DEFAULTS
+from ..campaign.request import Given, resolve_rule
 from ..campaign.session import RuleRequest
-from ..errors import UsageError
 from ..targets.argtypes import number as _number
 from ..targets.argtypes import positive_float as _positive_float
 from ..targets.argtypes import positive_int as _positive_int
@@ -78,8 +78,7 @@ def add_campaign_options(parser: argparse.ArgumentParser, default_timeout_s: flo
 
 
 #: Defaults of the rule's options on ``coldstart run`` (``None`` there means "not given").
-RULE_DEFAULTS: dict[str, Any] = {"signature": DEFAULT_SIGNATURE, "alpha": 0.05,
-                                 "ceiling": 0.05, "beta": 0.2, "design_rate": None}
+RULE_DEFAULTS = _RULE_DEFAULTS
 
 
 def add_until_verdict_options(parser: argparse.ArgumentParser) -> None:
@@ -116,67 +115,23 @@ def add_design_options(parser: argparse.ArgumentParser | Any, prefix: str = "",
                              f"ceiling/4)")
 
 
-def _flag(key: str) -> str:
-    return "--" + key.replace("_", "-")
+def given_from_args(args: argparse.Namespace) -> Given:
+    """What parsed ``coldstart run`` arguments give of a campaign's own values (``None``:
+    left out), for :func:`kit.campaign.request.resolve_request`."""
+    return Given(scenario=getattr(args, "scenario", "") or "", label=getattr(args, "label", None),
+                 launches=getattr(args, "launches", None),
+                 timeout_s=getattr(args, "timeout", None),
+                 until_verdict=getattr(args, "until_verdict", None),
+                 rule={key: getattr(args, key, None) for key in RULE_DEFAULTS})
 
 
 def rule_from_args(args: argparse.Namespace, kept: RuleMeta | None, out: Any,
                    launches: int | None = None) -> RuleRequest | None:
-    """The ``--until-verdict`` rule of parsed ``coldstart run`` arguments.
-
-    On resume (``kept``: the campaign's rule, or ``None`` for a campaign without one) the
-    settings left out are the campaign's, and a setting given must match it; without
-    ``--until-verdict`` and without a kept rule, a rule setting is refused (it would be
-    unused). The baseline build of an interleaved run is the target CLI's business
-    (``baseline_config_from_args``), added by the caller.
-
-    Raises:
-        UsageError: a rule setting without a rule, another rule than the campaign's, or
-            other ``--launches`` than the kept rule's thresholds were computed for.
-    """
-    given = {key: getattr(args, key, None) for key in RULE_DEFAULTS}
-    baseline = getattr(args, "until_verdict", None)
-    if kept is None:
-        if baseline is None:
-            named = [key for key, value in given.items() if value is not None]
-            if named:
-                raise UsageError(f"{_flag(named[0])} only applies with --until-verdict",
-                                 f"add --until-verdict BASELINE_DIR, or give "
-                                 f"{_flag(named[0])} to `coldstart compare` after the run")
-            return None
-        if getattr(args, "resume", False):
-            raise UsageError(f"cannot resume {out} under --until-verdict: it was started "
-                             f"without a rule", "resume without it, or start a new campaign")
-        if not str(baseline).strip():
-            raise UsageError("--until-verdict is empty", "give the baseline campaign's "
-                                                         "directory")
-        values = {k: (v if v is not None else RULE_DEFAULTS[k]) for k, v in given.items()}
-        from ..analysis.verdict import check_signature
-
-        check_signature(values["signature"])
-        return RuleRequest(baseline=Path(baseline),
-                           settings=VerdictSettings(signature=values["signature"],
-                                                    alpha=values["alpha"],
-                                                    ceiling=values["ceiling"]),
-                           beta=values["beta"], design_rate=values["design_rate"])
-    before = {"until_verdict": str(Path(kept.baseline).resolve()), "signature": kept.signature,
-              "alpha": kept.alpha, "ceiling": kept.ceiling, "beta": kept.beta,
-              "design_rate": kept.design_rate}
-    for key, value in {"until_verdict": baseline, **given}.items():
-        if value is None:
-            continue
-        now = str(Path(value).resolve()) if key == "until_verdict" else value
-        if now != before[key]:
-            raise UsageError(f"cannot resume {out} under another rule: its {_flag(key)} was "
-                             f"{before[key]!r}, now {now!r}", "resume without the "
-                             "--until-verdict options, or start a new campaign")
-    if launches is not None and kept.max_launches is not None and launches != kept.max_launches:
-        raise UsageError(f"cannot resume {out} with --launches {launches}: its rule's "
-                         f"thresholds are for {kept.max_launches}", "resume without --launches")
-    return RuleRequest(baseline=Path(kept.baseline),
-                       settings=VerdictSettings(signature=kept.signature, alpha=kept.alpha,
-                                                ceiling=kept.ceiling),
-                       beta=kept.beta, design_rate=kept.design_rate)
+    """The ``--until-verdict`` rule of parsed ``coldstart run`` arguments
+    (:func:`kit.campaign.request.resolve_rule`; ``kept``: the resumed campaign's rule)."""
+    return resolve_rule(given_from_args(args), kept, out,
+                        resume=kept is not None or bool(getattr(args, "resume", False)),
+                        launches=launches)
 
 
 def stop_rule_from_args(args: argparse.Namespace, target: str | None = None

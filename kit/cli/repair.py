@@ -1,11 +1,11 @@
 """``coldstart repair DIR``: make a damaged campaign readable again
-(:func:`kit.campaign.repair.repair_campaign`)."""
+(:func:`kit.store.repair.repair_campaign`)."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..campaign.repair import repair_campaign
+from ..store.repair import repair_campaign
 
 __all__ = ["register"]
 

@@ -18,13 +18,14 @@ from typing import Any
 
 from .._bounded import describe_path, path_kind
 from ..campaign.loop import RetryPolicy
-from ..campaign.meta import CampaignMeta
+from ..store.opened import OpenCampaign, open_to_resume
+from ..campaign.request import resolve_request
 from ..campaign.session import CampaignRequest, SessionResult, resume_command, run_session
-from ..campaign.store import CampaignStore, check_label, load_campaign
+from ..store.store import check_label, load_campaign
 from ..errors import UsageError
-from ..scenario import KEYS_HELP, Scenario, parse_scenario
+from ..scenario import KEYS_HELP
 from ..targets.base import BUILTIN, target_entry
-from .options import add_campaign_options, rule_from_args
+from .options import add_campaign_options, given_from_args
 from .progress import ProgressView, stderr_console
 
 __all__ = ["register", "build_request", "check_directory_arg", "stderr_console",
@@ -75,65 +76,43 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
         parser.set_defaults(func=_run, target=name)
 
 
-def _resume_meta(args: argparse.Namespace) -> CampaignMeta | None:
-    """``campaign.json`` of the campaign to resume (read once), else ``None``."""
+def _open_resume(args: argparse.Namespace) -> OpenCampaign | None:
+    """The campaign to resume, locked and read once (:func:`open_to_resume`), else
+    ``None``."""
     if not getattr(args, "resume", False):
         return None
     if not args.out and not args.label:
         raise UsageError("--resume needs the campaign to resume", "pass --out DIR")
     out = Path(args.out) if args.out else Path("runs") / args.label
-    return CampaignStore(out).resumable_meta()
+    return open_to_resume(out)
 
 
-def _scenario(args: argparse.Namespace, meta: CampaignMeta | None) -> Scenario:
-    text = args.scenario or (meta.scenario if meta is not None else "")
-    scenario = parse_scenario(text)
-    if scenario.id is not None:
-        raise UsageError("the scenario sets id, but launch ids are set by the kit",
-                         "drop id= from --scenario")
-    return scenario
-
-
-def kept_timeout_s(meta: CampaignMeta) -> float:
-    """``options.timeout_s`` of a campaign being resumed, held to ``--timeout``'s bounds
-    (a number of seconds in (0, :data:`~kit.targets.argtypes.MAX_TIMEOUT_S`]).
-
-    Raises:
-        DataError: it is not such a number (one line; exit 2).
-    """
-    from .._fields import FieldReader
-    from ..targets.argtypes import MAX_TIMEOUT_S
-
-    return FieldReader(meta.options, "campaign.json: options",
-                       "give --timeout S to resume with, or restore campaign.json").num(
-        "timeout_s", None, 0.0, MAX_TIMEOUT_S, low_inclusive=False)
-
-
-def build_request(target: str, args: argparse.Namespace) -> CampaignRequest:
+def build_request(target: str, args: argparse.Namespace,
+                  opened: OpenCampaign | None = None) -> CampaignRequest:
     """The :class:`CampaignRequest` of parsed ``coldstart run <target>`` arguments (with
-    ``--resume``, what was left out is the campaign's).
+    ``--resume``, what was left out is the campaign's: ``opened``, read once, or read here).
 
     Raises:
         UsageError: bad arguments, or ones that contradict the campaign being resumed.
     """
     module = options_module(target)
-    meta = _resume_meta(args)
+    if opened is None and getattr(args, "resume", False):
+        opened = _open_resume(args)
+        opened.store.unlock()  # a caller that only builds the request writes nothing
+    meta = opened.meta if opened is not None else None
     if args.label == "":
         raise UsageError("--label is empty", "give a label such as baseline or patched")
     if args.out is not None and not str(args.out).strip():
         raise UsageError("--out is empty", "give the campaign's directory, e.g. runs/baseline")
-    scenario = _scenario(args, meta)
-    label = args.label if args.label is not None else (meta.label if meta else scenario.mode)
-    check_label(label)
-    out = Path(args.out) if args.out else Path("runs") / label
+    given = given_from_args(args)
+    out = Path(args.out) if args.out else (opened.path if opened is not None else None)
+    resolved = resolve_request(given, meta, out, default_launches=args.default_launches,
+                               default_timeout_s=args.default_timeout_s)
+    check_label(resolved.label)
+    out = out if out is not None else Path("runs") / resolved.label
     check_directory_arg(out, "--out")
-    launches = args.launches if args.launches is not None else (
-        meta.launches if meta is not None else args.default_launches)
-    timeout_s = args.timeout if args.timeout is not None else (
-        kept_timeout_s(meta) if meta is not None and "timeout_s" in meta.options
-        else args.default_timeout_s)
-    kept_rule = meta.until_verdict if meta is not None else None
-    rule = rule_from_args(args, kept_rule, out, args.launches if meta is not None else None)
+    rule = resolved.rule
+    timeout_s = resolved.timeout_s
     config = module.config_from_args(target, args, meta, timeout_s)
     baseline_hook = getattr(module, "baseline_from_args", None)
     if baseline_hook is not None:
@@ -148,19 +127,26 @@ def build_request(target: str, args: argparse.Namespace) -> CampaignRequest:
     if rule is not None and rule.interleaved:
         check_directory_arg(Path(rule.baseline), "--until-verdict")
     retry = RetryPolicy(max_attempts=args.max_attempts, budget=args.infra_budget)
-    return CampaignRequest(target=target, config=config, scenario=scenario, label=label,
-                           out=out, launches=launches, timeout_s=timeout_s, retry=retry,
-                           resume=bool(args.resume), rule=rule)
+    return CampaignRequest(target=target, config=config, scenario=resolved.scenario,
+                           label=resolved.label, out=out, launches=resolved.launches,
+                           timeout_s=timeout_s, retry=retry, resume=bool(args.resume),
+                           rule=rule)
 
 
 def _run(args: argparse.Namespace) -> int:
-    request = build_request(args.target, args)
+    opened = _open_resume(args)  # locked and read once, for the request and the session
+    try:
+        request = build_request(args.target, args, opened)
+    except BaseException:
+        if opened is not None:
+            opened.store.unlock()
+        raise
     dirs = [request.out] + ([request.rule.baseline] if request.rule is not None
                             and request.rule.interleaved else [])
     args.campaign_dir = " and ".join(str(d) for d in dirs)  # for the interrupt message
     console = stderr_console()
     with ProgressView(console, json_out=args.json) as view:
-        result = run_session(request, view)
+        result = run_session(request, view, opened)
     code = render_result(request, result, console)
     if getattr(args, "farm", None):  # run appium --farm NAME: pull its crash evidence
         from .farm import pull_after_run
@@ -181,7 +167,8 @@ def render_result(request: CampaignRequest, result: SessionResult, console: Any)
             console.print(f"verdict: {shlex.join(result.compare)}", markup=False,
                           highlight=False, soft_wrap=True)
     for campaign in result.campaigns:
-        render_summary(summarize(load_campaign(campaign.path)), console)
+        render_summary(summarize(campaign.campaign if campaign.campaign is not None
+                                 else load_campaign(campaign.path)), console)
     lost = result.abandoned_text(resume_command(request.target, request.out))
     if lost:
         from rich.text import Text  # the path is data: never read as markup

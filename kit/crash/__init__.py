@@ -13,7 +13,7 @@ Public API (what the rest of the kit and users call):
 * :func:`detect_family` - the format family of a text, and the marks that picked it;
 * :func:`symbolize_android`, :func:`symbolize_apple` - frames through llvm-symbolizer / atos.
 
-Formats and sources: notes/crash-formats.md and docs/crash.md.
+Formats and sources: docs/formats.md and docs/crash.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Text helpers shared by the crash parsers: decoding, logcat prefixes, signal names.
 
 Logcat prefix styles (``adb logcat -v <format>``; https://developer.android.com/tools/logcat
-and notes/crash-formats.md section 1):
+and docs/formats.md section 1):
 
 * threadtime (default): ``MM-DD HH:MM:SS.mmm  PID  TID L TAG     : msg`` (``-v year`` adds
   ``YYYY-``, ``-v uid`` adds a UID column before the PID);

@@ -1,6 +1,6 @@
 """Android deaths that are not (only) a tombstone, and the logcat / DropBox wrappers.
 
-Sources (notes/crash-formats.md sections 1 and 3):
+Sources (docs/formats.md sections 1 and 3):
 
 * Java: ``E AndroidRuntime: FATAL EXCEPTION: <thread>``, ``Process: <pkg>, PID: <pid>``, the
   exception line, ``at pkg.Class.method(File.java:NN)`` frames, ``Caused by: ...`` chains;

@@ -2,7 +2,7 @@
 :mod:`kit.crash.crash_text` (re-exported here), pieces of ``.ips`` bodies by
 :mod:`kit.crash.ips_salvage`.
 
-Formats (notes/crash-formats.md sections 4-5; Apple, "Interpreting the JSON format of a
+Formats (docs/formats.md sections 4-5; Apple, "Interpreting the JSON format of a
 crash report", developer.apple.com/documentation/xcode):
 
 * ``.ips`` v2 (iOS 15+ / macOS 12+): line 1 is a one-line JSON header (``bug_type``: ``309``

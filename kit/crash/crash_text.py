@@ -1,6 +1,6 @@
 """Legacy Apple ``.crash`` text, and the pieces of it people paste.
 
-Format (notes/crash-formats.md section 5; Apple TN2151 / "Examining the fields in a crash
+Format (docs/formats.md section 5; Apple TN2151 / "Examining the fields in a crash
 report"): a header (``Incident Identifier``, ``Process: name [pid]``, ``Code Type``, ``OS
 Version``, ``Exception Type:  EXC_BAD_ACCESS (SIGSEGV)``, ``Exception Subtype``,
 ``Termination Reason``, ``Triggered by Thread:  N``), then ``Thread N Crashed:`` and frames

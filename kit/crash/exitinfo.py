@@ -1,7 +1,7 @@
 """``dumpsys activity exit-info`` entries: one per process death (Android 11+, API 30+).
 
 Layout from AOSP ``ApplicationExitInfo.dump()`` (frameworks/base
-``core/java/android/app/ApplicationExitInfo.java``; notes/crash-formats.md section 3). Older
+``core/java/android/app/ApplicationExitInfo.java``; docs/formats.md section 3). Older
 releases print one ``key=value`` per line, newer ones several per line; both read the same
 here, by splitting each entry at the known keys::
 

@@ -3,7 +3,7 @@
 A piece starts anywhere in the JSON body (mid-key, inside ``threads[]`` or a ``frames``
 array, at ``"procName"``) and is often hard-wrapped inside tokens
 (``"_dispatch_workloop_work\\ner_thread"``). It is not JSON, so it is read by its keys
-(Apple, "Interpreting the JSON format of a crash report"; notes/crash-formats.md
+(Apple, "Interpreting the JSON format of a crash report"; docs/formats.md
 section 4):
 
 * ``procName``, ``pid``, ``captureTime``, ``cpuType``, ``bug_type``;

@@ -1,4 +1,4 @@
-"""Crash records: one normalised shape for every platform's crash report (DESIGN.md).
+"""Crash records: one normalised shape for every platform's crash report (docs/design.md).
 
 Parsers (in this package) turn raw text into a :class:`CrashRecord`; they never raise on bad
 crash text, and say in ``notes`` what they could not read. The shapes are defined with the

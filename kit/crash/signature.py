@@ -1,6 +1,6 @@
 """Crash signatures: normalised top frames of the crashing thread.
 
-How (the ClusterFuzz and Socorro way, see STYLE.md):
+How (the ClusterFuzz and Socorro way, docs/crash.md "Signatures"):
 
 1. **Normalise** each frame. C/C++/Rust symbols go through Socorro's own normaliser,
    ``siggen.rules.CSignatureTool.normalize_frame`` (mozilla-services/socorro, packaged as

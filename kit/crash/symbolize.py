@@ -4,7 +4,7 @@
   with the unstripped ``.so`` picked from a directory the user gives, by GNU build-id (the
   ``(BuildId: ...)`` of the frame; the only safe key, since ORT may be linked into another
   library), else by file name (noted as weaker). The frame's ``rel_pc`` is passed as is, also
-  for ``base.apk!lib.so`` frames (notes/crash-formats.md section 7). Inlined functions become
+  for ``base.apk!lib.so`` frames (docs/formats.md section 7). Inlined functions become
   frames of their own, innermost first, as ndk-stack prints them.
 * Apple frames: ``atos -arch <arch> -o <dSYM DWARF file> -l <load address> <addresses>``,
   macOS only. Each address is ``load address + imageOffset``; any load address works as long

@@ -1,6 +1,6 @@
 """Android native crash text: tombstones in all the shapes they reach us in.
 
-Shapes handled (notes/crash-formats.md sections 1-3; AOSP ``debuggerd`` output as documented
+Shapes handled (docs/formats.md sections 1-3; AOSP ``debuggerd`` output as documented
 at https://source.android.com/docs/core/tests/debug/native-crash):
 
 * a full tombstone file (``/data/tombstones/tombstone_NN``, a ``SYSTEM_TOMBSTONE`` DropBox

@@ -14,24 +14,23 @@ directory holding a report file it did not write (or one changed since).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from .. import __version__
-from ..campaign import utc_now
+from ..version import __version__
+from ..store.store import utc_now
 from .._bounded import (describe_path, open_regular_if_exists, path_kind, read_bytes_bounded,
                         write_atomic)
 from ..errors import DataError, UsageError
 from .._terminal import printable
 from ..redact import redact_text
 from ..analysis.scan import AnyCampaign, Scan, scan_campaign
-from ..analysis.stats import Rate
 from ..analysis.summary import CampaignSummary, summarize
 from ..analysis.verdict import Comparison, Verdict
+from .parts import Timeline, rate_text
 
 __all__ = ["REPORT_SCHEMA", "REPORT_SCHEMA_VERSION", "Timeline", "report_dict",
            "timelines", "write_reports", "rate_text", "REPORT_FILES", "MANIFEST",
@@ -48,27 +47,6 @@ REPORT_FILES = {"json": "summary.json", "junit": "junit.xml", "html": "report.ht
 #: what :func:`write_reports` wrote into a directory, with each file's sha256
 MANIFEST = ".coldstart-report.json"
 _MANIFEST_SCHEMA = "coldstart-report-manifest"
-
-
-@dataclasses.dataclass(frozen=True)
-class Timeline:
-    """One campaign's launches for the HTML timeline: its label, and per record (infra
-    errors included) the start time in seconds since the epoch (``nan`` when unknown), the
-    launch index and the outcome (an index into
-    :data:`kit.analysis.scan.OUTCOME_ORDER`), as compact arrays."""
-
-    label: str
-    seconds: Sequence[float]
-    index: Sequence[int]
-    outcome: bytes
-
-
-def rate_text(r: dict[str, Any] | None) -> str:
-    """A rate dict of ``summary.json`` (``count``, ``n``, ``low``, ``high``, ``confidence``)
-    as :meth:`kit.analysis.stats.Rate.text` writes it: ``12/20 (60.0%, 95% CI 36.1%-80.9%)``."""
-    if not r:
-        return "-"
-    return Rate(r["count"], r["n"], r["low"], r["high"], r.get("confidence", 0.95)).text()
 
 
 def _redacted(value: Any) -> Any:

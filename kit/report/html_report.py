@@ -30,7 +30,7 @@ from ..analysis.scan import OUTCOME_ORDER
 from ..analysis.stats import rate
 from ..analysis.summary import NO_PHASE, SHOWN_ROWS, more_text
 from ..analysis.target import ANY_CRASH
-from . import Timeline, rate_text
+from .parts import Timeline, rate_text
 
 __all__ = ["render", "write", "OUTCOME_COLOURS", "BUILD_COLOURS", "builds_figure",
            "phases_figure", "devices_figure", "timeline_figure", "TIMELINE_POINTS",

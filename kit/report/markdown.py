@@ -13,7 +13,7 @@ from typing import Any
 from .._bounded import write_atomic
 from ..analysis.decide import p_text
 from ..analysis.summary import detector_line
-from . import rate_text
+from .parts import rate_text
 
 __all__ = ["render", "write", "escape", "code"]
 

@@ -19,6 +19,7 @@ import dataclasses
 import importlib
 from typing import Any, Callable, Protocol, Sequence
 
+from ..store.meta import RunSetup
 from ..errors import UsageError
 from ..records import LaunchRecord
 from ..scenario import Scenario
@@ -50,6 +51,11 @@ class PreparedTarget:
         finish: called after the launches with every record of the campaign; returns
             provenance known only then (e.g. the ORT version the app reported), merged into
             ``build``.
+        learned: the ``build`` keys ``finish`` returns: a resumed campaign may learn other
+            values for them (they are not part of the setup a resume must match).
+
+    :attr:`setup` is the typed view of ``options`` (:class:`kit.store.meta.RunSetup`)
+    that the session reads (whether a witness or a detector watched the launches).
     """
 
     target: str
@@ -60,6 +66,11 @@ class PreparedTarget:
     open: Callable[[], None] = _nothing
     close: Callable[[], None] = _nothing
     finish: Callable[[Sequence[LaunchRecord]], dict[str, Any]] = lambda _records: {}
+    learned: tuple[str, ...] = ()
+
+    @property
+    def setup(self) -> RunSetup:
+        return RunSetup.from_options(self.options)
 
 
 class Target(Protocol):

@@ -1,10 +1,10 @@
 """AppiumLifecycleDouble: the app lifecycle and device logs that @appium/fake-driver lacks.
 
 It is an HTTP proxy on loopback in front of a real Appium 3 server running the fake driver
-(notes/drivers.md section 4: the fake driver answers ``mobile: terminateApp`` and friends
+(docs/formats.md section D4: the fake driver answers ``mobile: terminateApp`` and friends
 with ``UnknownMethodException`` and knows no ``logcat``/``syslog``/``crashlog``). Everything
 goes to the real server except what the fake driver cannot do, which the double answers as
-UiAutomator2 / XCUITest do (notes/drivers.md section 3):
+UiAutomator2 / XCUITest do (docs/formats.md section D3):
 
 * ``POST /session/:id/execute/sync`` with ``mobile: queryAppState`` (0-4), ``mobile:
   terminateApp`` (bool), ``mobile: deepLink`` / ``mobile: launchApp`` / ``mobile:

@@ -1,6 +1,6 @@
 """FakeAndroidDevice: the scripted Android device behind :class:`FakeAdbd`.
 
-It answers the shell commands a cold-launch loop sends (notes/drivers.md section 2) the way
+It answers the shell commands a cold-launch loop sends (docs/formats.md section D2) the way
 Android 14 does, from its own state: installed packages (``pm install -r -t`` of a pushed
 APK whose sha256 the test registered), ``getprop``, ``pidof``, ``am force-stop``,
 ``am start -W`` (blocks until the first frame, exits 0 even on errors), ``cmd package

@@ -1,10 +1,10 @@
 """Text an Android device prints, for the FakeAndroidDevice double: logcat lines, tombstones,
 ``am start -W`` output, ``dumpsys activity exit-info`` and ``dumpsys dropbox --print``.
 
-Formats follow notes/crash-formats.md sections 1-3 and notes/drivers.md section 2 (AOSP
+Formats follow docs/formats.md sections 1-3 and docs/formats.md section D2 (AOSP
 ``liblog`` threadtime, debuggerd tombstones, ``ActivityManagerShellCommand``,
 ``ApplicationExitInfo.dump()``, ``DropBoxManagerService.dump()``). Stacks for onnxruntime
-issue #32461 are the crashing-thread shapes BACKGROUND.md describes: creation
+issue #32461 are the crashing-thread shapes docs/design.md describes: creation
 (``Gemm::PrePack`` -> ``xnn_create_fully_connected_nc_f32`` -> ``xnn_aligned_allocate``),
 inference (``reshape_fully_connected_nc``) and release (``xnn_destroy_operator`` ->
 ``xnn_aligned_deallocate``).

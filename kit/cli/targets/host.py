@@ -69,7 +69,7 @@ def register_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _prepare_detector(runtime: host.Runtime) -> None:
-    from ... import detector
+    from ...targets.host import detector
     from ...errors import ColdstartError
 
     try:
@@ -95,7 +95,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _build_witness_if_supported(runtime: host.Runtime, force: bool) -> None:
-    from ... import witness
+    from ...targets.host import witness
 
     supported, reason = witness.witness_supported(runtime)
     if supported:

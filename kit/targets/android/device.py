@@ -34,7 +34,7 @@ PACKAGE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)+$")
 _COMPONENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*/[A-Za-z0-9_.$]+$")
 REMOTE_APK_DIR = "/data/local/tmp"
 _ANDROID_NS = "{http://schemas.android.com/apk/res/android}"
-#: bionic malloc debug through the ``wrap.<package>`` property (notes/drivers.md section 2)
+#: bionic malloc debug through the ``wrap.<package>`` property (docs/formats.md section D2)
 WRAP_OPTIONS = "LIBC_DEBUG_MALLOC_OPTIONS=fill_on_free logwrapper"
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 #: seconds since boot, then idle seconds (proc(5)); the clock a ``date`` change leaves alone
@@ -246,7 +246,7 @@ def wait_until_ready(transport: Any, what: str, timeout_s: float, call_timeout_s
 # -- device preparation ----------------------------------------------------------------
 
 class PoisonMode(str, enum.Enum):
-    """Heap poisoning on Android (BACKGROUND.md; notes/drivers.md section 2)."""
+    """Heap poisoning on Android (docs/design.md; docs/formats.md section D2)."""
 
     GWP_ASAN = "gwp-asan"  #: ``android:gwpAsanMode="always"`` in the APK (API 30+)
     MALLOC_DEBUG = "malloc-debug"  #: bionic malloc debug ``fill_on_free``

@@ -4,7 +4,7 @@ and DropBox, matched to this launch's pid and time window only (issue #16).
 :func:`collect_death` reads, in one round trip each time, ``dumpsys activity exit-info
 <pkg>``, ``logcat -d -b crash``, ``dumpsys dropbox --print`` for the crash tags, the boot id
 and the device clock, again until the report for that pid is written (at most
-``report_wait_s``; notes/drivers.md section 2, notes/crash-formats.md section 3). Then:
+``report_wait_s``; docs/formats.md section D2, docs/formats.md section 3). Then:
 
 * the exit-info entry is the one of this pid written since the launch began (pids start
   again after a reboot and the ring outlives it; a device clock set back during the launch

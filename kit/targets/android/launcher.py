@@ -2,7 +2,7 @@
 :class:`kit.campaign.Launcher`), observed and turned into a record through
 :mod:`kit.observe` (the one outcome table; this module never picks an outcome).
 
-One launch (notes/drivers.md sections 2 and 6):
+One launch (docs/formats.md sections D2 and D6):
 
 1. the device is made usable first: reconnected after a drop (with backoff), then, after any
    reconnect, a reboot or a sign that the system is down, waited for until it is ready

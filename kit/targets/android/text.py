@@ -3,7 +3,7 @@
 --print`` entries, one ``ApplicationExitInfo`` entry of ``dumpsys activity exit-info``, and
 the crash buffer's lines of one process.
 
-Formats: notes/drivers.md section 2 and notes/crash-formats.md sections 1-3 (AOSP
+Formats: docs/formats.md section D2 and docs/formats.md sections 1-3 (AOSP
 ``liblog`` threadtime, ``ActivityManagerShellCommand``, ``DropBoxManagerService.dump()``,
 ``ApplicationExitInfo.dump()``, debuggerd). Every function here is pure and never raises on
 odd text, except :func:`check_am_start`, whose error is the point.
@@ -117,8 +117,8 @@ def parse_threadtime(line: str) -> LogLine | None:
 
 def parse_am_start(text: str) -> dict[str, str]:
     """``am start -W`` output as ``Key: value`` pairs (``Status``, ``LaunchState``,
-    ``Activity``, ``TotalTime``, ``WaitTime``, ``Error``, ``Warning``...; notes/drivers.md
-    section 2). Older releases print ``ThisTime`` and no ``LaunchState``; every key is kept
+    ``Activity``, ``TotalTime``, ``WaitTime``, ``Error``, ``Warning``...; docs/formats.md
+    section D2). Older releases print ``ThisTime`` and no ``LaunchState``; every key is kept
     as printed. Never raises."""
     out: dict[str, str] = {}
     for line in text.splitlines():

@@ -3,7 +3,7 @@
 
 One session serves every launch of a device (a session per launch would pay the
 UiAutomator2/WebDriverAgent start-up each time); a lost session is opened again at the next
-launch. One launch (notes/drivers.md section 3):
+launch. One launch (docs/formats.md section D3):
 
 1. drain the platform log (``logcat`` / ``syslog`` / ``crashlog``) so old lines are dropped;
 2. ``mobile: terminateApp``;

@@ -49,7 +49,7 @@ class HostConfig:
             a shared library, else off.
         timeout_s: a launch's timeout (kept in the campaign's options).
         detector: run every launch under a happens-before race detector, ``drd`` or
-            ``helgrind`` (:mod:`kit.detector`), or ``None``.
+            ``helgrind`` (:mod:`kit.targets.host.detector`), or ``None``.
         jobs: launches in parallel (``None``: one, or with a detector one per core; a
             detector's evidence does not depend on timing, so its launches may share the
             machine).
@@ -69,9 +69,9 @@ def _witness_for(runtime: Runtime, wanted: bool | None, log: LogFn) -> tuple[str
 
     Raises:
         UsageError: ``witness=True`` on a runtime with static XNNPACK, or the witness
-            cannot be built (see :func:`kit.witness.build_witness`).
+            cannot be built (see :func:`kit.targets.host.witness.build_witness`).
     """
-    from ... import witness
+    from . import witness
 
     supported, reason = witness.witness_supported(runtime)
     if wanted and not supported:
@@ -86,7 +86,7 @@ def _witness_for(runtime: Runtime, wanted: bool | None, log: LogFn) -> tuple[str
 
 
 def _detector_for(config: HostConfig, runtime: Runtime) -> Any:
-    """The :class:`kit.detector.Detector` of ``config.detector``, its library analysed (once
+    """The :class:`kit.targets.host.detector.Detector` of ``config.detector``, its library analysed (once
     per library, about 10 s, then cached), or ``None``.
 
     Raises:
@@ -95,7 +95,7 @@ def _detector_for(config: HostConfig, runtime: Runtime) -> Any:
     """
     if not config.detector:
         return None
-    from ... import detector
+    from . import detector
 
     found = detector.Detector(config.detector, runtime)  # valgrind missing: one line
     if config.witness is False:

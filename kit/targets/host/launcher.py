@@ -22,7 +22,7 @@ from ...observe import (RESOURCE_LIMIT_SIGNALS, Observation, ProcessEnd, crash_e
 from ...protocol import iter_events
 from ...records import LaunchRecord
 from ...scenario import Scenario
-from ...witness import race as witness_race
+from .witness import race as witness_race
 from .runtime import POISON_ENV, Runtime
 
 __all__ = ["HostLauncher", "resource_limit_text"]
@@ -70,13 +70,13 @@ class HostLauncher:
         modelset: the verified model set (paths, clip, expected scores).
         poison: turn on glibc heap poisoning (:data:`POISON_ENV`).
         preload: other shared libraries to preload, or ``()``.
-        witness: the built race witness (:func:`kit.witness.build_witness`) to preload, or
+        witness: the built race witness (:func:`kit.targets.host.witness.build_witness`) to preload, or
             ``None``. With it, each launch's witness output goes to
             ``artifacts/<id>/witness.jsonl`` and becomes ``LaunchRecord.race``; without it,
             ``race`` says the witness was unavailable and why (XNNPACK linked statically,
             or turned off), never that no race happened.
-        detector: a :class:`kit.detector.Detector` to run every launch under, or ``None``
-            (its slowdown scales the time-out; see :meth:`kit.detector.Detector.finish`).
+        detector: a :class:`kit.targets.host.detector.Detector` to run every launch under, or ``None``
+            (its slowdown scales the time-out; see :meth:`kit.targets.host.detector.Detector.finish`).
     """
 
     target = "host"
@@ -137,7 +137,7 @@ class HostLauncher:
         if self.witness is not None:
             env = {**self._env, witness_race.ENV_FILE: str(witness_path)}
         argv, timeout_s = self.argv(ctx.scenario), ctx.timeout_s
-        if self.detector is not None:  # detector mode (kit.detector)
+        if self.detector is not None:  # detector mode (kit.targets.host.detector)
             argv, tool_env = self.detector.wrap(argv, ctx.artifacts_dir)
             env, timeout_s = {**env, **tool_env}, ctx.timeout_s * self.detector.slowdown
         hung = False

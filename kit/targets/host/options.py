@@ -8,7 +8,7 @@ import dataclasses
 import functools
 from typing import Any
 
-from ...campaign.meta import CampaignMeta
+from ...store.meta import CampaignMeta
 from ...errors import UsageError
 from ...targets import host
 from ..argtypes import positive_int
@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 def add_detector_options(parser: argparse.ArgumentParser, target: str = "host") -> None:
     """``--detector TOOL`` (and, on the host, ``--detector-jobs N``); on another target
     ``--detector`` is refused with a one-line error."""
-    from ... import detector
+    from . import detector
 
     def tool(value: str) -> str:
         try:
@@ -78,17 +78,14 @@ def _kept(meta: CampaignMeta | None) -> tuple[str | None, bool | None, bool | No
     unknown)."""
     if meta is None:
         return None, None, None, None
-    from ... import witness
+    from . import witness
 
-    runtime = meta.build.get("runtime")
-    note = meta.options.get("witness")
-    kept_witness = True if note == "on" else (
-        False if note == f"off: {witness.OFF_REASON}" else None)
-    tool = meta.options.get("detector")
-    tool = tool.get("tool") if isinstance(tool, dict) else None
+    runtime = meta.build.get("runtime")  # the host target's own build key
+    setup = meta.setup
+    kept_witness = True if setup.witness == "on" else (
+        False if setup.witness == f"off: {witness.OFF_REASON}" else None)
     return (runtime if isinstance(runtime, str) and runtime else None,
-            meta.options.get("poison") == "glibc", kept_witness,
-            tool if isinstance(tool, str) else None)
+            setup.poison == "glibc", kept_witness, setup.detector)
 
 
 def config_from_args(name: str, args: argparse.Namespace, meta: CampaignMeta | None,

@@ -727,7 +727,7 @@ def build_ort_runtime(name: str | None, patch_spec: str | None, *, jobs: int | N
             ``force``): exit 2.
         InfraError: a build step failed (exit 3; the message names the step and its log).
     """
-    from .runtime import (Runtime, _debian_root, _needed_libs, build_workload, load_runtime,
+    from .runtime import (Runtime, build_workload, debian_root, load_runtime, needed_libs,
                           runtime_dir)
 
     patch = load_patch(patch_spec)
@@ -749,7 +749,7 @@ def build_ort_runtime(name: str | None, patch_spec: str | None, *, jobs: int | N
             raise UsageError(f"the runtime name {name!r} is in use ({what})",
                              "choose another --name, or add --force to replace it")
     jobs = jobs or len(os.sched_getaffinity(0))
-    root, _include, libs = _debian_root(False, mirror, log)
+    root, _include, libs = debian_root(False, mirror, log)
     builder = OrtBuild(ChrootExecutor(root), log_dir=folder, jobs=jobs, mirror=mirror,
                        log=log, progress=progress)
     if not (root / INNER_BASE.lstrip("/") / DEBIAN_ORT.tree / "build"
@@ -765,7 +765,7 @@ def build_ort_runtime(name: str | None, patch_spec: str | None, *, jobs: int | N
         raise InfraError(f"build-ort: no {DEBIAN_ORT.library_glob} in {out / 'lib'}",
                          "run build-ort again with --force")
     ort_library = candidates[0].resolve()
-    xnnpack = next((str(p.resolve()) for p in _needed_libs(ort_library, libs)
+    xnnpack = next((str(p.resolve()) for p in needed_libs(ort_library, libs)
                     if "xnnpack" in p.name.lower()), None)
     runtime = Runtime(name=name, kind="debian-root", root=str(root),
                       include_dir=str(out / "include"), lib_dir=str(libs),

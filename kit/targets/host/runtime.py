@@ -34,13 +34,14 @@ from pathlib import Path
 from typing import Callable
 
 from ..._bounded import describe_path, write_atomic
-from ...campaign import utc_now
+from ...store.store import utc_now
 from ...errors import InfraError, UsageError
 from ...modelset import ModelSet, cache_dir
 from ...scenario import Scenario
 
 __all__ = ["Runtime", "prepare_runtime", "load_runtime", "build_workload", "check_scenario",
-           "POISON_ENV", "runtime_dir", "DEFAULT_RUNTIME", "run_compiler"]
+           "POISON_ENV", "runtime_dir", "DEFAULT_RUNTIME", "run_compiler", "debian_root",
+           "needed_libs"]
 
 DEFAULT_RUNTIME = "debian"
 DEBIAN_SUITE = "trixie"
@@ -147,7 +148,7 @@ def load_runtime(name: str = DEFAULT_RUNTIME) -> Runtime:
     return runtime
 
 
-def _needed_libs(library: Path, lib_dir: Path) -> list[Path]:
+def needed_libs(library: Path, lib_dir: Path) -> list[Path]:
     """``DT_NEEDED`` entries of an ELF file, resolved in ``lib_dir`` (read with ``readelf``
     when the host has binutils, else by scanning for ``lib*.so*`` strings)."""
     names: list[str] = []
@@ -171,7 +172,7 @@ def _describe_libs(name: str, kind: str, root: Path | None, include_dir: Path,
         raise UsageError(f"no libonnxruntime.so in {lib_dir}",
                          "point --ort-root at an ORT build with include/ and lib/")
     ort_library = candidates[0].resolve()
-    xnnpack = next((str(p.resolve()) for p in _needed_libs(ort_library, lib_dir)
+    xnnpack = next((str(p.resolve()) for p in needed_libs(ort_library, lib_dir)
                     if "xnnpack" in p.name.lower()), None)
     return Runtime(name=name, kind=kind, root=str(root) if root else None,
                    include_dir=str(include_dir), lib_dir=str(lib_dir),
@@ -267,14 +268,16 @@ def prepare_runtime(name: str = DEFAULT_RUNTIME, ort_root: str | None = None,
         runtime.save()
         log(f"runtime {name!r}: the host's own onnxruntime ({runtime.ort_library})")
         return runtime
-    runtime = _describe_libs(name, "debian-root", *_debian_root(force, mirror, log))
+    runtime = _describe_libs(name, "debian-root", *debian_root(force, mirror, log))
     runtime.save()
     log(f"runtime {name!r}: Debian {DEBIAN_SUITE} root at {runtime.root}")
     return runtime
 
 
-def _debian_root(force: bool, mirror: str, log: Callable[[str], None]
-                 ) -> tuple[Path, Path, Path]:
+def debian_root(force: bool, mirror: str, log: Callable[[str], None]
+                ) -> tuple[Path, Path, Path]:
+    """The kit's Debian root (made once with ``debootstrap``, or again with ``force``):
+    ``(root, include dir, library dir)``."""
     root = cache_dir() / f"debian-{DEBIAN_SUITE}"
     stamp = root / ".coldstart-complete"
     arch = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}.get(platform.machine())

@@ -1,7 +1,7 @@
 """iOS targets: simulators (``ios-sim``, ``xcrun simctl``) and devices (``ios-device``,
 ``xcrun devicectl``).
 
-Modules, bottom up (notes/drivers.md section 5, notes/crash-formats.md sections 4-6):
+Modules, bottom up (docs/formats.md section D5, docs/formats.md sections 4-6):
 
 * :mod:`.xcrun` - the transport: ``xcrun <tool>`` with argv lists, :class:`XcrunError`
   (an infra error keeping the tool's output), a capped backoff;

@@ -1,7 +1,7 @@
 """``xcrun devicectl`` (Xcode 15+): the device commands the kit uses. Every command is run
 with ``--json-output <file> --quiet`` and its JSON is read: ``{"info": ..., "result": ...}``,
-or ``{"error": {"userInfo": {"NSLocalizedDescription": {"string": ...}}}}`` (notes/drivers.md
-section 5)."""
+or ``{"error": {"userInfo": {"NSLocalizedDescription": {"string": ...}}}}`` (docs/formats.md
+section D5)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ death, as ``<Name>-<date>-<time>.ips`` (``.crash`` before macOS 12) in
 ``~/Library/Logs/DiagnosticReports``; a report belongs to a simulator when it names the
 simulator's UDID (``coalitionName`` ``com.apple.CoreSimulator.SimDevice.<UDID>``,
 ``procPath`` under ``CoreSimulator/Devices/<UDID>``; the XCUITest driver matches reports the
-same way) and to a launch when it names the launch's pid (notes/crash-formats.md section 4).
+same way) and to a launch when it names the launch's pid (docs/formats.md section 4).
 Devices keep theirs in the ``systemCrashLogs`` domain (:mod:`.devicectl`).
 """
 

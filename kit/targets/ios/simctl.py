@@ -1,5 +1,5 @@
 """``xcrun simctl``: the simulator commands the kit uses and their output formats (Apple's
-``simctl help``; notes/drivers.md section 5), and the simulator's unified log as a stream of
+``simctl help``; docs/formats.md section D5), and the simulator's unified log as a stream of
 lines (``simctl spawn <udid> log stream --style ndjson``)."""
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ class LogStream:
 
 
 class Simctl:
-    """``xcrun simctl`` commands (formats: Apple's ``simctl help``, notes/drivers.md s. 5)."""
+    """``xcrun simctl`` commands (formats: Apple's ``simctl help``, docs/formats.md section D5)."""
 
     def __init__(self, xcrun: Xcrun) -> None:
         self.xcrun = xcrun

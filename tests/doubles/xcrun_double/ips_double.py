@@ -1,10 +1,10 @@
-"""ips_double: writes crash reports in the real ``.ips`` v2 layout (notes/crash-formats.md s. 4).
+"""ips_double: writes crash reports in the real ``.ips`` v2 layout (docs/formats.md section 4).
 
 Line 1 is the one-line metadata object (``bug_type`` "309"), the rest is the pretty-printed
 JSON body, as macOS ReportCrash writes for a simulator app (``parentProc`` ``launchd_sim``,
 ``coalitionName`` ``com.apple.CoreSimulator.SimDevice.<UDID>``, ``procPath`` under
 ``CoreSimulator/Devices/<UDID>``). The crashing thread's frames follow where onnxruntime#32461
-surfaces (BACKGROUND.md): session creation, inference, release; ``js-fatal`` is React Native's
+surfaces (docs/design.md): session creation, inference, release; ``js-fatal`` is React Native's
 ``RCTFatal`` abort on an unhandled JS exception; ``abort`` a plain ``abort()``.
 """
 

@@ -3,7 +3,7 @@
 Run through the ``xcrun`` shell script beside this file (tests put the folder on ``PATH``).
 State lives in ``$XCRUN_DOUBLE_HOME`` (``state.json``, guarded by a file lock), written by
 :class:`tests.doubles.xcrun_double.XcrunDouble`. What it imitates (formats from Apple's help
-texts and public scripts, notes/drivers.md section 5, notes/crash-formats.md sections 4-6):
+texts and public scripts, docs/formats.md section D5, docs/formats.md sections 4-6):
 
 * ``simctl list -j devices``, ``bootstatus <udid> -b``, ``install``, ``terminate`` (exit 3
   with "found nothing to terminate" when not running), ``launch`` (prints ``<bundle>: <pid>``;

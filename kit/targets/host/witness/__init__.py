@@ -7,8 +7,8 @@ onnxruntime passes. Two different contexts in one process mean two threads both 
 XNNPACK as a shared library (Debian's packages); the mobile builds link it statically, and
 their records say the witness was unavailable instead of claiming no race.
 
-* :mod:`kit.witness.build`: compile the witness with the runtime's own compiler;
-* :mod:`kit.witness.race`: parse its output into ``LaunchRecord.race``.
+* :mod:`kit.targets.host.witness.build`: compile the witness with the runtime's own compiler;
+* :mod:`kit.targets.host.witness.race`: parse its output into ``LaunchRecord.race``.
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@ or not the threads really collided.
 
 Each launch of ``coldstart run host --detector drd`` (or ``helgrind``) runs the workload
 under valgrind's tool from the runtime's own root, on the host and without mounts
-(:mod:`kit.detector.tool`), reads the tool's XML (:mod:`kit.detector.report`) and ties each
+(:mod:`kit.targets.host.detector.tool`), reads the tool's XML (:mod:`kit.targets.host.detector.report`) and ties each
 race to an offset in libonnxruntime.so through the race witness's load bases and wrapper
-address and a disassembly of the library (:mod:`kit.detector.statics`,
-:mod:`kit.detector.attribute`). The calibration programs (:mod:`kit.detector.calibration`)
+address and a disassembly of the library (:mod:`kit.targets.host.detector.statics`,
+:mod:`kit.targets.host.detector.attribute`). The calibration programs (:mod:`kit.targets.host.detector.calibration`)
 show which tool tells the racy lazy init from its two fixed shapes. docs/race.md has the
 measured rates.
 
@@ -20,7 +20,7 @@ The API the target and verdict layers use:
 
 from __future__ import annotations
 
-from ..errors import UsageError
+from ....errors import UsageError
 from .attribute import ALLOCATOR_PTR, WRAPPER, detector_payload, record_on_target
 from .launch import Detector, DetectorResult
 from .report import ToolReport, read_report

@@ -164,7 +164,7 @@ def analyze_library(path: str | os.PathLike[str], objdump: list[str] | None,
     Raises:
         OSError, elftools.common.exceptions.ELFError: the library cannot be read as ELF.
     """
-    from ..modelset import cache_dir
+    from ....modelset import cache_dir
 
     cache = cache_dir() / "detector" / f"statics-{sha256}.json"
     try:

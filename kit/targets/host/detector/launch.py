@@ -3,11 +3,11 @@
 :class:`Detector` is what :class:`kit.targets.host.HostLauncher` holds in detector mode:
 
 * :meth:`Detector.wrap` puts the tool in front of the workload's argv (see
-  :func:`kit.detector.tool.wrap_command`) and names the XML file,
+  :func:`kit.targets.host.detector.tool.wrap_command`) and names the XML file,
   ``artifacts/<id>/detector.xml``;
 * :attr:`Detector.slowdown` multiplies the launch's time-out;
 * :meth:`Detector.finish` reads the XML and the witness's observation into the record's
-  ``detector`` payload (:func:`kit.detector.attribute.detector_payload`), and says whether
+  ``detector`` payload (:func:`kit.targets.host.detector.attribute.detector_payload`), and says whether
   the tool itself died: its XML lacks the closing ``FINISHED`` status although the kit did
   not kill it. Such a launch is an ``infra-error``, never a crash of the workload, and its
   ``on_target`` is ``null`` (a tool that broke down is no evidence); the tool's own lines
@@ -21,9 +21,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .._bounded import read_tail_bounded
-from ..errors import UsageError
-from ..modelset import sha256_file
+from ...._bounded import read_tail_bounded
+from ....errors import UsageError
+from ....modelset import sha256_file
 from ..witness.race import RaceObservation
 from .attribute import detector_payload
 from .report import read_report
@@ -85,7 +85,7 @@ class Detector:
         return self.install.version
 
     def analyze(self) -> LibraryInfo | None:
-        """The library analysis (:func:`kit.detector.statics.analyze_library`), made once;
+        """The library analysis (:func:`kit.targets.host.detector.statics.analyze_library`), made once;
         ``None`` when the library cannot be read as ELF."""
         if self._info is None and self._info_error is None:
             try:
@@ -110,7 +110,7 @@ class Detector:
 
         Args:
             ctx: the launch's :class:`kit.campaign.LaunchContext`.
-            witness: the launch's :class:`kit.witness.race.RaceObservation`, or ``None``
+            witness: the launch's :class:`kit.targets.host.witness.race.RaceObservation`, or ``None``
                 when the witness was off.
             stderr_path: the launch's stderr file (the tool's messages are in it).
             killed: the kit killed the process (time-out, Ctrl-C): an unfinished XML is then

@@ -27,7 +27,7 @@ root's ``/usr/lib/debug/.build-id`` (``<cache>/runtimes/<name>/valgrind-debuginf
 once, read only by later launches). With it, both tools run the workload to ``done``.
 
 The tool writes its findings as XML (``--xml=yes --xml-file=F``; valgrind's
-docs/internals/xml-output-protocol4.txt), read by :mod:`kit.detector.report`.
+docs/internals/xml-output-protocol4.txt), read by :mod:`kit.targets.host.detector.report`.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from .._bounded import write_atomic
-from ..errors import InfraError, UsageError
+from ...._bounded import write_atomic
+from ....errors import InfraError, UsageError
 
 __all__ = ["TOOLS", "SLOWDOWN", "ToolInstall", "find_tool", "ensure_tool", "wrap_command",
            "TOOL_BARRIER_ENV", "WITNESS_QUIET_ENV", "debuginfo_dir"]
@@ -91,7 +91,7 @@ class ToolInstall:
 
 def debuginfo_dir(runtime: Any) -> Path:
     """``<cache>/runtimes/<name>/valgrind-debuginfo``: the link tree of the module doc."""
-    from ..targets.host.runtime import runtime_dir
+    from ..runtime import runtime_dir
 
     return runtime_dir(runtime.name) / "valgrind-debuginfo"
 

@@ -1,6 +1,6 @@
-"""A campaign directory: ``campaign.json``, ``launches.jsonl`` and ``artifacts/`` (DESIGN.md).
+"""A campaign directory: ``campaign.json``, ``launches.jsonl`` and ``artifacts/`` (docs/design.md).
 
-* ``campaign.json`` (:mod:`kit.campaign.meta`): label, target, scenario, planned launches,
+* ``campaign.json`` (:mod:`kit.store.meta`): label, target, scenario, planned launches,
   devices, build provenance, tool versions, options, the rule. Complete from the moment it
   is made, rewritten atomically.
 * ``launches.jsonl``: one :class:`~kit.records.LaunchRecord` per line, each written whole in
@@ -48,9 +48,11 @@ from ..errors import DataError, InfraError, UsageError
 from ..records import LaunchRecord
 from ..scenario import Scenario, parse_scenario
 from .lock import LOCK_NAME, CampaignLock
-from .meta import SCHEMA_VERSION, CampaignMeta, read_meta, write_meta
+from .meta import SCHEMA_VERSION, CampaignMeta, merged_meta, read_meta, write_meta
+from .resume import check_identity, check_launches
 
 __all__ = ["Campaign", "CampaignStore", "load_campaign", "prepare_store", "update_meta",
+           "new_meta", "create_campaign",
            "iter_campaign_dirs", "check_label", "LABEL_RE", "SCHEMA_VERSION", "launch_id_for",
            "utc_now", "tool_versions", "MAX_RECORD_BYTES", "LOCK_NAME", "check_out_dir"]
 
@@ -89,7 +91,7 @@ def launch_id_for(label: str, index: int, attempt: int) -> str:
 
 def tool_versions() -> dict[str, str]:
     """Versions of the kit, Python and the OS, for ``campaign.json``."""
-    from .. import __version__
+    from ..version import __version__
 
     return {"coldstart": __version__, "python": platform.python_version(),
             "platform": platform.platform()}
@@ -182,7 +184,7 @@ class CampaignStore:
         self.check_lock()
         write_meta(self.path, meta)
 
-    # -- locking (kit/campaign/lock.py) ----------------------------------------------------
+    # -- locking (kit/store/lock.py) -------------------------------------------------------
     def lock(self) -> None:
         """Become the campaign's one writer (:meth:`CampaignLock.take`: the directory and
         ``.coldstart.lock``, held until :meth:`unlock` or the process ends).
@@ -441,59 +443,39 @@ def prepare_store(out: str | os.PathLike[str], *, label: str, target: str,
     check_label(label)
     store = CampaignStore(out)
     if not resume:
-        check_out_dir(store.path)
-        meta = CampaignMeta(label=label, target=target, scenario=scenario.key(),
-                            scenario_description=scenario.describe(), launches=launches,
-                            created_at=utc_now(), tools=tool_versions())
-        meta = _merged(meta, meta_extra or {})
-        store.write_meta(meta)
-        store.launches_path.touch()
+        create_campaign(store, new_meta(label=label, target=target, scenario=scenario,
+                                        launches=launches, extra=meta_extra))
         return store, []
     store.check_entries()
     meta = store.read_meta() if allow_pair_baseline else store.resumable_meta()
-    for key, want in (("label", label), ("target", target), ("scenario", scenario.key())):
-        if getattr(meta, key) != want:
-            raise UsageError(f"cannot resume {store.path}: its {key} is "
-                             f"{getattr(meta, key)!r}, not {want!r}",
-                             "resume with the same options, or choose another --out")
+    check_identity(store.path, meta, label=label, target=target, scenario=scenario.key())
     records, _notes = store.read_records()  # a cut last line is cut by append()
-    used = 1 + max((r.index for r in records), default=-1)
-    if launches < used:
-        raise UsageError(f"cannot resume {store.path} with {launches} launches: it already "
-                         f"has {used}", "resume with at least that many --launches")
-    if launches < meta.launches:  # it would read as finished
-        raise UsageError(f"cannot resume {store.path} with {launches} launches: it plans "
-                         f"{meta.launches}", "resume without --launches (compare and report "
-                                             "use an unfinished campaign as it is)")
+    check_launches(store.path, meta, records, launches)
     return store, records
 
 
-def _merged(meta: CampaignMeta, changes: dict[str, Any]) -> CampaignMeta:
-    """``meta`` with ``changes``: field name -> value; ``build``, ``options`` and ``tools``
-    dicts are merged one level deep; ``until_verdict`` and ``interleaved`` take their typed
-    value or a dict merged into the old one; unknown names go to ``extra``."""
-    from .meta import PairMeta, RuleMeta
+def new_meta(*, label: str, target: str, scenario: Scenario, launches: int,
+             extra: dict[str, Any] | None = None) -> CampaignMeta:
+    """The ``campaign.json`` of a new campaign, made now with this kit's tool versions;
+    ``extra`` as :func:`kit.store.meta.merged_meta` takes it."""
+    meta = CampaignMeta(label=check_label(label), target=target, scenario=scenario.key(),
+                        scenario_description=scenario.describe(), launches=launches,
+                        created_at=utc_now(), tools=tool_versions())
+    return merged_meta(meta, extra or {})
 
-    updates: dict[str, Any] = {}
-    extra = dict(meta.extra)
-    typed = {"until_verdict": RuleMeta, "interleaved": PairMeta}
-    for key, value in changes.items():
-        if key in ("build", "options", "tools") and isinstance(value, dict):
-            updates[key] = {**getattr(meta, key), **value}
-        elif key in typed and isinstance(value, dict):
-            old = getattr(meta, key)
-            updates[key] = typed[key].from_dict({**(old.to_dict() if old else {}), **value},
-                                                f"{meta.label}'s {key}")
-        elif key in {f.name for f in dataclasses.fields(CampaignMeta)}:
-            updates[key] = value
-        else:
-            extra[key] = value
-    return dataclasses.replace(meta, extra=extra, **updates)
+
+def create_campaign(store: CampaignStore, meta: CampaignMeta) -> None:
+    """Make a new campaign in ``store``'s directory: ``campaign.json`` whole and an empty
+    ``launches.jsonl``. Raises UsageError as :func:`check_out_dir`."""
+    check_out_dir(store.path)
+    store.write_meta(meta)
+    store.launches_path.touch()
 
 
 def update_meta(store: CampaignStore, **changes: Any) -> CampaignMeta:
-    """Merge ``changes`` into ``campaign.json`` (see :func:`_merged`) and write it."""
-    meta = _merged(store.read_meta(), changes)
+    """Merge ``changes`` into ``campaign.json`` (see :func:`kit.store.meta.merged_meta`)
+    and write it."""
+    meta = merged_meta(store.read_meta(), changes)
     store.write_meta(meta)
     return meta
 

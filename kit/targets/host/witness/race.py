@@ -38,8 +38,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from .._bounded import MiB, read_bytes_bounded
-from ..errors import DataError, UsageError
+from ...._bounded import MiB, read_bytes_bounded
+from ....errors import DataError, UsageError
 
 __all__ = ["WitnessCall", "RaceObservation", "parse_witness", "read_witness_file",
            "unavailable", "STDERR_PREFIX", "ENV_FILE", "STATIC_REASON", "OFF_REASON"]

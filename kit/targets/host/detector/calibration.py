@@ -11,7 +11,7 @@ of ``call_once`` and ``mutex``.
 
 :func:`build_calibration` compiles them with the runtime's own compiler (``chroot <root>
 g++`` for a Debian root, as the workload is built); :func:`run_calibration` runs one under
-a tool exactly as a launch is run (:func:`kit.detector.tool.wrap_command`).
+a tool exactly as a launch is run (:func:`kit.targets.host.detector.tool.wrap_command`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import UsageError
+from ....errors import UsageError
 from .attribute import ALLOCATOR_PTR, WRAPPER, overlapping_target
 from .report import read_report
 from .tool import ToolInstall, wrap_command
@@ -69,7 +69,7 @@ class CalibrationRun:
 
 
 def _sources() -> dict[str, bytes]:
-    base = files("kit") / "detector" / "calibration"
+    base = files("kit") / "targets" / "host" / "detector" / "calibration"
     names = ["lazy_init.h", *(f"{v}.cpp" for v in VARIANTS)]
     return {name: (base / name).read_bytes() for name in names}
 
@@ -82,7 +82,7 @@ def build_calibration(runtime: Any, log: Callable[[str], None] = lambda _m: None
     Raises:
         UsageError: no compiler, or a program does not compile (first error line shown).
     """
-    from ..targets.host import run_compiler, runtime_dir
+    from .. import run_compiler, runtime_dir
 
     sources = _sources()
     digest = hashlib.sha256(json.dumps([sorted((k, v.hex()) for k, v in sources.items()),
@@ -131,7 +131,7 @@ def run_calibration(install: ToolInstall, runtime: Any, tool: str, variant: str,
     """Run one program under ``tool`` and judge it. The XML is left in ``work_dir``.
 
     Raises:
-        UsageError: an unknown tool (:func:`kit.detector.tool.wrap_command`).
+        UsageError: an unknown tool (:func:`kit.targets.host.detector.tool.wrap_command`).
     """
     work_dir.mkdir(parents=True, exist_ok=True)
     xml = work_dir / f"{tool}-{variant}.xml"

@@ -26,8 +26,8 @@ from .._fields import FieldReader, type_name
 from ..targets.argtypes import MAX_LAUNCHES
 from ..errors import DataError
 
-__all__ = ["SCHEMA_VERSION", "CampaignMeta", "RuleMeta", "PairMeta", "read_meta", "write_meta",
-           "META_MAX_BYTES"]
+__all__ = ["SCHEMA_VERSION", "CampaignMeta", "RuleMeta", "PairMeta", "RunSetup", "read_meta",
+           "write_meta", "merged_meta", "META_MAX_BYTES"]
 
 SCHEMA_VERSION = 1
 #: campaign.json is a few KiB; anything this large is not one
@@ -142,6 +142,41 @@ class PairMeta:
 
 
 @dataclasses.dataclass(frozen=True)
+class RunSetup:
+    """What a target prepared for a campaign, typed (:class:`kit.targets.base.PreparedTarget`
+    writes it; ``campaign.json`` keeps it in ``build`` and ``options``). Everything outside
+    the target reads these fields, never the dicts' keys.
+
+    Attributes:
+        witness: the race witness: ``"on"``, ``"off: <why>"``, or ``None`` (the target has
+            none).
+        detector: the race detector's tool (``drd``, ``helgrind``), or ``None``.
+        timeout_s: seconds before a launch counts as hung, or ``None`` when not kept.
+        poison: the heap poisoning (``glibc``...), or ``None``.
+    """
+
+    witness: str | None = None
+    detector: str | None = None
+    timeout_s: float | None = None
+    poison: str | None = None
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> "RunSetup":
+        """Read from ``campaign.json``'s ``options`` (a value of the wrong type reads as
+        unknown: a newer kit's campaign still resumes)."""
+        witness = options.get("witness")
+        tool = options.get("detector")
+        tool = tool.get("tool") if isinstance(tool, dict) else None
+        timeout = options.get("timeout_s")
+        poison = options.get("poison")
+        return cls(witness=witness if isinstance(witness, str) else None,
+                   detector=tool if isinstance(tool, str) and tool else None,
+                   timeout_s=float(timeout) if isinstance(timeout, (int, float))
+                   and not isinstance(timeout, bool) else None,
+                   poison=poison if isinstance(poison, str) and poison else None)
+
+
+@dataclasses.dataclass(frozen=True)
 class CampaignMeta:
     """A campaign's ``campaign.json`` (module doc). Frozen: change it with
     :func:`dataclasses.replace` and :func:`write_meta`. ``until_verdict`` is the rule of a
@@ -194,6 +229,16 @@ class CampaignMeta:
                        pair, f"{where}: interleaved"),
                    extra={k: v for k, v in data.items() if k not in cls._KNOWN})
 
+    @property
+    def setup(self) -> RunSetup:
+        """What the target prepared, typed (:class:`RunSetup`)."""
+        return RunSetup.from_options(self.options)
+
+    @property
+    def timeout_s(self) -> float | None:
+        """Seconds before a launch counted as hung in this campaign, or ``None``."""
+        return self.setup.timeout_s
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``campaign.json`` (known keys first, then ``extra``)."""
         out: dict[str, Any] = {"schema": self.schema, "label": self.label,
@@ -242,3 +287,24 @@ def write_meta(path: str | os.PathLike[str], meta: CampaignMeta) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / "campaign.json"
     write_atomic(target, (json.dumps(meta.to_dict(), indent=2) + "\n").encode("utf-8"))
+
+
+def merged_meta(meta: CampaignMeta, changes: dict[str, Any]) -> CampaignMeta:
+    """``meta`` with ``changes``: field name -> value; ``build``, ``options`` and ``tools``
+    dicts are merged one level deep; ``until_verdict`` and ``interleaved`` take their typed
+    value or a dict merged into the old one; unknown names go to ``extra``."""
+    updates: dict[str, Any] = {}
+    extra = dict(meta.extra)
+    typed = {"until_verdict": RuleMeta, "interleaved": PairMeta}
+    for key, value in changes.items():
+        if key in ("build", "options", "tools") and isinstance(value, dict):
+            updates[key] = {**getattr(meta, key), **value}
+        elif key in typed and isinstance(value, dict):
+            old = getattr(meta, key)
+            updates[key] = typed[key].from_dict({**(old.to_dict() if old else {}), **value},
+                                                f"{meta.label}'s {key}")
+        elif key in {f.name for f in dataclasses.fields(CampaignMeta)}:
+            updates[key] = value
+        else:
+            extra[key] = value
+    return dataclasses.replace(meta, extra=extra, **updates)

@@ -1,8 +1,8 @@
 """Attributing a launch's races: on the XNNPACK allocator statics (``on_target``) or not.
 
-:func:`detector_payload` turns the tool's report (:mod:`kit.detector.report`), the race
+:func:`detector_payload` turns the tool's report (:mod:`kit.targets.host.detector.report`), the race
 witness's observation (the wrapper's address and the load bases) and the library analysis
-(:mod:`kit.detector.statics`) into a launch record's ``detector`` payload::
+(:mod:`kit.targets.host.detector.statics`) into a launch record's ``detector`` payload::
 
     {"tool": "drd", "version": "3.24.0", "xml": "artifacts/<id>/detector.xml",
      "complete": true, "finished": true, "fatal_signal": null, "read_error": null,
@@ -94,7 +94,7 @@ def detector_payload(tool: str, version: str | None, xml_rel: str, report: ToolR
         version: valgrind's version as set up (the XML's own version wins when read).
         xml_rel: the XML artifact's path relative to the campaign directory.
         report: the parsed XML.
-        witness: the launch's :class:`kit.witness.race.RaceObservation`.
+        witness: the launch's :class:`kit.targets.host.witness.race.RaceObservation`.
         library: path of the runtime's ``libonnxruntime.so``.
         info: the library's analysis, or ``None`` when it could not be made.
     """

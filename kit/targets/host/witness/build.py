@@ -25,12 +25,12 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from .._bounded import write_atomic
-from ..errors import UsageError
+from ...._bounded import write_atomic
+from ....errors import UsageError
 from .race import STATIC_REASON
 
 if TYPE_CHECKING:  # kit.targets.host imports this package: no import cycle at run time
-    from ..targets.host.runtime import Runtime
+    from ..runtime import Runtime
 
 __all__ = ["build_witness", "witness_supported", "witness_library", "CFLAGS", "LIBRARY_NAME"]
 
@@ -42,12 +42,12 @@ _SOURCE_NAME = "coldstart_witness.c"
 
 
 def _source() -> bytes:
-    return (files("kit") / "witness" / _SOURCE_NAME).read_bytes()
+    return (files("kit") / "targets" / "host" / "witness" / _SOURCE_NAME).read_bytes()
 
 
 def witness_supported(runtime: Runtime) -> tuple[bool, str | None]:
     """Whether the witness can watch this runtime: ``(True, None)``, or ``(False, reason)``
-    when onnxruntime links XNNPACK statically (:data:`~kit.witness.race.STATIC_REASON`)."""
+    when onnxruntime links XNNPACK statically (:data:`~kit.targets.host.witness.race.STATIC_REASON`)."""
     if runtime.xnnpack_library is None:
         return False, STATIC_REASON
     return True, None
@@ -59,7 +59,7 @@ def _digest(runtime: Runtime, source: bytes) -> str:
 
 
 def _runtime_dir(runtime: Runtime) -> Path:
-    from ..targets.host.runtime import runtime_dir
+    from ..runtime import runtime_dir
 
     return runtime_dir(runtime.name)
 
@@ -137,7 +137,7 @@ def build_witness(runtime: Runtime, force: bool = False,
         cmd = [compiler, *CFLAGS, str(src), "-o", str(library), "-ldl"]
     _check_path(library)
     log(f"compiling the race witness ({runtime.kind})")
-    from ..targets.host.runtime import run_compiler
+    from ..runtime import run_compiler
 
     run_compiler(cmd, "the race witness", log_path)
     stamp = _stamp(runtime)
