@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kit.campaign import CampaignStore, load_campaign
-from kit.campaign.meta import CampaignMeta
-from kit.cli.run import kept_timeout_s
+from kit.store.meta import CampaignMeta
+from kit.campaign.request import kept_timeout_s
 from kit.errors import ColdstartError, DataError
 from kit.records import LaunchRecord
 from kit.targets.argtypes import MAX_LAUNCHES, MAX_TIMEOUT_S

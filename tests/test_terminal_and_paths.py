@@ -13,8 +13,8 @@ import pytest
 
 from kit._terminal import printable
 from kit.campaign import load_campaign
-from kit.detector import record_on_target
-from kit.detector.tool import ToolInstall, wrap_command
+from kit.targets.host.detector import record_on_target
+from kit.targets.host.detector.tool import ToolInstall, wrap_command
 from kit.errors import UsageError
 from kit.scenario import parse_scenario
 from tests.conftest import coldstart, one_line_error

@@ -19,7 +19,7 @@ import pytest
 
 from kit._bounded import write_atomic
 from kit.campaign import CampaignStore, prepare_store
-from kit.campaign.store import LOCK_NAME
+from kit.store.store import LOCK_NAME
 from kit.errors import InfraError, UsageError
 from kit.report import check_report_dir, write_reports
 from kit.scenario import parse_scenario

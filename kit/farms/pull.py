@@ -193,7 +193,7 @@ def pull_campaign(path: str | os.PathLike[str], settings: FarmSettings, *,
         UsageError: no campaign there, another process writes it, an unknown farm, missing
             credentials or reference. DataError: unreadable records (``coldstart repair``).
     """
-    from ..campaign.store import CampaignStore
+    from ..store.store import CampaignStore
 
     store = CampaignStore(path)
     meta = store.read_meta()
