@@ -16,6 +16,11 @@ import numpy as np
 from ..errors import UsageError
 from .stats import k_max_range, launches_to_bound, stats
 
+#: a margin below alpha (issue #27), so that a simulation of the rule's usual size reads at
+#: or below alpha and a small change to the candidate side cannot push it over; the SPRT
+#: (:mod:`.sprt`) and the finished-baseline level (:mod:`.finished`) both keep it
+ALPHA_MARGIN = 0.95
+
 __all__ = ["k_max_table", "k_max_cached", "bound_below", "candidate_power",
            "launches_to_bound_with_power"]
 

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from .binomial import k_max_cached
+from .binomial import ALPHA_MARGIN, k_max_cached
 from .stats import P_RTOL, fisher_p_vector, stats
 
 __all__ = ["FirstStops", "first_stops", "comparison_level", "max_size", "size_at",
@@ -170,16 +170,16 @@ def comparison_level(design: Any, n_b: int) -> float:
     ceiling is itself a strong condition, and the level is that of the whole sequential
     rejection region, not of a fixed-size test. Found by bisection on ``log a_B`` (the size
     only grows with the level) to 0.1%."""
-    return _level(design.ceiling, design.design_rate, design.alpha, design.beta,
+    # the design's own class (kit.analysis.sprt.SprtDesign) makes the candidate side, so that
+    # this module never imports sprt, which imports it
+    return _level(type(design), design.ceiling, design.design_rate, design.alpha, design.beta,
                   design.max_launches, n_b)
 
 
 @functools.lru_cache(maxsize=64)
-def _level(ceiling: float, design_rate: float, alpha: float, beta: float, max_launches: int,
-           n_b: int) -> float:
-    from .sprt import ALPHA_MARGIN, SprtDesign
-
-    design = SprtDesign(ceiling, design_rate, alpha, beta, max_launches)
+def _level(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: float,
+           max_launches: int, n_b: int) -> float:
+    design = kind(ceiling, design_rate, alpha, beta, max_launches)
     goal = ALPHA_MARGIN * alpha
     coarse = _coarse(design)
     if _max_size(design, n_b, MAX_LEVEL, coarse) <= goal:

@@ -16,7 +16,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import UsageError
-from .binomial import bound_below, k_max_cached, k_max_table, launches_to_bound_with_power
+from .binomial import (ALPHA_MARGIN, bound_below, k_max_cached, k_max_table,
+                       launches_to_bound_with_power)
 from .stats import _first_true
 
 __all__ = ["SprtState", "SprtDesign", "OperatingPoint", "SLOW_RULE_LAUNCHES", "ALPHA_MARGIN"]
@@ -25,9 +26,6 @@ __all__ = ["SprtState", "SprtDesign", "OperatingPoint", "SLOW_RULE_LAUNCHES", "A
 SLOW_RULE_LAUNCHES = 5000
 
 #: the false-``fixed`` chance the exact thresholds are computed for, as a share of alpha:
-#: a margin below alpha (issue #27), so that a simulation of the rule's usual size reads at
-#: or below alpha and a small change to the candidate side cannot push it over
-ALPHA_MARGIN = 0.95
 
 #: calibration stops following a run once less than this chance is left undecided, and
 #: counts what is left against the rule both ways; :meth:`SprtDesign.operating` never stops

@@ -1,5 +1,5 @@
-"""The one writer of a campaign directory (DESIGN.md: "Two processes never write one
-campaign").
+"""The one writer of a campaign directory (docs/design.md: two processes never write one
+campaign).
 
 The writer holds an exclusive ``flock(2)`` on the campaign directory itself and on its
 ``.coldstart.lock`` file, which holds the writer's pid for messages. The directory's lock is
