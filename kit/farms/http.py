@@ -178,23 +178,34 @@ class FarmHTTP:
                            f"{what}: {shown} did not answer ({type(exc).__name__}: "
                            f"{self.redactor.text(str(exc))[:120]})")
                 continue
-            if status == 429:
-                self.throttled += 1
-                asked = retry_after_s(got.get("retry-after"), self.wall())
-                wait = min(self.max_backoff_s * 4, asked) if asked is not None else \
-                    self.backoff(tries)
-                self.wait(wait, deadline, f"{what}: {shown} kept answering HTTP 429 (too "
-                                           f"many requests)")
+            if self._waited_out(status, got, tries, deadline, what, shown):
                 continue
-            if status >= 500:
-                self.wait(self.backoff(tries), deadline,
-                           f"{what}: {shown} answered HTTP {status}")
-                continue
-            if status in (401, 403):
-                raise UsageError(f"{what}: {shown} refused the credentials (HTTP {status})",
-                                 "check the farm credentials in the environment "
-                                 "(docs/farms.md)")
             return Answer(status=status, body=body, headers=got, url=shown)
+
+    def _waited_out(self, status: int, headers: dict[str, str], tries: int,
+                    deadline: Deadline, what: str, shown: str) -> bool:
+        """Wait out a ``429`` (its ``Retry-After``, else the backoff) or a ``5xx`` and
+        return ``True`` (try again); ``False`` for any other status.
+
+        Raises:
+            UsageError: ``401``/``403`` (the farm refused the credentials).
+            EvidenceNotReady: the wait would pass the deadline.
+        """
+        if status == 429:
+            self.throttled += 1
+            asked = retry_after_s(headers.get("retry-after"), self.wall())
+            wait = min(self.max_backoff_s * 4, asked) if asked is not None else \
+                self.backoff(tries)
+            self.wait(wait, deadline, f"{what}: {shown} kept answering HTTP 429 (too many "
+                                      f"requests)")
+            return True
+        if status >= 500:
+            self.wait(self.backoff(tries), deadline, f"{what}: {shown} answered HTTP {status}")
+            return True
+        if status in (401, 403):
+            raise UsageError(f"{what}: {shown} refused the credentials (HTTP {status})",
+                             "check the farm credentials in the environment (docs/farms.md)")
+        return False
 
     def poll(self, what: str, attempt: Callable[[Deadline], T | None],
              deadline: Deadline | None = None) -> T:
@@ -242,21 +253,8 @@ class FarmHTTP:
                 continue
             if status == 404:
                 return None
-            if status == 429:
-                self.throttled += 1
-                asked = retry_after_s(got.get("retry-after"), self.wall())
-                wait = min(self.max_backoff_s * 4, asked) if asked is not None else \
-                    self.backoff(tries)
-                self.wait(wait, deadline, f"{what}: {shown} kept answering HTTP 429")
+            if self._waited_out(status, got, tries, deadline, what, shown):
                 continue
-            if status >= 500:
-                self.wait(self.backoff(tries), deadline,
-                           f"{what}: {shown} answered HTTP {status}")
-                continue
-            if status in (401, 403):
-                raise UsageError(f"{what}: {shown} refused the credentials (HTTP {status})",
-                                 "check the farm credentials in the environment "
-                                 "(docs/farms.md)")
             raise InfraError(f"{what}: {shown} answered HTTP {status}",
                              "pull again later with `coldstart farm pull DIR`")
 
