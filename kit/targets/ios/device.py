@@ -244,12 +244,8 @@ class DeviceLauncher:
                 self._known = set(self.devicectl.crash_logs(self.phone.identifier))
             end, events, pid, console = self._run_unlocked(ctx)
         except ForeignBuild as exc:
-            observation = Observation(events=(), end=ProcessEnd.LOST, timeout_s=ctx.timeout_s,
-                                      infer=ctx.scenario.infer, infra=exc.one_line(),
-                                      persistent=True)
-            return make_record(ctx, target=self.target, device=self.device,
-                               observation=observation, started_at=started_at,
-                               wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=[])
+            return exc.record(ctx, target=self.target, device=self.device,
+                              started_at=started_at, t0=t0)
         except InfraError:
             self._suspect = True
             raise

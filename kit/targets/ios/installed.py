@@ -8,7 +8,7 @@ another build. ``simctl get_app_container <udid> <bundle> app`` names the instal
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ...errors import InfraError, UsageError
 from .app import AppBundle
@@ -22,6 +22,22 @@ class ForeignBuild(InfraError):
     installed again (no ``.app`` / ``.ipa`` given; simulators and devices alike):
     every later launch would fail or run another build, so the campaign stops (a
     persistent infra error, exit 3)."""
+
+    def record(self, ctx: Any, *, target: str, device: str, started_at: str,
+               t0: float) -> Any:
+        """The launch's record: a lost launch with this persistent infra error (through
+        :func:`kit.observe.make_record`, as every launch; ``t0``: its ``time.monotonic()``
+        start)."""
+        import time
+
+        from ...observe import Observation, ProcessEnd, make_record
+
+        observation = Observation(events=(), end=ProcessEnd.LOST, timeout_s=ctx.timeout_s,
+                                  infer=ctx.scenario.infer, infra=self.one_line(),
+                                  persistent=True)
+        return make_record(ctx, target=target, device=device, observation=observation,
+                           started_at=started_at, wall_ms=(time.monotonic() - t0) * 1000.0,
+                           artifacts=[])
 
 
 def _sha256(path: Path) -> str:

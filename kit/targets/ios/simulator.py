@@ -262,12 +262,8 @@ class SimulatorLauncher:
             pid, requested = self._start(ctx)
             seen = self._watch(ctx, pid, requested)
         except ForeignBuild as exc:
-            observation = Observation(events=(), end=ProcessEnd.LOST, timeout_s=ctx.timeout_s,
-                                      infer=ctx.scenario.infer, infra=exc.one_line(),
-                                      persistent=True)
-            return make_record(ctx, target=self.target, device=self.device,
-                               observation=observation, started_at=started_at,
-                               wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=[])
+            return exc.record(ctx, target=self.target, device=self.device,
+                              started_at=started_at, t0=t0)
         except XcrunError as exc:
             self._suspect = True
             record = self._exited_at_request(ctx, exc, before, t0_epoch, started_at, t0)
