@@ -1,6 +1,14 @@
 """The kit's own onnxruntime builds for real (``coldstart runtime build-ort``): one detector
 launch per variant. Runs only where the builds exist on the machine (they take about 40
-minutes to make, so the suite never makes them: `scripts/main-job.sh` does)."""
+minutes to make, so the suite never makes them: `scripts/main-job.sh` does).
+
+What one launch can show whatever the machine's load: the launch completes on the kit's own
+library, the detector's address evidence finds the allocator statics in it, and the fix never
+races on them (its second session never touches them). Whether a racy build's race is seen
+in one launch is not asserted here: DRD orders two accesses that happen to run one after the
+other through a lock both threads take later, so under heavy load a racy launch can show no
+race (measured: 1 of the suite's launches on a loaded machine; 20/20 in the main job at load
+average 10). The rates are the main job's and docs/builds.md's."""
 
 from __future__ import annotations
 
@@ -19,8 +27,8 @@ from kit.targets.host import load_runtime
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.host, pytest.mark.slow]
 SCENARIO = "mode=concurrent&models=hey_jarvis_v0.1&sessions=2&infer=0"
-#: whether DRD must see the race on the allocator statics in a concurrent launch
-EXPECTED = {"baseline": True, "fix": False, "half-fix": True}
+#: the builds; for the fix, DRD must see no race on the allocator statics in any launch
+EXPECTED = {"baseline": None, "fix": False, "half-fix": None}
 
 
 def _built(name: str):
@@ -50,4 +58,9 @@ def test_one_detector_launch_per_variant(name, tmp_path):
     assert build["ort_library"] == runtime.ort_library
     (record,) = campaign.records
     assert record.outcome is Outcome.COMPLETED, record.error
-    assert record_on_target(record) is EXPECTED[name], record.detector
+    assert record.detector is not None and record.detector.extra["complete"], record.detector
+    evidence = record.detector.extra["evidence"]
+    assert evidence["library"] == runtime.ort_library
+    assert evidence["wrapper"]["size"] == 48 and evidence["allocator_ptr"]["size"] == 16
+    if EXPECTED[name] is False:
+        assert record_on_target(record) is False, record.detector
