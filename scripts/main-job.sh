@@ -17,8 +17,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 launches=${1:-20}
 detector_launches=${2:-10}
-printf '== coldstart main job: a first run on a fresh 2-core machine takes about 55 minutes\n'
-printf '   (the Debian root, then onnxruntime compiled from source: about 4,300 CPU-seconds);\n'
+printf '== coldstart main job: a first run on a fresh 2-core machine takes about 45 minutes\n'
+printf '   (the Debian root, then onnxruntime compiled from source: about 3,700 CPU-seconds);\n'
 printf '   a run with everything cached about 8 minutes (measured: README.md)\n'
 scripts/setup.sh
 coldstart=.venv/bin/coldstart

@@ -117,7 +117,7 @@ CMAKE_FLAGS = (
     "-DFETCHCONTENT_FULLY_DISCONNECTED=ON", "-Dsafeint_SOURCE_DIR=/usr/include/safeint",
     "-DFETCHCONTENT_SOURCE_DIR_UTF8_RANGE={tree}/stub/utf8_range")
 #: measured CPU time of a first build on this route (docs/builds.md), for the estimate
-FIRST_BUILD_CPU_S = 4300
+FIRST_BUILD_CPU_S = 3700
 
 
 def _sha256(data: bytes) -> str:
