@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -72,7 +74,6 @@ def _tar(path: Path, top: str, files: dict[str, str]) -> None:
             data = text.encode()
             info = tarfile.TarInfo(f"{top}/{name}")
             info.size = len(data)
-            import io
             tar.addfile(info, io.BytesIO(data))
 
 
@@ -317,8 +318,7 @@ def _cli(*args, env=None):
                           text=True, env=env)
 
 
-def test_cli_refuses_a_bad_patch_and_a_name_in_use_in_one_line(tmp_path, monkeypatch):
-    import os
+def test_cli_refuses_a_bad_patch_and_a_name_in_use_in_one_line(tmp_path):
     env = {**os.environ, "COLDSTART_CACHE": str(tmp_path / "cache")}
     proc = _cli("runtime", "build-ort", "--patch", str(tmp_path / "missing.patch"), env=env)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1

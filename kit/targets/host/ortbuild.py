@@ -758,7 +758,7 @@ def build_ort_runtime(name: str | None, patch_spec: str | None, *, jobs: int | N
     started = time.monotonic()
     out, info, cached = build_variant(builder, patch)
     log(f"onnxruntime {DEBIAN_ORT.version} ({patch.name if patch else 'baseline'}) "
-        + ("from the cache" if cached else f"built in {_minutes(time.monotonic() - started)}")
+        + ("from the cache" if cached else f"ready in {_minutes(time.monotonic() - started)}")
         + f": {out}")
     candidates = sorted((out / "lib").glob(DEBIAN_ORT.library_glob), key=lambda p: len(p.name))
     if not candidates:
