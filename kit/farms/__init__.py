@@ -11,7 +11,9 @@ ready only some time after the session ends. The layers:
   :class:`SessionEvidence`, :class:`FetchContext`;
 * one module per farm: :mod:`.saucelabs` (real devices, and ``saucelabs-vdc`` for
   emulators/simulators), :mod:`.browserstack`, :mod:`.aws_device_farm` (boto3),
-  :mod:`.lambdatest`, :mod:`.firebase`;
+  :mod:`.lambdatest`, :mod:`.firebase`, :mod:`.headspin` (in-session only);
+* :mod:`.shell` - the in-session shell pass (``dumpsys dropbox``, ``exit-info``) and
+  :mod:`.testspec` (the AWS Device Farm custom test spec that runs it after the tests);
 * :mod:`.attribute` - cuts a session's device log into launches (the app's ``COLDSTART``
   marker lines and its pid) and gives each crash block to its launch;
 * :mod:`.pull` - pulls a campaign's sessions and writes the matched evidence into its
@@ -39,10 +41,12 @@ FARMS: dict[str, tuple[str, str]] = {
     "aws-device-farm": ("kit.farms.aws_device_farm", "make"),
     "lambdatest": ("kit.farms.lambdatest", "make"),
     "firebase": ("kit.farms.firebase", "make"),
+    "headspin": ("kit.farms.headspin", "make"),
 }
 #: farms whose evidence is found from the records' Appium session ids (the others need
 #: ``--farm-ref``)
-REF_FROM_RECORDS = frozenset({"saucelabs", "saucelabs-vdc", "browserstack", "lambdatest"})
+REF_FROM_RECORDS = frozenset({"saucelabs", "saucelabs-vdc", "browserstack", "lambdatest",
+                              "headspin"})
 
 
 def farm_names() -> list[str]:

@@ -28,7 +28,9 @@ app that was terminated or died never writes its screen again. Script entries:
 dies as it logs ``done``, before rendering it, so a reader of the log gets that line only
 after the death), ``js-fatal@PHASE`` (the JS error kills the app before it reports PHASE),
 ``error-fatal@PHASE`` (an ``error`` line after PHASE, then the fatal JS error ends the app),
-``error@PHASE`` (the app lives on), ``hang@PHASE``; a ``~D`` suffix gives the crash text D
+``error@PHASE`` (the app lives on), ``hang@PHASE``, ``crash-nolog@PHASE`` (a native
+death whose tombstone never reaches the session's logcat: only the device's DropBox has it,
+tests/doubles/appium_shell_double.py); a ``~D`` suffix gives the crash text D
 seconds after the death (an iOS ``.ips`` arrives late). A ``!FAULT`` suffix breaks the
 session once the kit has seen the death (a ``mobile: queryAppState`` reported the app dead)
 and has read every line the app logged: at the first log read after that report with none
@@ -134,6 +136,8 @@ class _App:
             was_running = self.state >= 2
             self.generation += 1
             self.state = 1
+        if was_running:
+            self.double.stopped(self)
         return was_running
 
     def start(self, url: str) -> None:
@@ -152,6 +156,8 @@ class _App:
         launch_id = dict(parse_qsl(urlsplit(url).query)).get("id", "no-id")
         outcome, _, delay = outcome.partition("~")
         kind, _, at = outcome.partition("@")
+        self.quiet = kind == "crash-nolog"  # a native death whose logcat lost the tombstone
+        kind = "crash" if self.quiet else kind
         t0 = time.monotonic()
         fields = {"sessions-created": {"sessions": [
             {"i": i, "model": m, "start_ms": 40.0 + i, "end_ms": 90.0 + i}
@@ -197,6 +203,9 @@ class _App:
         self._crash_text(phase)
 
     def _crash_text(self, phase: str) -> None:
+        self.double.died(self, "native", phase)
+        if self.double.platform == "android" and getattr(self, "quiet", False):
+            return
         if self.double.platform == "android":
             pid, tid = self.pid, self.pid + 29
             head = [f"{_stamp()}  {pid:5d}  {tid:5d} F libc    : Fatal signal 11 (SIGSEGV), "
@@ -224,6 +233,7 @@ class _App:
 
     def _die_js(self, report_delay_s: float = 0.0) -> None:
         self._stop_running()
+        self.double.died(self, "java", None)
         time.sleep(report_delay_s)
         if self.double.platform == "android":
             for text in ["FATAL EXCEPTION: mqt_native_modules",
@@ -295,6 +305,13 @@ class AppiumLifecycleDouble:
         if self.on_launch is not None:
             self.on_launch(index)
         return self.script[index] if index < len(self.script) else "completed"
+
+    def died(self, app: _App, kind: str, phase: str | None) -> None:
+        """The app of a session died (``native`` at ``phase``, or ``java``): what a
+        device keeps of it (none here; :mod:`tests.doubles.appium_shell_double`)."""
+
+    def stopped(self, app: _App) -> None:
+        """The app was force-stopped (``terminateApp`` while it ran)."""
 
     def unused_script(self) -> list[str]:
         """Script entries no launch has taken yet."""

@@ -73,7 +73,15 @@ class AppiumTarget:
                              "e.g. org.coldstart.app")
         info = check_server(cfg.server_url, redactor)
         version = (info.get("build") or {}).get("version")
-        launcher = AppiumLauncher(cfg, redactor)
+        import os
+
+        from ...farms.shell import make_shell_factory
+
+        udid = cfg.caps.get("appium:udid") or cfg.caps.get("udid")
+        factory = make_shell_factory(cfg.shell, serial=str(udid) if udid else None,
+                                     env=dict(os.environ), api=cfg.shell_api,
+                                     redactor=redactor)
+        launcher = AppiumLauncher(cfg, redactor, shell_factory=factory)
         launcher.open()  # a refusal is the only line the user sees
         log(f"appium: server {redactor.url(cfg.server_url)} "
             f"(Appium {version or 'unknown version'}), session open")
@@ -85,7 +93,8 @@ class AppiumTarget:
             "poison": "apple-malloc" if cfg.poison and platform == "ios" else None,
             "deliver": cfg.deliver, "status_test_id": cfg.status_test_id,
             "poll_s": cfg.poll_s, "report_wait_s": cfg.report_wait_s,
-            "timeout_s": config.timeout_s, "log_types": launcher.log_types})
+            "timeout_s": config.timeout_s, "log_types": launcher.log_types,
+            "shell": cfg.shell})
         device_caps = session.capabilities if session is not None else {}
         devices = [redactor.value({
             "id": launcher.device, "kind": f"appium-{platform}",

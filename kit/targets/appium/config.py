@@ -50,6 +50,9 @@ class AppiumConfig:
         report_wait_s: seconds to wait for crash text after a death.
         error_grace_s: seconds a death after an ``error`` line still counts as a crash.
         command_timeout_s: HTTP timeout of one client command.
+        shell: the in-session shell route (:mod:`kit.farms.shell`: ``mobile-shell``,
+            ``headspin-adb``), or ``None`` for no shell pass.
+        shell_api: the API base of a route that has one (HeadSpin), or ``None``.
     """
 
     server_url: str
@@ -64,6 +67,8 @@ class AppiumConfig:
     report_wait_s: float = DEFAULT_REPORT_WAIT_S
     error_grace_s: float = DEFAULT_ERROR_GRACE_S
     command_timeout_s: float = 120.0
+    shell: str | None = None
+    shell_api: str | None = None
 
 
 def build_capabilities(config: AppiumConfig) -> dict[str, Any]:

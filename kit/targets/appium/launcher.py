@@ -66,14 +66,20 @@ class AppiumLauncher:
         config: the campaign's :class:`AppiumConfig`.
         redactor: the campaign's redactor (knows the server URL's secrets).
         session_factory: builds a session (default :class:`AppiumSession`).
+        shell_factory: builds the in-session shell of a session (:mod:`kit.farms.shell`:
+            ``mobile: shell``, HeadSpin's adb API), or ``None`` for no shell pass.
     """
 
     target = "appium"
 
     def __init__(self, config: AppiumConfig, redactor: Redactor,
                  session_factory: Callable[[AppiumConfig, Redactor], AppiumSession]
-                 = AppiumSession) -> None:
+                 = AppiumSession,
+                 shell_factory: Callable[[AppiumSession], Any] | None = None) -> None:
         self.config = config
+        self.shell_factory = shell_factory
+        #: why the shell was refused (the pass is not tried again in this campaign)
+        self.shell_refused: str | None = None
         self.redactor = redactor
         self.session_factory = session_factory
         self.session: AppiumSession | None = None
@@ -229,6 +235,18 @@ class AppiumLauncher:
                                  "that the app is installed and opens coldstart:// URLs")
         else:
             session.terminate()
+        payloads: dict[str, Any] = {}
+        if self.shell_factory is not None and self.config.platform is Platform.ANDROID:
+            shell_info, better = self._shell_pass(session, ctx, lines, end)
+            payloads["shell"] = shell_info
+            if better is not None and end is ProcessEnd.DIED and (
+                    evidence is None or evidence.crash is None or
+                    better[0].startswith("dropbox")):
+                evidence, rel = crash_evidence(self.redactor.text(better[1]),
+                                               ctx.artifacts_dir, ctx.artifacts_rel,
+                                               f"shell-{better[0]}.txt")
+                artifacts.insert(1, rel)
+                shell_info["applied"] = rel
         (ctx.artifacts_dir / f"{log_type}.txt").write_text(
             self.redactor.text("\n".join(lines)) + "\n")
         observation = Observation(events=tuple(events()), end=end, timeout_s=ctx.timeout_s,
@@ -238,7 +256,66 @@ class AppiumLauncher:
                            observation=observation, started_at=started_at,
                            wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=artifacts,
                            status_text=status_seen[-1] if status_seen else None,
-                           session_id=session.session_id)
+                           session_id=session.session_id, **payloads)
+
+    def _shell_pass(self, session: AppiumSession, ctx: LaunchContext, lines: list[str],
+                    end: ProcessEnd) -> tuple[dict[str, Any], tuple[str, str] | None]:
+        """The in-session shell pass of one launch (:mod:`kit.farms.shell`): DropBox and
+        exit-info read after the observation and matched to this launch by its pid and
+        window. A dead launch whose entry is not written yet is read again, up to
+        ``report_wait_s``. A refusal or a failure is a note (never a crash or an infra
+        error of the launch; a failure drops the session for the next launch).
+
+        Returns:
+            What goes in the record (``extra.shell``) and the best entry's ``(name,
+            text)`` for a crash report, or ``None``.
+        """
+        from ...farms import shell as shells
+        from ...farms.attribute import read_log_lines
+
+        info: dict[str, Any] = {"route": None, "entries": [], "kit_stops": 0, "note": None}
+        if self.shell_refused is not None:
+            info["note"] = f"shell refused earlier in this campaign: {self.shell_refused}"
+            return info, None
+        window = shells.window_of_log(ctx.launch_id, read_log_lines("\n".join(lines)),
+                                      end_slack_s=self.config.report_wait_s + 30.0)
+        give_up = time.monotonic() + (self.config.report_wait_s
+                                      if end is ProcessEnd.DIED else 0.0)
+        try:
+            shell = self.shell_factory(session) if self.shell_factory else None
+            info["route"] = getattr(shell, "route", None)
+            while True:
+                dumps = shells.run_dumps(shell, self.config.app_id)
+                entries = [e for name, text in dumps.items()
+                           for e in shells.read_entries(name, text)]
+                matches, stops = shells.match_entries(entries, [window], self.config.app_id)
+                if any(m.entry.source.startswith("dropbox") for m in matches) or \
+                        time.monotonic() >= give_up or self._abort.is_set():
+                    break
+                time.sleep(max(self.config.poll_s, 0.5))
+        except shells.ShellRefused as exc:
+            self.shell_refused = self.redactor.text(exc.message)[:300]
+            info["note"] = f"shell refused: {self.shell_refused}"
+            return info, None
+        except InfraError as exc:
+            self._session_lost = True
+            info["note"] = f"shell pass failed: {exc.message}"
+            return info, None
+        info["kit_stops"] = stops
+        info["pid"] = window.pid
+        for n, match in enumerate(matches):
+            name = f"shell-{match.entry.source.replace(':', '-')}-{n}.txt"
+            (ctx.artifacts_dir / name).write_text(self.redactor.text(match.entry.text))
+            info["entries"].append({"source": match.entry.source, "pid": match.entry.pid,
+                                    "when": match.entry.when, "how": match.how,
+                                    "reason": match.entry.reason,
+                                    "artifact": f"{ctx.artifacts_rel}/{name}"})
+        if not matches:
+            info["note"] = "no DropBox or exit-info crash entry of this launch"
+        best = shells.best_entry(matches)
+        if best is None:
+            return info, None
+        return info, (best.entry.source.replace(":", "-"), best.entry.text)
 
     def _read_final_screen(self, session: AppiumSession, launch_id: str,
                            status_seen: list[str]) -> None:

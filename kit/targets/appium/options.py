@@ -60,6 +60,11 @@ def add_arguments(run: argparse.ArgumentParser, name: str) -> None:
     run.add_argument("--report-wait", type=positive_seconds, default=appium.DEFAULT_REPORT_WAIT_S,
                      metavar="S", help="seconds to wait for crash text after a death "
                                        "(default %(default)g)")
+    run.add_argument("--appium-shell", action="store_true",
+                     help="Android: read dumpsys dropbox and exit-info after each launch "
+                          "through mobile: shell (the server needs --allow-insecure="
+                          "uiautomator2:adb_shell; on by itself with --farm saucelabs and "
+                          "--farm headspin's adb API)")
     run.add_argument("--error-grace", type=seconds_arg, default=appium.DEFAULT_ERROR_GRACE_S,
                      metavar="S", help="seconds a death after the app's error line still "
                                        "counts as a crash (default %(default)g)")
@@ -77,8 +82,21 @@ def config_from_args(name: str, args: argparse.Namespace, meta: Any,
                                   caps=load_caps(args.caps), app=args.app, poison=args.poison,
                                   deliver=args.deliver, status_test_id=args.status_id,
                                   poll_s=args.poll, report_wait_s=args.report_wait,
-                                  error_grace_s=args.error_grace)
+                                  error_grace_s=args.error_grace,
+                                  shell=_shell_route(args),
+                                  shell_api=getattr(args, "farm_api", None)
+                                  if getattr(args, "farm", None) == "headspin" else None)
     return AppiumRunConfig(session=session, timeout_s=timeout_s)
+
+
+def _shell_route(args: argparse.Namespace) -> str | None:
+    """The shell route: ``--appium-shell``, else the ``--farm``'s own
+    (:data:`kit.farms.shell.FARM_ROUTES`), else none."""
+    from ...farms.shell import FARM_ROUTES
+
+    if getattr(args, "appium_shell", False):
+        return "mobile-shell"
+    return FARM_ROUTES.get(getattr(args, "farm", None) or "")
 
 
 def load_caps(path: str | None) -> dict[str, Any]:

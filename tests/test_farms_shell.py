@@ -1,0 +1,162 @@
+"""The in-session shell pass (kit/farms/shell.py): ``dumpsys dropbox`` and ``exit-info`` read
+after each launch and matched to it by pid and window, on recorded dumps
+(tests/data/crashes/android) and through a real Appium 3 server whose ``mobile: shell`` the
+shell double answers (tests/doubles/appium_shell_double.py; needs scripts/setup-appium.sh)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kit.campaign import load_campaign
+from kit.cli import main
+from kit.farms import shell as shells
+from tests.doubles.appium_server import AppiumServer, appium_server, fake_caps  # noqa: F401
+from tests.doubles.appium_shell_double import AppiumShellDouble
+from tests.timeouts import LAUNCH_S, REPORT_WAIT_S
+
+DATA = Path(__file__).parent / "data" / "crashes" / "android"
+APP = "com.coldstart.wakeword"
+UAF = "onnxruntime::xnnpack::(anonymous namespace)::xnn_aligned_allocate"
+
+
+def _dumps() -> list[shells.ShellEntry]:
+    return (shells.read_entries("dropbox-data_app_native_crash",
+                                (DATA / "dropbox-native-crash-mlas.txt").read_text())
+            + shells.read_entries("exit-info", (DATA / "exit-info.txt").read_text()))
+
+
+# -- the recorded dumps --------------------------------------------------------------------
+
+def test_recorded_dumps_read_with_their_pids_times_and_reasons() -> None:
+    got = [(e.source, e.pid, e.when[:19], e.crash, e.kit_stop) for e in _dumps()]
+    assert got == [
+        ("dropbox:data_app_native_crash", 6602, "2025-03-13 18:40:11", True, False),
+        ("dropbox:data_app_native_crash", 9120, "2025-03-14 09:31:03", True, False),
+        ("exit-info", 9120, "2025-03-14 09:31:02", True, False),
+        ("exit-info", 9031, "2025-03-14 09:30:51", False, True),
+        ("exit-info", 8210, "2025-03-14 09:12:07", True, False)]
+
+
+def _clock(when: str) -> float:
+    value = shells._clock(when)
+    assert value is not None
+    return value
+
+
+def test_entries_go_to_the_launch_of_their_pid_and_force_stops_are_counted() -> None:
+    windows = [shells.ShellWindow("b-0", 9031, _clock("2025-03-14 09:30:40"),
+                                  _clock("2025-03-14 09:30:55")),
+               shells.ShellWindow("b-1", 9120, _clock("2025-03-14 09:30:58"),
+                                  _clock("2025-03-14 09:31:30"))]
+    matches, stops = shells.match_entries(_dumps(), windows, APP)
+    assert [(m.launch_id, m.entry.source, m.how) for m in matches] == [
+        ("b-1", "dropbox:data_app_native_crash", "pid"), ("b-1", "exit-info", "pid")]
+    assert stops == 1  # the kit's force-stop of b-0: never a crash
+    best = shells.best_entry(matches)
+    assert best is not None and best.entry.source.startswith("dropbox")
+
+
+def test_a_reused_pid_from_before_the_launch_is_not_its_entry() -> None:
+    # pid 9120 again, in a launch that began after that crash was written
+    windows = [shells.ShellWindow("b-9", 9120, _clock("2025-03-14 11:00:00"),
+                                  _clock("2025-03-14 11:00:30"))]
+    matches, _ = shells.match_entries(_dumps(), windows, APP)
+    assert matches == []
+
+
+def test_a_launch_without_a_pid_takes_the_entry_in_its_window() -> None:
+    windows = [shells.ShellWindow("b-0", 9031, _clock("2025-03-14 09:30:40"),
+                                  _clock("2025-03-14 09:30:55")),
+               shells.ShellWindow("b-1", None, _clock("2025-03-14 09:30:58"),
+                                  _clock("2025-03-14 09:31:30"))]
+    matches, _ = shells.match_entries(_dumps(), windows, APP)
+    assert {(m.launch_id, m.how) for m in matches} == {("b-1", "window")}
+    assert {m.entry.pid for m in matches} == {9120}
+    assert shells.match_entries(_dumps(), windows, "org.other.app")[0] == []
+
+
+def test_refusals_are_told_apart_from_failures() -> None:
+    from tests.doubles.appium_shell_double import INSECURE
+
+    assert shells.is_refusal(INSECURE)
+    assert shells.is_refusal("Unsupported execute method 'mobile: shell'. Only 'fake: "
+                             "getThing' ... are supported")
+    assert not shells.is_refusal("the Appium server stopped answering during mobile: shell: "
+                                 "connection refused")
+
+
+# -- through Appium --------------------------------------------------------------------------
+
+def _run(double: AppiumShellDouble, tmp_path: Path, out: Path, *more: str) -> int:
+    caps = tmp_path / "caps.json"
+    caps.write_text(json.dumps(fake_caps(tmp_path, **{"appium:udid": "emulator-5554"})))
+    return main(["run", "appium", "--server", double.url, "--platform", "android", "--caps",
+                 str(caps), "--launches", str(len(double.script)), "--timeout",
+                 f"{LAUNCH_S:g}", "--report-wait", f"{REPORT_WAIT_S:g}", "--out", str(out),
+                 "--label", "baseline", *more])
+
+
+def test_the_shell_pass_gives_a_crash_without_logcat_text_its_tombstone(
+        appium_server: AppiumServer, tmp_path: Path) -> None:
+    double = AppiumShellDouble(appium_server.url, platform="android", shell="allowed",
+                               script=["completed", "crash-nolog@models-ready",
+                                       "crash@sessions-created"])
+    out = tmp_path / "run"
+    try:
+        assert _run(double, tmp_path, out, "--appium-shell") == 0
+    finally:
+        double.stop()
+    records = sorted(load_campaign(out).records, key=lambda r: r.index)
+    assert [r.outcome.value for r in records] == ["completed", "crashed", "crashed"]
+    assert all(r.attempt == 1 for r in records)
+    first, quiet, loud = (r.extra["shell"] for r in records)
+    assert first["route"] == "mobile-shell" and first["entries"] == []
+    assert first["kit_stops"] == 1 and quiet["kit_stops"] == 0  # launch 0's own stop
+    assert [(e["source"], e["how"]) for e in quiet["entries"]] == [
+        ("dropbox:data_app_native_crash", "pid"), ("exit-info", "pid")]
+    assert records[1].crash_class == "xnnpack-allocator-uaf"
+    assert records[1].signature.startswith(UAF)
+    assert records[1].crash["format"].startswith("dropbox")
+    assert quiet["applied"] in records[1].artifacts
+    assert records[2].crash_class == "xnnpack-allocator-uaf"  # its DropBox tombstone
+    assert [e["pid"] for e in loud["entries"]] == [quiet["pid"] + 7] * 2
+    assert ["dumpsys", "activity", "exit-info", "org.coldstart.app"] in double.shell_calls
+
+
+@pytest.mark.parametrize("mode", ["insecure", None])
+def test_a_refused_shell_is_a_note_never_a_crash_or_an_infra_error(
+        appium_server: AppiumServer, tmp_path: Path, mode: str | None) -> None:
+    double = AppiumShellDouble(appium_server.url, platform="android", shell=mode,
+                               script=["completed", "crash-nolog@models-ready"])
+    out = tmp_path / "run"
+    try:
+        assert _run(double, tmp_path, out, "--appium-shell") == 0
+    finally:
+        double.stop()
+    records = sorted(load_campaign(out).records, key=lambda r: r.index)
+    assert [r.outcome.value for r in records] == ["completed", "crashed"]
+    assert all(r.attempt == 1 for r in records)
+    assert records[1].crash_class is None  # no text anywhere: no class made up
+    notes = [r.extra["shell"]["note"] for r in records]
+    assert notes[0].startswith("shell refused: ")
+    assert "refused earlier" in notes[1]
+    want = "insecure feature 'adb_shell'" if mode else "Unsupported execute method"
+    assert want in notes[0]
+    assert len(double.shell_calls) == (1 if mode else 0)  # never tried again
+
+
+def test_without_the_option_there_is_no_shell_pass(appium_server: AppiumServer,
+                                                   tmp_path: Path) -> None:
+    double = AppiumShellDouble(appium_server.url, platform="android", shell="allowed",
+                               script=["crash-nolog@models-ready"])
+    out = tmp_path / "run"
+    try:
+        assert _run(double, tmp_path, out) == 0
+    finally:
+        double.stop()
+    (record,) = load_campaign(out).records
+    assert "shell" not in record.extra and double.shell_calls == []
+    assert record.crash_class is None
