@@ -85,10 +85,12 @@ _MIN_SECRET_CHARS = 4
 _OPAQUE_TOKEN_RE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9._~+/=-]{12,}$")
 
 
-#: A token in a URL's path: HeadSpin's Appium URL ``/v0/<token>/wd/hub`` (the token is the
-#: path segment after ``/v0/``; docs/farms.md), and any 32+ hex-digit segment on a
+#: A token in a URL's path: HeadSpin's Appium URL ``/v0/<token>/wd/hub`` and its device APIs
+#: ``/v0/<token>/adb/<serial>/...`` / ``/v0/<token>/idevice/...`` (the token is the path
+#: segment after ``/v0/``; docs/farms.md), and any 32+ hex-digit segment on a
 #: ``headspin.io`` host.
-_PATH_TOKEN_RE = re.compile(r"(?<=/v0/)(?P<token>[^/?#]+)(?=/wd/hub(?:[/?#]|$))")
+_PATH_TOKEN_RE = re.compile(r"(?<=/v0/)(?P<token>[^/?#]+)"
+                            r"(?=/(?:wd/hub|adb|idevice)(?:[/?#]|$))")
 _HEX_SEGMENT_RE = re.compile(r"(?<=/)(?P<token>[0-9A-Fa-f]{32,})(?=[/?#]|$)")
 
 
@@ -276,8 +278,10 @@ def _quoted_pair(match: re.Match[str]) -> str:
     return match.group(0)
 
 
-#: HeadSpin's path token in free text without a scheme (``host:7016/v0/<token>/wd/hub``).
-_PLAIN_PATH_TOKEN_RE = re.compile(r"(?<=/v0/)[^/\s?#'\"<>`]+(?=/wd/hub)")
+#: HeadSpin's path token in free text without a scheme (``host:7016/v0/<token>/wd/hub``,
+#: ``host/v0/<token>/adb/<serial>/shell``).
+_PLAIN_PATH_TOKEN_RE = re.compile(r"(?<=/v0/)[^/\s?#'\"<>`]+"
+                                  r"(?=/(?:wd/hub|adb/|idevice/))")
 
 
 def _redact_plain(text: str, known: tuple[str, ...]) -> str:

@@ -431,6 +431,8 @@ def test_headspin_path_token_and_every_farm_url_shape_are_redacted() -> None:
     shapes = {
         f"https://us-nyc.headspin.io:7016/v0/{token}/wd/hub": token,
         f"https://{token}@api-dev.headspin.io/v0/sessions": token,
+        "https://api-dev.headspin.io/v0/Tok3n-not-hex_77/adb/R58M123/shell": "Tok3n-not-hex_77",
+        f"http://127.0.0.1:4723/v0/{token}/wd/hub/session": token,
         f"https://{USER}:{KEY}@ondemand.us-west-1.saucelabs.com/wd/hub": KEY,
         "https://assets.saucelabs.com/jobs/j1/logcat.log?ts=1&auth=a2600100e3d1990721be97c0":
             "a2600100e3d1990721be97c0",
@@ -450,6 +452,9 @@ def test_headspin_path_token_and_every_farm_url_shape_are_redacted() -> None:
     from kit.redact import redact_text
 
     assert token not in redact_text(f"driver_url us-nyc.headspin.io:7016/v0/{token}/wd/hub")
+    assert "Tok3n" not in redact_text("curl api-dev.headspin.io/v0/Tok3n-x/adb/R5/shell -d ls")
+    assert redact_url("https://api-dev.headspin.io/v0/adb/R58M123/shell").endswith(
+        "/v0/adb/R58M123/shell")  # the tokenless form keeps its path
     assert redact_url("https://us-nyc.headspin.io:7016/v0//wd/hub").endswith("/v0//wd/hub")
 
 

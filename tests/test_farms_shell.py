@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kit.campaign import load_campaign
 from kit.cli import main
+from kit.errors import InfraError
 from kit.farms import shell as shells
 from tests.doubles.appium_server import AppiumServer, appium_server, fake_caps  # noqa: F401
 from tests.doubles.appium_shell_double import AppiumShellDouble
+from tests.doubles.farm_server import FarmDouble, Reply, Request
 from tests.timeouts import LAUNCH_S, REPORT_WAIT_S
 
 DATA = Path(__file__).parent / "data" / "crashes" / "android"
@@ -160,3 +163,71 @@ def test_without_the_option_there_is_no_shell_pass(appium_server: AppiumServer,
     (record,) = load_campaign(out).records
     assert "shell" not in record.extra and double.shell_calls == []
     assert record.crash_class is None
+
+
+# -- HeadSpin's adb API ----------------------------------------------------------------------
+
+HS_TOKEN = "5e1c0a9b8d7f6e5d4c3b2a1f0e9d8c7b"
+SERIAL = "emulator-5554"
+
+
+def _adb_api(double: AppiumShellDouble) -> Any:
+    """HeadSpin's ``POST /v0/adb/{serial}/shell`` answered from the device double's
+    history (the body is the command line)."""
+    import shlex
+
+    def reply(req: Request) -> Reply:
+        if req.headers.get("authorization") != f"Bearer {HS_TOKEN}":
+            return Reply(403, {"status": 403, "message": "forbidden"})
+        body = req.body.decode() if isinstance(req.body, bytes) else str(req.body)
+        argv = shlex.split(body)
+        return Reply(body=double._dumpsys(argv[1:]) if argv[:1] == ["dumpsys"] else "")
+    return reply
+
+
+def test_headspin_adb_api_gives_the_tombstone_and_no_token_is_written(
+        appium_server: AppiumServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("HEADSPIN_API_TOKEN", HS_TOKEN)
+    double = AppiumShellDouble(appium_server.url, platform="android", shell=None,
+                               script=["completed", "crash-nolog@models-ready"])
+    out = tmp_path / "run"
+    server = f"http://127.0.0.1:{double.port}/v0/{HS_TOKEN}/wd/hub"
+    try:
+        with FarmDouble() as farm:
+            farm.add(f"/v0/adb/{SERIAL}/shell", _adb_api(double), method="POST")
+            caps = tmp_path / "caps.json"
+            caps.write_text(json.dumps(fake_caps(tmp_path, **{"appium:udid": SERIAL})))
+            code = main(["run", "appium", "--server", server, "--platform", "android",
+                         "--caps", str(caps), "--launches", "2", "--timeout", f"{LAUNCH_S:g}",
+                         "--report-wait", f"{REPORT_WAIT_S:g}", "--out", str(out), "--label",
+                         "baseline", "--farm", "headspin", "--farm-api", farm.url])
+            calls = farm.count(f"/v0/adb/{SERIAL}/shell", method="POST")
+    finally:
+        double.stop()
+    assert code == 0
+    assert calls >= 8 and double.shell_calls == []  # every dump through the adb API
+    records = sorted(load_campaign(out).records, key=lambda r: r.index)
+    assert records[1].extra["shell"]["route"] == "headspin-adb"
+    assert records[1].crash_class == "xnnpack-allocator-uaf"
+    assert records[1].signature.startswith(UAF)
+    printed = capsys.readouterr()
+    written = "\n".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
+    assert HS_TOKEN not in written + printed.out + printed.err
+    assert "/v0/***/wd/hub" in (out / "campaign.json").read_text()
+
+
+def test_headspin_refusing_the_token_is_a_note(tmp_path: Path) -> None:
+    import httpx
+
+    from kit.redact import Redactor
+
+    with FarmDouble() as farm:
+        farm.add(f"/v0/adb/{SERIAL}/shell", Reply(403, {"message": "forbidden"}),
+                 method="POST")
+        shell = shells.HeadSpinShell(httpx.Client(), farm.url, SERIAL, Redactor())
+        with pytest.raises(shells.ShellRefused, match="HTTP 403"):
+            shells.run_dumps(shell, "org.coldstart.app")
+        farm.add(f"/v0/adb/{SERIAL}/shell", Reply(502, "bad gateway"), method="POST")
+        with pytest.raises(InfraError, match="HTTP 502"):
+            shells.run_dumps(shell, "org.coldstart.app")

@@ -379,8 +379,9 @@ class AppiumLifecycleDouble:
                 body = self.rfile.read(length) if length else None
                 double.auth_seen.append(self.headers.get("Authorization"))
                 path = urlsplit(self.path).path
-                if path.startswith("/wd/hub"):
-                    path = path[len("/wd/hub"):] or "/"
+                hub = re.match(r"^(?:/v0/[^/]+)?/wd/hub", path)  # HeadSpin: /v0/TOKEN/wd/hub
+                if hub:
+                    path = path[hub.end():] or "/"
                 if double.credentials:
                     user, key = double.credentials
                     good = "Basic " + base64.b64encode(f"{user}:{key}".encode()).decode()
