@@ -231,3 +231,123 @@ def test_headspin_refusing_the_token_is_a_note(tmp_path: Path) -> None:
         farm.add(f"/v0/adb/{SERIAL}/shell", Reply(502, "bad gateway"), method="POST")
         with pytest.raises(InfraError, match="HTTP 502"):
             shells.run_dumps(shell, "org.coldstart.app")
+
+
+# -- AWS Device Farm: the test spec's dumps, read back from CUSTOMER_ARTIFACT ----------------
+
+def _spec_commands(text: str, phase: str) -> list[str]:
+    """The ``phase``'s command lines of a test spec (YAML single-quoted scalars)."""
+    out, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("  ") and not line.startswith("    "):
+            inside = line.strip() == f"{phase}:"
+        elif inside and line.startswith("      - '"):
+            out.append(line.strip()[3:-1].replace("''", "'"))
+    return out
+
+
+def test_aws_test_spec_dumps_come_back_as_a_customer_artifact_per_launch(
+        tmp_path: Path) -> None:
+    import datetime as dt
+    import io
+    import os
+    import subprocess
+    import zipfile
+
+    from kit.farms import FarmSettings
+    from kit.farms.pull import pull_campaign
+    from kit.farms.testspec import render_testspec
+    from tests.doubles import fake_adb_reports as rep
+    from tests.doubles.adb_cli_double import write_adb
+    from tests.doubles.farm_recordings import APP as FARM_APP
+    from tests.doubles.farm_recordings import Launch, campaign, session_logcat
+    from tests.test_farms import FakeTime
+
+    script = [Launch("completed"), Launch("silent"), Launch("completed")]
+    out = campaign(tmp_path / "aws", script, "4f1e0c2b9a8d")
+    logcat, pids = session_logcat(script)
+    when = dt.datetime(2026, 3, 14, 10, 0, 2)
+    tomb = rep.Tombstone(pid=pids[1], tid=pids[1] + 58, thread="ort-create-1",
+                         process=FARM_APP, uid=10187, abi="arm64",
+                         fingerprint="google/oriole/oriole:14/UQ1A/1:user/release-keys",
+                         when=when, signal=11, signal_name="SIGSEGV", code=1,
+                         code_name="SEGV_MAPERR", fault_addr="0x0000000000000018",
+                         backtrace=tuple(rep.ort_stack("creation")))
+    entry = (f"Process: {FARM_APP}\nPID: {pids[1]}\nUID: 10187\nForeground: Yes\n\n"
+             + "\n".join(tomb.lines()) + "\n")
+    older = rep.dropbox_dump("data_app_native_crash", [(when, "data_app_native_crash", entry)],
+                             3)
+    exits = rep.exit_info_dump(FARM_APP, 10187, [
+        rep.exit_info_entry(0, when + dt.timedelta(seconds=2), pids[2], 10187, FARM_APP, 10,
+                            "USER REQUESTED", 23, "FORCE STOP", 0, 100, "stop"),
+        rep.exit_info_entry(1, when, pids[1], 10187, FARM_APP, 5, "APP CRASH(NATIVE)", 0,
+                            "UNKNOWN", 11, 100, "crash")])
+    serial = "R58M40ABCDE"
+    outputs = {f"dumpsys dropbox --print {tag}": rep.dropbox_dump(tag, [], 3)
+               for tag in ("SYSTEM_TOMBSTONE", "data_app_crash")}
+    outputs.update({"dumpsys dropbox --print data_app_native_crash": older,
+                    f"dumpsys activity exit-info {FARM_APP}": exits})
+    bin_dir = write_adb(tmp_path / "bin", serial, outputs)
+    logs = tmp_path / "devicefarm-logs"
+    logs.mkdir()
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", DEVICEFARM_LOG_DIR=str(logs),
+               DEVICEFARM_DEVICE_UDID=serial)
+    for line in _spec_commands(render_testspec(FARM_APP), "post_test"):
+        subprocess.run(["bash", "-c", line], env=env, check=True, timeout=60)
+    assert (logs / "coldstart-shell" / "exit-info.txt").read_text() == exits
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:  # Device Farm zips $DEVICEFARM_LOG_DIR
+        for path in sorted(logs.rglob("*.txt")):
+            zf.write(path, f"Host_Machine_Files/$DEVICEFARM_LOG_DIR/{path.relative_to(logs)}")
+    job = "arn:aws:devicefarm:us-west-2:123456789012:job:p0/r0/00000"
+    sig = "?X-Amz-Credential=AKIAFAKE%2F20260314&X-Amz-Signature=feedface0123456789"
+
+    def get_job(_r: Request) -> Reply:
+        return Reply(body={"job": {"arn": job, "status": "COMPLETED"}})
+
+    with FarmDouble() as d:
+        def list_artifacts(r: Request) -> Reply:
+            if r.body.get("type") == "FILE":
+                return Reply(body={"artifacts": [{
+                    "arn": f"{job}/c1", "name": "Customer Artifacts", "extension": "zip",
+                    "type": "CUSTOMER_ARTIFACT", "url": f"{d.url}/s3/customer{sig}"}]})
+            if r.body.get("type") == "LOG":
+                return Reply(body={"artifacts": [{
+                    "arn": f"{job}/l1", "name": "Logcat", "extension": "txt",
+                    "type": "DEVICE_LOG", "url": f"{d.url}/s3/logcat{sig}"}]})
+            return Reply(body={"artifacts": []})
+
+        d.add_aws("GetJob", get_job)
+        d.add_aws("ListArtifacts", list_artifacts)
+        d.add("/s3/customer", Reply(body=buf.getvalue()))
+        d.add("/s3/logcat", Reply(body=logcat))
+        fake = FakeTime()
+        report = pull_campaign(out, FarmSettings(
+            name="aws-device-farm", api=d.url, deadline_s=60, ref=job,
+            env={"AWS_ACCESS_KEY_ID": "AKIAFAKEFAKEFAKE", "AWS_SECRET_ACCESS_KEY": "S3cr3tK"}),
+            clock=fake.clock, sleep=fake.sleep, wall=fake.wall)
+    assert report.exit_code == 0
+    records = sorted(load_campaign(out).records, key=lambda r: r.index)
+    assert [r.outcome.value for r in records] == ["completed", "crashed", "completed"]
+    assert records[1].crash_class == "xnnpack-allocator-uaf"
+    assert records[1].signature.startswith(UAF)
+    evidence = records[1].extra["farm"]["evidence"]
+    assert [(e["how"], e["source"].split(":")[1]) for e in evidence] == [
+        ("shell-pid", "shell-dump"), ("shell-pid", "shell-dump")]
+    assert records[0].extra["farm"]["evidence"] == [] == records[2].extra["farm"]["evidence"]
+    written = "\n".join(p.read_bytes().decode("utf-8", "replace")
+                        for p in out.rglob("*") if p.is_file())
+    assert "feedface" not in written and "S3cr3tK" not in written
+
+
+def test_farm_testspec_prints_the_spec_and_refuses_a_bad_package(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["farm", "testspec", "--app-id", "org.coldstart.app"]) == 0
+    text = capsys.readouterr().out
+    lines = _spec_commands(text, "post_test")
+    assert lines[-1] == ('adb -s "$DEVICEFARM_DEVICE_UDID" shell dumpsys activity exit-info '
+                         'org.coldstart.app > "$DEVICEFARM_LOG_DIR/coldstart-shell/'
+                         'exit-info.txt" 2>&1 || true')
+    assert text.endswith("artifacts:\n  - $DEVICEFARM_LOG_DIR\n")
+    assert main(["farm", "testspec", "--app-id", "org.x;rm -rf /"]) == 2
+    assert "is not a package name" in capsys.readouterr().err

@@ -25,6 +25,32 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     pull.add_argument("dir", metavar="DIR", help="the campaign directory")
     add_farm_arguments(pull, required=True)
     pull.set_defaults(func=_pull)
+    spec = sub.add_parser("testspec", help="an AWS Device Farm test spec that dumps DropBox "
+                                           "and exit-info after the tests",
+                          description="Print (or write) an AWS Device Farm custom test spec "
+                                      "whose post_test saves dumpsys dropbox and exit-info to "
+                                      "the customer artifacts (docs/farms.md).")
+    spec.add_argument("--app-id", required=True, metavar="PKG", help="the app's package")
+    spec.add_argument("--test-command", action="append", default=None, metavar="LINE",
+                      help="a line of the test phase (repeat for more)")
+    spec.add_argument("--out", default=None, metavar="FILE",
+                      help="write the spec there (default: print it)")
+    spec.set_defaults(func=_testspec)
+
+
+def _testspec(args: argparse.Namespace) -> int:
+    import sys
+
+    from ..farms.testspec import render_testspec
+
+    text = render_testspec(args.app_id, args.test_command)
+    if args.out:
+        from .._bounded import write_atomic
+
+        write_atomic(Path(args.out), text.encode())
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def _pull(args: argparse.Namespace) -> int:

@@ -13,7 +13,9 @@ docs/farms.md quotes them:
 3. a plain GET of each kept artifact's presigned ``url`` (``X-Amz-Signature`` and
    friends, redacted from every file): ``DEVICE_LOG`` (logcat / syslog, truncated by the
    farm at 1 GB), ``APPLICATION_CRASH_REPORT``, ``CUSTOMER_ARTIFACT`` (what a custom test
-   spec wrote to ``$DEVICEFARM_LOG_DIR``, e.g. ``dumpsys dropbox`` per launch).
+   spec wrote to ``$DEVICEFARM_LOG_DIR``: the zip's ``coldstart-shell/<dump>.txt`` files,
+   the ``dumpsys dropbox`` / ``exit-info`` dumps of :mod:`kit.farms.testspec`'s spec, are
+   kept as ``shell-dump`` artifacts and matched per launch by :mod:`kit.farms.pull`).
 
 Throttling (``ThrottlingException``, a per-API token bucket) and connection failures are
 waited out by :class:`kit.farms.http.FarmHTTP`'s deadline and backoff; boto3's own retries
@@ -39,7 +41,7 @@ __all__ = ["AwsDeviceFarm", "make", "KEPT_TYPES", "ARN_RE"]
 
 #: ``Artifact.type`` -> the kit's artifact kind
 KEPT_TYPES = {"DEVICE_LOG": "device-log", "APPLICATION_CRASH_REPORT": "crash-log",
-              "CUSTOMER_ARTIFACT": "other"}
+              "CUSTOMER_ARTIFACT": "customer-artifact"}
 CATEGORIES = ("FILE", "LOG", "SCREENSHOT")
 ARN_RE = re.compile(r"^arn:aws:devicefarm:[a-z0-9-]+:\d{12}:(run|job):[A-Za-z0-9/._-]+$")
 _RETRY_CODES = {"ThrottlingException", "LimitExceededException", "ServiceUnavailable",
@@ -151,9 +153,30 @@ class AwsDeviceFarm:
                                         "presigned URL expired? pull again)")
                     else:
                         ev.artifacts.append(art)
+                        if kind == "customer-artifact":
+                            self._shell_dumps(ctx, ev, art, tag)
                 token = page.get("nextToken")
                 if not token:
                     break
+
+
+    @staticmethod
+    def _shell_dumps(ctx: FetchContext, ev: SessionEvidence, art: Any, tag: str) -> None:
+        """The shell dumps the kit's test spec wrote (:mod:`kit.farms.testspec`) out of the
+        customer artifacts zip, each kept as a ``shell-dump`` artifact."""
+        from .._bounded import MiB
+        from .shell import dumps_from_zip
+
+        with open(ctx.dir / art.name, "rb") as fh:
+            data = fh.read(512 * MiB)
+        dumps = dumps_from_zip(data)
+        if not dumps:
+            ev.notes.append(f"{art.name}: no coldstart-shell dumps (run the tests with the "
+                            "spec of `coldstart farm testspec` for dumpsys dropbox and "
+                            "exit-info)")
+        for name, text in dumps.items():
+            ev.artifacts.append(ctx.keep_text(f"{tag}-shell-{name}.txt", "shell-dump", text,
+                                              f"{art.source_url}#{name}.txt"))
 
 
 def _jsonable(value: Any) -> Any:

@@ -26,7 +26,8 @@ __all__ = ["Farm", "FarmSettings", "Artifact", "SessionEvidence", "FetchContext"
            "KINDS", "safe_name", "credentials"]
 
 #: Artifact kinds: what the attribution reads each as.
-KINDS = ("session-record", "device-log", "crash-log", "test-result", "test-issues", "other")
+KINDS = ("session-record", "device-log", "crash-log", "test-result", "test-issues",
+         "customer-artifact", "shell-dump", "other")
 _SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -147,6 +148,20 @@ class FetchContext:
         """Store a JSON answer (:meth:`keep_json`)."""
         art = self.keep_json(name, answer.json(), answer.url, answer.body)
         return dataclasses.replace(art, kind=kind)
+
+    def keep_text(self, name: str, kind: str, text: str, source_url: str) -> Artifact:
+        """Store ``text`` (taken out of another artifact, e.g. a zip member) redacted;
+        its ``sha256`` is of the text as found."""
+        raw = text.encode("utf-8", "surrogateescape")
+        clean = self.redactor.text(text).encode("utf-8", "surrogateescape")
+        path = self.dir / safe_name(name)
+        path.write_bytes(clean)
+        raw_sha = hashlib.sha256(raw).hexdigest()
+        stored = hashlib.sha256(clean).hexdigest()
+        return Artifact(name=path.name, kind=kind, path=f"{self.rel}/{path.name}",
+                        sha256=raw_sha, size=len(raw), source_url=source_url,
+                        redacted=stored != raw_sha,
+                        stored_sha256=stored if stored != raw_sha else None)
 
     def download(self, url: str, name: str, kind: str, what: str,
                  headers: dict[str, str] | None = None) -> Artifact | None:

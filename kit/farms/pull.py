@@ -157,6 +157,8 @@ def _match_session(campaign: Path, ev: SessionEvidence, records: list[LaunchReco
         unmatched.extend(cut.unmatched)
         stops += cut.kit_stops
         pids.update(cut.pids)
+    shell_first, shell_last = _shell_matches(campaign, ev, records, pids, app_id)
+    matches[:0] = shell_first  # a DropBox tombstone is the fullest report
     by_pid = {pid: lid for lid, pid in pids.items()}
     for art in ev.of_kind("crash-log"):
         for block in _report_blocks(campaign, art):
@@ -169,6 +171,7 @@ def _match_session(campaign: Path, ev: SessionEvidence, records: list[LaunchReco
                 matches.append((Match(lonely[0], block, "only-crashed-launch"), art))
             else:
                 unmatched.append(block)
+    matches.extend(shell_last)
     crashed = [s.launch_id for s in spans if s.crashed]
     for issue in ev.issues:  # a step's verdict: a launch's only when nothing else is there
         trace = issue.get("stackTrace")
@@ -178,6 +181,44 @@ def _match_session(campaign: Path, ev: SessionEvidence, records: list[LaunchReco
             art = ev.of_kind("test-issues")[0]
             matches.append((Match(lonely[0], block, "only-crashed-launch"), art))
     return matches, unmatched, stops
+
+
+def _own_log(campaign: Path, launch_id: str) -> str | None:
+    """The launch's own ``get_log`` drain (``artifacts/<id>/logcat.txt``), or ``None``."""
+    path = campaign / "artifacts" / launch_id / "logcat.txt"
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(MAX_LOG_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _shell_matches(campaign: Path, ev: SessionEvidence, records: list[LaunchRecord],
+                   pids: dict[str, int], app_id: str | None
+                   ) -> tuple[list[tuple[Match, Artifact]], list[tuple[Match, Artifact]]]:
+    """The ``shell-dump`` artifacts' crash entries (:mod:`kit.farms.shell`) given to their
+    launches by pid (from the device log's cut, else each launch's own log) and window:
+    the DropBox matches, then the exit-info ones."""
+    from .shell import DUMP_NAMES, match_entries, read_entries, windows_of_records
+
+    dumps = ev.of_kind("shell-dump")
+    if not dumps:
+        return [], []
+    windows = windows_of_records(lambda lid: _own_log(campaign, lid),
+                                 [r.launch_id for r in records], pids)
+    first: list[tuple[Match, Artifact]] = []
+    last: list[tuple[Match, Artifact]] = []
+    for art in dumps:
+        name = next((n for n in DUMP_NAMES if art.name.endswith(f"shell-{n}.txt")), None)
+        if name is None:
+            continue
+        text = _read_artifact(campaign, art).decode("utf-8", "replace")
+        found, _stops = match_entries(read_entries(name, text), windows, app_id)
+        for m in found:
+            block = CrashBlock("report", 0, 0, m.entry.pid, m.entry.process, m.entry.text)
+            (last if m.entry.source == "exit-info" else first).append(
+                (Match(m.launch_id, block, f"shell-{m.how}"), art))
+    return first, last
 
 
 def pull_campaign(path: str | os.PathLike[str], settings: FarmSettings, *,
