@@ -85,3 +85,39 @@ def test_run_appium_farm_down_is_exit_3_with_every_record_kept(
     records = load_campaign(out).records
     assert len(records) == 2 and all("farm" not in r.extra for r in records)
     assert json.loads((out / EVIDENCE_FILE).read_text())["status"] == "incomplete"
+
+
+def test_a_later_pull_takes_the_campaigns_own_farm_and_refuses_another(
+        appium_server: AppiumServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("BROWSERSTACK_USERNAME", USER)
+    monkeypatch.setenv("BROWSERSTACK_ACCESS_KEY", KEY)
+    logcat, _ = session_logcat([Launch("completed"), Launch("native")], app=APP_ID)
+    double = AppiumLifecycleDouble(appium_server.url, platform="android",
+                                   script=["completed", "crash@models-ready"])
+    out = tmp_path / "run"
+    with FarmDouble() as farm:
+        try:
+            farm.add(f"/app-automate/sessions/{REF}.json", Reply(503, "down"))
+            assert _run(double, farm, tmp_path, out, deadline="0.5") == 3
+        finally:
+            double.stop()
+        stored = json.loads((out / "campaign.json").read_text())["options"]["farm"]
+        assert stored == {"name": "browserstack", "api": farm.url, "region": None,
+                          "ref": REF, "steps": None}
+        capsys.readouterr()
+        assert main(["farm", "pull", str(out), "--farm", "saucelabs"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "not this campaign's farm (browserstack)" in err and len(err.splitlines()) == 1
+        farm.add(f"/app-automate/sessions/{REF}.json",
+                 Reply(body=browserstack_session(farm.url, REF)))
+        base = f"/app-automate/builds/b0a1c2d3/sessions/{REF}"
+        farm.add(f"{base}/devicelogs", Reply(body=logcat))
+        farm.add(f"{base}/crashlogs", Reply(404, "none"))
+        assert main(["farm", "pull", str(out)]) == 0  # no --farm: the campaign's own
+    records = sorted(load_campaign(out).records, key=lambda r: r.index)
+    assert records[1].crash_class == "xnnpack-allocator-uaf"
+    assert json.loads((out / EVIDENCE_FILE).read_text())["status"] == "complete"
+    printed = capsys.readouterr()
+    written = "\n".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
+    assert KEY not in written + printed.out + printed.err

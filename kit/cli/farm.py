@@ -1,5 +1,6 @@
-"""``coldstart farm pull DIR --farm NAME``: pull a finished campaign's farm crash evidence
-again and match it to its launches (never relaunches; :mod:`kit.farms.pull`). Exit 3 when a
+"""``coldstart farm pull DIR [--farm NAME]``: pull a finished campaign's farm crash evidence
+again and match it to its launches (never relaunches; :mod:`kit.farms.pull`). The farm and
+its settings default to what ``run appium --farm`` kept in ``campaign.json``. Exit 3 when a
 session's evidence was not ready by the deadline (the records are kept; pull again later).
 """
 
@@ -9,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..farms.options import add_farm_arguments, settings_from_args
+from ..farms.options import add_farm_arguments, settings_for_campaign
 
 __all__ = ["register", "pull_after_run"]
 
@@ -23,7 +24,7 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     pull = sub.add_parser("pull", help="pull a finished campaign's evidence again",
                           description=__doc__.split("\n\n")[0])
     pull.add_argument("dir", metavar="DIR", help="the campaign directory")
-    add_farm_arguments(pull, required=True)
+    add_farm_arguments(pull, required=False)
     pull.set_defaults(func=_pull)
     spec = sub.add_parser("testspec", help="an AWS Device Farm test spec that dumps DropBox "
                                            "and exit-info after the tests",
@@ -68,14 +69,27 @@ def _pull_into(out: Path, args: argparse.Namespace, console: Any) -> int:
     def log(message: str) -> None:
         console.print(redactor.text(message), markup=False, highlight=False, soft_wrap=True)
 
-    report = pull_campaign(out, settings_from_args(args), redactor=redactor, log=log)
+    settings = settings_for_campaign(args, _stored_farm(out))
+    report = pull_campaign(out, settings, redactor=redactor, log=log)
     for line in report.lines():
         log(line)
     if report.exit_code:
-        log(f"farm {args.farm}: the evidence is incomplete (an infrastructure error of the "
-            f"evidence step; the launch records are kept): run `coldstart farm pull {out} "
-            f"--farm {args.farm}` later")
+        log(f"farm {settings.name}: the evidence is incomplete (an infrastructure error of "
+            f"the evidence step; the launch records are kept): run `coldstart farm pull "
+            f"{out}` later")
     return report.exit_code
+
+
+def _stored_farm(out: Path) -> Any:
+    """``options.farm`` of the campaign's ``campaign.json`` (``None`` when it has none; a
+    missing or unreadable campaign is refused later by the pull, in one line)."""
+    from ..errors import ColdstartError
+    from ..store.store import CampaignStore
+
+    try:
+        return CampaignStore(out).read_meta().options.get("farm")
+    except ColdstartError:
+        return None
 
 
 def pull_after_run(args: argparse.Namespace, out: Path, console: Any) -> int:

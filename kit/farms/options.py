@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 from ..targets.argtypes import positive_seconds
 from .base import FarmSettings
 
-__all__ = ["add_farm_arguments", "settings_from_args"]
+__all__ = ["add_farm_arguments", "settings_from_args", "settings_for_campaign", "STORED"]
+
+#: the farm settings ``run appium --farm`` keeps in ``campaign.json`` (``options.farm``)
+STORED = ("api", "region", "ref", "steps")
 
 
 def add_farm_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -19,7 +23,8 @@ def add_farm_arguments(parser: argparse.ArgumentParser, *, required: bool) -> No
 
     parser.add_argument("--farm", required=required, choices=list(FARMS), default=None,
                         help="the device farm whose crash evidence is pulled"
-                             + ("" if required else " at the end of the campaign"))
+                             + ("" if required else " (run: at the end of the campaign; "
+                                "pull: default, the campaign's own)"))
     parser.add_argument("--farm-api", default=None, metavar="URL",
                         help="the farm's API base URL (default: its documented host)")
     parser.add_argument("--farm-region", default=None, metavar="REGION",
@@ -33,6 +38,32 @@ def add_farm_arguments(parser: argparse.ArgumentParser, *, required: bool) -> No
     parser.add_argument("--farm-deadline", type=positive_seconds, default=300.0, metavar="S",
                         help="seconds a session's evidence may take to be ready "
                              "(default %(default)g, at most 600)")
+
+
+def settings_for_campaign(args: argparse.Namespace, stored: Any) -> FarmSettings:
+    """The settings of ``coldstart farm pull``: the options given, else what ``run appium
+    --farm`` kept in the campaign's ``campaign.json`` (``stored``: its ``options.farm``).
+
+    Raises:
+        UsageError: no farm given nor stored, or one that is not the campaign's.
+    """
+    from ..errors import UsageError
+
+    kept = stored if isinstance(stored, dict) else {}
+    name = kept.get("name") if isinstance(kept.get("name"), str) else None
+    if args.farm and name and args.farm != name:
+        raise UsageError(f"--farm {args.farm} is not this campaign's farm ({name})",
+                         f"leave --farm out, or give --farm {name}")
+    if not args.farm and not name:
+        raise UsageError("the campaign names no farm", "give --farm NAME")
+    values = {"farm": args.farm or name}
+    for key in STORED:
+        given = getattr(args, f"farm_{key}", None)
+        value = kept.get(key) if isinstance(kept.get(key), str) else None
+        values[key] = given if given is not None else value
+    return FarmSettings(name=values["farm"], api=values["api"], region=values["region"],
+                        deadline_s=float(args.farm_deadline), env=dict(os.environ),
+                        ref=values["ref"], steps=values["steps"])
 
 
 def settings_from_args(args: argparse.Namespace) -> FarmSettings:

@@ -94,7 +94,7 @@ class AppiumTarget:
             "deliver": cfg.deliver, "status_test_id": cfg.status_test_id,
             "poll_s": cfg.poll_s, "report_wait_s": cfg.report_wait_s,
             "timeout_s": config.timeout_s, "log_types": launcher.log_types,
-            "shell": cfg.shell})
+            "shell": cfg.shell, "farm": cfg.farm})
         device_caps = session.capabilities if session is not None else {}
         devices = [redactor.value({
             "id": launcher.device, "kind": f"appium-{platform}",

@@ -53,6 +53,9 @@ class AppiumConfig:
         shell: the in-session shell route (:mod:`kit.farms.shell`: ``mobile-shell``,
             ``headspin-adb``), or ``None`` for no shell pass.
         shell_api: the API base of a route that has one (HeadSpin), or ``None``.
+        farm: the ``--farm`` settings that are no secret (``name``, ``api``, ``region``,
+            ``ref``, ``steps``), kept in ``campaign.json`` for ``coldstart farm pull``;
+            ``None`` without ``--farm``.
     """
 
     server_url: str
@@ -69,6 +72,7 @@ class AppiumConfig:
     command_timeout_s: float = 120.0
     shell: str | None = None
     shell_api: str | None = None
+    farm: dict[str, Any] | None = None
 
 
 def build_capabilities(config: AppiumConfig) -> dict[str, Any]:

@@ -85,8 +85,18 @@ def config_from_args(name: str, args: argparse.Namespace, meta: Any,
                                   error_grace_s=args.error_grace,
                                   shell=_shell_route(args),
                                   shell_api=getattr(args, "farm_api", None)
-                                  if getattr(args, "farm", None) == "headspin" else None)
+                                  if getattr(args, "farm", None) == "headspin" else None,
+                                  farm=_farm_config(args))
     return AppiumRunConfig(session=session, timeout_s=timeout_s)
+
+
+def _farm_config(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``--farm`` and its settings that are no secret (credentials live in the environment
+    only), for ``campaign.json``."""
+    if not getattr(args, "farm", None):
+        return None
+    return {"name": args.farm, "api": args.farm_api, "region": args.farm_region,
+            "ref": args.farm_ref, "steps": args.farm_steps}
 
 
 def _shell_route(args: argparse.Namespace) -> str | None:
