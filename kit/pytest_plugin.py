@@ -13,6 +13,10 @@ Options (also ``coldstart_*`` ini keys, see :func:`pytest_addoption`):
   DIR`` (``summary.json``, ``junit.xml``, ``report.html``, ``summary.md`` of every campaign
   and comparison, from :mod:`kit.report`).
 
+An ``appium`` target with ``--farm NAME`` (and its ``--farm-*`` settings) pulls the farm's
+crash evidence at the end of each campaign, as ``coldstart run appium --farm`` does
+(docs/farms.md); :attr:`CampaignResult.farm` is the pull's report.
+
 Fixtures: :func:`coldstart` (a :class:`Coldstart` bound to the test's target) and
 :func:`coldstart_target` (the :class:`TargetSpec`). Assertions use :mod:`kit.analysis.summary` and
 :mod:`kit.analysis.verdict`; their failure messages give the rates, intervals and the verdict's
@@ -97,6 +101,9 @@ class CampaignResult:
     campaign: "Campaign"
     summary: "CampaignSummary"
     reports: dict[str, Path]
+    #: the farm evidence pull at the campaign's end (``--farm`` in the target's options:
+    #: :class:`kit.farms.pull.PullReport`), else ``None``
+    farm: Any = None
 
     @property
     def path(self) -> Path:
@@ -187,7 +194,7 @@ class Coldstart:
 
         out = self.out_root / label
         try:
-            config, timeout, retry = _target_config(self.spec, extra, timeout_s)
+            config, timeout, retry, args = _target_config(self.spec, extra, timeout_s)
             resolved = resolve_request(
                 Given(scenario=scenario, label=label, launches=launches or self.launches),
                 None, out, default_launches=20, default_timeout_s=timeout)
@@ -196,10 +203,17 @@ class Coldstart:
                 label=resolved.label, out=out, launches=resolved.launches,
                 timeout_s=resolved.timeout_s, retry=retry)
             result = run_session(request, _Quiet())
+            farm = _pull_farm(args, out)
         except ColdstartError as exc:
             pytest.fail(f"coldstart: {redact_text(exc.one_line())}", pytrace=False)
         campaign = result.campaigns[0].campaign
         assert campaign is not None
+        if farm is not None:  # the pull rewrote the records: read them again
+            from .campaign import load_campaign
+
+            campaign = load_campaign(out)
+            self.record_property(f"coldstart_{label}_farm_evidence",
+                                 "complete" if farm.exit_code == 0 else "incomplete")
         reports: dict[str, Path] = {}
         if self.report_root is not None:
             from .report import write_reports
@@ -208,7 +222,7 @@ class Coldstart:
         summary = summarize(campaign)
         self.record_property(f"coldstart_{label}_crashed",
                              f"{summary.crashed.count}/{summary.crashed.n}")
-        return CampaignResult(campaign=campaign, summary=summary, reports=reports)
+        return CampaignResult(campaign=campaign, summary=summary, reports=reports, farm=farm)
 
     def compare(self, baseline: CampaignResult, candidate: CampaignResult, *,
                 signature: str | None = None, alpha: float | None = None,
@@ -272,11 +286,27 @@ class _OptionsParser(argparse.ArgumentParser):
         raise pytest.UsageError(f"--coldstart-target: {message}")
 
 
+def _pull_farm(args: argparse.Namespace, out: Path) -> Any:
+    """``--farm NAME`` in an appium target's options: pull the campaign's farm evidence
+    as ``coldstart run appium --farm`` does (:func:`kit.farms.pull.pull_campaign`); its
+    :class:`~kit.farms.pull.PullReport`, or ``None`` without ``--farm``. Evidence not
+    ready in time is the report's ``exit_code`` 3, the records kept (never a test
+    failure by itself)."""
+    if not getattr(args, "farm", None):
+        return None
+    from .farms.options import settings_from_args
+    from .farms.pull import pull_campaign
+    from .redact import install_log_redaction
+
+    return pull_campaign(out, settings_from_args(args), redactor=install_log_redaction())
+
+
 def _target_config(spec: TargetSpec, extra: tuple[str, ...], timeout_s: float | None
-                   ) -> tuple[Any, float, Any]:
+                   ) -> tuple[Any, float, Any, argparse.Namespace]:
     """The target's typed config from the spec's options (and ``extra``), read by the
-    target's own option parser (plus ``--timeout``, ``--max-attempts`` and
-    ``--infra-budget``), the launch timeout and the retry policy."""
+    target's own option parser (plus ``--timeout``, ``--max-attempts``,
+    ``--infra-budget`` and, for ``appium``, the ``--farm`` options), the launch timeout,
+    the retry policy and the parsed options."""
     from .campaign.loop import RetryPolicy
     from .targets.argtypes import positive_float, positive_int
     from .targets.base import target_entry
@@ -287,12 +317,16 @@ def _target_config(spec: TargetSpec, extra: tuple[str, ...], timeout_s: float | 
     parser.add_argument("--timeout", type=positive_float, default=None)
     parser.add_argument("--max-attempts", type=positive_int, default=3)
     parser.add_argument("--infra-budget", type=positive_int, default=None)
+    if spec.name == "appium":  # --farm NAME: the evidence is pulled at the campaign's end
+        from .farms.options import add_farm_arguments
+
+        add_farm_arguments(parser, required=False)
     args = parser.parse_args([*spec.argv[1:], *extra])
     args.out = None
     default = args.timeout if args.timeout is not None else module.default_timeout_s(spec.name)
     timeout_s = timeout_s if timeout_s is not None else default
     retry = RetryPolicy(max_attempts=args.max_attempts, budget=args.infra_budget)
-    return module.config_from_args(spec.name, args, None, timeout_s), timeout_s, retry
+    return module.config_from_args(spec.name, args, None, timeout_s), timeout_s, retry, args
 
 
 # ------------------------------------------------------------------------------- hooks

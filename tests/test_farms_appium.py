@@ -121,3 +121,40 @@ def test_a_later_pull_takes_the_campaigns_own_farm_and_refuses_another(
     printed = capsys.readouterr()
     written = "\n".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
     assert KEY not in written + printed.out + printed.err
+
+
+def test_the_pytest_plugin_pulls_the_farm_evidence_at_the_campaigns_end(
+        appium_server: AppiumServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kit.pytest_plugin import Coldstart, parse_target_spec
+
+    monkeypatch.setenv("BROWSERSTACK_USERNAME", USER)
+    monkeypatch.setenv("BROWSERSTACK_ACCESS_KEY", KEY)
+    logcat, _ = session_logcat([Launch("completed"), Launch("native")], app=APP_ID)
+    double = AppiumLifecycleDouble(appium_server.url, platform="android",
+                                   script=["completed", "crash@models-ready"])
+    caps = tmp_path / "caps.json"
+    caps.write_text(json.dumps(fake_caps(tmp_path, **{"appium:udid": "emulator-5554"})))
+    props: dict[str, str] = {}
+    try:
+        with FarmDouble() as farm:
+            farm.add(f"/app-automate/sessions/{REF}.json",
+                     Reply(body=browserstack_session(farm.url, REF)))
+            base = f"/app-automate/builds/b0a1c2d3/sessions/{REF}"
+            farm.add(f"{base}/devicelogs", Reply(body=logcat))
+            farm.add(f"{base}/crashlogs", Reply(404, "none"))
+            spec = parse_target_spec(
+                f"appium --server {double.url} --platform android --caps {caps} --app-id "
+                f"{APP_ID} --timeout {LAUNCH_S:g} --report-wait {REPORT_WAIT_S:g} "
+                f"--farm browserstack --farm-api {farm.url} --farm-ref {REF}")
+            result = Coldstart(spec, tmp_path / "out", None, 2, props.__setitem__).run(
+                "baseline")
+    finally:
+        double.stop()
+    assert result.farm is not None and result.farm.exit_code == 0
+    assert props["coldstart_baseline_farm_evidence"] == "complete"
+    records = sorted(result.campaign.records, key=lambda r: r.index)
+    assert records[1].extra["farm"]["evidence"][0]["how"] == "pid"
+    assert result.count("xnnpack-allocator-uaf") == (1, 2)
+    written = "\n".join(p.read_text(errors="replace") for p in result.path.rglob("*")
+                        if p.is_file())
+    assert KEY not in written and USER not in written
