@@ -351,3 +351,41 @@ def test_farm_testspec_prints_the_spec_and_refuses_a_bad_package(
     assert text.endswith("artifacts:\n  - $DEVICEFARM_LOG_DIR\n")
     assert main(["farm", "testspec", "--app-id", "org.x;rm -rf /"]) == 2
     assert "is not a package name" in capsys.readouterr().err
+
+
+def test_farm_saucelabs_runs_the_shell_pass_by_itself_and_pulls_after(
+        appium_server: AppiumServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.doubles.farm_recordings import (Launch, as_json_lines, sauce_rdc_job,
+                                               session_logcat)
+
+    user, key = "sauce-ci", "5auce-Acc3ss-K3y-11"
+    monkeypatch.setenv("SAUCE_USERNAME", user)
+    monkeypatch.setenv("SAUCE_ACCESS_KEY", key)
+    double = AppiumShellDouble(appium_server.url, platform="android", shell="allowed",
+                               script=["completed", "crash-nolog@models-ready"])
+    logcat, _ = session_logcat([Launch("completed"), Launch("silent")], app="org.coldstart.app")
+    out = tmp_path / "run"
+    try:
+        with FarmDouble() as farm:
+            def jobs(_r: Request) -> Reply:
+                return Reply(body={"entities": [{"id": "rdc-job-1", "appium_session_id": sid}
+                                                for sid in double.apps]})
+
+            farm.add("/v1/rdc/jobs", jobs)
+            farm.add("/v1/rdc/jobs/rdc-job-1", lambda _r: Reply(body=sauce_rdc_job(
+                farm.url, "rdc-job-1", next(iter(double.apps)))))
+            farm.add("/v1/rdc/jobs/rdc-job-1/deviceLogs", Reply(body=as_json_lines(logcat)))
+            farm.add("/v1/rdc/jobs/rdc-job-1/crash.json", Reply(404, "none"))
+            code = _run(double, tmp_path, out, "--farm", "saucelabs", "--farm-api", farm.url)
+    finally:
+        double.stop()
+    assert code == 0
+    records = sorted(load_campaign(out).records, key=lambda r: r.index)
+    assert records[1].extra["shell"]["route"] == "mobile-shell"
+    assert records[1].crash_class == "xnnpack-allocator-uaf"
+    assert records[1].extra["farm"]["farm"] == "saucelabs"
+    assert json.loads((out / "campaign.json").read_text())["options"]["shell"] == "mobile-shell"
+    printed = capsys.readouterr()
+    written = "\n".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
+    assert key not in written + printed.out + printed.err
