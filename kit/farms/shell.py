@@ -143,7 +143,7 @@ class HeadSpinShell:
             raise InfraError(f"HeadSpin adb shell: {shown} answered HTTP {resp.status_code}",
                              "see the HeadSpin session")
         text = resp.content[:MAX_DUMP_BYTES].decode("utf-8", "replace")
-        try:  # HeadSpin answers {"stdout": ...} (or plain text)
+        try:  # the answer's shape is not documented: {"stdout": ...} or plain text
             import json
 
             data = json.loads(text)

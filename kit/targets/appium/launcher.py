@@ -25,7 +25,12 @@ launch. One launch (docs/formats.md section D3):
    the app stops running; or at the timeout. After a death the crash text is awaited in
    the log (tombstone or Java/JS fatal in ``logcat``, the ``.ips`` of the XCUITest
    ``crashlog`` type) and parsed by :mod:`kit.crash`; what was observed becomes the record
-   through :func:`kit.observe.make_record`.
+   through :func:`kit.observe.make_record`;
+6. with a shell route (``--appium-shell``, ``--farm saucelabs``, ``--farm headspin``;
+   Android), the in-session shell pass: ``dumpsys dropbox`` and ``exit-info`` matched to
+   the launch (:mod:`kit.farms.shell`); a DropBox tombstone of a death becomes its crash
+   report, and the record's ``extra.shell`` says what was matched, or why not (a refused
+   shell is a note, never a crash or an infra error).
 
 Retries never turn a crash into a pass: only transport failures (the server or session
 gone) raise InfraError, which :func:`kit.campaign.run_campaign` records and retries without
@@ -237,7 +242,8 @@ class AppiumLauncher:
             session.terminate()
         payloads: dict[str, Any] = {}
         if self.shell_factory is not None and self.config.platform is Platform.ANDROID:
-            shell_info, better = self._shell_pass(session, ctx, lines, end)
+            wait = end is ProcessEnd.DIED and (evidence is None or evidence.crash is None)
+            shell_info, better = self._shell_pass(session, ctx, lines, wait)
             payloads["shell"] = shell_info
             if better is not None and end is ProcessEnd.DIED and (
                     evidence is None or evidence.crash is None or
@@ -259,11 +265,12 @@ class AppiumLauncher:
                            session_id=session.session_id, **payloads)
 
     def _shell_pass(self, session: AppiumSession, ctx: LaunchContext, lines: list[str],
-                    end: ProcessEnd) -> tuple[dict[str, Any], tuple[str, str] | None]:
+                    wait: bool) -> tuple[dict[str, Any], tuple[str, str] | None]:
         """The in-session shell pass of one launch (:mod:`kit.farms.shell`): DropBox and
         exit-info read after the observation and matched to this launch by its pid and
-        window. A dead launch whose entry is not written yet is read again, up to
-        ``report_wait_s``. A refusal or a failure is a note (never a crash or an infra
+        window. With ``wait`` (a death with no crash text yet), the dumps are read again
+        every second, up to ``report_wait_s``, until a DropBox entry of this launch is
+        there. A refusal or a failure is a note (never a crash or an infra
         error of the launch; a failure drops the session for the next launch).
 
         Returns:
@@ -279,11 +286,11 @@ class AppiumLauncher:
             return info, None
         window = shells.window_of_log(ctx.launch_id, read_log_lines("\n".join(lines)),
                                       end_slack_s=self.config.report_wait_s + 30.0)
-        give_up = time.monotonic() + (self.config.report_wait_s
-                                      if end is ProcessEnd.DIED else 0.0)
+        give_up = time.monotonic() + (self.config.report_wait_s if wait else 0.0)
+        assert self.shell_factory is not None
         try:
-            shell = self.shell_factory(session) if self.shell_factory else None
-            info["route"] = getattr(shell, "route", None)
+            shell = self.shell_factory(session)
+            info["route"] = shell.route
             while True:
                 dumps = shells.run_dumps(shell, self.config.app_id)
                 entries = [e for name, text in dumps.items()
@@ -292,7 +299,7 @@ class AppiumLauncher:
                 if any(m.entry.source.startswith("dropbox") for m in matches) or \
                         time.monotonic() >= give_up or self._abort.is_set():
                     break
-                time.sleep(max(self.config.poll_s, 0.5))
+                time.sleep(1.0)
         except shells.ShellRefused as exc:
             self.shell_refused = self.redactor.text(exc.message)[:300]
             info["note"] = f"shell refused: {self.shell_refused}"
