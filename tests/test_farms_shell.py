@@ -389,3 +389,25 @@ def test_farm_saucelabs_runs_the_shell_pass_by_itself_and_pulls_after(
     printed = capsys.readouterr()
     written = "\n".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
     assert key not in written + printed.out + printed.err
+
+
+@pytest.mark.parametrize("env, caps, want", [
+    ({}, {"appium:udid": SERIAL}, "needs HEADSPIN_API_TOKEN in the environment"),
+    ({"HEADSPIN_API_TOKEN": HS_TOKEN}, {}, "needs the device's serial")])
+def test_headspin_without_its_token_or_serial_is_one_line_exit_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        env: dict[str, str], caps: dict[str, str], want: str) -> None:
+    from tests.doubles.appium_server import refused_port
+
+    monkeypatch.delenv("HEADSPIN_API_TOKEN", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    path = tmp_path / "caps.json"
+    path.write_text(json.dumps(caps))
+    with refused_port() as port:  # refused before any server is asked
+        code = main(["run", "appium", "--server", f"http://127.0.0.1:{port}/v0/{HS_TOKEN}"
+                     "/wd/hub", "--platform", "android", "--caps", str(path), "--launches",
+                     "1", "--out", str(tmp_path / "run"), "--farm", "headspin"])
+    err = capsys.readouterr().err
+    assert code == 2 and want in err and HS_TOKEN not in err
+    assert "Traceback" not in err

@@ -71,8 +71,6 @@ class AppiumTarget:
         if not APP_ID_RE.match(cfg.app_id):
             raise UsageError(f"--app-id {cfg.app_id[:80]!r} is not a package or bundle id",
                              "e.g. org.coldstart.app")
-        info = check_server(cfg.server_url, redactor)
-        version = (info.get("build") or {}).get("version")
         import os
 
         from ...farms.shell import make_shell_factory
@@ -81,6 +79,8 @@ class AppiumTarget:
         factory = make_shell_factory(cfg.shell, serial=str(udid) if udid else None,
                                      env=dict(os.environ), api=cfg.shell_api,
                                      redactor=redactor)
+        info = check_server(cfg.server_url, redactor)
+        version = (info.get("build") or {}).get("version")
         launcher = AppiumLauncher(cfg, redactor, shell_factory=factory)
         launcher.open()  # a refusal is the only line the user sees
         log(f"appium: server {redactor.url(cfg.server_url)} "
