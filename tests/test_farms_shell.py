@@ -44,7 +44,7 @@ def test_recorded_dumps_read_with_their_pids_times_and_reasons() -> None:
 
 
 def _clock(when: str) -> float:
-    value = shells._clock(when)
+    value = shells.clock_of(when)
     assert value is not None
     return value
 

@@ -45,7 +45,8 @@ from .attribute import LogLine, read_log_lines
 __all__ = ["Shell", "ShellRefused", "AppiumShell", "HeadSpinShell", "ShellEntry",
            "ShellWindow", "ShellMatch", "shell_commands", "run_dumps", "read_entries",
            "match_entries", "best_entry", "window_of_log", "dumps_from_zip", "DUMP_NAMES",
-           "is_refusal"]
+           "is_refusal", "clock_of", "windows_of_records", "make_shell_factory", "FARM_ROUTES",
+           "HEADSPIN_TOKEN_ENV"]
 
 #: how far before a launch's first log line its entry may be stamped (DropBox and
 #: exit-info print whole seconds; the log's first line comes after the process start)
@@ -191,7 +192,10 @@ class ShellEntry:
     kit_stop: bool = False
 
 
-def _clock(when: str) -> float | None:
+def clock_of(when: str) -> float | None:
+    """A device time as DropBox and exit-info print it (``YYYY-MM-DD HH:MM:SS[.mmm]``) on
+    :attr:`kit.farms.attribute.LogLine.clock`'s scale (seconds since 1 January, the year
+    dropped as logcat drops it), or ``None`` when unreadable."""
     try:
         t = _dt.datetime.strptime(when[:19], "%Y-%m-%d %H:%M:%S")
     except ValueError:
@@ -216,14 +220,14 @@ def read_entries(name: str, text: str) -> list[ShellEntry]:
                 proc_name = named.group(1) if named else None
             else:
                 proc_name = proc.group("proc")
-            out.append(ShellEntry(f"dropbox:{tag}", pid, proc_name, when, _clock(when),
+            out.append(ShellEntry(f"dropbox:{tag}", pid, proc_name, when, clock_of(when),
                                   entry))
         return out
     for info in parse_exit_info(text):
         block = exit_info_block(text, info.index) if info.index is not None else ""
         reason = info.reason_enum
         out.append(ShellEntry("exit-info", info.pid, info.process, info.timestamp or "",
-                              _clock(info.timestamp or ""), block or text,
+                              clock_of(info.timestamp or ""), block or text,
                               reason=info.reason_text or (str(info.reason)
                                                           if info.reason is not None
                                                           else None),
