@@ -411,3 +411,15 @@ def test_headspin_without_its_token_or_serial_is_one_line_exit_2(
     err = capsys.readouterr().err
     assert code == 2 and want in err and HS_TOKEN not in err
     assert "Traceback" not in err
+
+
+def test_appium_shell_on_ios_is_one_line_exit_2(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.doubles.appium_server import refused_port
+
+    with refused_port() as port:
+        code = main(["run", "appium", "--server", f"http://127.0.0.1:{port}", "--platform",
+                     "ios", "--appium-shell", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--appium-shell reads Android's dumpsys" in err
+    assert "Traceback" not in err

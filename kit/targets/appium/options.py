@@ -75,7 +75,7 @@ def config_from_args(name: str, args: argparse.Namespace, meta: Any,
     """The :class:`~kit.targets.appium.AppiumRunConfig` of ``run appium``.
 
     Raises:
-        UsageError: ``--caps`` is not a JSON object file.
+        UsageError: ``--caps`` is not a JSON object file; ``--appium-shell`` on iOS.
     """
     session = appium.AppiumConfig(server_url=args.server,
                                   platform=appium.Platform(args.platform), app_id=args.app_id,
@@ -100,13 +100,21 @@ def _farm_config(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def _shell_route(args: argparse.Namespace) -> str | None:
-    """The shell route: ``--appium-shell``, else the ``--farm``'s own
-    (:data:`kit.farms.shell.FARM_ROUTES`), else none."""
+    """The shell route (Android only): ``--appium-shell``, else the ``--farm``'s own
+    (:data:`kit.farms.shell.FARM_ROUTES`), else none.
+
+    Raises:
+        UsageError: ``--appium-shell`` with ``--platform ios``.
+    """
     from ...farms.shell import FARM_ROUTES
 
+    android = args.platform == appium.Platform.ANDROID.value
     if getattr(args, "appium_shell", False):
+        if not android:
+            raise UsageError("--appium-shell reads Android's dumpsys: it needs --platform "
+                             "android", "leave --appium-shell out on iOS")
         return "mobile-shell"
-    return FARM_ROUTES.get(getattr(args, "farm", None) or "")
+    return FARM_ROUTES.get(getattr(args, "farm", None) or "") if android else None
 
 
 def load_caps(path: str | None) -> dict[str, Any]:
