@@ -122,6 +122,22 @@ _CLOCK = re.compile(r"^(?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)\s+" + _LEVEL
 _STYLES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("tabs", _TABS), ("threadtime", _THREADTIME), ("studio", _STUDIO_OLD), ("studio", _STUDIO),
     ("time", _TIME), ("brief", _BRIEF), ("tag", _TAG), ("tag", _TAG_SPACE), ("clock", _CLOCK))
+# every style's pattern is anchored: a line's first character says which can match (a digit:
+# the dated and clocked styles; a level letter: brief and tag), a quick test before the regexes
+_DIGIT_STYLES = tuple((n, p) for n, p in _STYLES if n in ("tabs", "threadtime", "studio", "time",
+                                                           "clock"))
+_LEVEL_STYLES = tuple((n, p) for n, p in _STYLES if n in ("brief", "tag"))
+_LEVELS = frozenset("VDIWEFAS")
+
+
+def _candidates(line: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The styles of :data:`_STYLES` (in its order) whose pattern can match ``line``."""
+    first = line[:1]
+    if first.isdigit():  # str.isdigit holds for every character that \\d matches
+        return _DIGIT_STYLES
+    if first in _LEVELS:
+        return _LEVEL_STYLES
+    return ()
 
 
 def _match(pattern: re.Pattern[str], line: str) -> LogLine | None:
@@ -157,7 +173,7 @@ def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
             continue
         voters += 1
         continues = False
-        for name, pattern in _STYLES:
+        for name, pattern in _candidates(line):
             if pattern.match(line):
                 votes[name] += 1
                 continues = True
@@ -171,7 +187,7 @@ def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
     out: list[LogLine] = []
     for line in lines:
         parsed = None
-        for pattern in patterns:
+        for pattern in patterns if any(p is patterns[0] for _, p in _candidates(line)) else ():
             parsed = _match(pattern, line)
             if parsed is not None:
                 break

@@ -69,7 +69,7 @@ _SECTION = re.compile(r"^\s*(?P<name>Native stacktrace|Managed Stacktrace|Stackt
 
 def looks_like_mono(text: str) -> str | None:
     """Why ``text`` is a Mono native crash report (or a piece of it), or ``None``."""
-    if _GOT.search(text):
+    if " while executing native code" in text and _GOT.search(text):
         return "'Got a SIGxxx while executing native code': Mono's native crash report"
     if "Native stacktrace:" in text and ("Managed Stacktrace:" in text or " - /" in text
                                          or "mono" in text):

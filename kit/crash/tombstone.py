@@ -185,7 +185,7 @@ def looks_like_tombstone(lines: Sequence[str]) -> bool:
     frames = 0
     signal = body = False
     for line in lines:
-        if _STAR.match(line) or (">>> " in line and _PID.search(line)):
+        if ("***" in line and _STAR.match(line)) or (">>> " in line and _PID.search(line)):
             return True
         if not signal and "signal " in line and _SIGNAL.match(line):
             signal = True
@@ -193,7 +193,7 @@ def looks_like_tombstone(lines: Sequence[str]) -> bool:
             body = True
         if signal and (body or frames):
             return True
-        if _FRAME.match(line):
+        if "#" in line and _FRAME.match(line):
             frames += 1
             if frames >= 2:
                 return True
