@@ -120,8 +120,8 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
     every non-empty line has it. Never raises.
     """
     notes: list[str] = []
-    quotes = _QUOTE_ANY.search(text) is not None
-    runner = _CTEST_ANY.search(text) is not None
+    quotes = ">" in text and _QUOTE_ANY.search(text) is not None
+    runner = ": " in text and _CTEST_ANY.match(text) is not None
     indented = text[:1] in (" ", "\t") and text.lstrip()[:1] != "{"  # JSON: indent is free
     bold = "**" in text and _BOLD_LINE.search(text) is not None
     table = "|" in text and "--" in text and _TABLE_DELIM.search(text) is not None
@@ -167,7 +167,7 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
         who = "a test runner's" if prefix[0].isdigit() else "a log tag's"
         notes.append(f"{who} '{prefix}' line prefix removed")
     text = "\n".join(lines)
-    if _ENTITY.search(text) and '"' not in text:
+    if "&" in text and '"' not in text and _ENTITY.search(text):
         text = html.unescape(text)
         notes.append("HTML entities (&quot; ...) decoded")
     return text, notes

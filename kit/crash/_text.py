@@ -142,8 +142,10 @@ def _candidates(line: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
 
 def _match(pattern: re.Pattern[str], line: str) -> LogLine | None:
     m = pattern.match(line)
-    if m is None:
-        return None
+    return None if m is None else _line(m)
+
+
+def _line(m: re.Match[str]) -> LogLine:
     groups = m.groupdict()
     pid = groups.get("pid")
     tid = groups.get("tid")
@@ -163,19 +165,29 @@ def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
     """
     lines = list(lines)
     votes: Counter[str] = Counter()
-    sample = [ln for ln in lines if ln.strip()][:400]
-    voters = 0
+    # the first match of each voting line, by line index: the reading below reuses it
+    # (the patterns are tried in the same order there, so the match is the same)
+    matched: dict[int, tuple[str, re.Match[str] | None]] = {}
+    voters = sampled = 0
     continues = False
-    for line in sample:
+    for i, line in enumerate(lines):
+        if sampled >= 400:
+            break
+        if not line.strip():
+            continue
+        sampled += 1
         if continues and line[:1] in (" ", "\t"):
             # a multi-line message's continuation, which Android Studio prints indented and
             # without the prefix: it does not vote
             continue
         voters += 1
         continues = False
+        matched[i] = ("", None)
         for name, pattern in _candidates(line):
-            if pattern.match(line):
+            m = pattern.match(line)
+            if m is not None:
                 votes[name] += 1
+                matched[i] = (name, m)
                 continues = True
                 break
     if not votes:
@@ -185,12 +197,18 @@ def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
         return "raw", [LogLine(msg=ln) for ln in lines]
     patterns = [p for name, p in _STYLES if name == style]
     out: list[LogLine] = []
-    for line in lines:
+    for i, line in enumerate(lines):
         parsed = None
-        for pattern in patterns if any(p is patterns[0] for _, p in _candidates(line)) else ():
-            parsed = _match(pattern, line)
-            if parsed is not None:
-                break
+        seen = matched.get(i)
+        if seen is not None and seen[0] == style:
+            parsed = _line(seen[1])  # type: ignore[arg-type]
+        elif seen is None or seen[1] is not None:
+            # not voted (a continuation, past the sample), or matched an earlier style
+            for pattern in patterns if any(p is patterns[0] for _, p in _candidates(line)) \
+                    else ():
+                parsed = _match(pattern, line)
+                if parsed is not None:
+                    break
         out.append(parsed if parsed is not None else LogLine(msg=line))
     return style, out
 
