@@ -50,6 +50,21 @@ _QUOTE_ANY = re.compile(r"^[ \t]{0,3}>(?: |$)", re.M)
 _CTEST_ANY = re.compile(r"\A\s*(?:\d{1,5}|[\w-]{1,32}\.sh|\[[\w.-]{1,32}\]): ")
 
 
+def _quote_marker(text: str) -> bool:
+    """``_QUOTE_ANY.search(text) is not None``, looked for from each ``>`` (a regex search
+    for a line start tries every position of the text): the line of a ``>`` within its first
+    four characters, matched by :data:`_QUOTE`."""
+    at = text.find(">")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        if at - start <= 3 and _QUOTE.match(text[start:end]) is not None:
+            return True
+        at = text.find(">", end)
+    return False
+
+
 def _strip_quotes(lines: list[str]) -> tuple[list[str], bool]:
     body = [ln for ln in lines if ln.strip()]
     if not body or sum(1 for ln in body if _QUOTE.match(ln)) * 10 < len(body) * 8:
@@ -120,7 +135,7 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
     every non-empty line has it. Never raises.
     """
     notes: list[str] = []
-    quotes = ">" in text and _QUOTE_ANY.search(text) is not None
+    quotes = ">" in text and _quote_marker(text)
     runner = ": " in text and _CTEST_ANY.match(text) is not None
     indented = text[:1] in (" ", "\t") and text.lstrip()[:1] != "{"  # JSON: indent is free
     bold = "**" in text and _BOLD_LINE.search(text) is not None

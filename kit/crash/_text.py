@@ -84,6 +84,16 @@ class LogLine:
     tid: int | None = None
     time: str | None = None
 
+    @classmethod
+    def bare(cls, msg: str, tag: str | None = None, level: str | None = None,
+             pid: int | None = None, tid: int | None = None,
+             time: str | None = None) -> "LogLine":
+        """``LogLine(msg, ...)``, made without the frozen ``__init__``'s six
+        ``object.__setattr__`` calls (the parsers make one per line of a report)."""
+        line = object.__new__(cls)
+        line.__dict__.update(msg=msg, tag=tag, level=level, pid=pid, tid=tid, time=time)
+        return line
+
 
 _LEVEL = r"(?P<level>[VDIWEFAS])"
 # 05-01 12:00:01.234  1234  1250 F libc    : Fatal signal 11 ...   (-v year / -v uid too)
@@ -149,9 +159,9 @@ def _line(m: re.Match[str]) -> LogLine:
     groups = m.groupdict()
     pid = groups.get("pid")
     tid = groups.get("tid")
-    return LogLine(msg=groups["msg"], tag=(groups.get("tag") or "").strip() or None,
-                   level=groups.get("level"), pid=int(pid) if pid else None,
-                   tid=int(tid) if tid else None, time=groups.get("time"))
+    return LogLine.bare(groups["msg"], (groups.get("tag") or "").strip() or None,
+                        groups.get("level"), int(pid) if pid else None,
+                        int(tid) if tid else None, groups.get("time"))
 
 
 def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
@@ -191,10 +201,10 @@ def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
                 continues = True
                 break
     if not votes:
-        return "raw", [LogLine(msg=ln) for ln in lines]
+        return "raw", [LogLine.bare(ln) for ln in lines]
     style, count = votes.most_common(1)[0]
     if count * 5 < voters:
-        return "raw", [LogLine(msg=ln) for ln in lines]
+        return "raw", [LogLine.bare(ln) for ln in lines]
     patterns = [p for name, p in _STYLES if name == style]
     out: list[LogLine] = []
     for i, line in enumerate(lines):
@@ -209,7 +219,7 @@ def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
                 parsed = _match(pattern, line)
                 if parsed is not None:
                     break
-        out.append(parsed if parsed is not None else LogLine(msg=line))
+        out.append(parsed if parsed is not None else LogLine.bare(line))
     return style, out
 
 
@@ -266,15 +276,18 @@ def matching_open_paren(text: str) -> int:
     trailing ``(symbol+offset)`` group is found from the right, by depth.
     """
     depth = 0
-    for i in range(len(text) - 1, -1, -1):
-        ch = text[i]
-        if ch == ")":
+    end = len(text)
+    while True:  # from paren to paren, right to left (str.rfind, not a loop over characters)
+        i = max(text.rfind("(", 0, end), text.rfind(")", 0, end))
+        if i < 0:
+            return -1
+        if text[i] == ")":
             depth += 1
-        elif ch == "(":
+        else:
             depth -= 1
             if depth == 0:
                 return i
-    return -1
+        end = i
 
 
 def basename(path: str) -> str:

@@ -536,4 +536,4 @@ def parse_dropbox(draft: Draft, text: str) -> None:
             _JAVA_EXC.match(ln.strip()) for ln in content[:8]):
         read_java(draft, content)  # data_app_crash: a bare Java stack trace
     else:
-        parse_android_log(draft, [LogLine(msg=line) for line in content], raw=True)
+        parse_android_log(draft, [LogLine.bare(line) for line in content], raw=True)

@@ -76,6 +76,18 @@ _KEY = re.compile(r"^\s*(?P<key>Build fingerprint|ABI|Timestamp|Cmdline|Cause|Ab
                   r"Process uptime|Revision|uid|Kernel Release): ?(?P<value>.*)$")
 
 
+def _build_id(rest: str) -> re.Match[str] | None:
+    """``_BUILD_ID.search(rest)``, tried from the last ``(BuildId: `` only (the pattern
+    reaches the end of the line, so no earlier one can start a match) and widened over the
+    blanks before it, as the search's leading ``\\s*`` takes them."""
+    at = rest.rfind("(BuildId: ")
+    if at < 0:
+        return None
+    start = len(rest[:at].rstrip())
+    m = _BUILD_ID.match(rest, start)
+    return m if m is not None and m.start() == start else None
+
+
 def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
     """One ``#NN pc ...`` line as a :class:`Frame`, plus a note when it was cut.
 
@@ -90,7 +102,7 @@ def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
     rest = m.group("rest").rstrip()
     note = None
     build_id = None
-    bm = _BUILD_ID.search(rest) if "(BuildId: " in rest else None
+    bm = _build_id(rest)
     if bm is not None:
         build_id = bm.group("id").lower() or None
         if not bm.group(0).rstrip().endswith(")"):
