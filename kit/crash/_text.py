@@ -201,25 +201,28 @@ def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
                 continues = True
                 break
     if not votes:
-        return "raw", [LogLine.bare(ln) for ln in lines]
+        return "raw", list(map(LogLine.bare, lines))
     style, count = votes.most_common(1)[0]
     if count * 5 < voters:
-        return "raw", [LogLine.bare(ln) for ln in lines]
+        return "raw", list(map(LogLine.bare, lines))
     patterns = [p for name, p in _STYLES if name == style]
+    # the first characters the style's lines can start with (see _candidates)
+    digits = any(p is patterns[0] for _, p in _DIGIT_STYLES)
     out: list[LogLine] = []
+    bare = LogLine.bare
     for i, line in enumerate(lines):
         parsed = None
         seen = matched.get(i)
         if seen is not None and seen[0] == style:
             parsed = _line(seen[1])  # type: ignore[arg-type]
-        elif seen is None or seen[1] is not None:
+        elif (seen is None or seen[1] is not None) and (
+                line[:1].isdigit() if digits else line[:1] in _LEVELS):
             # not voted (a continuation, past the sample), or matched an earlier style
-            for pattern in patterns if any(p is patterns[0] for _, p in _candidates(line)) \
-                    else ():
+            for pattern in patterns:
                 parsed = _match(pattern, line)
                 if parsed is not None:
                     break
-        out.append(parsed if parsed is not None else LogLine.bare(line))
+        out.append(parsed if parsed is not None else bare(line))
     return style, out
 
 
