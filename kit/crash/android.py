@@ -359,7 +359,7 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
             fatal_at = i
         elif java_at is None and "FATAL EXCEPTION:" in msg:
             java_at = i
-        elif anr_at is None and msg.lstrip().startswith("ANR in "):
+        elif anr_at is None and "ANR in " in msg and msg.lstrip().startswith("ANR in "):
             anr_at = i
         elif traces_at is None and ("-----" in msg or "THREADS" in msg or "histogram" in msg
                                     or "prio=" in msg) and _TRACES_START.match(msg.strip()):

@@ -161,7 +161,10 @@ def find_console_exception(lines: Sequence[str]) -> int | None:
     (Crashlytics ``Fatal Exception:``, Play ``Exception <type>:``, App Center
     ``### Reason ###``, Metro ``ERROR  <Type>Error:``)."""
     for i, line in _top(lines):
-        if _FATAL.match(line) or _PLAY_EXC.match(line) or _METRO.match(line):
+        # each headline's own words first (a quick test before its regex)
+        if ("Fatal Exception: " in line and _FATAL.match(line)) or (
+                "Exception " in line and _PLAY_EXC.match(line)) or (
+                ("ERROR" in line or "FATAL" in line) and _METRO.match(line)):
             return i
         if line.strip() == "### Stacktrace ###" or line.strip() == "### Reason ###":
             return i
