@@ -61,6 +61,20 @@ _MARKS = (  # (a substring that must be there, the line's pattern, what it is)
      "a Crashlytics 'Crashed:' headline over Apple frames"),
 )
 _FRAME_MARK = re.compile(r"^\d{1,4}\s+\S[^\n]*?\s0x[0-9a-fA-F]{4,16}\s+\S", re.M)
+# the same lines, found from the newline before each (a pattern that starts with a literal is
+# searched for that character, where one that starts with '^' is tried at every position);
+# a match never ends on a newline, so the matches are those of _FRAME_MARK
+_FRAME_MARK_NL = re.compile(r"\n\d{1,4}\s+\S[^\n]*?\s0x[0-9a-fA-F]{4,16}\s+\S")
+
+
+def _two_frame_marks(sample: str) -> bool:
+    """``len(_FRAME_MARK.findall(sample)) >= 2``, stopping at the second match."""
+    found = 0
+    for _ in _FRAME_MARK_NL.finditer("\n" + sample):
+        found += 1
+        if found >= 2:
+            return True
+    return False
 _EXC_LINE = re.compile(r"^(?P<exc>EXC_[A-Z_]+)(?:\s+(?P<code>[A-Z][A-Z_0-9]+))?"
                        r"(?:\s+(?P<addr>0x[0-9a-fA-F]+))?\s*$")
 _EXC_SIGNALS = {"EXC_BAD_ACCESS": "SIGSEGV", "EXC_CRASH": "SIGABRT", "EXC_BREAKPOINT": "SIGTRAP",
@@ -77,7 +91,7 @@ def crash_text_marks(text: str) -> str | None:
     for needle, pattern, what in _MARKS:
         if needle in sample and pattern.search(sample):
             return f"{what}: a legacy Apple .crash report, or a piece of one"
-    if "0x" in sample and len(_FRAME_MARK.findall(sample)) >= 2:
+    if "0x" in sample and _two_frame_marks(sample):
         return "Apple frame lines ('N  image  0xADDR symbol + off'): a piece of a .crash report"
     return None
 

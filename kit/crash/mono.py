@@ -75,7 +75,7 @@ def looks_like_mono(text: str) -> str | None:
                                          or "mono" in text):
         return "Mono's 'Native stacktrace:' section"
     native = 0
-    for line in text.split("\n", 300)[:300]:
+    for line in text.split("\n", 300)[:300] if " - " in text and "0x" in text else ():
         if " - " in line and line.lstrip().startswith("0x") and _NATIVE.match(line):
             native += 1
             if native >= 3:
