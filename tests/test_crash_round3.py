@@ -280,7 +280,8 @@ def test_a_ci_logs_time_stamps_are_a_paste_mark_when_most_lines_carry_one() -> N
 
 
 def test_a_piece_whose_only_sanitizer_mark_is_a_named_alloc_header_is_read_as_asan() -> None:
-    record = parse_text("    #3 0x7f0a in Notify net/a.cc:629:0\n    #4 0x7f0b in Run base/b.h:3:1\n\n"
+    record = parse_text("    #3 0x7f0a in Notify net/a.cc:629:0\n"
+                        "    #4 0x7f0b in Run base/b.h:3:1\n\n"
                         "previously allocated by thread T13 (Chrome_IOThread) here:\n"
                         "    #0 0x52617b in operator new(unsigned long) ??:?\n")
     assert (record.source, record.format) == ("sanitizer", "asan")
