@@ -183,7 +183,7 @@ def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
     for i, line in enumerate(lines):
         if sampled >= 400:
             break
-        if not line.strip():
+        if not line or line.isspace():  # blank (str.strip() would copy the line)
             continue
         sampled += 1
         if continues and line[:1] in (" ", "\t"):
