@@ -258,3 +258,34 @@ def test_markdown_table_markup_is_a_paste_mark_and_pipes_elsewhere_are_kept() ->
                              ["a Markdown table's markup removed (1 row)"])
     plain = "java.lang.IllegalStateException: a | b\n\tat x.Y.z(Y.java:1)\n"
     assert tidy_paste(plain) == (plain, [])
+
+
+def test_a_ci_logs_time_stamps_are_a_paste_mark_when_most_lines_carry_one() -> None:
+    lines = ("==7==ERROR: AddressSanitizer: heap-use-after-free on address 0x10 at pc 0x1",
+             "WRITE of size 1 at 0x10 thread T2 (Sync actor 1000)",
+             "    #0 0x1 in foo /src/a.cc:1:2",
+             "",
+             "previously allocated by thread T1 (Worker 1) here:",
+             "    #0 0x2 in bar /src/a.cc:5:2")
+    stamped = "\n".join(f"2021-04-13T11:54:23.{n:07d}Z {ln}".rstrip() + ("" if ln else " ")
+                        for n, ln in enumerate(lines))
+    record = parse_text(stamped)
+    assert record.notes[0] == "a CI log's time stamps ('2021-04-13T11:54:23.5999584Z ') removed"
+    assert (record.thread_name, [f.symbol for f in record.frames]) == (
+        "T2 (Sync actor 1000)", ["foo"])
+    assert "other stack (previously allocated by thread T1 (Worker 1) here): bar" in record.notes
+    # one stamped line among plain ones is the report's own text, left as it is
+    once = "2021-04-13T11:54:23.5999584Z started\n" + "\n".join(lines)
+    assert not any("time stamps" in n for n in parse_text(once).notes)
+
+
+def test_a_piece_whose_only_sanitizer_mark_is_a_named_alloc_header_is_read_as_asan() -> None:
+    record = parse_text("    #3 0x7f0a in Notify net/a.cc:629:0\n"
+                        "    #4 0x7f0b in Run base/b.h:3:1\n\n"
+                        "previously allocated by thread T13 (Chrome_IOThread) here:\n"
+                        "    #0 0x52617b in operator new(unsigned long) ??:?\n")
+    assert (record.source, record.format) == ("sanitizer", "asan")
+    assert [(f.index, f.symbol, f.file, f.line) for f in record.frames] == [
+        (3, "Notify", "net/a.cc", 629), (4, "Run", "base/b.h", 3)]
+    assert record.notes == ("other stack (previously allocated by thread T13 (Chrome_IOThread) "
+                            "here): operator new",)

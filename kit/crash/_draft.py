@@ -78,9 +78,10 @@ class Draft:
             value = self.values.get(name)
             if isinstance(value, str) and ("**" in value or value[:1] == "`"):
                 self.values[name] = unmark(value)
-        self.frames = [dataclasses.replace(f, symbol=unmark(f.symbol))
-                       if f.symbol and ("**" in f.symbol or f.symbol[:1] == "`") else f
-                       for f in self.frames]
+        if any(f.symbol and ("**" in f.symbol or f.symbol[:1] == "`") for f in self.frames):
+            self.frames = [dataclasses.replace(f, symbol=unmark(f.symbol))
+                           if f.symbol and ("**" in f.symbol or f.symbol[:1] == "`") else f
+                           for f in self.frames]
         notes = list(self.notes)
         if self.dropped_frames:
             notes.append(f"kept the innermost {MAX_FRAMES} frames; "

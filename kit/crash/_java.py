@@ -61,11 +61,12 @@ def join_wrapped_at(lines: Sequence[str]) -> list[str]:
 def java_frame(index: int, line: str) -> Frame | None:
     """One Java frame line as a :class:`Frame` (``module``/``file`` the source file), or
     ``None`` when the line is not one. A symbol must hold a ``.`` (``pkg.Cls.method``)."""
-    m = _BUGSNAG.match(line)
+    # Bugsnag's shape holds " - ", App Center's ");": tested before their regexes
+    m = _BUGSNAG.match(line) if " - " in line else None
     if m is not None:
         return Frame(index=index, module=m.group("file"), symbol=m.group("sym"),
                      file=m.group("file"), line=parse_int(m.group("line")))
-    m = _APPCENTER.match(line) or _JAVA.match(line)
+    m = (_APPCENTER.match(line) if ");" in line else None) or _JAVA.match(line)
     if m is None or "." not in m.group("sym"):
         return None
     loc = (m.group("loc") or "").strip()

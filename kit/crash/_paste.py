@@ -8,6 +8,8 @@ crash format has:
 * HTML entities (``&quot;main&quot;``) from trackers that were imported as HTML;
 * a log prefix of the test runner around the report (ctest's ``714: ``), or a log tag
   (an Android wrap script's ``wrap.sh: ``, ``[worker]: ``), the same on every line;
+* the time stamp a CI service writes before every line of a job's log (GitHub Actions'
+  ``2021-04-13T11:54:23.5999584Z ``, an ISO 8601 UTC time and a space);
 * a Markdown table around frames (``| # | image | address | symbol |`` as crash dashboards
   export them): its rows become the lines they came from;
 * Markdown bold (``**key:** value``), whole lines or inside one (not Bugsnag's
@@ -27,7 +29,7 @@ import os
 import re
 from collections import Counter
 
-from ._draft import unmark
+from ._draft import _BOLD, unmark
 
 __all__ = ["tidy_paste"]
 
@@ -47,7 +49,24 @@ _TABLE_DELIM = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*(?::?-{3
 _HEADLINE = re.compile(r"^\s*\*\*[^*\n]+\*\* in \*\*[^*\n]+\*\*\s*$")
 _ENTITY = re.compile(r"&(?:quot|lt|gt|amp|#39|#x27);")
 _QUOTE_ANY = re.compile(r"^[ \t]{0,3}>(?: |$)", re.M)
+# GitHub Actions' raw log: "2021-04-13T11:54:23.5999584Z " before every line
+_CI_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?")
 _CTEST_ANY = re.compile(r"\A\s*(?:\d{1,5}|[\w-]{1,32}\.sh|\[[\w.-]{1,32}\]): ")
+
+
+def _quote_marker(text: str) -> bool:
+    """``_QUOTE_ANY.search(text) is not None``, looked for from each ``>`` (a regex search
+    for a line start tries every position of the text): the line of a ``>`` within its first
+    four characters, matched by :data:`_QUOTE`."""
+    at = text.find(">")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        if at - start <= 3 and _QUOTE.match(text[start:end]) is not None:
+            return True
+        at = text.find(">", end)
+    return False
 
 
 def _strip_quotes(lines: list[str]) -> tuple[list[str], bool]:
@@ -70,6 +89,15 @@ def _strip_runner_prefix(lines: list[str]) -> tuple[list[str], str | None]:
         return lines, None
     prefix = f"{token}: "
     return [ln[len(prefix):] if ln.startswith(prefix) else ln for ln in lines], prefix
+
+
+def _strip_ci_time(lines: list[str]) -> tuple[list[str], bool]:
+    """Lines without a CI log's time stamp, when at least 60 % of the non-empty lines start
+    with one (an empty log line is the stamp alone)."""
+    body = [ln for ln in lines if ln.strip()]
+    if len(body) < 2 or sum(1 for ln in body if _CI_TIME.match(ln)) * 10 < len(body) * 6:
+        return lines, False
+    return [_CI_TIME.sub("", ln, count=1) for ln in lines], True
 
 
 def _strip_table(lines: list[str]) -> tuple[list[str], int]:
@@ -120,14 +148,27 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
     every non-empty line has it. Never raises.
     """
     notes: list[str] = []
-    quotes = _QUOTE_ANY.search(text) is not None
-    runner = _CTEST_ANY.search(text) is not None
+    if "Z " in text[:40] and _CI_TIME.match(text.lstrip()) is not None:
+        lines, timed = _strip_ci_time(text.split("\n"))
+        if timed:
+            text = "\n".join(lines)
+            notes.append("a CI log's time stamps ('2021-04-13T11:54:23.5999584Z ') removed")
+    quotes = ">" in text and _quote_marker(text)
+    runner = ": " in text and _CTEST_ANY.match(text) is not None
     indented = text[:1] in (" ", "\t") and text.lstrip()[:1] != "{"  # JSON: indent is free
     bold = "**" in text and _BOLD_LINE.search(text) is not None
     table = "|" in text and "--" in text and _TABLE_DELIM.search(text) is not None
     marks = table or "**" in text
     if not (quotes or runner or indented or bold or marks or "```" in text or "~~~" in text
             or "`" in text[:4] or "`" in text[-4:] or "&" in text):
+        return text, notes
+    if not (quotes or runner or indented or bold or table) and "`" not in text \
+            and "~~~" not in text and ("**" not in text or _BOLD.search(text) is None):
+        # only an HTML entity can be there (a tombstone's star line holds "**", C++ frames
+        # "&"): the line by line work below would give the text back as it is
+        if "&" in text and '"' not in text and _ENTITY.search(text):
+            text = html.unescape(text)
+            notes.append("HTML entities (&quot; ...) decoded")
         return text, notes
     lines = text.split("\n")
     lines, quoted = _strip_quotes(lines) if quotes else (lines, False)
@@ -167,7 +208,7 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
         who = "a test runner's" if prefix[0].isdigit() else "a log tag's"
         notes.append(f"{who} '{prefix}' line prefix removed")
     text = "\n".join(lines)
-    if _ENTITY.search(text) and '"' not in text:
+    if "&" in text and '"' not in text and _ENTITY.search(text):
         text = html.unescape(text)
         notes.append("HTML entities (&quot; ...) decoded")
     return text, notes

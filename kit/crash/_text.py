@@ -84,6 +84,16 @@ class LogLine:
     tid: int | None = None
     time: str | None = None
 
+    @classmethod
+    def bare(cls, msg: str, tag: str | None = None, level: str | None = None,
+             pid: int | None = None, tid: int | None = None,
+             time: str | None = None) -> "LogLine":
+        """``LogLine(msg, ...)``, made without the frozen ``__init__``'s six
+        ``object.__setattr__`` calls (the parsers make one per line of a report)."""
+        line = object.__new__(cls)
+        line.__dict__.update(msg=msg, tag=tag, level=level, pid=pid, tid=tid, time=time)
+        return line
+
 
 _LEVEL = r"(?P<level>[VDIWEFAS])"
 # 05-01 12:00:01.234  1234  1250 F libc    : Fatal signal 11 ...   (-v year / -v uid too)
@@ -122,18 +132,36 @@ _CLOCK = re.compile(r"^(?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)\s+" + _LEVEL
 _STYLES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("tabs", _TABS), ("threadtime", _THREADTIME), ("studio", _STUDIO_OLD), ("studio", _STUDIO),
     ("time", _TIME), ("brief", _BRIEF), ("tag", _TAG), ("tag", _TAG_SPACE), ("clock", _CLOCK))
+# every style's pattern is anchored: a line's first character says which can match (a digit:
+# the dated and clocked styles; a level letter: brief and tag), a quick test before the regexes
+_DIGIT_STYLES = tuple((n, p) for n, p in _STYLES if n in ("tabs", "threadtime", "studio", "time",
+                                                           "clock"))
+_LEVEL_STYLES = tuple((n, p) for n, p in _STYLES if n in ("brief", "tag"))
+_LEVELS = frozenset("VDIWEFAS")
+
+
+def _candidates(line: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The styles of :data:`_STYLES` (in its order) whose pattern can match ``line``."""
+    first = line[:1]
+    if first.isdigit():  # str.isdigit holds for every character that \\d matches
+        return _DIGIT_STYLES
+    if first in _LEVELS:
+        return _LEVEL_STYLES
+    return ()
 
 
 def _match(pattern: re.Pattern[str], line: str) -> LogLine | None:
     m = pattern.match(line)
-    if m is None:
-        return None
+    return None if m is None else _line(m)
+
+
+def _line(m: re.Match[str]) -> LogLine:
     groups = m.groupdict()
     pid = groups.get("pid")
     tid = groups.get("tid")
-    return LogLine(msg=groups["msg"], tag=(groups.get("tag") or "").strip() or None,
-                   level=groups.get("level"), pid=int(pid) if pid else None,
-                   tid=int(tid) if tid else None, time=groups.get("time"))
+    return LogLine.bare(groups["msg"], (groups.get("tag") or "").strip() or None,
+                        groups.get("level"), int(pid) if pid else None,
+                        int(tid) if tid else None, groups.get("time"))
 
 
 def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
@@ -147,35 +175,54 @@ def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
     """
     lines = list(lines)
     votes: Counter[str] = Counter()
-    sample = [ln for ln in lines if ln.strip()][:400]
-    voters = 0
+    # the first match of each voting line, by line index: the reading below reuses it
+    # (the patterns are tried in the same order there, so the match is the same)
+    matched: dict[int, tuple[str, re.Match[str] | None]] = {}
+    voters = sampled = 0
     continues = False
-    for line in sample:
+    for i, line in enumerate(lines):
+        if sampled >= 400:
+            break
+        if not line or line.isspace():  # blank (str.strip() would copy the line)
+            continue
+        sampled += 1
         if continues and line[:1] in (" ", "\t"):
             # a multi-line message's continuation, which Android Studio prints indented and
             # without the prefix: it does not vote
             continue
         voters += 1
         continues = False
-        for name, pattern in _STYLES:
-            if pattern.match(line):
+        matched[i] = ("", None)
+        for name, pattern in _candidates(line):
+            m = pattern.match(line)
+            if m is not None:
                 votes[name] += 1
+                matched[i] = (name, m)
                 continues = True
                 break
     if not votes:
-        return "raw", [LogLine(msg=ln) for ln in lines]
+        return "raw", list(map(LogLine.bare, lines))
     style, count = votes.most_common(1)[0]
     if count * 5 < voters:
-        return "raw", [LogLine(msg=ln) for ln in lines]
+        return "raw", list(map(LogLine.bare, lines))
     patterns = [p for name, p in _STYLES if name == style]
+    # the first characters the style's lines can start with (see _candidates)
+    digits = any(p is patterns[0] for _, p in _DIGIT_STYLES)
     out: list[LogLine] = []
-    for line in lines:
+    bare = LogLine.bare
+    for i, line in enumerate(lines):
         parsed = None
-        for pattern in patterns:
-            parsed = _match(pattern, line)
-            if parsed is not None:
-                break
-        out.append(parsed if parsed is not None else LogLine(msg=line))
+        seen = matched.get(i)
+        if seen is not None and seen[0] == style:
+            parsed = _line(seen[1])  # type: ignore[arg-type]
+        elif (seen is None or seen[1] is not None) and (
+                line[:1].isdigit() if digits else line[:1] in _LEVELS):
+            # not voted (a continuation, past the sample), or matched an earlier style
+            for pattern in patterns:
+                parsed = _match(pattern, line)
+                if parsed is not None:
+                    break
+        out.append(parsed if parsed is not None else bare(line))
     return style, out
 
 
@@ -232,15 +279,18 @@ def matching_open_paren(text: str) -> int:
     trailing ``(symbol+offset)`` group is found from the right, by depth.
     """
     depth = 0
-    for i in range(len(text) - 1, -1, -1):
-        ch = text[i]
-        if ch == ")":
+    end = len(text)
+    while True:  # from paren to paren, right to left (str.rfind, not a loop over characters)
+        i = max(text.rfind("(", 0, end), text.rfind(")", 0, end))
+        if i < 0:
+            return -1
+        if text[i] == ")":
             depth += 1
-        elif ch == "(":
+        else:
             depth -= 1
             if depth == 0:
                 return i
-    return -1
+        end = i
 
 
 def basename(path: str) -> str:

@@ -359,7 +359,7 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
             fatal_at = i
         elif java_at is None and "FATAL EXCEPTION:" in msg:
             java_at = i
-        elif anr_at is None and msg.lstrip().startswith("ANR in "):
+        elif anr_at is None and "ANR in " in msg and msg.lstrip().startswith("ANR in "):
             anr_at = i
         elif traces_at is None and ("-----" in msg or "THREADS" in msg or "histogram" in msg
                                     or "prio=" in msg) and _TRACES_START.match(msg.strip()):
@@ -385,7 +385,7 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
                 and lmk_at is None:
             bare_at = console.find_bare_exception(msgs)
     if native:
-        _read_native(draft, lines, tomb, fatal_at, headline)
+        _read_native(draft, lines, tomb, fatal_at, headline, msgs)
     elif java_at is not None:
         read_java(draft, _block(lines, java_at))
         others = found[1:]
@@ -437,14 +437,13 @@ def parse_android_log(draft: Draft, lines: Sequence[LogLine], raw: bool) -> None
 
 
 def _read_native(draft: Draft, lines: Sequence[LogLine], tomb: list[str], fatal_at: int | None,
-                 headline: int | None) -> None:
+                 headline: int | None, msgs: list[str]) -> None:
     draft.kind = "native"
     if fatal_at is not None:
         read_fatal_signal(draft, lines[fatal_at].msg)
         # libc logs the line from the crashing process: its prefix's pid is that process's
         # (Android 4's line names no pid; a tombstone's pid line wins later)
         draft.set("pid", lines[fatal_at].pid)
-    msgs = [ln.msg for ln in lines]
     if headline is not None and fatal_at is None:
         console.read_headline_signal(draft, msgs)
         draft.format = "crash-console"
@@ -536,4 +535,4 @@ def parse_dropbox(draft: Draft, text: str) -> None:
             _JAVA_EXC.match(ln.strip()) for ln in content[:8]):
         read_java(draft, content)  # data_app_crash: a bare Java stack trace
     else:
-        parse_android_log(draft, [LogLine(msg=line) for line in content], raw=True)
+        parse_android_log(draft, [LogLine.bare(line) for line in content], raw=True)

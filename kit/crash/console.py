@@ -62,7 +62,7 @@ _JS_HEAD = re.compile(r"^\s*\[?(?P<rest>" + _JS_ERROR + r"[^\n]*)$")
 def _top(lines: Sequence[str]) -> list[tuple[int, str]]:
     out = []
     for i, line in enumerate(lines):
-        if line.strip():
+        if line and not line.isspace():
             out.append((i, line))
             if len(out) >= HEADLINE_LINES:
                 break
@@ -161,9 +161,12 @@ def find_console_exception(lines: Sequence[str]) -> int | None:
     (Crashlytics ``Fatal Exception:``, Play ``Exception <type>:``, App Center
     ``### Reason ###``, Metro ``ERROR  <Type>Error:``)."""
     for i, line in _top(lines):
-        if _FATAL.match(line) or _PLAY_EXC.match(line) or _METRO.match(line):
+        # each headline's own words first (a quick test before its regex)
+        if ("Fatal Exception: " in line and _FATAL.match(line)) or (
+                "Exception " in line and _PLAY_EXC.match(line)) or (
+                ("ERROR" in line or "FATAL" in line) and _METRO.match(line)):
             return i
-        if line.strip() == "### Stacktrace ###" or line.strip() == "### Reason ###":
+        if "###" in line and line.strip() in ("### Stacktrace ###", "### Reason ###"):
             return i
     for i, line in enumerate(lines):
         if ("ERROR" in line or "FATAL" in line) and _METRO.match(line):

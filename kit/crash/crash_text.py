@@ -61,6 +61,20 @@ _MARKS = (  # (a substring that must be there, the line's pattern, what it is)
      "a Crashlytics 'Crashed:' headline over Apple frames"),
 )
 _FRAME_MARK = re.compile(r"^\d{1,4}\s+\S[^\n]*?\s0x[0-9a-fA-F]{4,16}\s+\S", re.M)
+# the same lines, found from the newline before each (a pattern that starts with a literal is
+# searched for that character, where one that starts with '^' is tried at every position);
+# a match never ends on a newline, so the matches are those of _FRAME_MARK
+_FRAME_MARK_NL = re.compile(r"\n\d{1,4}\s+\S[^\n]*?\s0x[0-9a-fA-F]{4,16}\s+\S")
+
+
+def _two_frame_marks(sample: str) -> bool:
+    """``len(_FRAME_MARK.findall(sample)) >= 2``, stopping at the second match."""
+    found = 0
+    for _ in _FRAME_MARK_NL.finditer("\n" + sample):
+        found += 1
+        if found >= 2:
+            return True
+    return False
 _EXC_LINE = re.compile(r"^(?P<exc>EXC_[A-Z_]+)(?:\s+(?P<code>[A-Z][A-Z_0-9]+))?"
                        r"(?:\s+(?P<addr>0x[0-9a-fA-F]+))?\s*$")
 _EXC_SIGNALS = {"EXC_BAD_ACCESS": "SIGSEGV", "EXC_CRASH": "SIGABRT", "EXC_BREAKPOINT": "SIGTRAP",
@@ -77,7 +91,7 @@ def crash_text_marks(text: str) -> str | None:
     for needle, pattern, what in _MARKS:
         if needle in sample and pattern.search(sample):
             return f"{what}: a legacy Apple .crash report, or a piece of one"
-    if "0x" in sample and len(_FRAME_MARK.findall(sample)) >= 2:
+    if "0x" in sample and _two_frame_marks(sample):
         return "Apple frame lines ('N  image  0xADDR symbol + off'): a piece of a .crash report"
     return None
 
@@ -243,7 +257,9 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
         if line.strip() == "Last Exception Backtrace:":
             current = _LEB
             continue
-        m = _CRASHED.match(line)
+        # each pattern's own words are tested first: "Thread " starts the three thread lines
+        thread = line.startswith("Thread ")
+        m = _CRASHED.match(line) if thread else None
         if m is not None:
             state.crashed = current = parse_int(m.group("n"))
             queue = _thread_name(m.group("queue"))
@@ -252,7 +268,7 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
             if ":: " in line or line.rstrip().endswith("::"):
                 state.macos = True  # "Thread N Crashed::" is macOS's spelling
             continue
-        ts = _STATE.match(line)
+        ts = _STATE.match(line) if line[:7].lower() == "thread " else None  # re.I
         if ts is not None:  # "Thread 0 crashed with ARM Thread State (64-bit):"
             if state.crashed is None:
                 state.crashed = parse_int(ts.group("n"))
@@ -261,14 +277,14 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
         if line.strip() == "Call stack:" and state.crashed is not None:
             current = state.crashed  # Cr4shed: the triggered thread's frames follow
             continue
-        t = _THREAD_ANY.match(line)
+        t = _THREAD_ANY.match(line) if thread else None
         if t is not None:
             current = parse_int(t.group("n"))
             name = _thread_name(t.group("name") or t.group("queue") or "")
             if name and current is not None:
                 state.names[current] = name
             continue
-        im = _IMAGE.match(line)
+        im = _IMAGE.match(line) if "<" in line and "0x" in line else None
         if im is not None:
             path = im.group("path").strip()
             name = basename(path) if path else im.group("what").split(" ")[0]
@@ -278,7 +294,7 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
             if words and words[0] != name:
                 images.setdefault(words[0], images[name])
             continue
-        f = _TEXT_FRAME.match(line.strip()) if current is not None else None
+        f = _TEXT_FRAME.match(line.strip()) if current is not None and "0x" in line else None
         if f is not None and current is not None and (f.group("image") or f.group("rest")):
             blocks.setdefault(current, []).append(
                 (int(f.group("idx")), (f.group("image") or "").strip(), int(f.group("addr"), 16),
@@ -297,9 +313,9 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
             # an excerpt that starts inside Termination Reason: its context, no key
             state.termination.append(line.strip())
             continue
-        h = _HEADER.match(line)
+        h = _HEADER.match(line) if ":" in line else None
         if h is None:
-            exc = _EXC_LINE.match(line.strip())
+            exc = _EXC_LINE.match(line.strip()) if "EXC_" in line else None
             if exc is not None:  # Crashlytics: "EXC_BAD_ACCESS KERN_INVALID_ADDRESS 0x10"
                 state.exception_line = True
                 draft.set("exception", exc.group("exc"))

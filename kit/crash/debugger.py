@@ -152,17 +152,20 @@ _XCODE_BANNER = re.compile(r"^Thread (?P<n>\d+): (?P<reason>(?:EXC_\w+|signal SI
 _XCODE_FRAME = re.compile(r"^\s*#(?P<idx>\d+)\s+(?P<addr>0x[0-9a-fA-F]+) in (?P<sym>.+?)"
                           r"(?: at (?P<file>\S+?):(?P<line>\d+)(?::\d+)?)?\s*$")
 
+_XCODE_QUEUE = re.compile(r"^Thread \d+ Queue\s*:", re.M)
+_XCODE_TAB_FRAME = re.compile(r"^#\d+\t0x[0-9a-fA-F]+ in ", re.M)
+
 
 def looks_like_xcode_threads(text: str) -> bool:
     """True for Xcode debug-navigator text: a ``Thread N Queue :`` header, two
     ``#N<TAB>0x... in`` frame lines, or a first line that is the editor's banner
     (``Thread 1: EXC_BAD_ACCESS (code=1, address=0x0)``, ``Thread 1: signal SIGABRT``)."""
-    if re.search(r"^Thread \d+ Queue\s*:", text, re.M):
+    if "Queue" in text and _XCODE_QUEUE.search(text):
         return True
     first = text.lstrip().split("\n", 1)[0].strip()
     if _XCODE_BANNER.match(first) and ("(code=" in first or first.count(" ") < 4):
         return True  # the editor's red banner alone: "Thread 1: EXC_BAD_ACCESS (code=1, ...)"
-    return len(re.findall(r"^#\d+\t0x[0-9a-fA-F]+ in ", text, re.M)) >= 2
+    return "\t0x" in text and len(_XCODE_TAB_FRAME.findall(text)) >= 2
 
 
 def read_xcode_threads(draft: Draft, lines: Sequence[str]) -> None:

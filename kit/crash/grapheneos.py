@@ -50,7 +50,7 @@ _KEY = re.compile(r"^(?P<key>cmdline|process|abortMessage|threadName|MTE): ?(?P<
 def looks_like_grapheneos(text: str) -> bool:
     """True for a GrapheneOS crash notification's text: ``type: crash`` and a ``signal: N
     (SIG...)`` line (the new form) or a tombstone's ``signal N (SIG...)`` line (the old)."""
-    return _HEAD.search(text) is not None and (
+    return "type: crash" in text and _HEAD.search(text) is not None and (
         _SIGNAL.search(text) is not None or _OLD_SIGNAL.search(text) is not None)
 
 

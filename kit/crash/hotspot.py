@@ -75,7 +75,7 @@ def looks_like_hotspot(text: str) -> str | None:
     if "# Problematic frame:" in text or _NATIVE_FRAMES in text:
         return "a HotSpot error log's 'Problematic frame' or 'Native frames' section"
     native = 0
-    for line in text.split("\n", 400)[:400]:
+    for line in text.split("\n", 400)[:400] if "  [" in text else ():
         if line[:1] in "CV" and "  [" in line[:4] and _FRAME.match(line):
             native += 1
             if native >= 2:

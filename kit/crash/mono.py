@@ -69,13 +69,13 @@ _SECTION = re.compile(r"^\s*(?P<name>Native stacktrace|Managed Stacktrace|Stackt
 
 def looks_like_mono(text: str) -> str | None:
     """Why ``text`` is a Mono native crash report (or a piece of it), or ``None``."""
-    if _GOT.search(text):
+    if " while executing native code" in text and _GOT.search(text):
         return "'Got a SIGxxx while executing native code': Mono's native crash report"
     if "Native stacktrace:" in text and ("Managed Stacktrace:" in text or " - /" in text
                                          or "mono" in text):
         return "Mono's 'Native stacktrace:' section"
     native = 0
-    for line in text.split("\n", 300)[:300]:
+    for line in text.split("\n", 300)[:300] if " - " in text and "0x" in text else ():
         if " - " in line and line.lstrip().startswith("0x") and _NATIVE.match(line):
             native += 1
             if native >= 3:

@@ -103,9 +103,9 @@ def detect_family(text: str) -> tuple[str, str]:
     if looks_like_ips_fragment(text):
         return "ips-partial", ".ips keys (imageOffset, procName, exception ...) without the " \
                               "leading '{': a piece of an .ips body"
-    if _EXIT_INFO.search(text):
+    if "ApplicationExitInfo #" in text and _EXIT_INFO.search(text):
         return "exit-info", "an 'ApplicationExitInfo #N' entry"
-    if _DROPBOX.search(text):
+    if ("=" * 20 in text or "Drop box contents:" in text) and _DROPBOX.search(text):
         return "dropbox", "a DropBox entry header (a line of '=' and 'date time tag (')"
     why = looks_like_hotspot(text)
     if why:
@@ -122,7 +122,7 @@ def detect_family(text: str) -> tuple[str, str]:
     why = crash_text_marks(text)
     if why:
         return "crash-text", why
-    if _LLDB.search(text):
+    if ("thread #" in text or "frame #" in text) and _LLDB.search(text):
         return "lldb", "an lldb stop line ('* thread #N ... stop reason =') or 'frame #N:' lines"
     if looks_like_xcode_threads(text):
         return "xcode", "Xcode debug-navigator lines ('Thread N Queue :', '#N<TAB>0x... in')"

@@ -90,10 +90,38 @@ class ChainStep:
 
     def find(self, frames: Sequence[NormalFrame], start: int) -> int | None:
         """Index into ``frames`` of the first match in ``[start, start + within)``."""
+        hits = _name_cache(self, "_hits", self.patterns)
         for i in range(start, min(len(frames), start + self.within)):
-            if any(p.search(frames[i].name) for p in self.patterns):
+            name = frames[i].name
+            hit = hits.get(name) if hits is not None else None
+            if hit is None:
+                hit = any(p.search(name) for p in self.patterns)
+                if hits is not None:
+                    _remember(hits, name, hit)
+            if hit:
                 return i
         return None
+
+
+#: Most frame names whose outcome a shipped pattern set keeps (as the normaliser's cache:
+#: a campaign sees the same few names again and again); the cache starts over past it.
+NAME_CACHE_SIZE = 65536
+
+
+def _name_cache(owner: object, key: str, patterns: Sequence[Pattern]) -> dict[str, bool] | None:
+    """``owner``'s cache of name -> searched-and-found for ``patterns``, or ``None`` when one
+    is a user's pattern (its search can time out, so its outcome is not kept)."""
+    cache = owner.__dict__.get(key)
+    if cache is None:
+        cache = {} if all(isinstance(p, re.Pattern) for p in patterns) else False
+        object.__setattr__(owner, key, cache)
+    return cache if cache is not False else None
+
+
+def _remember(cache: dict[str, bool], name: str, hit: bool) -> None:
+    if len(cache) >= NAME_CACHE_SIZE:
+        cache.clear()
+    cache[name] = hit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,7 +172,7 @@ class Rule:
         window = list(frames[:self.window])
         hit = None
         joined = self._joined_rejects()
-        if joined is None or any(joined.search(f.name) for f in window):
+        if joined is None or any(self._rejected(joined, f.name) for f in window):
             for pattern in self.reject_frames:
                 found = next((f for f in window if pattern.search(f.name)), None)
                 if found is not None:
@@ -180,6 +208,16 @@ class Rule:
                                 or r"(?!)") if shipped else None
             object.__setattr__(self, "_rejects", cached)
         return cached
+
+    def _rejected(self, joined: re.Pattern[str], name: str) -> bool:
+        """``joined.search(name)`` found something (kept per name: shipped patterns only)."""
+        cache = _name_cache(self, "_rejected_names", self.reject_frames)
+        hit = cache.get(name) if cache is not None else None
+        if hit is None:
+            hit = joined.search(name) is not None
+            if cache is not None:
+                _remember(cache, name, hit)
+        return hit
 
     def _signal_check(self, record: CrashRecord, abort: str) -> tuple[bool, str | None, str]:
         got = {g for g in (record.signal_name, record.exception) if g}
@@ -278,7 +316,15 @@ class RuleSet:
     def is_skipped(self, name: str) -> bool:
         """True if a normalised frame name is on the skip list (a user skip pattern that
         timed out skips nothing; :meth:`timed_out` names it)."""
-        if self._skip_re.search(name) is not None:
+        cache = self.__dict__.get("_skipped")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_skipped", cache)
+        hit = cache.get(name)
+        if hit is None:
+            hit = self._skip_re.search(name) is not None
+            _remember(cache, name, hit)
+        if hit:
             return True
         for pattern in self._user_skip:
             try:

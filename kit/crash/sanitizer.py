@@ -78,7 +78,8 @@ _SIGNALS = {"SEGV": "SIGSEGV", "BUS": "SIGBUS", "FPE": "SIGFPE", "ILL": "SIGILL"
 def looks_like_sanitizer(text: str) -> str:
     """Why the text is a sanitizer report (or a piece of one), or ``""``."""
     sample = text[:2_000_000]
-    if "Sanitizer" not in sample and " of size " not in sample and "freed by" not in sample:
+    if "Sanitizer" not in sample and " of size " not in sample and "freed by" not in sample \
+            and "allocated by thread" not in sample:
         return ""
     m = _DETECT.search(sample)
     return f"a sanitizer's report line ({m.group(0)!r})" if m else ""

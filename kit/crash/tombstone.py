@@ -76,6 +76,18 @@ _KEY = re.compile(r"^\s*(?P<key>Build fingerprint|ABI|Timestamp|Cmdline|Cause|Ab
                   r"Process uptime|Revision|uid|Kernel Release): ?(?P<value>.*)$")
 
 
+def _build_id(rest: str) -> re.Match[str] | None:
+    """``_BUILD_ID.search(rest)``, tried from the last ``(BuildId: `` only (the pattern
+    reaches the end of the line, so no earlier one can start a match) and widened over the
+    blanks before it, as the search's leading ``\\s*`` takes them."""
+    at = rest.rfind("(BuildId: ")
+    if at < 0:
+        return None
+    start = len(rest[:at].rstrip())
+    m = _BUILD_ID.match(rest, start)
+    return m if m is not None and m.start() == start else None
+
+
 def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
     """One ``#NN pc ...`` line as a :class:`Frame`, plus a note when it was cut.
 
@@ -90,7 +102,7 @@ def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
     rest = m.group("rest").rstrip()
     note = None
     build_id = None
-    bm = _BUILD_ID.search(rest)
+    bm = _build_id(rest)
     if bm is not None:
         build_id = bm.group("id").lower() or None
         if not bm.group(0).rstrip().endswith(")"):
@@ -117,7 +129,8 @@ def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
             symbol = tail.rsplit("+", 1)[0] or None
             rest = rest[:cut]
             note = f"frame #{index:02d} cut inside its symbol"
-    nm = _REPORTER_NOTE.search(rest) if not rest.lstrip().startswith("[") else None
+    nm = _REPORTER_NOTE.search(rest) if "]" in rest and not rest.lstrip().startswith("[") \
+        else None
     if nm is not None:
         rest = rest[:nm.start()].rstrip()
         idm = _NOTE_BUILD_ID.search(nm.group("note"))
@@ -125,7 +138,7 @@ def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
             build_id = idm.group("id").lower()
         note = note or f"frame #{index:02d}: the reporter's note [{nm.group('note')}] is not " \
                        "part of the module name"
-    am = _APK_OFFSET.search(rest)
+    am = _APK_OFFSET.search(rest) if "(offset 0x" in rest else None
     if am is not None:
         rest = rest[:am.start()].rstrip()
     path = rest.strip() or None
@@ -185,7 +198,7 @@ def looks_like_tombstone(lines: Sequence[str]) -> bool:
     frames = 0
     signal = body = False
     for line in lines:
-        if _STAR.match(line) or (">>> " in line and _PID.search(line)):
+        if ("***" in line and _STAR.match(line)) or (">>> " in line and _PID.search(line)):
             return True
         if not signal and "signal " in line and _SIGNAL.match(line):
             signal = True
@@ -193,7 +206,7 @@ def looks_like_tombstone(lines: Sequence[str]) -> bool:
             body = True
         if signal and (body or frames):
             return True
-        if _FRAME.match(line):
+        if "#" in line and _FRAME.match(line):
             frames += 1
             if frames >= 2:
                 return True
@@ -245,7 +258,9 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
         stripped = line.strip()
         if not stripped:
             continue
-        if _STAR.match(stripped) or (saw_signal and _SIGNAL.match(stripped)):
+        # each pattern's own words are looked for first (a quick test before the regex)
+        if ("***" in stripped and _STAR.match(stripped)) or (
+                saw_signal and "signal " in stripped and _SIGNAL.match(stripped)):
             # a second report pasted after the first (its star line, or a second signal
             # line): its fields are not this one's. A console's copy puts the signal line
             # above the star line of the same report.
@@ -261,11 +276,11 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
         if "Fatal signal" in stripped:
             read_fatal_signal(draft, stripped)
             continue
-        tm = _TOTAL.match(stripped)
+        tm = _TOTAL.match(stripped) if "total frames" in stripped else None
         if tm is not None:
             total_frames = parse_int(tm.group("n"))
             continue
-        pm = _PID.search(stripped)
+        pm = _PID.search(stripped) if "pid: " in stripped else None
         if pm is not None and not saw_pid:
             saw_pid = True
             pid = parse_int(pm.group("pid"))
@@ -279,7 +294,7 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
             if not stripped.rstrip().endswith("<<<"):
                 draft.note("the pid line is cut after the process name")
             continue
-        sm = _SIGNAL.match(stripped) if not saw_signal else None
+        sm = _SIGNAL.match(stripped) if not saw_signal and "signal " in stripped else None
         if sm is not None:
             saw_signal = True
             draft.set("signal", parse_int(sm.group("num")), override=True)
@@ -288,7 +303,7 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
             draft.set("code", code, override=True)
             draft.set("fault_address", _hex_address(sm.group("addr")), override=True)
             continue
-        km = _KEY.match(stripped)
+        km = _KEY.match(stripped) if ":" in stripped else None
         if km is not None:
             key, value = km.group("key"), km.group("value").strip()
             if key == "Cmdline":

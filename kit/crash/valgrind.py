@@ -56,11 +56,14 @@ _DETECT = re.compile(r"^\s*==\d+== (?:Memcheck|Helgrind|DRD), a |^\s*==\d+==\s+(
                      r" with default action of signal)|^\s*(?:at|by) 0x[0-9A-Fa-f]+: .*\n\s*by "
                      r"0x[0-9A-Fa-f]+: ", re.M)
 _LOOKED_AT = 2_000_000
+_PID_MARK = re.compile(r"==\d+==")
 
 
 def looks_like_valgrind(text: str) -> str:
     """Why the text is Valgrind output (or a piece of it), or ``""``."""
-    m = _DETECT.search(text[:_LOOKED_AT])
+    sample = text[:_LOOKED_AT]
+    # every mark holds "==PID==" or a "by 0x" frame: a quick test before the regex
+    m = _DETECT.search(sample) if "by 0x" in sample or _PID_MARK.search(sample) else None
     return f"a Valgrind line ({m.group(0).strip()[:60]!r})" if m else ""
 
 
