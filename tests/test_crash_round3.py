@@ -289,3 +289,16 @@ def test_a_piece_whose_only_sanitizer_mark_is_a_named_alloc_header_is_read_as_as
         (3, "Notify", "net/a.cc", 629), (4, "Run", "base/b.h", 3)]
     assert record.notes == ("other stack (previously allocated by thread T13 (Chrome_IOThread) "
                             "here): operator new",)
+
+
+@pytest.mark.parametrize("module", ["libclang_rt.asan-aarch64-android.so",
+                                    "libclang_rt.hwasan-aarch64-android.so",
+                                    "libclang_rt.asan_osx_dynamic.dylib"])
+def test_a_sanitizer_runtimes_module_only_frame_never_leads_a_signature(module: str) -> None:
+    """ASan's interceptors (memcpy, free) print as module-only frames of its runtime; like
+    libc's, they carry no meaning (real: JeffMony/AV_Knowledge's AudioTrack report)."""
+    from kit.crash.rules import load_rules
+    rules = load_rules()
+    assert rules.is_skipped(module)
+    assert not rules.is_skipped("libclang_rt_helper.so")
+    assert not rules.is_skipped("libonnxruntime.so")
