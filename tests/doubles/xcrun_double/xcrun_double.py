@@ -57,8 +57,9 @@ tells a test what was not played):
   terminated with no crash report, as an install over a running app does);
 * devices: ``drop:S`` (the device drops off for S seconds at the launch request),
   ``locked:S`` (the device is locked for S seconds from the launch request: every launch
-  request meanwhile fails with devicectl's error for a locked device, ``Unable to launch
-  <bundle> because the device was not, or could not, be unlocked`` ... ``BSErrorCodeDescription
+  request meanwhile fails with devicectl's error for a locked device, ``... for reason:
+  Locked ("Unable to launch <bundle> because the device was not, or could not be,
+  unlocked")`` ... ``BSErrorCodeDescription
   = Locked``, exit 1), ``console-exit@PHASE`` (after PHASE devicectl's console dies with its
   own error while the device stays reachable; the app runs on and completes, unseen),
   ``drop@PHASE:S`` (it drops off after PHASE: the console ends with devicectl's error),
@@ -441,9 +442,13 @@ def simctl(args: list[str]) -> None:
         with locked_state(write=False) as state:
             require_booted(state, udid)
             where = state.get("installed", {}).get(udid, {}).get(bundle)
-        if where is None:
+        if where is None:  # as recorded in Appium's simctl log for an app that is not
+            # installed: https://github.com/appium/appium/issues/15256 (and #7856); simctl's
+            # exit status is not shown there (the kit reads the text, not the status)
             fail("An error was encountered processing the command "
-                 "(domain=NSPOSIXErrorDomain, code=2):\nNo such file or directory\n", 2)
+                 "(domain=NSPOSIXErrorDomain, code=2):\n"
+                 "The operation couldn\u2019t be completed. No such file or directory\n"
+                 "No such file or directory\n", 2)
         print(where)
         return
     if command == "terminate":
@@ -586,7 +591,10 @@ def option(args: list[str], name: str) -> str | None:
 
 def write_json(args: list[str], result: dict | None = None, error: str | None = None) -> None:
     out = option(args, "--json-output")
-    data = {"info": {"arguments": args, "outcome": "failed" if error else "success"}}
+    data = {"info": {"arguments": ["devicectl", *args], "commandType":
+                     "devicectl." + ".".join(a for a in args[:3] if not a.startswith("-")),
+                     "environment": {"TERM": "xterm-256color"},
+                     "outcome": "failed" if error else "success", "version": "341"}}
     if error:
         data["error"] = {"code": 1000, "domain": "com.apple.dt.CoreDeviceError",
                          "userInfo": {"NSLocalizedDescription": {"string": error}}}
@@ -660,18 +668,19 @@ def devicectl(args: list[str]) -> None:
             if kind == "locked" and not at:
                 device["locked_until"] = time.time() + float(arg or 5)
             locked = time.time() < device.get("locked_until", 0)
-        if locked:  # recorded from devicectl on a locked iPhone (Xcode 15/16)
+        if locked:  # devicectl on a locked device: SpringBoard's denial, as recorded in
+            # https://github.com/rithikmahajan/app-front-nov-25/blob/main/IOS_SIMULATOR_LOCKED_SOLUTION.md
+            # ("The request was denied by service delegate (SBMainWorkspace) for reason:
+            # Locked (...)"), under CoreDeviceError 10002 with "BSErrorCodeDescription =
+            # Locked" (FBSOpenApplicationErrorDomain error 7), the line public scripts match
             bundle = args[-1]
             sys.stderr.write(
                 "ERROR: The application failed to launch. (com.apple.dt.CoreDeviceError "
-                "error 10002.)\n"
+                "error 10002 (0x2712))\n"
                 f"       BundleIdentifier = {bundle}\n"
-                "       ----------------------------------------\n"
-                f"       The request to open \"{bundle}\" failed. "
-                "(FBSOpenApplicationServiceErrorDomain error 1.)\n"
-                "       ----------------------------------------\n"
-                f"       Unable to launch {bundle} because the device was not, or could not"
-                ", be unlocked. (FBSOpenApplicationErrorDomain error 7.)\n"
+                "       The request was denied by service delegate (SBMainWorkspace) for "
+                f"reason: Locked (\"Unable to launch {bundle} because the device was not, "
+                "or could not be, unlocked\").\n"
                 "       BSErrorCodeDescription = Locked\n")
             sys.exit(1)
         if kind == "drop" and not at:
@@ -699,7 +708,14 @@ def devicectl(args: list[str]) -> None:
                  "name": "ColdstartApp", "removable": True, "url": device["app_url"],
                  "version": "1.0"}] if device.get("app_url") else []
         wanted = option(args, "--bundle-id")
-        write_json(args, {"apps": [a for a in apps if wanted in (None, a["bundleIdentifier"])]})
+        # the keys of a recorded `devicectl device info apps --bundle-id` answer (devicectl
+        # version 341): https://github.com/flutter/flutter/blob/master/packages/flutter_tools/
+        # test/general.shard/ios/core_devices_test.dart ("Successfully parses apps")
+        write_json(args, {"apps": [a for a in apps if wanted in (None, a["bundleIdentifier"])],
+                          "defaultAppsIncluded": False, "deviceIdentifier":
+                              device["identifier"], "hiddenAppsIncluded": False,
+                          "internalAppsIncluded": False, "removableAppsIncluded": True,
+                          **({"matchingBundleIdentifier": wanted} if wanted else {})})
         return
     if args[:3] == ["device", "info", "processes"]:
         with locked_state(write=False) as state:
