@@ -55,6 +55,10 @@ tells a test what was not played):
   crashes as ``crash@PHASE``'s next phase would), ``foreign@PHASE`` (after PHASE someone
   else installs another build of the app: its executable differs, and the running app is
   terminated with no crash report, as an install over a running app does);
+* both: ``clockback@PHASE:S`` (after PHASE the device's clock is set back by S seconds,
+  3600 by default, a simulator's being the Mac's; a moment later the app crashes as
+  ``crash@PHASE``'s next phase would, and ReportCrash names and stamps its report by the
+  clock set back);
 * devices: ``drop:S`` (the device drops off for S seconds at the launch request),
   ``locked:S`` (the device is locked for S seconds from the launch request: every launch
   request meanwhile fails with devicectl's error for a locked device, ``... for reason:
@@ -291,6 +295,13 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
             time.sleep(0.5)
             kind, at = "crash", PHASES[PHASES.index(phase) + 1]
             break
+        if kind == "clockback":  # the device's clock is set back; the app dies a moment
+            # later, and its report and lines carry the clock as it is then
+            with locked_state() as state:
+                state["clock_offset_s"] = state.get("clock_offset_s", 0.0) - float(arg or 3600)
+            time.sleep(0.2)
+            kind, at = "crash", PHASES[PHASES.index(phase) + 1]
+            break
         if kind == "foreign":  # another build replaces the app and terminates it
             import uuid
 
@@ -373,8 +384,9 @@ def reportcrash_main(udid: str, bundle: str, pid: str, kind: str, delay_s: str,
     with locked_state(write=False) as state:
         directory = Path(state["reports_dir"]) if where == "sim" else \
             HOME / f"device-{udid}" / "crashes"
+        now = time.time() + state.get("clock_offset_s", 0.0)  # the device's clock
     directory.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y-%m-%d-%H%M%S", time.localtime())
+    stamp = time.strftime("%Y-%m-%d-%H%M%S", time.localtime(now))
     final = directory / f"ColdstartApp-{stamp}-{pid}.ips"
     text = make_ips(kind, udid=udid, pid=int(pid), bundle_id=bundle,
                     simulator=where == "sim")
@@ -384,6 +396,7 @@ def reportcrash_main(udid: str, bundle: str, pid: str, kind: str, delay_s: str,
         fh.flush()
         time.sleep(0.05)
         fh.write(body)
+    os.utime(final, (now, now))  # written by the device's clock (a simulator's: the Mac's)
 
 
 # --------------------------------------------------------------------------- simctl
