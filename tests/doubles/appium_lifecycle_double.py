@@ -38,7 +38,10 @@ Appium's proxy answers when the driver's device-side server went away (``unknown
 not proxy command to the remote server. Original error: socket hang up", as quoted in
 Appium's troubleshooting notes); ``!gone`` deletes the session on the real server (as a
 farm's session limit or ``newCommandTimeout`` does), whose every later answer is its own
-HTTP 404 ``invalid session id``.
+HTTP 404 ``invalid session id``. A ``+logdown:N`` suffix (before any ``!FAULT``) makes
+the first N log reads after the app's start fail with that HTTP 500 while the rest of the
+session answers (the driver's log endpoint erroring mid-launch), the entries kept for the
+next read that works.
 :meth:`AppiumLifecycleDouble.unused_script` tells a test what was not played. If the real
 server is gone, the double stops listening too (the client then sees the connection
 refused, as with a dead server).
@@ -81,6 +84,12 @@ _FRAMES = {
                        "void*, void*)+20", "xnn_deallocate+36", "xnn_delete_operator+92"],
 }
 _FRAMES["done"] = _FRAMES["inference-done"]  # a teardown crash is a late release
+#: Appium's answer when the driver's device-side server went away (W3C error JSON, HTTP 500)
+_PROXY_ERROR = {"value": {
+    "error": "unknown error", "stacktrace": "",
+    "message": "An unknown server-side error occurred while processing the command. "
+               "Original error: Could not proxy command to the remote server. Original "
+               "error: socket hang up"}}
 
 
 def _stamp() -> str:
@@ -107,6 +116,8 @@ class _App:
         self.fault: str | None = None
         self.dead_seen = False
         self.broken = False
+        #: log reads left that fail (``+logdown:N``), the entries kept for the next read
+        self.log_down = 0
 
     def log(self, kind: str, message: str) -> None:
         with self.lock:
@@ -144,7 +155,10 @@ class _App:
             self.state = 4
             generation = self.generation
         outcome, _, fault = self.double.next_outcome().partition("!")
+        outcome, _, outage = outcome.partition("+")
         self.fault, self.dead_seen, self.broken = fault or None, False, False
+        self.log_down = int(outage.partition(":")[2] or 0) if outage.startswith("logdown") \
+            else 0
         threading.Thread(target=self._run, args=(url, outcome, generation),
                          daemon=True).start()
 
@@ -270,6 +284,8 @@ class AppiumLifecycleDouble:
         self.launches = 0
         #: ``!FAULT`` suffixes put in force, in order
         self.faults_played: list[str] = []
+        #: log reads answered with an error by ``+logdown:N``
+        self.log_failures = 0
         #: phases the apps have logged, in order (see :meth:`wait_logged`)
         self.phases_logged: list[str] = []
         self.logged = threading.Condition()
@@ -441,6 +457,10 @@ class AppiumLifecycleDouble:
             return 200, {"value": types}
         if rest == "/se/log" and method == "POST":
             kind = payload.get("type")
+            if app.log_down > 0 and kind in app.logs:
+                app.log_down -= 1
+                self.log_failures += 1
+                return 500, _PROXY_ERROR
             if app.dead_seen and not app.broken and kind in app.logs:
                 with app.lock:
                     pending = app.logs[kind]
@@ -454,11 +474,7 @@ class AppiumLifecycleDouble:
                 if app.fault == "gone":
                     return None  # the real server answers: invalid session id
             if app.broken:
-                return 500, {"value": {
-                    "error": "unknown error", "stacktrace": "",
-                    "message": "An unknown server-side error occurred while processing the "
-                               "command. Original error: Could not proxy command to the "
-                               "remote server. Original error: socket hang up"}}
+                return 500, _PROXY_ERROR
             if kind not in app.logs:
                 return 500, {"value": {"error": "unknown error",
                                        "message": f"Don't understand log type '{kind}'"}}

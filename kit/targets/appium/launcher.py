@@ -27,6 +27,12 @@ launch. One launch (docs/formats.md section D3):
    ``crashlog`` type) and parsed by :mod:`kit.crash`; what was observed becomes the record
    through :func:`kit.observe.make_record`.
 
+A log read that fails while the session still answers (the driver's log endpoint erroring,
+HTTP 500 ``unknown error``) is not the launch's end: the launch goes on by the status element
+and ``mobile: queryAppState``, and the log is read again at the next poll, up to
+``report_wait_s`` after a death, before the crash text is given up as unreadable (issue #23:
+a dying log stream must not lose a crash that follows).
+
 Retries never turn a crash into a pass: only transport failures (the server or session
 gone) raise InfraError, which :func:`kit.campaign.run_campaign` records and retries without
 counting; a crash is always recorded as a crash. A session that fails after the death was
@@ -49,7 +55,7 @@ from ...records import LaunchRecord
 from ...redact import Redactor
 from ..ios.app import POISON_ENV
 from .config import AppiumConfig, Platform
-from .session import AppiumSession, AppState, parse_server_url
+from .session import AppiumSession, AppState, SessionGone, parse_server_url
 
 __all__ = ["AppiumLauncher"]
 
@@ -85,6 +91,7 @@ class AppiumLauncher:
         self.log_types: list[str] = []
         self._abort = threading.Event()
         self._session_lost = False
+        self._log_error: InfraError | None = None  # the last log read's failure, if it failed
 
     def open(self) -> None:
         """Open the session and check that the driver has the app lifecycle commands.
@@ -142,6 +149,7 @@ class AppiumLauncher:
         session = self.session
         assert session is not None
         self._session_lost = False
+        self._log_error = None
         try:
             record = self._launch(session, ctx)
         except InfraError:
@@ -152,6 +160,23 @@ class AppiumLauncher:
             session.quit()
             self.session = None
         return record
+
+    def _read_log(self, session: AppiumSession, log_type: str) -> list[str]:
+        """New entries of ``log_type``; ``[]`` when the read failed while the session may
+        still answer (the failure is kept in ``self._log_error`` until a read works).
+
+        Raises:
+            SessionGone: the server no longer knows the session.
+        """
+        try:
+            lines = session.log_lines(log_type)
+        except SessionGone:
+            raise
+        except InfraError as exc:
+            self._log_error = exc
+            return []
+        self._log_error = None
+        return lines
 
     def _launch(self, session: AppiumSession, ctx: LaunchContext) -> LaunchRecord:
         started_at = utc_now()
@@ -177,7 +202,7 @@ class AppiumLauncher:
             if _shown_event(text, ctx.launch_id) is not None:
                 status_seen.append(text)
             if log_type in self.log_types:
-                lines.extend(session.log_lines(log_type))
+                lines.extend(self._read_log(session, log_type))
             phases = {e.phase for e in events()}
             if "done" in phases:
                 self._read_final_screen(session, ctx.launch_id, status_seen)
@@ -276,10 +301,13 @@ class AppiumLauncher:
                                       "log to read the crash from"), None
         crash_texts: list[str] = []
         while True:
+            failed: InfraError | None = None
             if log_type in self.log_types:
-                lines.extend(session.log_lines(log_type))
+                lines.extend(self._read_log(session, log_type))
+                failed = self._log_error
             if crash_type and crash_type in self.log_types:
-                crash_texts.extend(session.log_lines(crash_type))
+                crash_texts.extend(self._read_log(session, crash_type))
+                failed = failed or self._log_error
             for text in crash_texts:
                 if self.config.app_id in text or "RCTFatal" in text:
                     return crash_evidence(self.redactor.text(text), ctx.artifacts_dir,
@@ -290,6 +318,8 @@ class AppiumLauncher:
                     return crash_evidence(self.redactor.text(text), ctx.artifacts_dir,
                                           ctx.artifacts_rel, "crash.txt", hint="logcat")
             if time.monotonic() >= deadline or self._abort.is_set():
+                if failed is not None:
+                    raise failed  # the log never answered again: its text is unknown
                 return CrashEvidence(note=(
                     f"the app died {when} done and no crash text for it appeared in "
                     f"{'/'.join(available)} within {self.config.report_wait_s:g} s")), None

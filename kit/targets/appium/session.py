@@ -24,7 +24,13 @@ from ...redact import MASK, Redactor
 from ..ios.app import SCENARIO_ARGUMENT
 from .config import AppiumConfig, Platform, build_capabilities
 
-__all__ = ["AppState", "ServerURL", "parse_server_url", "check_server", "AppiumSession"]
+__all__ = ["AppState", "ServerURL", "parse_server_url", "check_server", "AppiumSession",
+           "SessionGone"]
+
+
+class SessionGone(InfraError):
+    """The server no longer knows the session (W3C ``invalid session id``, HTTP 404): no
+    later command of it can work."""
 
 #: The most bytes of a ``/status`` answer read (a real one is under 1 KiB).
 _STATUS_LIMIT = 1024 * 1024
@@ -196,7 +202,7 @@ class AppiumSession:
         except (NoSuchElementException, StaleElementReferenceException):
             raise
         except InvalidSessionIdException as exc:
-            raise InfraError(f"the Appium session ended during {what}: "
+            raise SessionGone(f"the Appium session ended during {what}: "
                              f"{self._first_line(exc)}",
                              "a new session is opened for the next launch (raise "
                              "appium:newCommandTimeout if it expired)") from None
