@@ -33,20 +33,23 @@ def _run(double: AppiumLifecycleDouble, caps: Path, out: Path, platform: str, la
                  "baseline", *extra])
 
 
-@pytest.mark.parametrize("platform", ["android", "ios"])
+# on iOS two logs are read after a death (syslog, then crashlog): an odd and an even count
+# of failures end the outage on either, so the crash text may come back before the lines
+@pytest.mark.parametrize("platform, failures", [("android", 6), ("ios", 5), ("ios", 6)])
 def test_a_log_endpoint_that_errors_mid_launch_keeps_the_crash_that_follows(
-        platform: str, appium_server: AppiumServer, caps_file: Path, tmp_path: Path) -> None:
+        platform: str, failures: int, appium_server: AppiumServer, caps_file: Path,
+        tmp_path: Path) -> None:
     # from the app's start the session's log reads fail (HTTP 500, the driver's proxy
-    # error) six times while the rest of the session answers; the app crashes meanwhile:
+    # error) a few times while the rest of the session answers; the app crashes meanwhile:
     # the crash is recorded with its class and signature once the log answers again
     double = AppiumLifecycleDouble(appium_server.url, platform=platform, script=[
-        "completed", "crash@sessions-created+logdown:6", "completed"])
+        "completed", f"crash@sessions-created+logdown:{failures}", "completed"])
     out = tmp_path / "run"
     try:
         assert _run(double, caps_file, out, platform, 3) == 0
     finally:
         double.stop()
-    assert double.unused_script() == [] and double.log_failures == 6
+    assert double.unused_script() == [] and double.log_failures == failures
     loaded = load_campaign(out)
     assert list(loaded.infra_errors) == []
     records = sorted(loaded.counted, key=lambda r: r.index)
@@ -57,3 +60,58 @@ def test_a_log_endpoint_that_errors_mid_launch_keeps_the_crash_that_follows(
                                                      "xnnpack-allocator-uaf")
     assert crash.signature.startswith(
         "onnxruntime::xnnpack::(anonymous namespace)::xnn_aligned_allocate")
+
+
+def test_react_natives_fatal_js_error_read_from_logcat_is_a_js_error(
+        appium_server: AppiumServer, caps_file: Path, tmp_path: Path) -> None:
+    # the FATAL EXCEPTION block of React Native 0.7x+ (`JavascriptException: Error: ...,
+    # js engine: hermes, stack:`, the JS frames, a blank line, the Java frames), drained
+    # from logcat over the session: its class, message and JS frames are read
+    double = AppiumLifecycleDouble(appium_server.url, platform="android",
+                                   script=["js-fatal@sessions-created"])
+    out = tmp_path / "run"
+    try:
+        assert _run(double, caps_file, out, "android", 1) == 0
+    finally:
+        double.stop()
+    [fatal] = load_campaign(out).counted
+    assert (fatal.outcome, fatal.crash_class) == (Outcome.CRASHED, "js-error")
+    assert fatal.crash["exception"] == "com.facebook.react.common.JavascriptException"
+    assert fatal.crash["message"] == "Error: Cannot read property 'dims' of undefined"
+    assert [f["symbol"] for f in fatal.crash["frames"]] == ["runPipeline", "loadModels",
+                                                            "anonymous"]
+
+
+def test_a_locked_device_is_waited_for_with_one_line(
+        appium_server: AppiumServer, caps_file: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the iPhone is locked for 3 s from the second launch request: XCUITest's launch
+    # requests fail meanwhile; the kit asks mobile: isLocked, waits, then asks again
+    double = AppiumLifecycleDouble(appium_server.url, platform="ios",
+                                   script=["completed", "locked:3", "crash@models-ready"])
+    out = tmp_path / "run"
+    try:
+        assert _run(double, caps_file, out, "ios", 3) == 0
+    finally:
+        double.stop()
+    assert double.unused_script() == []
+    loaded = load_campaign(out)
+    assert list(loaded.infra_errors) == []
+    records = sorted(loaded.counted, key=lambda r: r.index)
+    assert [(r.outcome, r.crash_class) for r in records] == [
+        (Outcome.COMPLETED, None), (Outcome.CRASHED, "xnnpack-allocator-uaf"),
+        (Outcome.COMPLETED, None)]
+    assert capsys.readouterr().err.count("is locked: unlock the device") == 1
+
+
+def test_a_device_locked_past_the_reconnect_timeout_is_an_infra_error_not_a_crash(
+        appium_server: AppiumServer, caps_file: Path, tmp_path: Path) -> None:
+    double = AppiumLifecycleDouble(appium_server.url, platform="ios", script=["locked:60"])
+    out = tmp_path / "run"
+    try:
+        code = _run(double, caps_file, out, "ios", 1, "--reconnect-timeout", "1")
+    finally:
+        double.stop()
+    loaded = load_campaign(out)
+    assert code == 3 and list(loaded.counted) == []
+    assert loaded.records and all("stayed locked for 1 s" in r.error for r in loaded.records)

@@ -32,7 +32,8 @@ after the death), ``js-fatal@PHASE`` (the JS error kills the app before it repor
 seconds after the death (an iOS ``.ips`` arrives late). A ``!FAULT`` suffix breaks the
 session once the kit has seen the death (a ``mobile: queryAppState`` reported the app dead)
 and has read every line the app logged: at the first log read after that report with none
-of the app's lines pending (a read with some gets those, the crash text held back):``!500`` makes every later log read fail with the HTTP 500 that
+of the app's lines pending (a read with some gets those; the crash text is held back
+from every read of such a launch):``!500`` makes every later log read fail with the HTTP 500 that
 Appium's proxy answers when the driver's device-side server went away (``unknown error``,
 "An unknown server-side error occurred while processing the command. Original error: Could
 not proxy command to the remote server. Original error: socket hang up", as quoted in
@@ -41,7 +42,11 @@ farm's session limit or ``newCommandTimeout`` does), whose every later answer is
 HTTP 404 ``invalid session id``. A ``+logdown:N`` suffix (before any ``!FAULT``) makes
 the first N log reads after the app's start fail with that HTTP 500 while the rest of the
 session answers (the driver's log endpoint erroring mid-launch), the entries kept for the
-next read that works.
+next read that works. ``locked:S`` (iOS) locks the device's screen for S seconds from the
+next launch request: ``mobile: isLocked`` answers true, and every launch request meanwhile
+fails with Appium's HTTP 500 ``unknown error`` around SpringBoard's denial ("... for
+reason: Locked", the text recorded from devicectl in tests/doubles/xcrun_double; the
+XCUITest driver's own wrapping of it is not recorded here).
 :meth:`AppiumLifecycleDouble.unused_script` tells a test what was not played. If the real
 server is gone, the double stops listening too (the client then sees the connection
 refused, as with a dead server).
@@ -62,6 +67,7 @@ from typing import Any, Callable
 from urllib.parse import parse_qsl, urlsplit
 
 from kit.protocol import format_event
+from tests.doubles.fake_adb_reports import javascript_exception
 
 sys.path.insert(0, str(Path(__file__).parent / "xcrun_double"))
 from ips_double import make_ips  # noqa: E402
@@ -239,14 +245,9 @@ class _App:
     def _die_js(self, report_delay_s: float = 0.0) -> None:
         self._stop_running()
         time.sleep(report_delay_s)
-        if self.double.platform == "android":
-            for text in ["FATAL EXCEPTION: mqt_native_modules",
-                         f"Process: org.coldstart.app, PID: {self.pid}",
-                         "com.facebook.react.common.JavascriptException: TypeError: undefined "
-                         "is not a function, stack:",
-                         "runLaunch@1:2345",
-                         "\tat com.facebook.react.modules.core.ExceptionsManagerModule."
-                         "reportException(ExceptionsManagerModule.java:65)"]:
+        if self.double.platform == "android":  # React Native's body, as the adb doubles give
+            for text in javascript_exception(self.pid, "org.coldstart.app",
+                                             "Cannot read property 'dims' of undefined"):
                 self.log("logcat", f"{_stamp()}  {self.pid:5d}  {self.pid + 2:5d} E "
                                    f"AndroidRuntime: {text}")
         else:
@@ -286,6 +287,8 @@ class AppiumLifecycleDouble:
         self.faults_played: list[str] = []
         #: log reads answered with an error by ``+logdown:N``
         self.log_failures = 0
+        #: the device's screen is locked until then (epoch s; ``locked:S``)
+        self.locked_until = 0.0
         #: phases the apps have logged, in order (see :meth:`wait_logged`)
         self.phases_logged: list[str] = []
         self.logged = threading.Condition()
@@ -311,6 +314,16 @@ class AppiumLifecycleDouble:
         if self.on_launch is not None:
             self.on_launch(index)
         return self.script[index] if index < len(self.script) else "completed"
+
+    def take_lock(self) -> bool:
+        """Whether a launch request now meets a locked device: a ``locked:S`` script entry
+        next locks it for S seconds from this request (and is taken)."""
+        with self._lock:
+            entry = self.script[self.launches] if self.launches < len(self.script) else ""
+            if entry.startswith("locked:"):
+                self.launches += 1
+                self.locked_until = time.time() + float(entry.partition(":")[2])
+            return time.time() < self.locked_until
 
     def unused_script(self) -> list[str]:
         """Script entries no launch has taken yet."""
@@ -441,7 +454,17 @@ class AppiumLifecycleDouble:
                 return 200, {"value": state}
             if name == "mobile: terminateApp":
                 return 200, {"value": app.terminate()}
+            if name == "mobile: isLocked":
+                return 200, {"value": time.time() < self.locked_until}
             if name in ("mobile: deepLink", "mobile: launchApp", "mobile: activateApp"):
+                if self.platform == "ios" and self.take_lock():
+                    return 500, {"value": {
+                        "error": "unknown error", "stacktrace": "",
+                        "message": "An unknown server-side error occurred while processing "
+                                   "the command. Original error: The request was denied by "
+                                   "service delegate (SBMainWorkspace) for reason: Locked "
+                                   "(\"Unable to launch org.coldstart.app because the device "
+                                   "was not, or could not be, unlocked\")."}}
                 url = args.get("url", "")
                 arguments = args.get("arguments") or []
                 if "-coldstartScenario" in arguments:
@@ -461,14 +484,14 @@ class AppiumLifecycleDouble:
                 app.log_down -= 1
                 self.log_failures += 1
                 return 500, _PROXY_ERROR
-            if app.dead_seen and not app.broken and kind in app.logs:
-                with app.lock:
+            if app.fault and not app.broken and kind in app.logs:
+                with app.lock:  # the crash text is held back until the fault is in force
                     pending = app.logs[kind]
                     ours = [i for i, e in enumerate(pending)
                             if "ReactNativeJS" in e["message"] or "(React)" in e["message"]]
-                    if ours:
-                        served, app.logs[kind] = pending[:ours[-1] + 1], \
-                            pending[ours[-1] + 1:]
+                    if ours or not app.dead_seen:
+                        cut = ours[-1] + 1 if ours else 0
+                        served, app.logs[kind] = pending[:cut], pending[cut:]
                         return 200, {"value": served}
                 self._break(match.group("sid"), app)
                 if app.fault == "gone":

@@ -73,7 +73,7 @@ class AppiumTarget:
                              "e.g. org.coldstart.app")
         info = check_server(cfg.server_url, redactor)
         version = (info.get("build") or {}).get("version")
-        launcher = AppiumLauncher(cfg, redactor)
+        launcher = AppiumLauncher(cfg, redactor, log=lambda m: log(f"appium: {m}"))
         launcher.open()  # a refusal is the only line the user sees
         log(f"appium: server {redactor.url(cfg.server_url)} "
             f"(Appium {version or 'unknown version'}), session open")
@@ -85,6 +85,7 @@ class AppiumTarget:
             "poison": "apple-malloc" if cfg.poison and platform == "ios" else None,
             "deliver": cfg.deliver, "status_test_id": cfg.status_test_id,
             "poll_s": cfg.poll_s, "report_wait_s": cfg.report_wait_s,
+            "reconnect_s": cfg.reconnect_s,
             "timeout_s": config.timeout_s, "log_types": launcher.log_types})
         device_caps = session.capabilities if session is not None else {}
         devices = [redactor.value({

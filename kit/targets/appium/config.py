@@ -50,6 +50,7 @@ class AppiumConfig:
         report_wait_s: seconds to wait for crash text after a death.
         error_grace_s: seconds a death after an ``error`` line still counts as a crash.
         command_timeout_s: HTTP timeout of one client command.
+        reconnect_s: seconds to wait for a locked device to be unlocked.
     """
 
     server_url: str
@@ -64,6 +65,7 @@ class AppiumConfig:
     report_wait_s: float = DEFAULT_REPORT_WAIT_S
     error_grace_s: float = DEFAULT_ERROR_GRACE_S
     command_timeout_s: float = 120.0
+    reconnect_s: float = 60.0
 
 
 def build_capabilities(config: AppiumConfig) -> dict[str, Any]:

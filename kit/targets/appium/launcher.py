@@ -33,6 +33,12 @@ and ``mobile: queryAppState``, and the log is read again at the next poll, up to
 ``report_wait_s`` after a death, before the crash text is given up as unreadable (issue #23:
 a dying log stream must not lose a crash that follows).
 
+A launch request that fails, or an app never seen running, on a device whose screen is
+locked (``mobile: isLocked``) is waited out: one line asks to unlock the device, the lock
+is asked again with backoff for up to ``reconnect_s``, and the request is made again
+(issue #23: a locked device spent a slot's attempts in seconds); still locked, the attempt
+is an infra error.
+
 Retries never turn a crash into a pass: only transport failures (the server or session
 gone) raise InfraError, which :func:`kit.campaign.run_campaign` records and retries without
 counting; a crash is always recorded as a crash. A session that fails after the death was
@@ -72,14 +78,16 @@ class AppiumLauncher:
         config: the campaign's :class:`AppiumConfig`.
         redactor: the campaign's redactor (knows the server URL's secrets).
         session_factory: builds a session (default :class:`AppiumSession`).
+        log: progress lines for the user (stderr).
     """
 
     target = "appium"
 
     def __init__(self, config: AppiumConfig, redactor: Redactor,
                  session_factory: Callable[[AppiumConfig, Redactor], AppiumSession]
-                 = AppiumSession) -> None:
+                 = AppiumSession, log: Callable[[str], None] = lambda _m: None) -> None:
         self.config = config
+        self.log = log
         self.redactor = redactor
         self.session_factory = session_factory
         self.session: AppiumSession | None = None
@@ -187,12 +195,21 @@ class AppiumLauncher:
         session.terminate()
         env = dict(POISON_ENV) if self.config.poison and \
             self.config.platform is Platform.IOS else None
-        session.start(ctx.scenario.to_url(), env, use_args=self.config.deliver == "args")
+        try:
+            session.start(ctx.scenario.to_url(), env, use_args=self.config.deliver == "args")
+        except SessionGone:
+            raise
+        except InfraError:
+            if not self._waited_for_unlock(session):
+                raise
+            t0 = time.monotonic()
+            session.start(ctx.scenario.to_url(), env, use_args=self.config.deliver == "args")
         lines: list[str] = []
         status_seen: list[str] = []
         seen_running = False
         error_at: float | None = None
         deadline = t0 + ctx.timeout_s
+        unlock_waited = False
 
         def events() -> list[ProtocolEvent]:
             return list(iter_events(lines + status_seen, ctx.launch_id))
@@ -216,6 +233,13 @@ class AppiumLauncher:
             now = time.monotonic()
             if state >= AppState.RUNNING_IN_BACKGROUND_SUSPENDED:
                 seen_running = True
+            elif not (seen_running or phases) and now - t0 > _START_WAIT_S and \
+                    not unlock_waited and self._waited_for_unlock(session):
+                unlock_waited = True  # never seen on a locked device: asked again
+                session.start(ctx.scenario.to_url(), env,
+                              use_args=self.config.deliver == "args")
+                t0 = time.monotonic()
+                deadline = t0 + ctx.timeout_s
             elif seen_running or phases or now - t0 > _START_WAIT_S:
                 end = ProcessEnd.DIED
                 break
@@ -254,6 +278,8 @@ class AppiumLauncher:
                                  "that the app is installed and opens coldstart:// URLs")
         else:
             session.terminate()
+        if self._log_error is not None:
+            self._session_lost = True  # its log still fails: the next launch opens another
         (ctx.artifacts_dir / f"{log_type}.txt").write_text(
             self.redactor.text("\n".join(lines)) + "\n")
         observation = Observation(events=tuple(events()), end=end, timeout_s=ctx.timeout_s,
@@ -264,6 +290,30 @@ class AppiumLauncher:
                            wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=artifacts,
                            status_text=status_seen[-1] if status_seen else None,
                            session_id=session.session_id)
+
+    def _waited_for_unlock(self, session: AppiumSession) -> bool:
+        """Whether the device was locked and has been unlocked since (see the module doc):
+        ``False`` when it is not locked, or the driver cannot tell.
+
+        Raises:
+            InfraError: still locked after ``reconnect_s``, aborted, or the session failed.
+        """
+        if not session.is_locked():
+            return False
+        self.log(f"device {self.device} is locked: unlock the device (waiting up to "
+                 f"{self.config.reconnect_s:g} s)")
+        give_up = time.monotonic() + self.config.reconnect_s
+        delay = 0.5
+        while session.is_locked():
+            left = give_up - time.monotonic()
+            if left <= 0 or self._abort.is_set():
+                raise InfraError(f"device {self.device} stayed locked for "
+                                 f"{self.config.reconnect_s:g} s", "unlock the device (or "
+                                 "raise --reconnect-timeout) and resume with --resume")
+            self._abort.wait(min(delay, left))
+            delay = min(delay * 2, 4.0)
+        self.log(f"device {self.device} is unlocked")
+        return True
 
     def _read_final_screen(self, session: AppiumSession, launch_id: str,
                            status_seen: list[str]) -> None:
@@ -305,10 +355,12 @@ class AppiumLauncher:
             if log_type in self.log_types:
                 lines.extend(self._read_log(session, log_type))
                 failed = self._log_error
+            log_read = failed is None  # the app's lines up to its death are all in
             if crash_type and crash_type in self.log_types:
                 crash_texts.extend(self._read_log(session, crash_type))
                 failed = failed or self._log_error
-            for text in crash_texts:
+            over = time.monotonic() >= deadline or self._abort.is_set()
+            for text in crash_texts if log_read or over else ():
                 if self.config.app_id in text or "RCTFatal" in text:
                     return crash_evidence(self.redactor.text(text), ctx.artifacts_dir,
                                           ctx.artifacts_rel, "crash.ips", hint="ips")
@@ -317,7 +369,7 @@ class AppiumLauncher:
                 if _android_crash_complete(text):
                     return crash_evidence(self.redactor.text(text), ctx.artifacts_dir,
                                           ctx.artifacts_rel, "crash.txt", hint="logcat")
-            if time.monotonic() >= deadline or self._abort.is_set():
+            if over:
                 if failed is not None:
                     raise failed  # the log never answered again: its text is unknown
                 return CrashEvidence(note=(

@@ -63,6 +63,9 @@ def add_arguments(run: argparse.ArgumentParser, name: str) -> None:
     run.add_argument("--error-grace", type=seconds_arg, default=appium.DEFAULT_ERROR_GRACE_S,
                      metavar="S", help="seconds a death after the app's error line still "
                                        "counts as a crash (default %(default)g)")
+    run.add_argument("--reconnect-timeout", type=seconds_arg, default=60.0, metavar="S",
+                     help="seconds to wait for a locked device to be unlocked "
+                          "(default %(default)g)")
 
 
 def config_from_args(name: str, args: argparse.Namespace, meta: Any,
@@ -77,7 +80,8 @@ def config_from_args(name: str, args: argparse.Namespace, meta: Any,
                                   caps=load_caps(args.caps), app=args.app, poison=args.poison,
                                   deliver=args.deliver, status_test_id=args.status_id,
                                   poll_s=args.poll, report_wait_s=args.report_wait,
-                                  error_grace_s=args.error_grace)
+                                  error_grace_s=args.error_grace,
+                                  reconnect_s=args.reconnect_timeout)
     return AppiumRunConfig(session=session, timeout_s=timeout_s)
 
 

@@ -228,6 +228,23 @@ class AppiumSession:
             raise InfraError(f"mobile: queryAppState returned {value!r}", "see the server "
                              "log") from None
 
+    def is_locked(self) -> bool | None:
+        """``mobile: isLocked`` (UiAutomator2 and XCUITest): whether the device's screen is
+        locked; ``None`` when the driver has no such method.
+
+        Raises:
+            InfraError: the server or session failed.
+        """
+        try:
+            return bool(self.execute("mobile: isLocked", {}))
+        except SessionGone:
+            raise
+        except InfraError as exc:
+            if "Unsupported execute method" in exc.message or \
+                    "unknown method" in exc.message.lower():
+                return None
+            raise
+
     def terminate(self) -> None:
         """``mobile: terminateApp`` (no error when it was not running)."""
         key = "appId" if self.config.platform is Platform.ANDROID else "bundleId"
