@@ -115,3 +115,46 @@ def test_a_device_locked_past_the_reconnect_timeout_is_an_infra_error_not_a_cras
     loaded = load_campaign(out)
     assert code == 3 and list(loaded.counted) == []
     assert loaded.records and all("stayed locked for 1 s" in r.error for r in loaded.records)
+
+
+def test_another_build_installed_over_appium_is_never_counted(
+        appium_server: AppiumServer, caps_file: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # someone installs another build on the iPhone after models-ready: the app ends with no
+    # crash text; that launch is an infra error, and the campaign's app (--app) is
+    # installed again before the next one
+    double = AppiumLifecycleDouble(appium_server.url, platform="ios",
+                                   script=["completed", "foreign@models-ready", "completed"])
+    out = tmp_path / "run"
+    try:
+        assert _run(double, caps_file, out, "ios", 3, "--app", "/builds/ColdstartApp.ipa",
+                    "--report-wait", "2") == 0
+    finally:
+        double.stop()
+    assert double.unused_script() == []
+    loaded = load_campaign(out)
+    counted = sorted(loaded.counted, key=lambda r: r.index)
+    assert [(r.index, r.outcome) for r in counted] == [
+        (0, Outcome.COMPLETED), (1, Outcome.COMPLETED), (2, Outcome.COMPLETED)]
+    [foreign] = loaded.infra_errors
+    assert foreign.index == 1 and "another build of org.coldstart.app was installed during " \
+        "the launch" in foreign.error
+    assert double.installs == ["/builds/ColdstartApp.ipa"]
+    assert "installing /builds/ColdstartApp.ipa again" in capsys.readouterr().err
+
+
+def test_another_build_with_no_app_to_install_stops_the_campaign(
+        appium_server: AppiumServer, caps_file: Path, tmp_path: Path) -> None:
+    double = AppiumLifecycleDouble(appium_server.url, platform="ios",
+                                   script=["foreign@models-ready"])
+    out = tmp_path / "run"
+    try:
+        code = _run(double, caps_file, out, "ios", 3, "--report-wait", "2")
+    finally:
+        double.stop()
+    assert code == 3 and double.installs == []
+    loaded = load_campaign(out)
+    assert list(loaded.counted) == []
+    last = loaded.records[-1]
+    assert last.outcome is Outcome.INFRA_ERROR and "another build of org.coldstart.app is " \
+        "installed" in last.error and "remaining launches are abandoned" in last.error

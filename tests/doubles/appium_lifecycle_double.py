@@ -28,7 +28,10 @@ app that was terminated or died never writes its screen again. Script entries:
 dies as it logs ``done``, before rendering it, so a reader of the log gets that line only
 after the death), ``js-fatal@PHASE`` (the JS error kills the app before it reports PHASE),
 ``error-fatal@PHASE`` (an ``error`` line after PHASE, then the fatal JS error ends the app),
-``error@PHASE`` (the app lives on), ``hang@PHASE``; a ``~D`` suffix gives the crash text D
+``error@PHASE`` (the app lives on), ``hang@PHASE``, ``foreign@PHASE`` (iOS: after PHASE
+another build is installed over the running app, which ends with no crash text; ``mobile:
+listApps`` then shows its new location and ``CFBundleVersion`` 2, and ``mobile:
+installApp`` installs the campaign's again); a ``~D`` suffix gives the crash text D
 seconds after the death (an iOS ``.ips`` arrives late). A ``!FAULT`` suffix breaks the
 session once the kit has seen the death (a ``mobile: queryAppState`` reported the app dead)
 and has read every line the app logged: at the first log read after that report with none
@@ -61,6 +64,7 @@ import re
 import sys
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
@@ -205,6 +209,10 @@ class _App:
                 self._die_js(float(delay or 0))
             if kind == "crash":
                 self._die_native(phase)
+            if kind == "foreign":  # another build is installed over the running app: it is
+                # terminated, with no crash text
+                self.double.build = {"version": "2", "uuid": str(uuid.uuid4()).upper()}
+                self._stop_running()
             return
 
     def _stop_running(self) -> None:
@@ -289,6 +297,10 @@ class AppiumLifecycleDouble:
         self.log_failures = 0
         #: the device's screen is locked until then (epoch s; ``locked:S``)
         self.locked_until = 0.0
+        #: the installed build (iOS): its CFBundleVersion and install location's UUID
+        self.build: dict[str, str] | None = {"version": "1", "uuid": str(uuid.uuid4()).upper()}
+        #: what ``mobile: installApp`` installed, in order
+        self.installs: list[str] = []
         #: phases the apps have logged, in order (see :meth:`wait_logged`)
         self.phases_logged: list[str] = []
         self.logged = threading.Condition()
@@ -454,6 +466,22 @@ class AppiumLifecycleDouble:
                 return 200, {"value": state}
             if name == "mobile: terminateApp":
                 return 200, {"value": app.terminate()}
+            if name == "mobile: listApps" and self.platform == "ios":
+                # the installation proxy's map of bundle id to Info.plist keys and Path, as
+                # the XCUITest driver reads it (installProxyService.listApplications():
+                # apps[bundleId].CFBundleExecutable, appium-xcuitest-driver's
+                # app-management.js); a new Bundle/Application/<UUID>/ at every install
+                return 200, {"value": {} if self.build is None else {"org.coldstart.app": {
+                    "CFBundleIdentifier": "org.coldstart.app",
+                    "CFBundleExecutable": "ColdstartApp", "CFBundleName": "ColdstartApp",
+                    "CFBundleShortVersionString": "1.0",
+                    "CFBundleVersion": self.build["version"],
+                    "Path": f"/private/var/containers/Bundle/Application/"
+                            f"{self.build['uuid']}/ColdstartApp.app"}}}
+            if name == "mobile: installApp" and self.platform == "ios":
+                self.installs.append(str(args.get("app")))
+                self.build = {"version": "1", "uuid": str(uuid.uuid4()).upper()}
+                return 200, {"value": None}
             if name == "mobile: isLocked":
                 return 200, {"value": time.time() < self.locked_until}
             if name in ("mobile: deepLink", "mobile: launchApp", "mobile: activateApp"):

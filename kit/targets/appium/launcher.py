@@ -33,6 +33,13 @@ and ``mobile: queryAppState``, and the log is read again at the next poll, up to
 ``report_wait_s`` after a death, before the crash text is given up as unreadable (issue #23:
 a dying log stream must not lose a crash that follows).
 
+On iOS the installed build is checked (``mobile: listApps``: its location, new at every
+install, and ``CFBundleVersion``) at the first launch and after a death no crash text
+explains: another build installed during a launch makes it an infra error, never a crash
+(an install terminates the running app and writes no report), and before the next launch
+the campaign's app (``--app``) is installed again, or, with none given, the campaign stops
+(a persistent infra error naming the abandoned launches; issue #23).
+
 A launch request that fails, or an app never seen running, on a device whose screen is
 locked (``mobile: isLocked``) is waited out: one line asks to unlock the device, the lock
 is asked again with backoff for up to ``reconnect_s``, and the request is made again
@@ -60,6 +67,7 @@ from ...protocol import ProtocolEvent, iter_events, parse_line
 from ...records import LaunchRecord
 from ...redact import Redactor
 from ..ios.app import POISON_ENV
+from ..ios.installed import ForeignBuild
 from .config import AppiumConfig, Platform
 from .session import AppiumSession, AppState, SessionGone, parse_server_url
 
@@ -100,6 +108,11 @@ class AppiumLauncher:
         self._abort = threading.Event()
         self._session_lost = False
         self._log_error: InfraError | None = None  # the last log read's failure, if it failed
+        #: the campaign's build as :meth:`AppiumSession.installed_build` gives it, once seen
+        self._build: str | None = None
+        self._check_build = True  # check it before the next launch
+        #: installs of the campaign's app again after another build replaced it
+        self.reinstalls = 0
 
     def open(self) -> None:
         """Open the session and check that the driver has the app lifecycle commands.
@@ -160,6 +173,9 @@ class AppiumLauncher:
         self._log_error = None
         try:
             record = self._launch(session, ctx)
+        except ForeignBuild as exc:
+            return exc.record(ctx, target=self.target, device=self.device,
+                              started_at=utc_now(), t0=time.monotonic())
         except InfraError:
             session.quit()
             self.session = None
@@ -191,6 +207,7 @@ class AppiumLauncher:
         t0 = time.monotonic()
         log_type = _LOG_TYPE[self.config.platform.value]
         crash_type = _CRASH_LOG_TYPE.get(self.config.platform.value)
+        self._ensure_build(session)
         self._drain(session)
         session.terminate()
         env = dict(POISON_ENV) if self.config.poison and \
@@ -254,6 +271,7 @@ class AppiumLauncher:
             time.sleep(self.config.poll_s)
         artifacts = [f"{ctx.artifacts_rel}/{log_type}.txt"]
         evidence: CrashEvidence | None = None
+        infra: str | None = None
         if end is ProcessEnd.DIED:
             when = "after" if "done" in {e.phase for e in events()} else "before"
             never_seen = not seen_running and not status_seen and not events()
@@ -270,6 +288,9 @@ class AppiumLauncher:
                 evidence, rel = CrashEvidence(note=(
                     f"the app died {when} done; its crash text could not be read: "
                     f"{exc.message}")), None
+            if rel is None and not never_seen and evidence is not None and \
+                    evidence.crash is None:
+                infra = self._replaced(session)  # no crash text: was the app replaced?
             if rel is not None:
                 artifacts.append(rel)
             elif never_seen:
@@ -282,14 +303,60 @@ class AppiumLauncher:
             self._session_lost = True  # its log still fails: the next launch opens another
         (ctx.artifacts_dir / f"{log_type}.txt").write_text(
             self.redactor.text("\n".join(lines)) + "\n")
+        if infra is not None:
+            end, evidence = ProcessEnd.LOST, None
         observation = Observation(events=tuple(events()), end=end, timeout_s=ctx.timeout_s,
-                                  infer=ctx.scenario.infer, crash=evidence,
+                                  infer=ctx.scenario.infer, crash=evidence, infra=infra,
                                   killed_note="terminated")
         return make_record(ctx, target=self.target, device=self.device,
                            observation=observation, started_at=started_at,
                            wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=artifacts,
                            status_text=status_seen[-1] if status_seen else None,
                            session_id=session.session_id)
+
+    def _ensure_build(self, session: AppiumSession) -> None:
+        """Before a launch that follows a sign of change: the installed build is the
+        campaign's (see the module doc).
+
+        Raises:
+            ForeignBuild: another build (or none) is installed and no ``--app`` was given.
+            InfraError: the session failed.
+        """
+        if not self._check_build:
+            return
+        self._check_build = False
+        found = session.installed_build()
+        if found is None or (found and (self._build is None or found == self._build)):
+            self._build = self._build or found
+            return
+        why = (f"{self.config.app_id} is not installed" if not found else
+               f"another build of {self.config.app_id} is installed ({found})")
+        if not self.config.app:
+            raise ForeignBuild(f"device {self.device}: {why}: the campaign stops and its "
+                               "remaining launches are abandoned", "pass --app so that the "
+                               "kit can install it again, then run again with --resume")
+        self.log(f"device {self.device}: {why}: installing {self.config.app} again")
+        session.install(self.config.app)
+        self.reinstalls += 1
+        self._build = session.installed_build() or None
+
+    def _replaced(self, session: AppiumSession) -> str | None:
+        """Why a death with no crash text is not the app's own: another build (or none)
+        is installed now. ``None`` when the build is as the kit left it, or unknown."""
+        if self._build is None:
+            return None
+        try:
+            found = session.installed_build()
+        except SessionGone:
+            return None
+        except InfraError:
+            return None
+        if found is None or found == self._build:
+            return None
+        self._check_build = True
+        return (f"{self.config.app_id} was uninstalled during the launch" if not found else
+                f"another build of {self.config.app_id} was installed during the launch "
+                f"({found}; the install terminated the app)")
 
     def _waited_for_unlock(self, session: AppiumSession) -> bool:
         """Whether the device was locked and has been unlocked since (see the module doc):

@@ -245,6 +245,43 @@ class AppiumSession:
                 return None
             raise
 
+    def installed_build(self) -> str | None:
+        """Which build of the app is installed, as one string: iOS (XCUITest ``mobile:
+        listApps {applicationType: User}``, the installation proxy's map of bundle id to
+        ``Info.plist`` keys and ``Path``, which is a new ``Bundle/Application/<UUID>/`` at
+        every install) its ``Path`` and ``CFBundleVersion``; ``""`` when the app is not
+        installed; ``None`` when the driver cannot tell (Android, no such method, an
+        answer without the app's keys).
+
+        Raises:
+            InfraError: the server or session failed.
+        """
+        if self.config.platform is not Platform.IOS:
+            return None
+        try:
+            value = self.execute("mobile: listApps", {"applicationType": "User"})
+        except SessionGone:
+            raise
+        except InfraError as exc:
+            if "Unsupported execute method" in exc.message or \
+                    "unknown method" in exc.message.lower():
+                return None
+            raise
+        maps = value if isinstance(value, list) else [value]
+        found = [m for m in maps if isinstance(m, dict)]
+        if not found:
+            return None
+        info = next((m[self.config.app_id] for m in found if self.config.app_id in m), None)
+        if not isinstance(info, dict):
+            return ""
+        if not info.get("Path") and not info.get("CFBundleVersion"):
+            return None
+        return f"{info.get('Path') or '?'} (build {info.get('CFBundleVersion') or '?'})"
+
+    def install(self, app: str) -> None:
+        """``mobile: installApp {app}``: install (over) the app from a path or URL."""
+        self.execute("mobile: installApp", {"app": app})
+
     def terminate(self) -> None:
         """``mobile: terminateApp`` (no error when it was not running)."""
         key = "appId" if self.config.platform is Platform.ANDROID else "bundleId"
