@@ -158,3 +158,25 @@ def test_another_build_with_no_app_to_install_stops_the_campaign(
     last = loaded.records[-1]
     assert last.outcome is Outcome.INFRA_ERROR and "another build of org.coldstart.app is " \
         "installed" in last.error and "remaining launches are abandoned" in last.error
+
+
+def test_an_app_erased_under_appium_is_installed_again(
+        appium_server: AppiumServer, caps_file: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the simulator is erased under the running app (its apps are gone, no crash text):
+    # that launch is an infra error, and the campaign's app is installed again
+    double = AppiumLifecycleDouble(appium_server.url, platform="ios",
+                                   script=["erase@models-ready", "completed"])
+    out = tmp_path / "run"
+    try:
+        assert _run(double, caps_file, out, "ios", 2, "--app", "/builds/ColdstartApp.app",
+                    "--report-wait", "2") == 0
+    finally:
+        double.stop()
+    loaded = load_campaign(out)
+    assert sorted((r.index, r.outcome) for r in loaded.counted) == [
+        (0, Outcome.COMPLETED), (1, Outcome.COMPLETED)]
+    [erased] = loaded.infra_errors
+    assert "org.coldstart.app was uninstalled during the launch" in erased.error
+    assert double.installs == ["/builds/ColdstartApp.app"]
+    assert "org.coldstart.app is not installed: installing" in capsys.readouterr().err

@@ -31,7 +31,8 @@ after the death), ``js-fatal@PHASE`` (the JS error kills the app before it repor
 ``error@PHASE`` (the app lives on), ``hang@PHASE``, ``foreign@PHASE`` (iOS: after PHASE
 another build is installed over the running app, which ends with no crash text; ``mobile:
 listApps`` then shows its new location and ``CFBundleVersion`` 2, and ``mobile:
-installApp`` installs the campaign's again); a ``~D`` suffix gives the crash text D
+installApp`` installs the campaign's again), ``erase@PHASE`` (iOS: after PHASE the app is
+gone, as from an erased simulator, and the running app ends with no crash text); a ``~D`` suffix gives the crash text D
 seconds after the death (an iOS ``.ips`` arrives late). A ``!FAULT`` suffix breaks the
 session once the kit has seen the death (a ``mobile: queryAppState`` reported the app dead)
 and has read every line the app logged: at the first log read after that report with none
@@ -209,9 +210,11 @@ class _App:
                 self._die_js(float(delay or 0))
             if kind == "crash":
                 self._die_native(phase)
-            if kind == "foreign":  # another build is installed over the running app: it is
-                # terminated, with no crash text
-                self.double.build = {"version": "2", "uuid": str(uuid.uuid4()).upper()}
+            if kind in ("foreign", "erase"):  # another build is installed over the running
+                # app, or the simulator is erased (its apps are gone): the app ends with no
+                # crash text
+                self.double.build = None if kind == "erase" else {
+                    "version": "2", "uuid": str(uuid.uuid4()).upper()}
                 self._stop_running()
             return
 
