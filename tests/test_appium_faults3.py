@@ -180,3 +180,22 @@ def test_an_app_erased_under_appium_is_installed_again(
     assert "org.coldstart.app was uninstalled during the launch" in erased.error
     assert double.installs == ["/builds/ColdstartApp.app"]
     assert "org.coldstart.app is not installed: installing" in capsys.readouterr().err
+
+
+def test_a_driver_that_cannot_list_apps_leaves_the_build_unchecked(
+        appium_server: AppiumServer, caps_file: Path, tmp_path: Path) -> None:
+    # mobile: listApps fails (a driver that lists apps on real devices only): the launches
+    # go on unchecked, and a crash is still a crash
+    double = AppiumLifecycleDouble(appium_server.url, platform="ios",
+                                   script=["completed", "crash@models-ready"],
+                                   no_list_apps="listApps is only supported on real devices")
+    out = tmp_path / "run"
+    try:
+        assert _run(double, caps_file, out, "ios", 2) == 0
+    finally:
+        double.stop()
+    loaded = load_campaign(out)
+    assert list(loaded.infra_errors) == []
+    assert sorted((r.index, r.outcome, r.crash_class) for r in loaded.counted) == [
+        (0, Outcome.COMPLETED, None), (1, Outcome.CRASHED, "xnnpack-allocator-uaf")]
+    assert any(p.get("script") == "mobile: listApps" for _m, _p, p in double.calls)

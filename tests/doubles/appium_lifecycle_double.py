@@ -275,6 +275,7 @@ class AppiumLifecycleDouble:
         script: outcomes of the next launches, in order (then ``completed``).
         on_launch: called with the 0-based launch number as the app starts (e.g. to kill
             the real server mid campaign).
+        no_list_apps: an error text that ``mobile: listApps`` fails with (HTTP 500).
         credentials: ``(user, key)`` the proxy requires as HTTP Basic auth, like a farm.
     """
 
@@ -282,13 +283,17 @@ class AppiumLifecycleDouble:
                  script: list[str] | None = None,
                  credentials: tuple[str, str] | None = None,
                  phase_delay_s: float = 0.05,
-                 on_launch: "Callable[[int], None] | None" = None) -> None:
+                 on_launch: "Callable[[int], None] | None" = None,
+                 no_list_apps: str = "") -> None:
         self.upstream = urlsplit(upstream)
         self.platform = platform
         self.script = list(script or [])
         self.credentials = credentials
         self.phase_delay_s = phase_delay_s
         self.on_launch = on_launch
+        #: when set, ``mobile: listApps`` fails with this original error (a driver that
+        #: cannot list the apps of this device)
+        self.no_list_apps = no_list_apps
         self.udid = "6F1C2A4B-1D2E-4F60-9A7B-0C1D2E3F4A5B"
         self.apps: dict[str, _App] = {}
         self.calls: list[tuple[str, str, Any]] = []
@@ -469,6 +474,11 @@ class AppiumLifecycleDouble:
                 return 200, {"value": state}
             if name == "mobile: terminateApp":
                 return 200, {"value": app.terminate()}
+            if name == "mobile: listApps" and self.platform == "ios" and self.no_list_apps:
+                return 500, {"value": {"error": "unknown error", "stacktrace": "",
+                                       "message": "An unknown server-side error occurred "
+                                                  "while processing the command. Original "
+                                                  "error: " + self.no_list_apps}}
             if name == "mobile: listApps" and self.platform == "ios":
                 # the installation proxy's map of bundle id to Info.plist keys and Path, as
                 # the XCUITest driver reads it (installProxyService.listApplications():
