@@ -162,3 +162,44 @@ def test_another_build_installed_on_the_device_is_never_counted(
     with double.state() as state:
         assert state["physical"][0]["installed"][-1].endswith("ColdstartApp.app")
         assert len(state["physical"][0]["installed"]) == 2  # the kit's, then again
+
+
+# -- family 8: a device clock set back -----------------------------------------------------
+def test_a_simulator_clock_set_back_keeps_the_crash_report(
+        double: XcrunDouble, app: Path, tmp_path: Path) -> None:
+    # the Mac's clock (the simulator's) goes back an hour in inference, and the app crashes:
+    # its .ips is stamped an hour before the launch began, and still names the launch's pid
+    double.script(["completed", "clockback@sessions-created:3600", "completed"])
+    out = tmp_path / "run"
+    assert _run_sim(double, app, out, 3) == 0
+    counted, infra = by_index(out)
+    assert infra == [] and sorted(counted) == [0, 1, 2]
+    crash = counted[1]
+    assert (crash.outcome, crash.crash_class) == (Outcome.CRASHED, "xnnpack-allocator-uaf")
+    assert crash.signature and crash.crash["pid"] == crash.extra["pid"]
+    assert {counted[0].outcome, counted[2].outcome} == {Outcome.COMPLETED}
+    assert double.unused_script() == []
+
+
+def test_a_device_clock_set_back_keeps_the_crash_report(
+        double: XcrunDouble, tmp_path: Path) -> None:
+    # the device's report names are dated by its clock, set back an hour: the kit's window is
+    # the names it had judged before, never a time (a regression guard: no fix was needed)
+    double.script(["completed", "clockback@sessions-created:3600", "completed"])
+    assert _run_device(double, tmp_path, 3) == 0
+    counted, infra = by_index(tmp_path / "run")
+    assert infra == [] and sorted(counted) == [0, 1, 2]
+    crash = counted[1]
+    assert (crash.outcome, crash.crash_class) == (Outcome.CRASHED, "xnnpack-allocator-uaf")
+    assert crash.crash["pid"] == crash.extra["pid"]
+
+
+def test_the_report_window_moves_back_by_a_measured_clock_jump() -> None:
+    from kit.targets.ios.reports import window_start
+
+    # the wall clock advanced 5 s less than the monotonic one (set back 5 s): 5 s earlier
+    assert window_start(1000.0, 50.0, wall=lambda: 1002.0, monotonic=lambda: 57.0) == 995.0
+    # no jump, or a clock set forward: the launch's start
+    assert window_start(1000.0, 50.0, wall=lambda: 1007.0, monotonic=lambda: 57.0) == 1000.0
+    assert window_start(1000.0, 50.0, wall=lambda: 1900.0, monotonic=lambda: 57.0) == 1000.0
+    assert window_start(1000.0, None) == 1000.0

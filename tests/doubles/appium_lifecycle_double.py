@@ -30,17 +30,30 @@ after the death), ``js-fatal@PHASE`` (the JS error kills the app before it repor
 ``error-fatal@PHASE`` (an ``error`` line after PHASE, then the fatal JS error ends the app),
 ``error@PHASE`` (the app lives on), ``hang@PHASE``, ``crash-nolog@PHASE`` (a native
 death whose tombstone never reaches the session's logcat: only the device's DropBox has it,
-tests/doubles/appium_shell_double.py); a ``~D`` suffix gives the crash text D
+tests/doubles/appium_shell_double.py), ``foreign@PHASE`` (iOS: after PHASE
+another build is installed over the running app, which ends with no crash text; ``mobile:
+listApps`` then shows its new location and ``CFBundleVersion`` 2, and ``mobile:
+installApp`` installs the campaign's again), ``erase@PHASE`` (iOS: after PHASE the app is
+gone, as from an erased simulator, and the running app ends with no crash text); a ``~D``
+suffix gives the crash text D
 seconds after the death (an iOS ``.ips`` arrives late). A ``!FAULT`` suffix breaks the
 session once the kit has seen the death (a ``mobile: queryAppState`` reported the app dead)
 and has read every line the app logged: at the first log read after that report with none
-of the app's lines pending (a read with some gets those, the crash text held back):``!500`` makes every later log read fail with the HTTP 500 that
+of the app's lines pending (a read with some gets those; the crash text is held back
+from every read of such a launch):``!500`` makes every later log read fail with the HTTP 500 that
 Appium's proxy answers when the driver's device-side server went away (``unknown error``,
 "An unknown server-side error occurred while processing the command. Original error: Could
 not proxy command to the remote server. Original error: socket hang up", as quoted in
 Appium's troubleshooting notes); ``!gone`` deletes the session on the real server (as a
 farm's session limit or ``newCommandTimeout`` does), whose every later answer is its own
-HTTP 404 ``invalid session id``.
+HTTP 404 ``invalid session id``. A ``+logdown:N`` suffix (before any ``!FAULT``) makes
+the first N log reads after the app's start fail with that HTTP 500 while the rest of the
+session answers (the driver's log endpoint erroring mid-launch), the entries kept for the
+next read that works. ``locked:S`` (iOS) locks the device's screen for S seconds from the
+next launch request: ``mobile: isLocked`` answers true, and every launch request meanwhile
+fails with Appium's HTTP 500 ``unknown error`` around SpringBoard's denial ("... for
+reason: Locked", the text recorded from devicectl in tests/doubles/xcrun_double; the
+XCUITest driver's own wrapping of it is not recorded here).
 :meth:`AppiumLifecycleDouble.unused_script` tells a test what was not played. If the real
 server is gone, the double stops listening too (the client then sees the connection
 refused, as with a dead server).
@@ -55,12 +68,14 @@ import re
 import sys
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qsl, urlsplit
 
 from kit.protocol import format_event
+from tests.doubles.fake_adb_reports import javascript_exception
 
 sys.path.insert(0, str(Path(__file__).parent / "xcrun_double"))
 from ips_double import make_ips  # noqa: E402
@@ -83,6 +98,12 @@ _FRAMES = {
                        "void*, void*)+20", "xnn_deallocate+36", "xnn_delete_operator+92"],
 }
 _FRAMES["done"] = _FRAMES["inference-done"]  # a teardown crash is a late release
+#: Appium's answer when the driver's device-side server went away (W3C error JSON, HTTP 500)
+_PROXY_ERROR = {"value": {
+    "error": "unknown error", "stacktrace": "",
+    "message": "An unknown server-side error occurred while processing the command. "
+               "Original error: Could not proxy command to the remote server. Original "
+               "error: socket hang up"}}
 
 
 def _stamp() -> str:
@@ -109,6 +130,8 @@ class _App:
         self.fault: str | None = None
         self.dead_seen = False
         self.broken = False
+        #: log reads left that fail (``+logdown:N``), the entries kept for the next read
+        self.log_down = 0
 
     def log(self, kind: str, message: str) -> None:
         with self.lock:
@@ -148,7 +171,10 @@ class _App:
             self.state = 4
             generation = self.generation
         outcome, _, fault = self.double.next_outcome().partition("!")
+        outcome, _, outage = outcome.partition("+")
         self.fault, self.dead_seen, self.broken = fault or None, False, False
+        self.log_down = int(outage.partition(":")[2] or 0) if outage.startswith("logdown") \
+            else 0
         threading.Thread(target=self._run, args=(url, outcome, generation),
                          daemon=True).start()
 
@@ -191,6 +217,12 @@ class _App:
                 self._die_js(float(delay or 0))
             if kind == "crash":
                 self._die_native(phase)
+            if kind in ("foreign", "erase"):  # another build is installed over the running
+                # app, or the simulator is erased (its apps are gone): the app ends with no
+                # crash text
+                self.double.build = None if kind == "erase" else {
+                    "version": "2", "uuid": str(uuid.uuid4()).upper()}
+                self._stop_running()
             return
 
     def _stop_running(self) -> None:
@@ -235,14 +267,9 @@ class _App:
         self._stop_running()
         self.double.died(self, "java", None)
         time.sleep(report_delay_s)
-        if self.double.platform == "android":
-            for text in ["FATAL EXCEPTION: mqt_native_modules",
-                         f"Process: org.coldstart.app, PID: {self.pid}",
-                         "com.facebook.react.common.JavascriptException: TypeError: undefined "
-                         "is not a function, stack:",
-                         "runLaunch@1:2345",
-                         "\tat com.facebook.react.modules.core.ExceptionsManagerModule."
-                         "reportException(ExceptionsManagerModule.java:65)"]:
+        if self.double.platform == "android":  # React Native's body, as the adb doubles give
+            for text in javascript_exception(self.pid, "org.coldstart.app",
+                                             "Cannot read property 'dims' of undefined"):
                 self.log("logcat", f"{_stamp()}  {self.pid:5d}  {self.pid + 2:5d} E "
                                    f"AndroidRuntime: {text}")
         else:
@@ -259,6 +286,7 @@ class AppiumLifecycleDouble:
         script: outcomes of the next launches, in order (then ``completed``).
         on_launch: called with the 0-based launch number as the app starts (e.g. to kill
             the real server mid campaign).
+        no_list_apps: an error text that ``mobile: listApps`` fails with (HTTP 500).
         credentials: ``(user, key)`` the proxy requires as HTTP Basic auth, like a farm.
     """
 
@@ -266,13 +294,17 @@ class AppiumLifecycleDouble:
                  script: list[str] | None = None,
                  credentials: tuple[str, str] | None = None,
                  phase_delay_s: float = 0.05,
-                 on_launch: "Callable[[int], None] | None" = None) -> None:
+                 on_launch: "Callable[[int], None] | None" = None,
+                 no_list_apps: str = "") -> None:
         self.upstream = urlsplit(upstream)
         self.platform = platform
         self.script = list(script or [])
         self.credentials = credentials
         self.phase_delay_s = phase_delay_s
         self.on_launch = on_launch
+        #: when set, ``mobile: listApps`` fails with this original error (a driver that
+        #: cannot list the apps of this device)
+        self.no_list_apps = no_list_apps
         self.udid = "6F1C2A4B-1D2E-4F60-9A7B-0C1D2E3F4A5B"
         self.apps: dict[str, _App] = {}
         self.calls: list[tuple[str, str, Any]] = []
@@ -280,6 +312,14 @@ class AppiumLifecycleDouble:
         self.launches = 0
         #: ``!FAULT`` suffixes put in force, in order
         self.faults_played: list[str] = []
+        #: log reads answered with an error by ``+logdown:N``
+        self.log_failures = 0
+        #: the device's screen is locked until then (epoch s; ``locked:S``)
+        self.locked_until = 0.0
+        #: the installed build (iOS): its CFBundleVersion and install location's UUID
+        self.build: dict[str, str] | None = {"version": "1", "uuid": str(uuid.uuid4()).upper()}
+        #: what ``mobile: installApp`` installed, in order
+        self.installs: list[str] = []
         #: phases the apps have logged, in order (see :meth:`wait_logged`)
         self.phases_logged: list[str] = []
         self.logged = threading.Condition()
@@ -312,6 +352,16 @@ class AppiumLifecycleDouble:
 
     def stopped(self, app: _App) -> None:
         """The app was force-stopped (``terminateApp`` while it ran)."""
+
+    def take_lock(self) -> bool:
+        """Whether a launch request now meets a locked device: a ``locked:S`` script entry
+        next locks it for S seconds from this request (and is taken)."""
+        with self._lock:
+            entry = self.script[self.launches] if self.launches < len(self.script) else ""
+            if entry.startswith("locked:"):
+                self.launches += 1
+                self.locked_until = time.time() + float(entry.partition(":")[2])
+            return time.time() < self.locked_until
 
     def unused_script(self) -> list[str]:
         """Script entries no launch has taken yet."""
@@ -443,7 +493,38 @@ class AppiumLifecycleDouble:
                 return 200, {"value": state}
             if name == "mobile: terminateApp":
                 return 200, {"value": app.terminate()}
+            if name == "mobile: listApps" and self.platform == "ios" and self.no_list_apps:
+                return 500, {"value": {"error": "unknown error", "stacktrace": "",
+                                       "message": "An unknown server-side error occurred "
+                                                  "while processing the command. Original "
+                                                  "error: " + self.no_list_apps}}
+            if name == "mobile: listApps" and self.platform == "ios":
+                # the installation proxy's map of bundle id to Info.plist keys and Path, as
+                # the XCUITest driver reads it (installProxyService.listApplications():
+                # apps[bundleId].CFBundleExecutable, appium-xcuitest-driver's
+                # app-management.js); a new Bundle/Application/<UUID>/ at every install
+                return 200, {"value": {} if self.build is None else {"org.coldstart.app": {
+                    "CFBundleIdentifier": "org.coldstart.app",
+                    "CFBundleExecutable": "ColdstartApp", "CFBundleName": "ColdstartApp",
+                    "CFBundleShortVersionString": "1.0",
+                    "CFBundleVersion": self.build["version"],
+                    "Path": f"/private/var/containers/Bundle/Application/"
+                            f"{self.build['uuid']}/ColdstartApp.app"}}}
+            if name == "mobile: installApp" and self.platform == "ios":
+                self.installs.append(str(args.get("app")))
+                self.build = {"version": "1", "uuid": str(uuid.uuid4()).upper()}
+                return 200, {"value": None}
+            if name == "mobile: isLocked":
+                return 200, {"value": time.time() < self.locked_until}
             if name in ("mobile: deepLink", "mobile: launchApp", "mobile: activateApp"):
+                if self.platform == "ios" and self.take_lock():
+                    return 500, {"value": {
+                        "error": "unknown error", "stacktrace": "",
+                        "message": "An unknown server-side error occurred while processing "
+                                   "the command. Original error: The request was denied by "
+                                   "service delegate (SBMainWorkspace) for reason: Locked "
+                                   "(\"Unable to launch org.coldstart.app because the device "
+                                   "was not, or could not be, unlocked\")."}}
                 url = args.get("url", "")
                 arguments = args.get("arguments") or []
                 if "-coldstartScenario" in arguments:
@@ -459,24 +540,24 @@ class AppiumLifecycleDouble:
             return 200, {"value": types}
         if rest == "/se/log" and method == "POST":
             kind = payload.get("type")
-            if app.dead_seen and not app.broken and kind in app.logs:
-                with app.lock:
+            if app.log_down > 0 and kind in app.logs:
+                app.log_down -= 1
+                self.log_failures += 1
+                return 500, _PROXY_ERROR
+            if app.fault and not app.broken and kind in app.logs:
+                with app.lock:  # the crash text is held back until the fault is in force
                     pending = app.logs[kind]
                     ours = [i for i, e in enumerate(pending)
                             if "ReactNativeJS" in e["message"] or "(React)" in e["message"]]
-                    if ours:
-                        served, app.logs[kind] = pending[:ours[-1] + 1], \
-                            pending[ours[-1] + 1:]
+                    if ours or not app.dead_seen:
+                        cut = ours[-1] + 1 if ours else 0
+                        served, app.logs[kind] = pending[:cut], pending[cut:]
                         return 200, {"value": served}
                 self._break(match.group("sid"), app)
                 if app.fault == "gone":
                     return None  # the real server answers: invalid session id
             if app.broken:
-                return 500, {"value": {
-                    "error": "unknown error", "stacktrace": "",
-                    "message": "An unknown server-side error occurred while processing the "
-                               "command. Original error: Could not proxy command to the "
-                               "remote server. Original error: socket hang up"}}
+                return 500, _PROXY_ERROR
             if kind not in app.logs:
                 return 500, {"value": {"error": "unknown error",
                                        "message": f"Don't understand log type '{kind}'"}}

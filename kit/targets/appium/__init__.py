@@ -81,7 +81,8 @@ class AppiumTarget:
                                      redactor=redactor)
         info = check_server(cfg.server_url, redactor)
         version = (info.get("build") or {}).get("version")
-        launcher = AppiumLauncher(cfg, redactor, shell_factory=factory)
+        launcher = AppiumLauncher(cfg, redactor, shell_factory=factory,
+                                  log=lambda m: log(f"appium: {m}"))
         launcher.open()  # a refusal is the only line the user sees
         log(f"appium: server {redactor.url(cfg.server_url)} "
             f"(Appium {version or 'unknown version'}), session open")
@@ -93,6 +94,7 @@ class AppiumTarget:
             "poison": "apple-malloc" if cfg.poison and platform == "ios" else None,
             "deliver": cfg.deliver, "status_test_id": cfg.status_test_id,
             "poll_s": cfg.poll_s, "report_wait_s": cfg.report_wait_s,
+            "reconnect_s": cfg.reconnect_s,
             "timeout_s": config.timeout_s, "log_types": launcher.log_types,
             "shell": cfg.shell, "farm": cfg.farm})
         device_caps = session.capabilities if session is not None else {}

@@ -56,6 +56,7 @@ class AppiumConfig:
         farm: the ``--farm`` settings that are no secret (``name``, ``api``, ``region``,
             ``ref``, ``steps``), kept in ``campaign.json`` for ``coldstart farm pull``;
             ``None`` without ``--farm``.
+        reconnect_s: seconds to wait for a locked device to be unlocked.
     """
 
     server_url: str
@@ -73,6 +74,7 @@ class AppiumConfig:
     shell: str | None = None
     shell_api: str | None = None
     farm: dict[str, Any] | None = None
+    reconnect_s: float = 60.0
 
 
 def build_capabilities(config: AppiumConfig) -> dict[str, Any]:

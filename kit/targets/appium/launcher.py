@@ -32,6 +32,25 @@ launch. One launch (docs/formats.md section D3):
    report, and the record's ``extra.shell`` says what was matched, or why not (a refused
    shell is a note, never a crash or an infra error).
 
+A log read that fails while the session still answers (the driver's log endpoint erroring,
+HTTP 500 ``unknown error``) is not the launch's end: the launch goes on by the status element
+and ``mobile: queryAppState``, and the log is read again at the next poll, up to
+``report_wait_s`` after a death, before the crash text is given up as unreadable (issue #23:
+a dying log stream must not lose a crash that follows).
+
+On iOS the installed build is checked (``mobile: listApps``: its location, new at every
+install, and ``CFBundleVersion``) at the first launch and after a death no crash text
+explains: another build installed during a launch makes it an infra error, never a crash
+(an install terminates the running app and writes no report), and before the next launch
+the campaign's app (``--app``) is installed again, or, with none given, the campaign stops
+(a persistent infra error naming the abandoned launches; issue #23).
+
+A launch request that fails, or an app never seen running, on a device whose screen is
+locked (``mobile: isLocked``) is waited out: one line asks to unlock the device, the lock
+is asked again with backoff for up to ``reconnect_s``, and the request is made again
+(issue #23: a locked device spent a slot's attempts in seconds); still locked, the attempt
+is an infra error.
+
 Retries never turn a crash into a pass: only transport failures (the server or session
 gone) raise InfraError, which :func:`kit.campaign.run_campaign` records and retries without
 counting; a crash is always recorded as a crash. A session that fails after the death was
@@ -53,8 +72,9 @@ from ...protocol import ProtocolEvent, iter_events, parse_line
 from ...records import LaunchRecord
 from ...redact import Redactor
 from ..ios.app import POISON_ENV
+from ..ios.installed import ForeignBuild
 from .config import AppiumConfig, Platform
-from .session import AppiumSession, AppState, parse_server_url
+from .session import AppiumSession, AppState, SessionGone, parse_server_url
 
 __all__ = ["AppiumLauncher"]
 
@@ -73,6 +93,7 @@ class AppiumLauncher:
         session_factory: builds a session (default :class:`AppiumSession`).
         shell_factory: builds the in-session shell of a session (:mod:`kit.farms.shell`:
             ``mobile: shell``, HeadSpin's adb API), or ``None`` for no shell pass.
+        log: progress lines for the user (stderr).
     """
 
     target = "appium"
@@ -80,8 +101,10 @@ class AppiumLauncher:
     def __init__(self, config: AppiumConfig, redactor: Redactor,
                  session_factory: Callable[[AppiumConfig, Redactor], AppiumSession]
                  = AppiumSession,
-                 shell_factory: Callable[[AppiumSession], Any] | None = None) -> None:
+                 shell_factory: Callable[[AppiumSession], Any] | None = None,
+                 log: Callable[[str], None] = lambda _m: None) -> None:
         self.config = config
+        self.log = log
         self.shell_factory = shell_factory
         #: why the shell was refused (the pass is not tried again in this campaign)
         self.shell_refused: str | None = None
@@ -96,6 +119,12 @@ class AppiumLauncher:
         self.log_types: list[str] = []
         self._abort = threading.Event()
         self._session_lost = False
+        self._log_error: InfraError | None = None  # the last log read's failure, if it failed
+        #: the campaign's build as :meth:`AppiumSession.installed_build` gives it, once seen
+        self._build: str | None = None
+        self._check_build = True  # check it before the next launch
+        #: installs of the campaign's app again after another build replaced it
+        self.reinstalls = 0
 
     def open(self) -> None:
         """Open the session and check that the driver has the app lifecycle commands.
@@ -153,8 +182,12 @@ class AppiumLauncher:
         session = self.session
         assert session is not None
         self._session_lost = False
+        self._log_error = None
         try:
             record = self._launch(session, ctx)
+        except ForeignBuild as exc:
+            return exc.record(ctx, target=self.target, device=self.device,
+                              started_at=utc_now(), t0=time.monotonic())
         except InfraError:
             session.quit()
             self.session = None
@@ -164,21 +197,48 @@ class AppiumLauncher:
             self.session = None
         return record
 
+    def _read_log(self, session: AppiumSession, log_type: str) -> list[str]:
+        """New entries of ``log_type``; ``[]`` when the read failed while the session may
+        still answer (the failure is kept in ``self._log_error`` until a read works).
+
+        Raises:
+            SessionGone: the server no longer knows the session.
+        """
+        try:
+            lines = session.log_lines(log_type)
+        except SessionGone:
+            raise
+        except InfraError as exc:
+            self._log_error = exc
+            return []
+        self._log_error = None
+        return lines
+
     def _launch(self, session: AppiumSession, ctx: LaunchContext) -> LaunchRecord:
         started_at = utc_now()
         t0 = time.monotonic()
         log_type = _LOG_TYPE[self.config.platform.value]
         crash_type = _CRASH_LOG_TYPE.get(self.config.platform.value)
+        self._ensure_build(session)
         self._drain(session)
         session.terminate()
         env = dict(POISON_ENV) if self.config.poison and \
             self.config.platform is Platform.IOS else None
-        session.start(ctx.scenario.to_url(), env, use_args=self.config.deliver == "args")
+        try:
+            session.start(ctx.scenario.to_url(), env, use_args=self.config.deliver == "args")
+        except SessionGone:
+            raise
+        except InfraError:
+            if not self._waited_for_unlock(session):
+                raise
+            t0 = time.monotonic()
+            session.start(ctx.scenario.to_url(), env, use_args=self.config.deliver == "args")
         lines: list[str] = []
         status_seen: list[str] = []
         seen_running = False
         error_at: float | None = None
         deadline = t0 + ctx.timeout_s
+        unlock_waited = False
 
         def events() -> list[ProtocolEvent]:
             return list(iter_events(lines + status_seen, ctx.launch_id))
@@ -188,7 +248,7 @@ class AppiumLauncher:
             if _shown_event(text, ctx.launch_id) is not None:
                 status_seen.append(text)
             if log_type in self.log_types:
-                lines.extend(session.log_lines(log_type))
+                lines.extend(self._read_log(session, log_type))
             phases = {e.phase for e in events()}
             if "done" in phases:
                 self._read_final_screen(session, ctx.launch_id, status_seen)
@@ -202,6 +262,13 @@ class AppiumLauncher:
             now = time.monotonic()
             if state >= AppState.RUNNING_IN_BACKGROUND_SUSPENDED:
                 seen_running = True
+            elif not (seen_running or phases) and now - t0 > _START_WAIT_S and \
+                    not unlock_waited and self._waited_for_unlock(session):
+                unlock_waited = True  # never seen on a locked device: asked again
+                session.start(ctx.scenario.to_url(), env,
+                              use_args=self.config.deliver == "args")
+                t0 = time.monotonic()
+                deadline = t0 + ctx.timeout_s
             elif seen_running or phases or now - t0 > _START_WAIT_S:
                 end = ProcessEnd.DIED
                 break
@@ -216,6 +283,7 @@ class AppiumLauncher:
             time.sleep(self.config.poll_s)
         artifacts = [f"{ctx.artifacts_rel}/{log_type}.txt"]
         evidence: CrashEvidence | None = None
+        infra: str | None = None
         if end is ProcessEnd.DIED:
             when = "after" if "done" in {e.phase for e in events()} else "before"
             never_seen = not seen_running and not status_seen and not events()
@@ -232,6 +300,9 @@ class AppiumLauncher:
                 evidence, rel = CrashEvidence(note=(
                     f"the app died {when} done; its crash text could not be read: "
                     f"{exc.message}")), None
+            if rel is None and not never_seen and evidence is not None and \
+                    evidence.crash is None:
+                infra = self._replaced(session)  # no crash text: was the app replaced?
             if rel is not None:
                 artifacts.append(rel)
             elif never_seen:
@@ -241,7 +312,8 @@ class AppiumLauncher:
         else:
             session.terminate()
         payloads: dict[str, Any] = {}
-        if self.shell_factory is not None and self.config.platform is Platform.ANDROID:
+        if self.shell_factory is not None and infra is None and \
+                self.config.platform is Platform.ANDROID:
             wait = end is ProcessEnd.DIED and (evidence is None or evidence.crash is None)
             shell_info, better = self._shell_pass(session, ctx, lines, wait)
             payloads["shell"] = shell_info
@@ -253,10 +325,14 @@ class AppiumLauncher:
                                                f"shell-{better[0]}.txt")
                 artifacts.insert(1, rel)
                 shell_info["applied"] = rel
+        if self._log_error is not None:
+            self._session_lost = True  # its log still fails: the next launch opens another
         (ctx.artifacts_dir / f"{log_type}.txt").write_text(
             self.redactor.text("\n".join(lines)) + "\n")
+        if infra is not None:
+            end, evidence = ProcessEnd.LOST, None
         observation = Observation(events=tuple(events()), end=end, timeout_s=ctx.timeout_s,
-                                  infer=ctx.scenario.infer, crash=evidence,
+                                  infer=ctx.scenario.infer, crash=evidence, infra=infra,
                                   killed_note="terminated")
         return make_record(ctx, target=self.target, device=self.device,
                            observation=observation, started_at=started_at,
@@ -324,6 +400,74 @@ class AppiumLauncher:
             return info, None
         return info, (best.entry.source.replace(":", "-"), best.entry.text)
 
+    def _ensure_build(self, session: AppiumSession) -> None:
+        """Before a launch that follows a sign of change: the installed build is the
+        campaign's (see the module doc).
+
+        Raises:
+            ForeignBuild: another build (or none) is installed and no ``--app`` was given.
+            InfraError: the session failed.
+        """
+        if not self._check_build:
+            return
+        self._check_build = False
+        found = session.installed_build()
+        if found is None or (found and (self._build is None or found == self._build)):
+            self._build = self._build or found
+            return
+        why = (f"{self.config.app_id} is not installed" if not found else
+               f"another build of {self.config.app_id} is installed ({found})")
+        if not self.config.app:
+            raise ForeignBuild(f"device {self.device}: {why}: the campaign stops and its "
+                               "remaining launches are abandoned", "pass --app so that the "
+                               "kit can install it again, then run again with --resume")
+        self.log(f"device {self.device}: {why}: installing {self.config.app} again")
+        session.install(self.config.app)
+        self.reinstalls += 1
+        self._build = session.installed_build() or None
+
+    def _replaced(self, session: AppiumSession) -> str | None:
+        """Why a death with no crash text is not the app's own: another build (or none)
+        is installed now. ``None`` when the build is as the kit left it, or unknown."""
+        if self._build is None:
+            return None
+        try:
+            found = session.installed_build()
+        except SessionGone:
+            return None
+        except InfraError:
+            return None
+        if found is None or found == self._build:
+            return None
+        self._check_build = True
+        return (f"{self.config.app_id} was uninstalled during the launch" if not found else
+                f"another build of {self.config.app_id} was installed during the launch "
+                f"({found}; the install terminated the app)")
+
+    def _waited_for_unlock(self, session: AppiumSession) -> bool:
+        """Whether the device was locked and has been unlocked since (see the module doc):
+        ``False`` when it is not locked, or the driver cannot tell.
+
+        Raises:
+            InfraError: still locked after ``reconnect_s``, aborted, or the session failed.
+        """
+        if not session.is_locked():
+            return False
+        self.log(f"device {self.device} is locked: unlock the device (waiting up to "
+                 f"{self.config.reconnect_s:g} s)")
+        give_up = time.monotonic() + self.config.reconnect_s
+        delay = 0.5
+        while session.is_locked():
+            left = give_up - time.monotonic()
+            if left <= 0 or self._abort.is_set():
+                raise InfraError(f"device {self.device} stayed locked for "
+                                 f"{self.config.reconnect_s:g} s", "unlock the device (or "
+                                 "raise --reconnect-timeout) and resume with --resume")
+            self._abort.wait(min(delay, left))
+            delay = min(delay * 2, 4.0)
+        self.log(f"device {self.device} is unlocked")
+        return True
+
     def _read_final_screen(self, session: AppiumSession, launch_id: str,
                            status_seen: list[str]) -> None:
         """Read the status element once more after the log showed the launch's end.
@@ -360,11 +504,16 @@ class AppiumLauncher:
                                       "log to read the crash from"), None
         crash_texts: list[str] = []
         while True:
+            failed: InfraError | None = None
             if log_type in self.log_types:
-                lines.extend(session.log_lines(log_type))
+                lines.extend(self._read_log(session, log_type))
+                failed = self._log_error
+            log_read = failed is None  # the app's lines up to its death are all in
             if crash_type and crash_type in self.log_types:
-                crash_texts.extend(session.log_lines(crash_type))
-            for text in crash_texts:
+                crash_texts.extend(self._read_log(session, crash_type))
+                failed = failed or self._log_error
+            over = time.monotonic() >= deadline or self._abort.is_set()
+            for text in crash_texts if log_read or over else ():
                 if self.config.app_id in text or "RCTFatal" in text:
                     return crash_evidence(self.redactor.text(text), ctx.artifacts_dir,
                                           ctx.artifacts_rel, "crash.ips", hint="ips")
@@ -373,7 +522,9 @@ class AppiumLauncher:
                 if _android_crash_complete(text):
                     return crash_evidence(self.redactor.text(text), ctx.artifacts_dir,
                                           ctx.artifacts_rel, "crash.txt", hint="logcat")
-            if time.monotonic() >= deadline or self._abort.is_set():
+            if over:
+                if failed is not None:
+                    raise failed  # the log never answered again: its text is unknown
                 return CrashEvidence(note=(
                     f"the app died {when} done and no crash text for it appeared in "
                     f"{'/'.join(available)} within {self.config.report_wait_s:g} s")), None

@@ -68,6 +68,9 @@ def add_arguments(run: argparse.ArgumentParser, name: str) -> None:
     run.add_argument("--error-grace", type=seconds_arg, default=appium.DEFAULT_ERROR_GRACE_S,
                      metavar="S", help="seconds a death after the app's error line still "
                                        "counts as a crash (default %(default)g)")
+    run.add_argument("--reconnect-timeout", type=seconds_arg, default=60.0, metavar="S",
+                     help="seconds to wait for a locked device to be unlocked "
+                          "(default %(default)g)")
 
 
 def config_from_args(name: str, args: argparse.Namespace, meta: Any,
@@ -86,7 +89,8 @@ def config_from_args(name: str, args: argparse.Namespace, meta: Any,
                                   shell=_shell_route(args),
                                   shell_api=getattr(args, "farm_api", None)
                                   if getattr(args, "farm", None) == "headspin" else None,
-                                  farm=_farm_config(args))
+                                  farm=_farm_config(args),
+                                  reconnect_s=args.reconnect_timeout)
     return AppiumRunConfig(session=session, timeout_s=timeout_s)
 
 

@@ -24,7 +24,13 @@ from ...redact import MASK, Redactor
 from ..ios.app import SCENARIO_ARGUMENT
 from .config import AppiumConfig, Platform, build_capabilities
 
-__all__ = ["AppState", "ServerURL", "parse_server_url", "check_server", "AppiumSession"]
+__all__ = ["AppState", "ServerURL", "parse_server_url", "check_server", "AppiumSession",
+           "SessionGone"]
+
+
+class SessionGone(InfraError):
+    """The server no longer knows the session (W3C ``invalid session id``, HTTP 404): no
+    later command of it can work."""
 
 #: The most bytes of a ``/status`` answer read (a real one is under 1 KiB).
 _STATUS_LIMIT = 1024 * 1024
@@ -196,7 +202,7 @@ class AppiumSession:
         except (NoSuchElementException, StaleElementReferenceException):
             raise
         except InvalidSessionIdException as exc:
-            raise InfraError(f"the Appium session ended during {what}: "
+            raise SessionGone(f"the Appium session ended during {what}: "
                              f"{self._first_line(exc)}",
                              "a new session is opened for the next launch (raise "
                              "appium:newCommandTimeout if it expired)") from None
@@ -221,6 +227,58 @@ class AppiumSession:
         except (TypeError, ValueError):
             raise InfraError(f"mobile: queryAppState returned {value!r}", "see the server "
                              "log") from None
+
+    def is_locked(self) -> bool | None:
+        """``mobile: isLocked`` (UiAutomator2 and XCUITest): whether the device's screen is
+        locked; ``None`` when the driver has no such method.
+
+        Raises:
+            InfraError: the server or session failed.
+        """
+        try:
+            return bool(self.execute("mobile: isLocked", {}))
+        except SessionGone:
+            raise
+        except InfraError as exc:
+            if "Unsupported execute method" in exc.message or \
+                    "unknown method" in exc.message.lower():
+                return None
+            raise
+
+    def installed_build(self) -> str | None:
+        """Which build of the app is installed, as one string: iOS (XCUITest ``mobile:
+        listApps {applicationType: User}``, the installation proxy's map of bundle id to
+        ``Info.plist`` keys and ``Path``, which is a new ``Bundle/Application/<UUID>/`` at
+        every install) its ``Path`` and ``CFBundleVersion``; ``""`` when the app is not
+        installed; ``None`` when the driver cannot tell (Android, no such method, a
+        failure such as a driver version that lists apps on real devices only, an answer
+        without the app's keys).
+
+        Raises:
+            SessionGone: the server no longer knows the session.
+        """
+        if self.config.platform is not Platform.IOS:
+            return None
+        try:
+            value = self.execute("mobile: listApps", {"applicationType": "User"})
+        except SessionGone:
+            raise
+        except InfraError:
+            return None  # unknown: the launch goes on unchecked
+        maps = value if isinstance(value, list) else [value]
+        found = [m for m in maps if isinstance(m, dict)]
+        if not found:
+            return None
+        info = next((m[self.config.app_id] for m in found if self.config.app_id in m), None)
+        if not isinstance(info, dict):
+            return ""
+        if not info.get("Path") and not info.get("CFBundleVersion"):
+            return None
+        return f"{info.get('Path') or '?'} (build {info.get('CFBundleVersion') or '?'})"
+
+    def install(self, app: str) -> None:
+        """``mobile: installApp {app}``: install (over) the app from a path or URL."""
+        self.execute("mobile: installApp", {"app": app})
 
     def terminate(self) -> None:
         """``mobile: terminateApp`` (no error when it was not running)."""

@@ -55,10 +55,11 @@ __all__ = ["DeviceLauncher", "setup_device"]
 _MAX_LINE = 256 * 1024
 #: Console lines kept per launch for ``console.txt`` (protocol lines are always kept).
 _MAX_LINES = 20000
-#: what devicectl says when a launch request meets a locked device (FBSOpenApplication
-#: ErrorDomain error 7, ``BSErrorCodeDescription = Locked``)
-_LOCKED = re.compile(r"BSErrorCodeDescription = Locked|could not, be unlocked|"
-                     r"device was not, or could not be, unlocked")
+#: what devicectl says when a launch request meets a locked device (SpringBoard's denial
+#: "for reason: Locked", FBSOpenApplicationErrorDomain error 7, ``BSErrorCodeDescription =
+#: Locked``; docs/ios.md)
+_LOCKED = re.compile(r"BSErrorCodeDescription = Locked|for reason: Locked|"
+                     r"device was not, or could not,? be, unlocked")
 
 
 class _Console:

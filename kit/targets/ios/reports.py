@@ -8,6 +8,12 @@ simulator's UDID (``coalitionName`` ``com.apple.CoreSimulator.SimDevice.<UDID>``
 ``procPath`` under ``CoreSimulator/Devices/<UDID>``; the XCUITest driver matches reports the
 same way) and to a launch when it names the launch's pid (docs/formats.md section 4).
 Devices keep theirs in the ``systemCrashLogs`` domain (:mod:`.devicectl`).
+
+A report is new when its name was not in the folder at the launch's start and it was
+modified since (:func:`window_start`); a clock set back during the launch (issue #23: the
+report then predates the launch's start) is measured by the kit's monotonic clock and
+allowed for, and a report that names the launch's pid needs no time at all (the folder's
+names at the start are its window).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Callable, Collection
 from ..._bounded import MiB, read_bytes_bounded
 from ...errors import ColdstartError
 
-__all__ = ["DiagnosticReports", "diagnostic_reports_dir", "report_matcher",
+__all__ = ["DiagnosticReports", "diagnostic_reports_dir", "report_matcher", "window_start",
            "report_complete", "read_report", "DIAGNOSTIC_REPORTS_ENV",
            "DEFAULT_DIAGNOSTIC_REPORTS", "DEFAULT_REPORT_WAIT_S", "REPORT_LIMIT"]
 
@@ -34,6 +40,32 @@ DEFAULT_REPORT_WAIT_S = 15.0
 #: The largest crash report read (issue #13: 64 MiB per crash file); larger ones are skipped.
 REPORT_LIMIT = 64 * MiB
 _POLL_S = 0.1
+#: seconds of slack for coarse file times and for reading the two clocks one call apart
+_SLACK_S = 1.0
+
+
+def window_start(start_epoch_s: float, start_monotonic_s: float | None,
+                 wall: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic) -> float:
+    """The earliest wall time (epoch s) a report of a launch may carry: the launch's start
+    ``start_epoch_s``, or, when the clock was set back since (the wall clock advanced less
+    than the monotonic clock since ``start_monotonic_s``, both read at the start), that much
+    earlier. ``None`` for the monotonic start keeps the start as it is. Never raises."""
+    if start_monotonic_s is None:
+        return start_epoch_s
+    jump = (wall() - start_epoch_s) - (monotonic() - start_monotonic_s)
+    return start_epoch_s + min(0.0, jump)
+
+
+def report_pid(text: str) -> int | None:
+    """The pid a crash report names (``pid`` of an ``.ips``, ``Process: Name [pid]`` of a
+    ``.crash``), or ``None`` when it names none or cannot be parsed."""
+    from ... import crash as crashlib
+
+    try:
+        return crashlib.parse_text(text, hint="ips").pid
+    except Exception:  # noqa: BLE001 - a report the parser cannot read names no pid
+        return None
 
 
 def diagnostic_reports_dir(option: str | None = None) -> Path:
@@ -113,9 +145,9 @@ class DiagnosticReports:
         except OSError:
             return set()
 
-    def new_reports(self, before: set[str], since_epoch_s: float) -> list[Path]:
+    def new_reports(self, before: set[str], since_epoch_s: float | None) -> list[Path]:
         """Reports not in ``before`` and modified at or after ``since_epoch_s`` (1 s of
-        slack for coarse file times), oldest first."""
+        slack for coarse file times; ``None``: any time), oldest first."""
         found = []
         for name in self.snapshot() - before:
             path = self.directory / name
@@ -123,15 +155,22 @@ class DiagnosticReports:
                 mtime = path.stat().st_mtime
             except OSError:
                 continue
-            if mtime >= since_epoch_s - 1.0:
+            if since_epoch_s is None or mtime >= since_epoch_s - _SLACK_S:
                 found.append((mtime, name, path))
         return [path for _m, _n, path in sorted(found)]
 
     def wait_for(self, before: set[str], since_epoch_s: float,
                  accept: Callable[[str], bool], wait_s: float,
-                 abort: threading.Event | None = None) -> tuple[Path, str] | None:
+                 abort: threading.Event | None = None, *,
+                 since_monotonic_s: float | None = None,
+                 pid: int | None = None) -> tuple[Path, str] | None:
         """Wait up to ``wait_s`` for a new, complete report whose text ``accept`` s (the
         folder is listed every 0.1 s: no subprocess, a few microseconds a look).
+
+        A report counts as new when it was modified since the launch's start
+        ``since_epoch_s`` (moved back by a clock set back since ``since_monotonic_s``, the
+        monotonic time of the same start: :func:`window_start`), or, whatever its time,
+        when it names ``pid`` (the launch's process; issue #23).
 
         Returns:
             ``(path, text)`` of the first accepted report, or ``None``.
@@ -139,12 +178,16 @@ class DiagnosticReports:
         deadline = time.monotonic() + wait_s
         judged: set[str] = set()
         while True:
-            for path in self.new_reports(before, since_epoch_s):
+            since = window_start(since_epoch_s, since_monotonic_s)
+            timed = {p.name for p in self.new_reports(before, since)}
+            for path in self.new_reports(before, None if pid is not None else since):
                 if path.name in judged:
                     continue
                 text = read_report(path)
                 if text is None or not report_complete(path.name, text):
                     continue  # still being written: look again next round
+                if path.name not in timed and report_pid(text) != pid:
+                    continue  # older than the launch and not its pid: judged again later
                 judged.add(path.name)
                 if accept(text):
                     return path, text

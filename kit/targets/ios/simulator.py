@@ -35,7 +35,10 @@ each launch reads the lines of its own launch id). One launch:
    longer booted makes the launch an infra error (never counted); else, after a death, the
    crash report of this
    simulator and pid is awaited in the DiagnosticReports folder for up to
-   ``report_wait_s`` (ReportCrash writes it seconds later), parsed and classified.
+   ``report_wait_s`` (ReportCrash writes it seconds later), parsed and classified. A
+   report that names the launch's pid is taken whatever its time, and one that does not is
+   kept from the launch's start moved back by a clock set back meanwhile (the Mac's: the
+   simulator's; :func:`.reports.window_start`).
 
 What was observed becomes the record through :func:`kit.observe.make_record`.
 
@@ -288,7 +291,7 @@ class SimulatorLauncher:
                 before, t0_epoch, report_matcher(seen.pid, self.app.executable,
                                                  self.app.bundle_id, self.device,
                                                  self._past_pids),
-                self.report_wait_s, abort=self._abort)
+                self.report_wait_s, abort=self._abort, since_monotonic_s=t0, pid=seen.pid)
             if found is not None:
                 path, text = found
                 evidence, rel = crash_evidence(text, ctx.artifacts_dir, ctx.artifacts_rel,
@@ -355,7 +358,7 @@ class SimulatorLauncher:
         found = self.reports.wait_for(
             before, t0_epoch, report_matcher(None, self.app.executable, self.app.bundle_id,
                                              self.device, self._past_pids),
-            self.report_wait_s, abort=self._abort)
+            self.report_wait_s, abort=self._abort, since_monotonic_s=t0)
         if found is None:
             return None
         path, text = found

@@ -55,10 +55,15 @@ tells a test what was not played):
   crashes as ``crash@PHASE``'s next phase would), ``foreign@PHASE`` (after PHASE someone
   else installs another build of the app: its executable differs, and the running app is
   terminated with no crash report, as an install over a running app does);
+* both: ``clockback@PHASE:S`` (after PHASE the device's clock is set back by S seconds,
+  3600 by default, a simulator's being the Mac's; a moment later the app crashes as
+  ``crash@PHASE``'s next phase would, and ReportCrash names and stamps its report by the
+  clock set back);
 * devices: ``drop:S`` (the device drops off for S seconds at the launch request),
   ``locked:S`` (the device is locked for S seconds from the launch request: every launch
-  request meanwhile fails with devicectl's error for a locked device, ``Unable to launch
-  <bundle> because the device was not, or could not, be unlocked`` ... ``BSErrorCodeDescription
+  request meanwhile fails with devicectl's error for a locked device, ``... for reason:
+  Locked ("Unable to launch <bundle> because the device was not, or could not be,
+  unlocked")`` ... ``BSErrorCodeDescription
   = Locked``, exit 1), ``console-exit@PHASE`` (after PHASE devicectl's console dies with its
   own error while the device stays reachable; the app runs on and completes, unseen),
   ``drop@PHASE:S`` (it drops off after PHASE: the console ends with devicectl's error),
@@ -290,6 +295,13 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
             time.sleep(0.5)
             kind, at = "crash", PHASES[PHASES.index(phase) + 1]
             break
+        if kind == "clockback":  # the device's clock is set back; the app dies a moment
+            # later, and its report and lines carry the clock as it is then
+            with locked_state() as state:
+                state["clock_offset_s"] = state.get("clock_offset_s", 0.0) - float(arg or 3600)
+            time.sleep(0.2)
+            kind, at = "crash", PHASES[PHASES.index(phase) + 1]
+            break
         if kind == "foreign":  # another build replaces the app and terminates it
             import uuid
 
@@ -372,8 +384,9 @@ def reportcrash_main(udid: str, bundle: str, pid: str, kind: str, delay_s: str,
     with locked_state(write=False) as state:
         directory = Path(state["reports_dir"]) if where == "sim" else \
             HOME / f"device-{udid}" / "crashes"
+        now = time.time() + state.get("clock_offset_s", 0.0)  # the device's clock
     directory.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y-%m-%d-%H%M%S", time.localtime())
+    stamp = time.strftime("%Y-%m-%d-%H%M%S", time.localtime(now))
     final = directory / f"ColdstartApp-{stamp}-{pid}.ips"
     text = make_ips(kind, udid=udid, pid=int(pid), bundle_id=bundle,
                     simulator=where == "sim")
@@ -383,6 +396,7 @@ def reportcrash_main(udid: str, bundle: str, pid: str, kind: str, delay_s: str,
         fh.flush()
         time.sleep(0.05)
         fh.write(body)
+    os.utime(final, (now, now))  # written by the device's clock (a simulator's: the Mac's)
 
 
 # --------------------------------------------------------------------------- simctl
@@ -441,9 +455,13 @@ def simctl(args: list[str]) -> None:
         with locked_state(write=False) as state:
             require_booted(state, udid)
             where = state.get("installed", {}).get(udid, {}).get(bundle)
-        if where is None:
+        if where is None:  # as recorded in Appium's simctl log for an app that is not
+            # installed: https://github.com/appium/appium/issues/15256 (and #7856); simctl's
+            # exit status is not shown there (the kit reads the text, not the status)
             fail("An error was encountered processing the command "
-                 "(domain=NSPOSIXErrorDomain, code=2):\nNo such file or directory\n", 2)
+                 "(domain=NSPOSIXErrorDomain, code=2):\n"
+                 "The operation couldn\u2019t be completed. No such file or directory\n"
+                 "No such file or directory\n", 2)
         print(where)
         return
     if command == "terminate":
@@ -586,7 +604,10 @@ def option(args: list[str], name: str) -> str | None:
 
 def write_json(args: list[str], result: dict | None = None, error: str | None = None) -> None:
     out = option(args, "--json-output")
-    data = {"info": {"arguments": args, "outcome": "failed" if error else "success"}}
+    data = {"info": {"arguments": ["devicectl", *args], "commandType":
+                     "devicectl." + ".".join(a for a in args[:3] if not a.startswith("-")),
+                     "environment": {"TERM": "xterm-256color"},
+                     "outcome": "failed" if error else "success", "version": "341"}}
     if error:
         data["error"] = {"code": 1000, "domain": "com.apple.dt.CoreDeviceError",
                          "userInfo": {"NSLocalizedDescription": {"string": error}}}
@@ -660,18 +681,19 @@ def devicectl(args: list[str]) -> None:
             if kind == "locked" and not at:
                 device["locked_until"] = time.time() + float(arg or 5)
             locked = time.time() < device.get("locked_until", 0)
-        if locked:  # recorded from devicectl on a locked iPhone (Xcode 15/16)
+        if locked:  # devicectl on a locked device: SpringBoard's denial, as recorded in
+            # https://github.com/rithikmahajan/app-front-nov-25/blob/main/IOS_SIMULATOR_LOCKED_SOLUTION.md
+            # ("The request was denied by service delegate (SBMainWorkspace) for reason:
+            # Locked (...)"), under CoreDeviceError 10002 with "BSErrorCodeDescription =
+            # Locked" (FBSOpenApplicationErrorDomain error 7), the line public scripts match
             bundle = args[-1]
             sys.stderr.write(
                 "ERROR: The application failed to launch. (com.apple.dt.CoreDeviceError "
-                "error 10002.)\n"
+                "error 10002 (0x2712))\n"
                 f"       BundleIdentifier = {bundle}\n"
-                "       ----------------------------------------\n"
-                f"       The request to open \"{bundle}\" failed. "
-                "(FBSOpenApplicationServiceErrorDomain error 1.)\n"
-                "       ----------------------------------------\n"
-                f"       Unable to launch {bundle} because the device was not, or could not"
-                ", be unlocked. (FBSOpenApplicationErrorDomain error 7.)\n"
+                "       The request was denied by service delegate (SBMainWorkspace) for "
+                f"reason: Locked (\"Unable to launch {bundle} because the device was not, "
+                "or could not be, unlocked\").\n"
                 "       BSErrorCodeDescription = Locked\n")
             sys.exit(1)
         if kind == "drop" and not at:
@@ -699,7 +721,14 @@ def devicectl(args: list[str]) -> None:
                  "name": "ColdstartApp", "removable": True, "url": device["app_url"],
                  "version": "1.0"}] if device.get("app_url") else []
         wanted = option(args, "--bundle-id")
-        write_json(args, {"apps": [a for a in apps if wanted in (None, a["bundleIdentifier"])]})
+        # the keys of a recorded `devicectl device info apps --bundle-id` answer (devicectl
+        # version 341): https://github.com/flutter/flutter/blob/master/packages/flutter_tools/
+        # test/general.shard/ios/core_devices_test.dart ("Successfully parses apps")
+        write_json(args, {"apps": [a for a in apps if wanted in (None, a["bundleIdentifier"])],
+                          "defaultAppsIncluded": False, "deviceIdentifier":
+                              device["identifier"], "hiddenAppsIncluded": False,
+                          "internalAppsIncluded": False, "removableAppsIncluded": True,
+                          **({"matchingBundleIdentifier": wanted} if wanted else {})})
         return
     if args[:3] == ["device", "info", "processes"]:
         with locked_state(write=False) as state:
