@@ -12,7 +12,8 @@ __all__ = ["Draft", "MAX_FRAMES", "unmark"]
 
 # Markdown bold around a word or phrase ("**Abort message:** '**Scudo ERROR**'"): a rendered
 # copy's mark, never the report's; "char**, int**" (no space inside, a word before) is C++
-_BOLD = re.compile(r"(?<![\w*])\*\*(?=[^\s*])(?P<inner>[^*\n]+?)(?<=[^\s*])\*\*(?![\w*])")
+#: Markdown bold around a word run (``**x**``), a paste mark
+BOLD_SPAN = re.compile(r"(?<![\w*])\*\*(?=[^\s*])(?P<inner>[^*\n]+?)(?<=[^\s*])\*\*(?![\w*])")
 #: text fields a paste mark must not reach (they sign and classify the record)
 _TEXT_FIELDS = ("abort_message", "message", "exception", "cause", "process", "thread_name")
 
@@ -21,7 +22,7 @@ def unmark(text: str) -> str:
     """``text`` without Markdown bold pairs (``**x**`` -> ``x``) and without backquotes that
     wrap the whole of it (an inline code span)."""
     if "**" in text:
-        text = _BOLD.sub(r"\g<inner>", text)
+        text = BOLD_SPAN.sub(r"\g<inner>", text)
     if len(text) > 2 and text[0] == "`" and text[-1] == "`" and "`" not in text[1:-1]:
         text = text[1:-1]
     return text

@@ -29,7 +29,7 @@ import os
 import re
 from collections import Counter
 
-from ._draft import _BOLD, unmark
+from ._draft import BOLD_SPAN, unmark
 
 __all__ = ["tidy_paste"]
 
@@ -163,7 +163,7 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
             or "`" in text[:4] or "`" in text[-4:] or "&" in text):
         return text, notes
     if not (quotes or runner or indented or bold or table) and "`" not in text \
-            and "~~~" not in text and ("**" not in text or _BOLD.search(text) is None):
+            and "~~~" not in text and ("**" not in text or BOLD_SPAN.search(text) is None):
         # only an HTML entity can be there (a tombstone's star line holds "**", C++ frames
         # "&"): the line by line work below would give the text back as it is
         if "&" in text and '"' not in text and _ENTITY.search(text):
