@@ -12,7 +12,6 @@ __all__ = ["Draft", "MAX_FRAMES", "unmark"]
 
 # Markdown bold around a word or phrase ("**Abort message:** '**Scudo ERROR**'"): a rendered
 # copy's mark, never the report's; "char**, int**" (no space inside, a word before) is C++
-#: Markdown bold around a word run (``**x**``), a paste mark
 BOLD_SPAN = re.compile(r"(?<![\w*])\*\*(?=[^\s*])(?P<inner>[^*\n]+?)(?<=[^\s*])\*\*(?![\w*])")
 #: text fields a paste mark must not reach (they sign and classify the record)
 _TEXT_FIELDS = ("abort_message", "message", "exception", "cause", "process", "thread_name")
