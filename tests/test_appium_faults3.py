@@ -199,3 +199,38 @@ def test_a_driver_that_cannot_list_apps_leaves_the_build_unchecked(
     assert sorted((r.index, r.outcome, r.crash_class) for r in loaded.counted) == [
         (0, Outcome.COMPLETED, None), (1, Outcome.CRASHED, "xnnpack-allocator-uaf")]
     assert any(p.get("script") == "mobile: listApps" for _m, _p, p in double.calls)
+
+
+@pytest.mark.parametrize("shell", [False, True], ids=["listApps-versionCode", "pm-path"])
+def test_another_build_installed_over_appium_on_android_is_never_counted(
+        shell: bool, appium_server: AppiumServer, caps_file: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # someone installs another build on the Android device after models-ready: the app ends
+    # with no crash text (PACKAGE UPDATED kills it); that launch is an infra error, never a
+    # crash, and the campaign's app (--app) is installed again before the next one. Without a
+    # shell the driver's listApps versionCode tells it; with one, pm path's new APK path
+    from tests.doubles.appium_shell_double import AppiumShellDouble
+
+    script = ["completed", "foreign@models-ready", "completed"]
+    double = (AppiumShellDouble(appium_server.url, platform="android", shell="allowed",
+                                script=script) if shell else
+              AppiumLifecycleDouble(appium_server.url, platform="android", script=script))
+    out = tmp_path / "run"
+    try:
+        assert _run(double, caps_file, out, "android", 3, "--app", "/builds/app-release.apk",
+                    "--report-wait", "2", *(["--appium-shell"] if shell else [])) == 0
+    finally:
+        double.stop()
+    assert double.unused_script() == []
+    loaded = load_campaign(out)
+    assert sorted((r.index, r.outcome) for r in loaded.counted) == [
+        (0, Outcome.COMPLETED), (1, Outcome.COMPLETED), (2, Outcome.COMPLETED)]
+    [foreign] = loaded.infra_errors
+    assert foreign.index == 1 and "another build of org.coldstart.app was installed during " \
+        "the launch" in foreign.error
+    assert ("/base.apk" in foreign.error) is shell
+    assert ("versionCode 2" in foreign.error) is not shell
+    assert double.installs == ["/builds/app-release.apk"]
+    assert "installing /builds/app-release.apk again" in capsys.readouterr().err
+    if shell:
+        assert ["pm", "path", "org.coldstart.app"] in double.shell_calls

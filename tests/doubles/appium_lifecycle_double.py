@@ -30,10 +30,11 @@ after the death), ``js-fatal@PHASE`` (the JS error kills the app before it repor
 ``error-fatal@PHASE`` (an ``error`` line after PHASE, then the fatal JS error ends the app),
 ``error@PHASE`` (the app lives on), ``hang@PHASE``, ``crash-nolog@PHASE`` (a native
 death whose tombstone never reaches the session's logcat: only the device's DropBox has it,
-tests/doubles/appium_shell_double.py), ``foreign@PHASE`` (iOS: after PHASE
+tests/doubles/appium_shell_double.py), ``foreign@PHASE`` (after PHASE
 another build is installed over the running app, which ends with no crash text; ``mobile:
-listApps`` then shows its new location and ``CFBundleVersion`` 2, and ``mobile:
-installApp`` installs the campaign's again), ``erase@PHASE`` (iOS: after PHASE the app is
+listApps`` then shows its new location and ``CFBundleVersion`` 2 (iOS) or ``versionCode`` 2
+(Android; the shell double's ``pm path`` a new APK path), and ``mobile: installApp``
+installs the campaign's again), ``erase@PHASE`` (iOS: after PHASE the app is
 gone, as from an erased simulator, and the running app ends with no crash text); a ``~D``
 suffix gives the crash text D
 seconds after the death (an iOS ``.ips`` arrives late). A ``!FAULT`` suffix breaks the
@@ -510,7 +511,15 @@ class AppiumLifecycleDouble:
                     "CFBundleVersion": self.build["version"],
                     "Path": f"/private/var/containers/Bundle/Application/"
                             f"{self.build['uuid']}/ColdstartApp.app"}}}
-            if name == "mobile: installApp" and self.platform == "ios":
+            if name == "mobile: listApps" and self.platform == "android":
+                # UiAutomator2's map of package name to {packageName, versionCode}
+                # (appium-android-driver mobileListApps, lib/commands/app-management.ts)
+                apps = {} if self.build is None else {"org.coldstart.app": {
+                    "packageName": "org.coldstart.app",
+                    "versionCode": int(self.build["version"])}}
+                return 200, {"value": {"com.android.settings": {
+                    "packageName": "com.android.settings", "versionCode": 34}, **apps}}
+            if name == "mobile: installApp":
                 self.installs.append(str(args.get("app")))
                 self.build = {"version": "1", "uuid": str(uuid.uuid4()).upper()}
                 return 200, {"value": None}

@@ -111,6 +111,19 @@ class AppiumShellDouble(AppiumLifecycleDouble):
             if self.shell == "insecure":
                 return 500, {"value": {"error": "unknown error", "message": INSECURE,
                                        "stacktrace": ""}}
+            if argv[:2] == ["pm", "path"]:
+                if self.build is None or argv[2:] != [APP]:
+                    # pm path prints nothing and exits 1; mobile: shell fails on that status
+                    return 500, {"value": {"error": "unknown error", "stacktrace": "",
+                                           "message": "An unknown server-side error occurred "
+                                                      "while processing the command. Original "
+                                                      "error: Error executing adbExec. "
+                                                      "Original error: 'Command 'adb shell pm "
+                                                      f"path {argv[2] if argv[2:] else ''}' "
+                                                      "exited with code 1'"}}
+                token = self.build["uuid"].replace("-", "")[:22]
+                return 200, {"value": f"package:/data/app/~~{token}==/{APP}-"
+                                      f"{token[::-1]}==/base.apk\n"}
             out = self._dumpsys(argv[1:]) if argv[0] == "dumpsys" else ""
             return 200, {"value": out}
         return super().answer(method, path, payload)

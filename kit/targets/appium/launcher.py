@@ -38,9 +38,11 @@ and ``mobile: queryAppState``, and the log is read again at the next poll, up to
 ``report_wait_s`` after a death, before the crash text is given up as unreadable (issue #23:
 a dying log stream must not lose a crash that follows).
 
-On iOS the installed build is checked (``mobile: listApps``: its location, new at every
-install, and ``CFBundleVersion``) at the first launch and after a death no crash text
-explains: another build installed during a launch makes it an infra error, never a crash
+The installed build is checked at the first launch and after a death no crash text
+explains (iOS: ``mobile: listApps``, its location, new at every install, and
+``CFBundleVersion``; Android: ``pm path``, the APK's path, new at every install, where a
+shell route is allowed, else ``mobile: listApps``' ``versionCode``, which tells only another
+version apart): another build installed during a launch makes it an infra error, never a crash
 (an install terminates the running app and writes no report), and before the next launch
 the campaign's app (``--app``) is installed again, or, with none given, the campaign stops
 (a persistent infra error naming the abandoned launches; issue #23).
@@ -108,6 +110,7 @@ class AppiumLauncher:
         self.shell_factory = shell_factory
         #: why the shell was refused (the pass is not tried again in this campaign)
         self.shell_refused: str | None = None
+        self._refusal_told = False  # a record has said why the shell was refused
         self.redactor = redactor
         self.session_factory = session_factory
         self.session: AppiumSession | None = None
@@ -358,7 +361,11 @@ class AppiumLauncher:
 
         info: dict[str, Any] = {"route": None, "entries": [], "kit_stops": 0, "note": None}
         if self.shell_refused is not None:
-            info["note"] = f"shell refused earlier in this campaign: {self.shell_refused}"
+            # the first record after a refusal (the build check's pm path may have met it)
+            # says it as the pass would have; later ones say it was earlier
+            info["note"] = (f"shell refused earlier in this campaign: {self.shell_refused}"
+                            if self._refusal_told else f"shell refused: {self.shell_refused}")
+            self._refusal_told = True
             return info, None
         window = shells.window_of_log(ctx.launch_id, read_log_lines("\n".join(lines)),
                                       end_slack_s=self.config.report_wait_s + 30.0)
@@ -379,6 +386,7 @@ class AppiumLauncher:
         except shells.ShellRefused as exc:
             self.shell_refused = self.redactor.text(exc.message)[:300]
             info["note"] = f"shell refused: {self.shell_refused}"
+            self._refusal_told = True
             return info, None
         except InfraError as exc:
             self._session_lost = True
@@ -411,7 +419,7 @@ class AppiumLauncher:
         if not self._check_build:
             return
         self._check_build = False
-        found = session.installed_build()
+        found = self._installed_build(session)
         if found is None or (found and (self._build is None or found == self._build)):
             self._build = self._build or found
             return
@@ -424,7 +432,33 @@ class AppiumLauncher:
         self.log(f"device {self.device}: {why}: installing {self.config.app} again")
         session.install(self.config.app)
         self.reinstalls += 1
-        self._build = session.installed_build() or None
+        self._build = self._installed_build(session) or None
+
+    def _installed_build(self, session: AppiumSession) -> str | None:
+        """Which build of the app is installed (:meth:`AppiumSession.installed_build`'s
+        strings). On Android with a shell route (``--appium-shell``, a farm's shell) and
+        the shell not refused: ``pm path PACKAGE``'s APK path, new at every install (the
+        adb target's check, kit/targets/android); else the driver's answer.
+
+        Raises:
+            SessionGone: the server no longer knows the session.
+        """
+        if self.shell_factory is not None and self.shell_refused is None and \
+                self.config.platform is Platform.ANDROID:
+            from ...farms import shell as shells
+
+            try:
+                out = self.shell_factory(session).run(["pm", "path", self.config.app_id])
+            except shells.ShellRefused as exc:
+                self.shell_refused = self.redactor.text(exc.message)[:300]
+            except InfraError:
+                pass
+            else:
+                paths = sorted(line.strip()[len("package:"):] for line in out.splitlines()
+                               if line.strip().startswith("package:"))
+                if paths:  # none (not installed, or a shell that printed something else):
+                    return " ".join(paths)  # the driver says which
+        return session.installed_build()
 
     def _replaced(self, session: AppiumSession) -> str | None:
         """Why a death with no crash text is not the app's own: another build (or none)
@@ -432,7 +466,7 @@ class AppiumLauncher:
         if self._build is None:
             return None
         try:
-            found = session.installed_build()
+            found = self._installed_build(session)
         except SessionGone:
             return None
         except InfraError:

@@ -246,21 +246,26 @@ class AppiumSession:
             raise
 
     def installed_build(self) -> str | None:
-        """Which build of the app is installed, as one string: iOS (XCUITest ``mobile:
-        listApps {applicationType: User}``, the installation proxy's map of bundle id to
-        ``Info.plist`` keys and ``Path``, which is a new ``Bundle/Application/<UUID>/`` at
-        every install) its ``Path`` and ``CFBundleVersion``; ``""`` when the app is not
-        installed; ``None`` when the driver cannot tell (Android, no such method, a
-        failure such as a driver version that lists apps on real devices only, an answer
-        without the app's keys).
+        """Which build of the app is installed, as one string; ``""`` when the app is not
+        installed; ``None`` when the driver cannot tell (no such method, a failure such as
+        a driver version that lists apps on real devices only, an answer without the app's
+        keys).
+
+        iOS: XCUITest ``mobile: listApps {applicationType: User}``, the installation
+        proxy's map of bundle id to ``Info.plist`` keys and ``Path`` (a new
+        ``Bundle/Application/<UUID>/`` at every install): its ``Path`` and
+        ``CFBundleVersion``. Android: UiAutomator2 ``mobile: listApps``, a map of package
+        name to ``{packageName, versionCode}`` (appium-android-driver
+        ``mobileListApps``, ``lib/commands/app-management.ts``): its ``versionCode``, which
+        tells only a build of another version apart (:class:`AppiumLauncher` asks
+        ``pm path`` first where a shell is allowed).
 
         Raises:
             SessionGone: the server no longer knows the session.
         """
-        if self.config.platform is not Platform.IOS:
-            return None
+        ios = self.config.platform is Platform.IOS
         try:
-            value = self.execute("mobile: listApps", {"applicationType": "User"})
+            value = self.execute("mobile: listApps", {"applicationType": "User"} if ios else {})
         except SessionGone:
             raise
         except InfraError:
@@ -272,6 +277,9 @@ class AppiumSession:
         info = next((m[self.config.app_id] for m in found if self.config.app_id in m), None)
         if not isinstance(info, dict):
             return ""
+        if not ios:
+            code = info.get("versionCode")
+            return None if code is None else f"versionCode {code}"
         if not info.get("Path") and not info.get("CFBundleVersion"):
             return None
         return f"{info.get('Path') or '?'} (build {info.get('CFBundleVersion') or '?'})"
