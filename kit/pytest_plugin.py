@@ -18,7 +18,7 @@ Fixtures: :func:`coldstart` (a :class:`Coldstart` bound to the test's target) an
 :mod:`kit.analysis.verdict`; their failure messages give the rates, intervals and the verdict's
 reason. Credentials in target options are redacted from test ids, messages and reports.
 
-Targets are those of the registry (:mod:`kit.targets.base`). A campaign is a
+Targets are those of the registry (:mod:`kit.targets.registry`). A campaign is a
 :class:`kit.campaign.session.CampaignRequest` built here: the spec's target options are read
 by the target's own options module (``kit/targets/<t>/options.py``, the one the CLI uses),
 everything else is set directly; heavy modules are imported when a campaign runs.
@@ -62,7 +62,7 @@ class TargetSpec:
 
 
 def _plugin_targets() -> tuple[str, ...]:
-    from .targets.base import target_names
+    from .targets.registry import target_names
 
     return target_names()
 
@@ -181,6 +181,7 @@ class Coldstart:
         """
         from .campaign.request import Given, resolve_request
         from .campaign.session import CampaignRequest, run_session
+        from .targets.registry import get_target
         from .errors import ColdstartError
         from .redact import redact_text
         from .analysis.summary import summarize
@@ -195,7 +196,7 @@ class Coldstart:
                 target=self.spec.name, config=config, scenario=resolved.scenario,
                 label=resolved.label, out=out, launches=resolved.launches,
                 timeout_s=resolved.timeout_s, retry=retry)
-            result = run_session(request, _Quiet())
+            result = run_session(get_target(self.spec.name), request, _Quiet())
         except ColdstartError as exc:
             pytest.fail(f"coldstart: {redact_text(exc.one_line())}", pytrace=False)
         campaign = result.campaigns[0].campaign
@@ -278,8 +279,8 @@ def _target_config(spec: TargetSpec, extra: tuple[str, ...], timeout_s: float | 
     target's own option parser (plus ``--timeout``, ``--max-attempts`` and
     ``--infra-budget``), the launch timeout and the retry policy."""
     from .campaign.loop import RetryPolicy
-    from .targets.argtypes import positive_float, positive_int
-    from .targets.base import target_entry
+    from .argtypes import positive_float, positive_int
+    from .targets.registry import target_entry
 
     module = importlib.import_module(target_entry(spec.name).options_module)
     parser = _OptionsParser(prog=f"--coldstart-target {spec.name}", add_help=False)

@@ -16,9 +16,9 @@ from ..store.meta import RuleMeta
 from ..campaign.request import RULE_DEFAULTS as _RULE_DEFAULTS
 from ..campaign.request import Given, resolve_rule
 from ..campaign.session import RuleRequest
-from ..targets.argtypes import number as _number
-from ..targets.argtypes import positive_float as _positive_float
-from ..targets.argtypes import positive_int as _positive_int
+from ..argtypes import number as _number
+from ..argtypes import positive_float as _positive_float
+from ..argtypes import positive_int as _positive_int
 
 
 def fraction_arg(text: str, zero_allowed: bool = False) -> float:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..targets.argtypes import positive_seconds
+from ..argtypes import positive_seconds
 from .base import FarmSettings
 
 __all__ = ["add_farm_arguments", "settings_from_args"]

@@ -23,7 +23,7 @@ from typing import Any
 
 from .._bounded import describe_path, path_kind, read_bytes_bounded, write_atomic
 from .._fields import FieldReader, type_name
-from ..targets.argtypes import MAX_LAUNCHES
+from ..argtypes import MAX_LAUNCHES
 from ..errors import DataError
 
 __all__ = ["SCHEMA_VERSION", "CampaignMeta", "RuleMeta", "PairMeta", "RunSetup", "read_meta",
@@ -143,7 +143,7 @@ class PairMeta:
 
 @dataclasses.dataclass(frozen=True)
 class RunSetup:
-    """What a target prepared for a campaign, typed (:class:`kit.targets.base.PreparedTarget`
+    """What a target prepared for a campaign, typed (:class:`kit.launch.PreparedTarget`
     writes it; ``campaign.json`` keeps it in ``build`` and ``options``). Everything outside
     the target reads these fields, never the dicts' keys.
 

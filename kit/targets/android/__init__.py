@@ -1,6 +1,6 @@
 """The Android target: cold-launch the React Native app over adb and record every launch.
 
-:class:`AndroidConfig` and :class:`AndroidTarget` (a :class:`kit.targets.base.Target`) are
+:class:`AndroidConfig` and :class:`AndroidTarget` (a :class:`kit.launch.Target`) are
 what a campaign session sees; the parts, bottom up (no module imports one above it):
 
 * :mod:`.transport` - the :class:`AdbTransport` protocol, :class:`ShellResult`,
@@ -27,7 +27,7 @@ from ...errors import UsageError
 from ...records import LaunchRecord
 from ...redact import redact_text
 from ...scenario import Scenario
-from ..base import LogFn, PreparedTarget
+from ...launch import LogFn, PreparedTarget
 from .device import (APP_SCHEME, PACKAGE_RE, REMOTE_APK_DIR, ApkInfo, DeviceNotReady,
                      DeviceSetup, PoisonMode, Readiness, inspect_apk, prepare_device,
                      read_readiness, state_error, wait_until_ready)
@@ -160,7 +160,7 @@ def open_transports(serials: Sequence[str], direct: Sequence[str],
 
 
 class AndroidTarget:
-    """:class:`kit.targets.base.Target` for Android: one launcher per device."""
+    """:class:`kit.launch.Target` for Android: one launcher per device."""
 
     name = "android"
 

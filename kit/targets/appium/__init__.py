@@ -20,7 +20,7 @@ from typing import Any
 
 from ...errors import InfraError, UsageError
 from ...scenario import Scenario
-from ..base import LogFn, PreparedTarget
+from ...launch import LogFn, PreparedTarget
 from .config import (DEFAULT_ERROR_GRACE_S, DEFAULT_REPORT_WAIT_S, STATUS_TEST_ID,
                      AppiumConfig, Platform, build_capabilities)
 from .launcher import AppiumLauncher
@@ -50,7 +50,7 @@ class AppiumRunConfig:
 
 
 class AppiumTarget:
-    """:class:`kit.targets.base.Target` for a device behind an Appium server."""
+    """:class:`kit.launch.Target` for a device behind an Appium server."""
 
     name = "appium"
 

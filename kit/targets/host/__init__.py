@@ -18,7 +18,7 @@ from typing import Any
 
 from ...errors import UsageError
 from ...scenario import Scenario
-from ..base import LogFn, PreparedTarget
+from ...launch import LogFn, PreparedTarget
 from .runtime import (DEBIAN_SUITE, DEFAULT_MIRROR, DEFAULT_RUNTIME, POISON_ENV, Runtime,
                       build_workload, check_scenario, load_runtime, prepare_runtime,
                       run_compiler, runtime_dir)
@@ -106,7 +106,7 @@ def _detector_for(config: HostConfig, runtime: Runtime) -> Any:
 
 
 class HostTarget:
-    """:class:`kit.targets.base.Target` for the host: one launcher, this machine."""
+    """:class:`kit.launch.Target` for the host: one launcher, this machine."""
 
     name = "host"
 
