@@ -193,7 +193,8 @@ def _open_for_run(request: CampaignRequest, store: CampaignStore, made: list[_Ma
 
 
 def _setup_fields(prepared: PreparedTarget) -> dict[str, Any]:
-    return {"build": prepared.build, "devices": prepared.devices, "options": prepared.options}
+    return {"build": prepared.build, "devices": prepared.devices, "options": prepared.options,
+            "build_identity": prepared.identity}
 
 
 def _write_setup(camp: OpenCampaign, request: CampaignRequest, label: str,

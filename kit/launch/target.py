@@ -13,6 +13,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from ..records import LaunchRecord
 from ..scenario import Scenario
+from ..store.identity import BuildIdentity
 from ..store.meta import RunSetup
 
 __all__ = ["LogFn", "Target", "PreparedTarget"]
@@ -32,7 +33,11 @@ class PreparedTarget:
     Attributes:
         target: the target name (``host``, ``android``, ``ios-sim``...).
         launchers: one :class:`kit.launch.Launcher` per device; they run in parallel.
-        build: build provenance for ``campaign.json`` (library and APK hashes, runtime...).
+        build: build provenance for ``campaign.json`` (library and APK hashes, runtime...),
+            the target's own keys.
+        identity: what was built or installed, typed
+            (:class:`~kit.store.identity.BuildIdentity`): what compare reads to tell
+            whether two campaigns ran one build.
         options: the options that shape launches (poison, timeouts, delivery...); a resumed
             campaign must have the same.
         devices: one dict per device for ``campaign.json``.
@@ -57,6 +62,7 @@ class PreparedTarget:
     close: Callable[[], None] = _nothing
     finish: Callable[[Sequence[LaunchRecord]], dict[str, Any]] = lambda _records: {}
     learned: tuple[str, ...] = ()
+    identity: BuildIdentity = BuildIdentity()
 
     @property
     def setup(self) -> RunSetup:

@@ -24,6 +24,7 @@ import dataclasses
 from ...errors import InfraError, UsageError
 from ...scenario import Scenario
 from ...launch import LogFn, PreparedTarget
+from ...store.identity import BuildIdentity
 from .app import (BUNDLE_ID_RE, POISON_ENV, RN_LOG_SUBSYSTEM, SCENARIO_ARGUMENT, UDID_RE,
                   AppBundle, bundle_for_id, check_bundle_id, read_app_bundle)
 from .device import DeviceLauncher, setup_device
@@ -102,7 +103,9 @@ def _prepared(name: str, launcher: SimulatorLauncher | DeviceLauncher, app: AppB
     return PreparedTarget(target=name, launchers=[launcher], build=app.provenance(),
                           options={"poison": "apple-malloc" if poison else None,
                                    "env": dict(POISON_ENV) if poison else {}, **options},
-                          devices=[device], close=launcher.close)
+                          devices=[device], close=launcher.close,
+                          identity=BuildIdentity(artifact="app",
+                                                 path=app.path or app.bundle_id))
 
 
 class SimulatorTarget:
