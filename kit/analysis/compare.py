@@ -21,8 +21,9 @@ from ..records import Outcome
 from ..scenario import parse_scenario
 from ..store.identity import BuildIdentity
 from ..store.meta import CampaignMeta
+from ..store.store import Campaign
 from .decide import BUILD, NO_CHANGE, SCENARIO, Decision, Verdict, VerdictSettings, decide
-from .scan import AnyCampaign, Scan, scan_campaign
+from .scan import Scan, scan_campaign
 from .stats import (Rate, StratumTable, holm, lower_rate_test, rate, significant,
                     stratified_exact_p, upper_bound)
 from .summary import unfinished_note
@@ -179,7 +180,7 @@ def cap_notes(notes: Sequence[str], limit: int = MAX_NOTES) -> tuple[str, ...]:
                                  f"(the campaigns' own notes are in their summaries)")
 
 
-def _arm(campaign: AnyCampaign, scan: Scan, confidence: float) -> ArmResult:
+def _arm(campaign: Campaign, scan: Scan, confidence: float) -> ArmResult:
     events, eligible = scan.target_events
     meta = campaign.meta
     counted_devices = tuple(sorted(d for d, row in scan.devices.items() if row[1]))
@@ -292,7 +293,7 @@ def _injected(scenario: str) -> str | None:
     return None if inject is None else "@".join(inject)
 
 
-def _rule_design(candidate: AnyCampaign, settings: VerdictSettings, notes: list[str]) -> Any:
+def _rule_design(candidate: Campaign, settings: VerdictSettings, notes: list[str]) -> Any:
     """The candidate's ``--until-verdict`` design when its settings are these (``None``
     otherwise, with a note when the settings differ)."""
     rule = candidate.meta.until_verdict
@@ -318,10 +319,10 @@ def _rule_design(candidate: AnyCampaign, settings: VerdictSettings, notes: list[
         return None
 
 
-def compare_campaigns(baseline: AnyCampaign, candidate: AnyCampaign,
+def compare_campaigns(baseline: Campaign, candidate: Campaign,
                       settings: VerdictSettings = VerdictSettings(), *,
                       scans: tuple[Scan, Scan] | None = None) -> Comparison:
-    """Compare two campaigns (loaded, or :func:`kit.analysis.scan.open_campaign`'s streamed
+    """Compare two campaigns (loaded, or :func:`kit.store.store.open_campaign`'s streamed
     ones) and state the verdict (module doc).
 
     With more than one device across both campaigns the decision uses the stratified exact

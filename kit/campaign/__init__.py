@@ -1,7 +1,7 @@
-"""Campaigns: a directory of launches of one build (:mod:`.store`, :mod:`.meta`), the loop
-that fills it (:mod:`.loop`), interleaved runs of two builds (:mod:`.interleave`) and the
-session that runs a whole request (:mod:`.session`, imported on its own: it needs the
-analysis layer)."""
+"""Campaigns: the loop that fills a campaign directory (:mod:`.loop`; the directory itself is
+:mod:`kit.store`, re-exported here), interleaved runs of two builds (:mod:`.interleave`) and
+the session that runs a whole request (:mod:`.session`, imported on its own: it needs the
+analysis layer). The targets' side of a launch is :mod:`kit.launch`."""
 
 from __future__ import annotations
 

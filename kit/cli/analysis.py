@@ -13,7 +13,8 @@ from .options import fraction_arg
 from .run import check_directory_arg, stderr_console
 from .._bounded import check_writable_entries, describe_path
 from ..errors import ExitCode, UsageError
-from ..analysis.scan import open_campaign, records_of, scan_campaign
+from ..analysis.scan import scan_campaign
+from ..store.store import open_campaign
 from ..analysis.verdict import DEFAULT_SIGNATURE, Comparison, Verdict
 
 __all__ = ["register", "fail_verdicts"]
@@ -233,7 +234,7 @@ def _plan(args: argparse.Namespace) -> int:
         args.signature = args.signature or DEFAULT_SIGNATURE
         check_signature(args.signature)
         campaign = open_campaign(args.baseline)
-        events, n = count_events(records_of(campaign), args.signature)
+        events, n = count_events(campaign.iter_records(), args.signature)
         if events == 0:
             raise UsageError(f"the baseline {args.baseline} never showed {args.signature} "
                              f"({events}/{n}): no rate to plan from",
