@@ -212,15 +212,22 @@ class Coldstart:
         return CampaignResult(campaign=campaign, summary=summary, reports=reports)
 
     def compare(self, baseline: CampaignResult, candidate: CampaignResult, *,
-                signature: str | None = None, alpha: float | None = None,
-                ceiling: float | None = None) -> "Comparison":
+                event: str | None = None, alpha: float | None = None,
+                ceiling: float | None = None, signature: str | None = None) -> "Comparison":
         """The verdict of ``candidate`` against ``baseline`` (:func:`kit.analysis.pair.
-        compare_pair`, as ``coldstart compare``: settings left out are the candidate's
-        rule's, else ``xnnpack-allocator-uaf``, 0.05, 0.05); writes the comparison's
-        reports when a report dir is set."""
+        compare_pair`, as ``coldstart compare``: ``event`` is the counted event, and
+        settings left out are the candidate's rule's, else ``xnnpack-allocator-uaf``, 0.05,
+        0.05); writes the comparison's reports when a report dir is set. ``signature`` is
+        ``event``'s old name (deprecated: it warns)."""
         from .analysis.pair import compare_pair
 
-        pair = compare_pair(baseline.campaign, candidate.campaign, signature=signature,
+        if signature is not None:
+            import warnings
+
+            warnings.warn("coldstart.compare(signature=...) is deprecated, use event=",
+                          DeprecationWarning, stacklevel=2)
+            event = event if event is not None else signature
+        pair = compare_pair(baseline.campaign, candidate.campaign, signature=event,
                             alpha=alpha, ceiling=ceiling)
         comparison = pair.comparison
         if self.report_root is not None:

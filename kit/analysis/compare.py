@@ -301,7 +301,7 @@ def _rule_design(candidate: Campaign, settings: VerdictSettings, notes: list[str
         return None
     if (rule.signature, rule.alpha, rule.ceiling) != (settings.signature, settings.alpha,
                                                       settings.ceiling):
-        notes.append(f"the candidate ran under a sequential rule for --signature "
+        notes.append(f"the candidate ran under a sequential rule for --event "
                      f"{rule.signature} --alpha {rule.alpha:g} --ceiling {rule.ceiling:g}; "
                      f"judged with other settings, only the anytime-valid comparison holds "
                      f"its error rate, not the ceiling's bound")

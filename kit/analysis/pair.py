@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from .compare import Comparison, compare_campaigns
-from .decide import VerdictSettings
+from .decide import VerdictSettings, setting_option
 from ..store.store import Campaign, open_campaign
 from .scan import Scan, scan_campaign
 from .summary import CampaignSummary, summarize
@@ -65,7 +65,8 @@ def resolve_settings(candidate: Campaign, *, signature: str | None = None,
         kept = getattr(rule, key) if rule is not None else None
         values[key] = kept if kept is not None else default
         if kept is not None:
-            taken.append(f"--{key} {kept}" if key == "signature" else f"--{key} {kept:g}")
+            taken.append(f"{setting_option(key)} "
+                         + (f"{kept}" if key == "signature" else f"{kept:g}"))
     return VerdictSettings(power=power, **values), tuple(taken)
 
 

@@ -291,11 +291,11 @@ def _until_verdict_note(meta: CampaignMeta) -> tuple[str, ...]:
     rule, pair = meta.until_verdict, meta.interleaved
     if rule is not None:
         head = (f"run under --until-verdict against {rule.baseline}"
-                f"{', interleaved' if rule.interleaved else ''} (signature {rule.signature}, "
+                f"{', interleaved' if rule.interleaved else ''} (event {rule.signature}, "
                 f"ceiling {rule.ceiling})")
         stopped, why = rule.stopped, rule.why
     elif pair is not None:  # the baseline's side
-        head = (f"baseline of a run interleaved with {pair.candidate} (signature "
+        head = (f"baseline of a run interleaved with {pair.candidate} (event "
                 f"{pair.rule.get('signature')}, ceiling {pair.rule.get('ceiling')})")
         stopped, why = pair.stopped, pair.why
     else:

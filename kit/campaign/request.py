@@ -157,7 +157,7 @@ class SessionResult:
 def compare_argv(baseline: Path | str, candidate: Path | str,
                  settings: VerdictSettings) -> tuple[str, ...]:
     """The ``coldstart compare`` command that states a rule run's verdict."""
-    return ("coldstart", "compare", str(baseline), str(candidate), "--signature",
+    return ("coldstart", "compare", str(baseline), str(candidate), "--event",
             settings.signature, "--alpha", f"{settings.alpha:g}", "--ceiling",
             f"{settings.ceiling:g}")
 
@@ -248,7 +248,9 @@ def kept_timeout_s(meta: CampaignMeta) -> float:
 
 
 def _flag(key: str) -> str:
-    return "--" + key.replace("_", "-")
+    from ..analysis.decide import setting_option
+
+    return setting_option(key)
 
 
 def resolve_rule(given: Given, kept: RuleMeta | None, out: Any, *, resume: bool,

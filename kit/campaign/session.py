@@ -26,6 +26,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..analysis.decide import setting_option
 from ..analysis.sequential import InterleavedRule, StopRule, make_stop_rule
 from ..analysis.sprt import SLOW_RULE_LAUNCHES
 from ..analysis.verdict import RACE_DETECTED, RACE_WITNESSED, count_events
@@ -74,15 +75,15 @@ def _check_rule(request: CampaignRequest, prepared: Sequence[PreparedTarget]) ->
     for setup in (p.setup for p in prepared):
         witness = setup.witness or f"off: the {request.target} target has no race witness"
         if rule.settings.signature == RACE_WITNESSED and witness != "on":
-            raise UsageError(f"--signature race-witnessed counts only launches the race "
+            raise UsageError(f"--event race-witnessed counts only launches the race "
                              f"witness watched, and this run has none ({witness})",
                              "run with the witness on the host, or give a crash class as "
-                             "--signature")
+                             "--event")
         if rule.settings.signature == RACE_DETECTED and setup.detector is None:
-            raise UsageError("--signature race-detected counts only launches run under the "
+            raise UsageError("--event race-detected counts only launches run under the "
                              "race detector, and this run has none",
                              "add --detector drd (host), or give a crash class as "
-                             "--signature")
+                             "--event")
 
 
 def _check_resumed_rule(store: CampaignStore, meta: CampaignMeta,
@@ -103,7 +104,7 @@ def _check_resumed_rule(store: CampaignStore, meta: CampaignMeta,
               "design_rate": kept.design_rate}
     for key, value in theirs.items():
         if mine[key] != value:
-            raise conflict("other-rule", store.path, key=f"--{key.replace('_', '-')}",
+            raise conflict("other-rule", store.path, key=setting_option(key),
                            old=value, new=mine[key])
     if kept.interleaved != rule.interleaved:
         raise conflict("interleaving", store.path,
