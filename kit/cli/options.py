@@ -102,8 +102,8 @@ def add_event_option(parser: argparse.ArgumentParser | Any, default: str | None,
     """Add ``--event`` (the counted event, docs/design.md: a crash class, ``any-crash``,
     ``race-witnessed``, ``race-detected``) to a parser or argument group, and its old
     spelling ``--signature``, hidden, which still works and says it is deprecated. Both
-    store to ``args.signature`` (the settings' field, :class:`kit.analysis.decide.
-    VerdictSettings`)."""
+    store to ``args.signature``, the field of
+    :class:`~kit.analysis.decide.VerdictSettings` that holds the counted event."""
     parser.add_argument("--event", dest="signature", default=default, help=help)
     parser.add_argument("--signature", dest="signature", default=default,
                         action=_DeprecatedAlias, new="--event", help=argparse.SUPPRESS)
