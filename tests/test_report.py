@@ -486,3 +486,20 @@ def test_the_old_spelling_of_event_still_works_and_says_so(pair, capsys) -> None
             parser.parse_args(command)
         shown = capsys.readouterr().out
         assert "--event" in shown and "--signature" not in shown
+
+
+def test_the_plugins_compare_takes_the_event_and_its_old_name(pair) -> None:
+    from kit.analysis.summary import summarize
+    from kit.pytest_plugin import CampaignResult, Coldstart
+
+    base, cand = pair
+    props: list[tuple[str, str]] = []
+    fixture = Coldstart(None, Path("unused"), None, None,
+                        lambda key, value: props.append((key, value)))
+    results = [CampaignResult(c, summarize(c), {}) for c in (base, cand)]
+    new = fixture.compare(*results, event="any-crash")
+    with pytest.warns(DeprecationWarning, match="use event="):
+        old = fixture.compare(*results, signature="any-crash")
+    assert new.settings.signature == old.settings.signature == "any-crash"
+    assert new.verdict is old.verdict
+    assert props == [("coldstart_verdict", new.verdict.value)] * 2
