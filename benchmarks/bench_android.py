@@ -100,7 +100,7 @@ def _drop_to_infra_s(transport: str, server: Any, apk: Path, sha: str, drops: in
     from adb_shell.auth.keygen import keygen
     from cryptography.hazmat.primitives import serialization
 
-    from kit.campaign import LaunchContext
+    from kit.launch import LaunchContext
     from kit.errors import InfraError
     from kit.scenario import parse_scenario
     from kit.targets.android import (AndroidLauncher, AndroidTimeouts, DirectTransport,

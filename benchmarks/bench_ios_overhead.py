@@ -40,7 +40,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kit.campaign import LaunchContext, launch_id_for, prepare_store  # noqa: E402
+from kit.campaign import launch_id_for, prepare_store  # noqa: E402
+from kit.launch import LaunchContext  # noqa: E402
 from kit.scenario import Scenario  # noqa: E402
 from kit.targets import ios  # noqa: E402
 from tests.doubles.xcrun_double import XcrunDouble  # noqa: E402

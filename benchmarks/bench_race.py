@@ -109,12 +109,12 @@ def summarize(records: list[LaunchRecord]) -> dict[str, Any]:
 
 def plan_for(campaign_dir: Path, signature: str, p_hat: float, factor: float
              ) -> dict[str, Any] | None:
-    """`coldstart plan --baseline DIR --signature S --ceiling p_hat*factor --json`."""
+    """`coldstart plan --baseline DIR --event S --ceiling p_hat*factor --json`."""
     ceiling = round(p_hat * factor, 4)
     if not 0 < ceiling < 1:
         return None
     buf = io.StringIO()
-    argv = ["plan", "--baseline", str(campaign_dir), "--signature", signature, "--ceiling",
+    argv = ["plan", "--baseline", str(campaign_dir), "--event", signature, "--ceiling",
             str(ceiling), "--json"]
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
         code = coldstart(argv)

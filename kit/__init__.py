@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from .version import __version__
 
-from .campaign import Campaign, LaunchContext, Launcher, load_campaign, run_campaign
+from .campaign import Campaign, load_campaign, run_campaign
+from .launch import LaunchContext, Launcher
 from .errors import ColdstartError, DataError, ExitCode, InfraError, UsageError
 from .protocol import ProtocolEvent, format_event, parse_line
 from .records import LaunchRecord, Outcome, SessionTiming

@@ -363,7 +363,7 @@ def make_record(ctx: Any, *, target: str, device: str, observation: Observation,
                 started_at: str, wall_ms: float, artifacts: Sequence[str],
                 **payloads: Any) -> LaunchRecord:
     """The launch record of one observation: :func:`observe` plus the launch's identity
-    (``ctx``: a :class:`kit.campaign.LaunchContext`) and the target's payloads (``race``,
+    (``ctx``: a :class:`kit.launch.LaunchContext`) and the target's payloads (``race``,
     ``android``, ``pid``... as :class:`~kit.records.LaunchRecord` fields; others go to
     ``extra``)."""
     observed = observe(observation)

@@ -22,7 +22,7 @@ Fixtures: :func:`coldstart` (a :class:`Coldstart` bound to the test's target) an
 :mod:`kit.analysis.verdict`; their failure messages give the rates, intervals and the verdict's
 reason. Credentials in target options are redacted from test ids, messages and reports.
 
-Targets are those of the registry (:mod:`kit.targets.base`). A campaign is a
+Targets are those of the registry (:mod:`kit.targets.registry`). A campaign is a
 :class:`kit.campaign.session.CampaignRequest` built here: the spec's target options are read
 by the target's own options module (``kit/targets/<t>/options.py``, the one the CLI uses),
 everything else is set directly; heavy modules are imported when a campaign runs.
@@ -66,7 +66,7 @@ class TargetSpec:
 
 
 def _plugin_targets() -> tuple[str, ...]:
-    from .targets.base import target_names
+    from .targets.registry import target_names
 
     return target_names()
 
@@ -188,6 +188,7 @@ class Coldstart:
         """
         from .campaign.request import Given, resolve_request
         from .campaign.session import CampaignRequest, run_session
+        from .targets.registry import get_target
         from .errors import ColdstartError
         from .redact import redact_text
         from .analysis.summary import summarize
@@ -202,7 +203,7 @@ class Coldstart:
                 target=self.spec.name, config=config, scenario=resolved.scenario,
                 label=resolved.label, out=out, launches=resolved.launches,
                 timeout_s=resolved.timeout_s, retry=retry)
-            result = run_session(request, _Quiet())
+            result = run_session(get_target(self.spec.name), request, _Quiet())
             farm = _pull_farm(args, out)
         except ColdstartError as exc:
             pytest.fail(f"coldstart: {redact_text(exc.one_line())}", pytrace=False)
@@ -225,15 +226,22 @@ class Coldstart:
         return CampaignResult(campaign=campaign, summary=summary, reports=reports, farm=farm)
 
     def compare(self, baseline: CampaignResult, candidate: CampaignResult, *,
-                signature: str | None = None, alpha: float | None = None,
-                ceiling: float | None = None) -> "Comparison":
+                event: str | None = None, alpha: float | None = None,
+                ceiling: float | None = None, signature: str | None = None) -> "Comparison":
         """The verdict of ``candidate`` against ``baseline`` (:func:`kit.analysis.pair.
-        compare_pair`, as ``coldstart compare``: settings left out are the candidate's
-        rule's, else ``xnnpack-allocator-uaf``, 0.05, 0.05); writes the comparison's
-        reports when a report dir is set."""
+        compare_pair`, as ``coldstart compare``: ``event`` is the counted event, and
+        settings left out are the candidate's rule's, else ``xnnpack-allocator-uaf``, 0.05,
+        0.05); writes the comparison's reports when a report dir is set. ``signature`` is
+        ``event``'s old name (deprecated: it warns)."""
         from .analysis.pair import compare_pair
 
-        pair = compare_pair(baseline.campaign, candidate.campaign, signature=signature,
+        if signature is not None:
+            import warnings
+
+            warnings.warn("coldstart.compare(signature=...) is deprecated, use event=",
+                          DeprecationWarning, stacklevel=2)
+            event = event if event is not None else signature
+        pair = compare_pair(baseline.campaign, candidate.campaign, signature=event,
                             alpha=alpha, ceiling=ceiling)
         comparison = pair.comparison
         if self.report_root is not None:
@@ -308,8 +316,8 @@ def _target_config(spec: TargetSpec, extra: tuple[str, ...], timeout_s: float | 
     ``--infra-budget`` and, for ``appium``, the ``--farm`` options), the launch timeout,
     the retry policy and the parsed options."""
     from .campaign.loop import RetryPolicy
-    from .targets.argtypes import positive_float, positive_int
-    from .targets.base import target_entry
+    from .argtypes import positive_float, positive_int
+    from .targets.registry import target_entry
 
     module = importlib.import_module(target_entry(spec.name).options_module)
     parser = _OptionsParser(prog=f"--coldstart-target {spec.name}", add_help=False)

@@ -205,7 +205,7 @@ class LaunchRecord:
         for name in phases:
             FieldReader(phases, f"{where}: phases", _REPAIR_HINT).num(name)
         names = {f.name for f in dataclasses.fields(cls)}
-        from .targets.argtypes import MAX_ATTEMPTS, MAX_LAUNCHES
+        from .argtypes import MAX_ATTEMPTS, MAX_LAUNCHES
 
         return cls(launch_id=r.str("launch_id"), index=r.int("index", high=MAX_LAUNCHES - 1),
                    attempt=r.int("attempt", low=1, high=MAX_ATTEMPTS), label=r.str("label"),

@@ -56,7 +56,7 @@ detect half-fix half-fix concurrent
 # for the default 5%); the detector is near certain either way (docs/race.md).
 compare() {  # BASELINE CANDIDATE
   printf '\n== mechanism tier: compare %s (baseline) vs %s (candidate)\n' "$1" "$2"
-  "$coldstart" compare "$out/$1" "$out/$2" --signature race-detected --ceiling 0.3 \
+  "$coldstart" compare "$out/$1" "$out/$2" --event race-detected --ceiling 0.3 \
     --out "$out/compare-$1-vs-$2"
 }
 compare debian-concurrent debian-serial

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kit.campaign import LaunchContext, load_campaign
+from kit.campaign import load_campaign
+from kit.launch import LaunchContext
 from kit.targets.host.detector import Detector, ensure_tool, find_tool, record_on_target
 from kit.targets.host.detector.tool import debuginfo_dir
 from kit.targets.host.detector.calibration import EXPECTED, VARIANTS, build_calibration, run_calibration

@@ -30,7 +30,7 @@ from tests.test_summary import record
 ROOT = Path(__file__).resolve().parent.parent
 DOUBLE = ROOT / "tests" / "doubles" / "crashing_workload.py"
 pytestmark = pytest.mark.host
-RULE = ["--signature", "other-native-crash", "--ceiling", "0.3", "--launches", "40",
+RULE = ["--event", "other-native-crash", "--ceiling", "0.3", "--launches", "40",
         "--no-witness", "--scenario", "mode=serial"]
 
 
@@ -91,7 +91,7 @@ def test_both_builds_alternate_until_fixed(env: dict[str, str], tmp_path: Path) 
     base_meta = json.loads((base / "campaign.json").read_text())
     assert base_meta["build"]["runtime"] == "old" and base_meta["label"] == "baseline"
     assert base_meta["interleaved"]["candidate"] == str(cand)
-    compare = coldstart("compare", str(base), str(cand), "--signature", "other-native-crash",
+    compare = coldstart("compare", str(base), str(cand), "--event", "other-native-crash",
                         "--ceiling", "0.3", "--no-reports", env=env)
     assert compare.returncode == 0, compare.stderr
     assert "FIXED" in compare.stdout

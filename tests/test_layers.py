@@ -1,6 +1,8 @@
-"""The layers of kit/ hold: no import cycle between its modules, and no module imports a
-private name (``_x``) of another (both read from the source with ``ast``: imports under
-``if TYPE_CHECKING:`` are for type checkers only and never run)."""
+"""The layers of kit/ hold: no import cycle between its modules, none between its packages
+(at every depth: ``kit.campaign`` and ``kit.targets``, ``kit.targets.host`` and
+``kit.targets.android``...), and no module imports a private name (``_x``) of another (all
+read from the source with ``ast``: imports under ``if TYPE_CHECKING:`` are for type
+checkers only and never run)."""
 
 from __future__ import annotations
 
@@ -114,16 +116,42 @@ def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
     return found
 
 
+def package_graph(graph: dict[str, set[str]], depth: int) -> dict[str, set[str]]:
+    """``graph`` with each module folded into its package ``depth`` names deep (``kit.a.b.c``
+    is ``kit.a`` at depth 2; ``kit.a``, a module or a package, stays itself). Imports
+    inside one package are dropped."""
+    def package(name: str) -> str:
+        return ".".join(name.split(".")[:depth])
+
+    folded: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        edges = folded.setdefault(package(name), set())
+        edges.update(package(t) for t in targets)
+    for name, edges in folded.items():
+        edges.discard(name)
+    return folded
+
+
 def test_the_walk_sees_the_imports_it_checks() -> None:
     modules, _ = imports_of("kit.campaign.session")
     assert {"kit.campaign.loop", "kit.analysis.sequential", "kit.errors"} <= modules
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [frozenset({"a", "b", "c"})]
+    modules = {"kit.p.x": {"kit.q.y"}, "kit.q.y": {"kit.p.z"}, "kit.p.z": set()}
+    assert cycles(modules) == []  # no module cycle, but the packages p and q import each other
+    assert cycles(package_graph(modules, 2)) == [frozenset({"kit.p", "kit.q"})]
 
 
 def test_no_import_cycle_between_modules() -> None:
     graph = {name: imports_of(name)[0] for name in MODULES}
     assert set(cycles(graph)) <= PENDING_CYCLES
+
+
+def test_no_import_cycle_between_packages() -> None:
+    graph = {name: imports_of(name)[0] for name in MODULES}
+    deepest = max(len(name.split(".")) for name in MODULES)
+    found = {depth: cycles(package_graph(graph, depth)) for depth in range(2, deepest)}
+    assert found == {depth: [] for depth in range(2, deepest)}
 
 
 def test_no_module_imports_a_private_name_of_another() -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from kit.analysis.compare import build_change
+from kit.store.identity import BuildIdentity, OrtVariant
 from kit.analysis.decide import decide
 from kit.errors import InfraError, UsageError
 from kit.targets.host import ortbuild
@@ -66,6 +67,11 @@ FIX = f"""coldstart patch: a test fix
 -racy();
 +std::call_once(once, init);
 """
+
+
+def _kit_build(provenance: dict) -> BuildIdentity:
+    """The identity of a host campaign on the kit's build with ``provenance``."""
+    return BuildIdentity(artifact="ort_library", ort_build=OrtVariant.from_dict(provenance, "x"))
 
 
 def _tar(path: Path, top: str, files: dict[str, str]) -> None:
@@ -168,7 +174,7 @@ def test_a_patch_builds_a_second_variant_and_leaves_the_tree_as_debians(mini, tm
     assert seen[-1].total == 2
     src = mini[1].host("/opt/coldstart-ort/1.0/src")
     assert (src / EP).read_text() == "// the EP\nracy();\n"  # taken out again
-    assert build_change({"ort_build": base_info}, {"ort_build": info}) == (
+    assert build_change(_kit_build(base_info), _kit_build(info)) == (
         f"patch none -> my-fix, sha256 {patch.sha256[:8]}...")
 
 
@@ -293,13 +299,13 @@ def test_ninja_status_and_progress_words():
 def test_build_change_names_what_differs():
     base = {"source": {"sha256": "a"}, "flags": ["x"], "patch": None, "key": "1"}
     fix = {**base, "patch": {"name": "fix", "sha256": "abcdef0123"}, "key": "2"}
-    assert build_change({"ort_build": base}, {"ort_build": fix}) == (
+    assert build_change(_kit_build(base), _kit_build(fix)) == (
         "patch none -> fix, sha256 abcdef01...")
     other = {**fix, "flags": ["y"]}
-    assert build_change({"ort_build": base}, {"ort_build": other}) == (
+    assert build_change(_kit_build(base), _kit_build(other)) == (
         "onnxruntime build: flags differ; patch none -> fix, sha256 abcdef01...")
-    assert build_change({"ort_build": base}, {"ort_library_sha256": "x"}) is None
-    assert build_change({"ort_build": base}, {"ort_build": dict(base)}) is None
+    assert build_change(_kit_build(base), BuildIdentity(sha256="x")) is None
+    assert build_change(_kit_build(base), _kit_build(dict(base))) is None
 
 
 def test_a_verdict_between_two_kit_builds_names_the_patch():

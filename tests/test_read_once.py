@@ -64,7 +64,7 @@ def test_run_until_verdict_loads_the_baseline_once(tmp_path: Path, reads: Counte
     reads.clear()
     assert main(["run", "host", "--launches", "20", "--scenario", "mode=serial", "--label",
                  "candidate", "--out", str(out), "--until-verdict", str(base),
-                 "--signature", "other-native-crash", "--ceiling", "0.5"]) == 0
+                 "--event", "other-native-crash", "--ceiling", "0.5"]) == 0
     assert reads[f"meta:{base.resolve()}"] == 1
     assert reads[f"records:{base.resolve()}"] == 1
     assert reads[f"meta:{out.resolve()}"] == 0  # made here, never read back

@@ -231,8 +231,8 @@ def test_plan_command(capsys) -> None:
     assert "1 baseline launch sees the target at least once with 95% probability" in out
     assert main(["plan", "--baseline-rate", "1/150", "--json"]) == 0  # a ratio, as docs quote
     assert json.loads(capsys.readouterr().out)["fixed_design"]["candidate_launches"] == 1098
-    assert main(["plan", "--baseline-rate", "0.5", "--signature", "race-witnessed"]) == 2
-    assert "plan's --signature only applies with --baseline DIR" in capsys.readouterr().err
+    assert main(["plan", "--baseline-rate", "0.5", "--event", "race-witnessed"]) == 2
+    assert "plan's --event only applies with --baseline DIR" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["plan", "--baseline-rate", "1/0"])
     assert "'1/0' is not a number" in capsys.readouterr().err
@@ -271,7 +271,7 @@ def test_plan_from_a_baseline_that_always_crashed(tmp_path: Path, capsys) -> Non
 
 def test_report_command_for_campaigns(pair, tmp_path: Path, capsys) -> None:
     base, cand = pair
-    assert main(["report", str(base.path), "--signature", "xnnpack-allocator-uaf"]) == 0
+    assert main(["report", str(base.path), "--event", "xnnpack-allocator-uaf"]) == 0
     out = capsys.readouterr().out
     assert "By crash class" in out and str(base.path / "report") in out
     junit = ET.parse(base.path / "report" / "junit.xml").getroot()
@@ -457,3 +457,49 @@ def test_piped_compare_prints_the_whole_reason_in_its_box(pair, capsys,
         assert " ".join(reason.lower().split()) in " ".join(text.lower().split()), (columns, out)
         if columns:
             assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_the_old_spelling_of_event_still_works_and_says_so(pair, capsys) -> None:
+    """``--event`` names the counted event; ``--signature``, its old spelling, is hidden
+    from the help, does the same and says once that it is deprecated."""
+    from kit.cli import build_parser
+
+    base, cand = pair
+    runs = {}
+    for spelling in ("--event", "--signature"):
+        assert main(["compare", str(base.path), str(cand.path), spelling, "any-crash",
+                     "--no-reports", "--json"]) == 0
+        runs[spelling] = capsys.readouterr()
+    new, old = (json.loads(runs[s].out) for s in ("--event", "--signature"))
+    assert new["signature"] == old["signature"] == "any-crash"
+    assert new["comparison"]["verdict"] == old["comparison"]["verdict"]
+    assert "deprecated" not in runs["--event"].err
+    assert runs["--signature"].err.count("\n") == 1
+    assert runs["--signature"].err == ("coldstart: --signature is deprecated, use --event (the "
+                                       "same counted event)\n")
+    parser = build_parser()
+    args = parser.parse_args(["run", "host", "--until-verdict", "b", "--signature", "abort"])
+    assert args.signature == "abort"
+    capsys.readouterr()
+    for command in (["compare", "--help"], ["plan", "--help"], ["run", "host", "--help"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(command)
+        shown = capsys.readouterr().out
+        assert "--event" in shown and "--signature" not in shown
+
+
+def test_the_plugins_compare_takes_the_event_and_its_old_name(pair) -> None:
+    from kit.analysis.summary import summarize
+    from kit.pytest_plugin import CampaignResult, Coldstart
+
+    base, cand = pair
+    props: list[tuple[str, str]] = []
+    fixture = Coldstart(None, Path("unused"), None, None,
+                        lambda key, value: props.append((key, value)))
+    results = [CampaignResult(c, summarize(c), {}) for c in (base, cand)]
+    new = fixture.compare(*results, event="any-crash")
+    with pytest.warns(DeprecationWarning, match="use event="):
+        old = fixture.compare(*results, signature="any-crash")
+    assert new.settings.signature == old.settings.signature == "any-crash"
+    assert new.verdict is old.verdict
+    assert props == [("coldstart_verdict", new.verdict.value)] * 2

@@ -77,7 +77,7 @@ def control(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_host_pair_through_compare_and_report(host_pair: tuple[Path, Path],
                                               tmp_path: Path) -> None:
     base, cand = host_pair
-    proc = coldstart("compare", str(base), str(cand), "--signature", SIG, "--out",
+    proc = coldstart("compare", str(base), str(cand), "--event", SIG, "--out",
                      str(tmp_path / "strict"))
     assert proc.returncode == 0, proc.stderr
     # issue #13: the injected segv is the kit's own crash, and both ran one runtime: no
@@ -85,11 +85,11 @@ def test_host_pair_through_compare_and_report(host_pair: tuple[Path, Path],
     text = flat(proc.stdout)
     assert "INCONCLUSIVE" in text and "The baseline's scenario injects crashes" in text
     assert "both campaigns ran the same build (ort_library_sha256" in text
-    proc = coldstart("compare", str(base), str(cand), "--signature", SIG, "--fail-on",
+    proc = coldstart("compare", str(base), str(cand), "--event", SIG, "--fail-on",
                      "inconclusive", "--no-reports")
     assert proc.returncode == 1
     out = tmp_path / "loose"
-    proc = coldstart("compare", str(base), str(cand), "--signature", "any-crash",
+    proc = coldstart("compare", str(base), str(cand), "--event", "any-crash",
                      "--ceiling", "0.7", "--out", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "FIXED" not in proc.stdout and "INCONCLUSIVE" in proc.stdout
@@ -117,7 +117,7 @@ def test_run_host_until_verdict_stops_when_settled(control: Path, tmp_path: Path
     out = tmp_path / "seq"
     proc = coldstart("run", "host", "--launches", "20", "--scenario", "mode=serial",
                      "--label", "candidate", "--out", str(out), "--until-verdict", str(base),
-                     "--signature", SIG, "--ceiling", "0.5")
+                     "--event", SIG, "--ceiling", "0.5")
     assert proc.returncode == 0, proc.stderr
     # design rate 0.125, exact thresholds for 20 launches: 5 clean launches settle it
     # (Wald's LR >= 20 would take ln 20 / ln(0.875/0.5) = 5.4, so 6)
@@ -130,7 +130,7 @@ def test_run_host_until_verdict_stops_when_settled(control: Path, tmp_path: Path
     assert (kept["max_launches"], kept["design_rate"], kept["baseline"]) == (20, 0.125, str(base))
     assert [n for n in summarize(load_campaign(out)).notes if "stopped by the rule: fixed: 0/5"
             in n]
-    proc = coldstart("compare", str(base), str(out), "--signature", SIG, "--ceiling", "0.5",
+    proc = coldstart("compare", str(base), str(out), "--event", SIG, "--ceiling", "0.5",
                      "--no-reports")
     assert "FIXED" in proc.stdout
 
@@ -142,7 +142,7 @@ def test_run_host_until_verdict_refuses_too_few_launches(control: Path, host_pai
     # a 5% ceiling needs 153 launches of a fixed-size candidate at the design rate: no rule
     # of 20 launches has the default error rates (plan's rules take at most 1.3 times 153)
     proc = coldstart("run", "host", "--launches", "20", "--scenario", "mode=serial",
-                     "--out", str(out), "--until-verdict", str(base), "--signature", SIG)
+                     "--out", str(out), "--until-verdict", str(base), "--event", SIG)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "coldstart: error: no sequential rule of at most 20 launches has a false-fixed chance "
@@ -152,7 +152,7 @@ def test_run_host_until_verdict_refuses_too_few_launches(control: Path, host_pai
     assert not out.exists()  # refused before the campaign directory is made
     # an injected baseline is no positive control: the rule could never stop with fixed
     proc = coldstart("run", "host", "--launches", "20", "--scenario", "mode=serial",
-                     "--out", str(out), "--until-verdict", str(host_pair[0]), "--signature",
+                     "--out", str(out), "--until-verdict", str(host_pair[0]), "--event",
                      SIG, "--ceiling", "0.5")
     assert proc.returncode == 2
     assert "the baseline's scenario injects crashes (inject=segv@sessions-created)" in \
@@ -165,7 +165,7 @@ def test_until_verdict_is_kept_for_resume_and_refused_when_it_cannot_work(
     base = control
     out = tmp_path / "kept"
     proc = coldstart("run", "host", "--launches", "20", "--scenario", "mode=serial",
-                     "--out", str(out), "--until-verdict", str(base), "--signature", SIG,
+                     "--out", str(out), "--until-verdict", str(base), "--event", SIG,
                      "--ceiling", "0.5")
     assert proc.returncode == 0, proc.stderr
     assert len(load_campaign(out).counted) == 5
@@ -180,13 +180,13 @@ def test_until_verdict_is_kept_for_resume_and_refused_when_it_cannot_work(
     proc = coldstart("compare", str(base), str(out), "--no-reports")
     text = flat(proc.stdout)
     assert "FIXED" in text and "ceiling 50.00%" in text
-    assert (f"note: --signature {SIG}, --alpha 0.05, --ceiling 0.5 as in the candidate's "
+    assert (f"note: --event {SIG}, --alpha 0.05, --ceiling 0.5 as in the candidate's "
             f"--until-verdict rule (campaign.json)") in text
     proc = coldstart("compare", str(base), str(out), "--no-reports", "--ceiling", "0.05")
     assert "INCONCLUSIVE" in flat(proc.stdout)  # given settings win: 0/5 is not below 5%
     assert "--ceiling 0.05 as in" not in flat(proc.stdout)
     # another rule, or other --launches, is refused: the thresholds are the campaign's
-    for extra, message in ((["--until-verdict", str(base), "--signature", SIG, "--ceiling",
+    for extra, message in ((["--until-verdict", str(base), "--event", SIG, "--ceiling",
                              "0.4"], "under another rule: its --ceiling was 0.5, now 0.4"),
                            (["--alpha", "0.01"], "under another rule: its --alpha was 0.05, "
                                                  "now 0.01"),
@@ -197,9 +197,9 @@ def test_until_verdict_is_kept_for_resume_and_refused_when_it_cannot_work(
     for extra, message in (
             (["--until-verdict", ""], "--until-verdict is empty"),
             (["--ceiling", "0.01"], "--ceiling only applies with --until-verdict"),
-            (["--signature", SIG], "--signature only applies with --until-verdict"),
-            (["--until-verdict", str(base), "--signature", "race-witnessed", "--no-witness"],
-             "--signature race-witnessed counts only launches the race witness watched")):
+            (["--event", SIG], "--event only applies with --until-verdict"),
+            (["--until-verdict", str(base), "--event", "race-witnessed", "--no-witness"],
+             "--event race-witnessed counts only launches the race witness watched")):
         proc = coldstart("run", "host", "--launches", "20", "--out", str(tmp_path / "no"),
                          *extra)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
@@ -236,7 +236,7 @@ def test_compare_into_a_closed_pipe_still_writes_its_reports(host_pair: tuple[Pa
                                                              tmp_path: Path) -> None:
     base, cand = host_pair  # `coldstart compare ... | head -1`
     proc = subprocess.Popen([sys.executable, "-m", "kit.cli", "compare", str(base), str(cand),
-                             "--signature", SIG, "--out", str(tmp_path / "r")], cwd=ROOT,
+                             "--event", SIG, "--out", str(tmp_path / "r")], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stdout.readline()
     proc.stdout.close()

@@ -22,7 +22,7 @@ from kit.store.meta import CampaignMeta
 from kit.campaign.request import kept_timeout_s
 from kit.errors import ColdstartError, DataError
 from kit.records import LaunchRecord
-from kit.targets.argtypes import MAX_LAUNCHES, MAX_TIMEOUT_S
+from kit.argtypes import MAX_LAUNCHES, MAX_TIMEOUT_S
 from tests.conftest import coldstart, one_line_error
 from tests.test_summary import make_campaign, record
 

@@ -244,7 +244,18 @@ def test_long_signature_and_infra_error_lists_are_bounded(tmp_path: Path) -> Non
 
 
 def test_a_streamed_campaign_summarises_as_a_loaded_one(mixed: Campaign) -> None:
-    from kit.analysis.scan import open_campaign
+    from kit.store.store import open_campaign
 
     streamed = summarize(open_campaign(mixed.path)).to_dict()
     assert streamed == summarize(mixed).to_dict()
+
+
+def test_one_campaign_type_loaded_or_left_on_disk(mixed: Campaign) -> None:
+    from kit.store.store import open_campaign
+
+    opened = open_campaign(mixed.path)
+    assert type(opened) is type(mixed) is Campaign
+    assert mixed.loaded and not opened.loaded and opened.records is None
+    assert [r.launch_id for r in opened.iter_records()] == [r.launch_id for r in mixed.records]
+    assert [r.launch_id for r in opened.counted] == [r.launch_id for r in mixed.counted]
+    assert (opened.meta, opened.notes, opened.writer) == (mixed.meta, mixed.notes, mixed.writer)

@@ -323,7 +323,7 @@ def test_argparse_helpers(tmp_path: Path) -> None:
     parser.add_argument("--launches", type=int, default=20)
     add_until_verdict_options(parser)
     assert stop_rule_from_args(parser.parse_args([])) is None
-    args = parser.parse_args(["--until-verdict", str(base.path), "--signature",
+    args = parser.parse_args(["--until-verdict", str(base.path), "--event",
                               "other-native-crash", "--ceiling", "0.5"])
     rule = stop_rule_from_args(args)
     assert rule is not None and (rule.baseline_events, rule.baseline_n) == (3, 3)

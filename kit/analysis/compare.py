@@ -19,8 +19,11 @@ from urllib.parse import parse_qsl, urlsplit
 from ..errors import ColdstartError, UsageError
 from ..records import Outcome
 from ..scenario import parse_scenario
+from ..store.identity import BuildIdentity
+from ..store.meta import CampaignMeta
+from ..store.store import Campaign
 from .decide import BUILD, NO_CHANGE, SCENARIO, Decision, Verdict, VerdictSettings, decide
-from .scan import AnyCampaign, Scan, scan_campaign
+from .scan import Scan, scan_campaign
 from .stats import (Rate, StratumTable, holm, lower_rate_test, rate, significant,
                     stratified_exact_p, upper_bound)
 from .summary import unfinished_note
@@ -28,14 +31,8 @@ from .target import left_out_text
 
 __all__ = ["ArmResult", "DeviceResult", "MovedCrash", "Check", "Comparison",
            "compare_campaigns", "option_differences", "MAX_NOTES", "cap_notes",
-           "build_identity", "checks_of"]
+           "same_build", "build_change", "checks_of"]
 
-#: ``campaign.json`` build fields that name the bytes of a build: the host's onnxruntime
-#: library, an Android APK
-_BUILD_IDENTITY = ("ort_library_sha256", "apk_sha256")
-#: fields of the program around that library (the host workload): when both campaigns
-#: record one and they differ, the same library runs in another program, another build
-_BUILD_PROGRAM = ("workload", "workload_hash")
 #: Outcomes other than crashes that can "move" into a candidate (e.g. a fix that deadlocks).
 _MOVED_OUTCOMES = (Outcome.HUNG, Outcome.APP_ERROR, Outcome.WRONG_OUTPUT)
 #: ``campaign.json`` options that change what a launch does, and so confound a comparison
@@ -183,7 +180,7 @@ def cap_notes(notes: Sequence[str], limit: int = MAX_NOTES) -> tuple[str, ...]:
                                  f"(the campaigns' own notes are in their summaries)")
 
 
-def _arm(campaign: AnyCampaign, scan: Scan, confidence: float) -> ArmResult:
+def _arm(campaign: Campaign, scan: Scan, confidence: float) -> ArmResult:
     events, eligible = scan.target_events
     meta = campaign.meta
     counted_devices = tuple(sorted(d for d, row in scan.devices.items() if row[1]))
@@ -229,43 +226,48 @@ def option_differences(baseline: Any, candidate: Any) -> list[str]:
             if key in baseline and key in candidate and baseline[key] != candidate[key]]
 
 
-def build_identity(build_b: dict[str, Any], build_c: dict[str, Any]) -> str | None:
-    """How two campaigns' ``build`` provenance shows one build: ``"ort_library_sha256
-    abababababab..."`` (the same library or APK bytes, under whatever names, in the same
-    program: a host workload recorded by both must be the same),
-    ``"the same build provenance"`` (identical and not empty), else ``None``."""
-    same = [key for key in _BUILD_IDENTITY
-            if build_b.get(key) and build_b.get(key) == build_c.get(key)]
-    other_program = any(key in build_b and key in build_c and build_b[key] != build_c[key]
-                        for key in _BUILD_PROGRAM)
-    if same and not other_program:
-        return f"{same[0]} {str(build_b[same[0]])[:12]}..."
-    if build_b and build_b == build_c:
+def _identities(*metas: CampaignMeta) -> list[BuildIdentity]:
+    """Each campaign's build identity (never ``None`` once a :class:`CampaignMeta` is
+    made)."""
+    return [m.build_identity or BuildIdentity.from_build(m.build) for m in metas]
+
+
+def same_build(baseline: CampaignMeta, candidate: CampaignMeta) -> str | None:
+    """How two campaigns show they ran one build: ``"ort_library_sha256
+    abababababab..."`` (the same artifact, by kind and sha256, in the same program when
+    both name one: :class:`kit.store.identity.BuildIdentity`); when either has no digest,
+    ``"the same build provenance"`` (the ``build`` provenance identical and not empty);
+    else ``None``."""
+    b, c = _identities(baseline, candidate)
+    other_program = any(getattr(b, f) and getattr(c, f) and getattr(b, f) != getattr(c, f)
+                        for f in ("program", "program_sha256"))
+    if b.sha256 and c.sha256:  # both measured: the digests decide
+        if b.artifact == c.artifact and b.sha256 == c.sha256 and not other_program:
+            return f"{b.artifact}_sha256 {b.sha256[:12]}..."
+        return None
+    if baseline.build and baseline.build == candidate.build:
         return "the same build provenance"
     return None
 
 
-def build_change(build_b: dict[str, Any], build_c: dict[str, Any]) -> str | None:
-    """What differs between two builds the kit made itself (``build["ort_build"]``,
-    :func:`kit.targets.host.ortbuild.provenance`): ``"patch none -> fix, sha256
-    1a2b3c4d..."`` when only the patch differs, ``"onnxruntime build: source, flags
-    differ; patch none -> fix"`` when more does, ``None`` when either build is not the
-    kit's or they are the same."""
-    ort_b, ort_c = build_b.get("ort_build"), build_c.get("ort_build")
-    if not isinstance(ort_b, dict) or not isinstance(ort_c, dict):
+def build_change(baseline: BuildIdentity, candidate: BuildIdentity) -> str | None:
+    """What differs between two builds the kit made itself (their ``ort_build``,
+    :class:`kit.store.identity.OrtVariant`): ``"patch none -> fix, sha256 1a2b3c4d..."``
+    when only the patch differs, ``"onnxruntime build: source, flags differ; patch none ->
+    fix"`` when more does; else, when both know their onnxruntime version and it differs,
+    ``"onnxruntime 1.21.0 -> 1.22.0"``; ``None`` when neither tells."""
+    ort_b, ort_c = baseline.ort_build, candidate.ort_build
+    if ort_b is None or ort_c is None:
+        if baseline.version and candidate.version and baseline.version != candidate.version:
+            return f"onnxruntime {baseline.version} -> {candidate.version}"
         return None
-
-    def patch_text(patch: Any) -> str:
-        return str(patch.get("name")) if isinstance(patch, dict) else "none"
-
-    p_b, p_c = ort_b.get("patch"), ort_c.get("patch")
+    p_b, p_c = ort_b.patch, ort_c.patch
     patch = ""
     if p_b != p_c:
-        sha = p_c.get("sha256") if isinstance(p_c, dict) else None
-        patch = (f"patch {patch_text(p_b)} -> {patch_text(p_c)}"
-                 + (f", sha256 {str(sha)[:8]}..." if sha else ""))
-    others = sorted(k for k in {*ort_b, *ort_c} - {"patch", "key"}
-                    if ort_b.get(k) != ort_c.get(k))
+        patch = (f"patch {p_b.name if p_b else 'none'} -> {p_c.name if p_c else 'none'}"
+                 + (f", sha256 {p_c.sha256[:8]}..." if p_c is not None and p_c.sha256
+                    else ""))
+    others = ort_b.differences(ort_c)
     if not others:
         return patch or None
     return f"onnxruntime build: {', '.join(others)} differ" + (f"; {patch}" if patch else "")
@@ -291,7 +293,7 @@ def _injected(scenario: str) -> str | None:
     return None if inject is None else "@".join(inject)
 
 
-def _rule_design(candidate: AnyCampaign, settings: VerdictSettings, notes: list[str]) -> Any:
+def _rule_design(candidate: Campaign, settings: VerdictSettings, notes: list[str]) -> Any:
     """The candidate's ``--until-verdict`` design when its settings are these (``None``
     otherwise, with a note when the settings differ)."""
     rule = candidate.meta.until_verdict
@@ -299,7 +301,7 @@ def _rule_design(candidate: AnyCampaign, settings: VerdictSettings, notes: list[
         return None
     if (rule.signature, rule.alpha, rule.ceiling) != (settings.signature, settings.alpha,
                                                       settings.ceiling):
-        notes.append(f"the candidate ran under a sequential rule for --signature "
+        notes.append(f"the candidate ran under a sequential rule for --event "
                      f"{rule.signature} --alpha {rule.alpha:g} --ceiling {rule.ceiling:g}; "
                      f"judged with other settings, only the anytime-valid comparison holds "
                      f"its error rate, not the ceiling's bound")
@@ -317,10 +319,10 @@ def _rule_design(candidate: AnyCampaign, settings: VerdictSettings, notes: list[
         return None
 
 
-def compare_campaigns(baseline: AnyCampaign, candidate: AnyCampaign,
+def compare_campaigns(baseline: Campaign, candidate: Campaign,
                       settings: VerdictSettings = VerdictSettings(), *,
                       scans: tuple[Scan, Scan] | None = None) -> Comparison:
-    """Compare two campaigns (loaded, or :func:`kit.analysis.scan.open_campaign`'s streamed
+    """Compare two campaigns (loaded, or :func:`kit.store.store.open_campaign`'s streamed
     ones) and state the verdict (module doc).
 
     With more than one device across both campaigns the decision uses the stratified exact
@@ -352,7 +354,7 @@ def compare_campaigns(baseline: AnyCampaign, candidate: AnyCampaign,
     b_arm, c_arm = _arm(baseline, s_b, confidence), _arm(candidate, s_c, confidence)
     notes: list[str] = []
     differ = option_differences(baseline.meta.options, candidate.meta.options)
-    same = build_identity(baseline.meta.build, candidate.meta.build)
+    same = same_build(baseline.meta, candidate.meta)
     change = _scenario_change(b_arm.scenario, c_arm.scenario, differ)
     kind = BUILD if same is None else (SCENARIO if change else NO_CHANGE)
     if kind == BUILD:
@@ -394,7 +396,7 @@ def compare_campaigns(baseline: AnyCampaign, candidate: AnyCampaign,
                       stratified_p=stratified_p, anytime=anytime, sequential=design,
                       injected=injected,
                       change=(change if kind == SCENARIO else
-                              build_change(baseline.meta.build, candidate.meta.build)
+                              build_change(*_identities(baseline.meta, candidate.meta))
                               if kind == BUILD else None),
                       kind=kind)
     moved = _moved(s_b, s_c, sig, settings.alpha)

@@ -36,7 +36,8 @@ from .target import (DEFAULT_SIGNATURE, RACE_DETECTED, RACE_WITNESSED, check_sig
                      tier_text, none_eligible_text)
 
 __all__ = ["MIN_FRACTION", "Verdict", "VerdictSettings", "Decision", "Needed", "decide", "p_text",
-           "clean_launches_to_fixed", "HEAP_ADVICE", "BUILD", "SCENARIO", "NO_CHANGE"]
+           "clean_launches_to_fixed", "HEAP_ADVICE", "BUILD", "SCENARIO", "NO_CHANGE",
+           "setting_option"]
 
 #: what a comparison is about: two builds, or one build under two scenarios (or options)
 BUILD, SCENARIO, NO_CHANGE = "build", "scenario", "none"
@@ -75,12 +76,20 @@ class Verdict(str, enum.Enum):
         return self in (Verdict.NOT_FIXED, Verdict.NOT_REMOVED)
 
 
+def setting_option(key: str) -> str:
+    """The command-line option of a verdict or rule setting: ``signature`` (the counted
+    event, docs/design.md) is ``--event``; any other key ``--<key with dashes>``
+    (``design_rate`` -> ``--design-rate``)."""
+    return "--event" if key == "signature" else "--" + key.replace("_", "-")
+
+
 @dataclasses.dataclass(frozen=True)
 class VerdictSettings:
     """The verdict's parameters.
 
     Attributes:
-        signature: the target (:mod:`kit.analysis.target`).
+        signature: the counted event (:mod:`kit.analysis.target`; ``--event`` on the
+            command line).
         alpha: level of the exact test; the candidate's bound is one-sided at ``1 - alpha``.
         ceiling: the rate the candidate must be shown to be below (0.05: "below 5% at 95%").
         power: used only to say how many launches are still needed.

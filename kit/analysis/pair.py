@@ -12,8 +12,9 @@ import os
 from typing import Any
 
 from .compare import Comparison, compare_campaigns
-from .decide import VerdictSettings
-from .scan import AnyCampaign, Scan, open_campaign, scan_campaign
+from .decide import VerdictSettings, setting_option
+from ..store.store import Campaign, open_campaign
+from .scan import Scan, scan_campaign
 from .summary import CampaignSummary, summarize
 from .target import DEFAULT_SIGNATURE
 
@@ -35,8 +36,8 @@ class ComparedPair:
         taken: the settings taken from the candidate's rule (``--alpha 0.05``...).
     """
 
-    baseline: AnyCampaign
-    candidate: AnyCampaign
+    baseline: Campaign
+    candidate: Campaign
     scans: tuple[Scan, Scan]
     comparison: Comparison
     taken: tuple[str, ...]
@@ -47,7 +48,7 @@ class ComparedPair:
                 summarize(self.candidate, scan=self.scans[1])]
 
 
-def resolve_settings(candidate: AnyCampaign, *, signature: str | None = None,
+def resolve_settings(candidate: Campaign, *, signature: str | None = None,
                      alpha: float | None = None, ceiling: float | None = None,
                      power: float = 0.8) -> tuple[VerdictSettings, tuple[str, ...]]:
     """The verdict settings: each given one, else the candidate's ``--until-verdict`` rule's
@@ -64,12 +65,13 @@ def resolve_settings(candidate: AnyCampaign, *, signature: str | None = None,
         kept = getattr(rule, key) if rule is not None else None
         values[key] = kept if kept is not None else default
         if kept is not None:
-            taken.append(f"--{key} {kept}" if key == "signature" else f"--{key} {kept:g}")
+            taken.append(f"{setting_option(key)} "
+                         + (f"{kept}" if key == "signature" else f"{kept:g}"))
     return VerdictSettings(power=power, **values), tuple(taken)
 
 
-def compare_pair(baseline: AnyCampaign | str | os.PathLike[str],
-                 candidate: AnyCampaign | str | os.PathLike[str], *,
+def compare_pair(baseline: Campaign | str | os.PathLike[str],
+                 candidate: Campaign | str | os.PathLike[str], *,
                  signature: str | None = None, alpha: float | None = None,
                  ceiling: float | None = None, power: float = 0.8) -> ComparedPair:
     """Compare ``candidate`` with ``baseline`` (campaigns, or their directories) under the

@@ -3,8 +3,9 @@ summaries and the reports need, in counters and compact arrays: a campaign of 10
 launches is never held as 100,000 record objects (issue #13: compare took 2.1 GB for
 2 x 100k launches).
 
-* :func:`open_campaign`: a campaign's ``campaign.json`` and notes, its records left on disk
-  (:class:`CampaignSource`); :func:`records_of` streams either kind of campaign.
+* a :class:`~kit.store.store.Campaign` loaded or opened with its records left on disk
+  (:func:`kit.store.store.open_campaign`): :meth:`~kit.store.store.Campaign.iter_records`
+  gives them either way.
 * :class:`Scan`: feed it records one by one (:meth:`Scan.add`), or :func:`scan_campaign`.
 """
 
@@ -12,19 +13,14 @@ from __future__ import annotations
 
 import array
 import collections
-import dataclasses
 import datetime as _dt
-import os
-from pathlib import Path
-from typing import Any, Iterable, Iterator, Union
+from typing import Any, Iterable
 
-from ..store.store import Campaign, CampaignStore
-from ..store.meta import CampaignMeta
+from ..store.store import Campaign
 from ..records import LaunchRecord, Outcome
 from .target import detector_of, is_eligible, is_event
 
-__all__ = ["CampaignSource", "AnyCampaign", "open_campaign", "records_of", "Scan",
-           "scan_campaign", "OUTCOME_ORDER", "MAX_LISTED", "example_frames", "NO_PHASE"]
+__all__ = ["Scan", "scan_campaign", "OUTCOME_ORDER", "MAX_LISTED", "example_frames", "NO_PHASE"]
 
 #: rows of a list (infra errors) kept for reports; the rest are counted
 MAX_LISTED = 200
@@ -32,55 +28,6 @@ MAX_LISTED = 200
 NO_PHASE = "none"
 #: outcome codes of :attr:`Scan.timeline_outcome`
 OUTCOME_ORDER = tuple(o.value for o in Outcome)
-
-
-@dataclasses.dataclass
-class CampaignSource:
-    """A campaign whose records stay on disk: ``path``, ``meta`` (``campaign.json``) and
-    ``notes`` (a cut last line, a writer still running); :meth:`iter_records` streams the
-    records (bounded lines, :meth:`kit.campaign.CampaignStore.iter_records`)."""
-
-    path: Path
-    meta: CampaignMeta
-    notes: list[str] = dataclasses.field(default_factory=list)
-    #: the pid of the coldstart still writing it (-1: one whose pid is unknown), else None
-    writer: int | None = None
-
-    @property
-    def label(self) -> str:
-        return self.meta.label
-
-    def iter_records(self) -> Iterator[LaunchRecord]:
-        return CampaignStore(self.path).iter_records()
-
-
-AnyCampaign = Union[Campaign, CampaignSource]
-
-
-def open_campaign(path: str | os.PathLike[str]) -> CampaignSource:
-    """Open a campaign for a streamed analysis: ``campaign.json`` read and checked, the
-    notes :func:`kit.campaign.load_campaign` gives, no record loaded.
-
-    Raises:
-        UsageError, DataError: as :func:`kit.campaign.load_campaign`.
-    """
-    store = CampaignStore(path)
-    meta = store.read_meta()
-    notes = []
-    note = store.cut_tail_note()  # the store's own check, as load_campaign notes it
-    if note:
-        notes.append(note)
-    pid = store.writer_pid()
-    note = store.in_progress_note(pid)
-    return CampaignSource(Path(path), meta, notes + ([note] if note else []), writer=pid)
-
-
-def records_of(campaign: AnyCampaign) -> Iterator[LaunchRecord]:
-    """The records of a loaded campaign (from memory) or of a :class:`CampaignSource`
-    (streamed from disk, checked line by line: a bad line raises DataError)."""
-    if isinstance(campaign, Campaign):
-        return iter(campaign.records)
-    return campaign.iter_records()
 
 
 def example_frames(record: LaunchRecord, limit: int = 8) -> tuple[str, ...]:
@@ -238,12 +185,11 @@ class Scan:
             self.detector_detected_crashed += crashed
 
 
-def scan_campaign(campaign: AnyCampaign | Iterable[LaunchRecord],
+def scan_campaign(campaign: Campaign | Iterable[LaunchRecord],
                   signature: str | None = None) -> Scan:
     """One :class:`Scan` over a campaign (loaded or streamed) or an iterable of records."""
     scan = Scan(signature)
-    records = records_of(campaign) if isinstance(campaign, (Campaign, CampaignSource)) \
-        else iter(campaign)
+    records = campaign.iter_records() if isinstance(campaign, Campaign) else iter(campaign)
     for record in records:
         scan.add(record)
     return scan

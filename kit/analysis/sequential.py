@@ -175,7 +175,7 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
                              f"(inject={'@'.join(inject)}): they are the kit's own, no "
                              f"positive control, so --until-verdict could never stop with "
                              f"fixed", "give a baseline campaign run with inject=none")
-    records = baseline.records if isinstance(baseline, Campaign) else list(baseline)
+    records = list(baseline.iter_records()) if isinstance(baseline, Campaign) else list(baseline)
     x_b, n_b = count_events(records, settings.signature)
     if x_b == 0:
         raise UsageError(f"the baseline never reproduced {settings.signature} ({x_b}/{n_b} "

@@ -15,11 +15,11 @@ import statistics
 from typing import Any, Iterable, Sequence
 
 from ..store.meta import CampaignMeta
+from ..store.store import Campaign
 from ..errors import ColdstartError
 from ..records import LaunchRecord
 from ..scenario import parse_scenario
-from .scan import (NO_PHASE, AnyCampaign, CampaignSource, Scan, example_frames, records_of,
-                   scan_campaign)
+from .scan import NO_PHASE, Scan, example_frames, scan_campaign
 from .stats import Rate, rate
 
 __all__ = ["CountRow", "DeviceRow", "OverlapSummary", "RaceSummary", "DetectorSummary",
@@ -291,11 +291,11 @@ def _until_verdict_note(meta: CampaignMeta) -> tuple[str, ...]:
     rule, pair = meta.until_verdict, meta.interleaved
     if rule is not None:
         head = (f"run under --until-verdict against {rule.baseline}"
-                f"{', interleaved' if rule.interleaved else ''} (signature {rule.signature}, "
+                f"{', interleaved' if rule.interleaved else ''} (event {rule.signature}, "
                 f"ceiling {rule.ceiling})")
         stopped, why = rule.stopped, rule.why
     elif pair is not None:  # the baseline's side
-        head = (f"baseline of a run interleaved with {pair.candidate} (signature "
+        head = (f"baseline of a run interleaved with {pair.candidate} (event "
                 f"{pair.rule.get('signature')}, ceiling {pair.rule.get('ceiling')})")
         stopped, why = pair.stopped, pair.why
     else:
@@ -307,7 +307,7 @@ def _until_verdict_note(meta: CampaignMeta) -> tuple[str, ...]:
     return (f"{head}: interrupted before the rule settled",)
 
 
-def unfinished_note(campaign: AnyCampaign, made: int | None = None) -> str | None:
+def unfinished_note(campaign: Campaign, made: int | None = None) -> str | None:
     """``"campaign made 3 of its 30 planned launches (...)"`` for a campaign that was
     interrupted before its ``launches`` (``campaign.json``), else ``None``; a campaign run
     under a sequential rule that ended (settled or not) is finished, and one still being
@@ -317,7 +317,7 @@ def unfinished_note(campaign: AnyCampaign, made: int | None = None) -> str | Non
         return None  # still running: its in-progress note says so, and --resume would wait
     planned = campaign.meta.launches
     if made is None:
-        made = len({r.index for r in records_of(campaign)})
+        made = len({r.index for r in campaign.iter_records()})
     if made >= planned:
         return None
     for kept in (campaign.meta.until_verdict, campaign.meta.interleaved):
@@ -327,14 +327,13 @@ def unfinished_note(campaign: AnyCampaign, made: int | None = None) -> str | Non
             f"with --resume)")
 
 
-def summarize(campaign_or_records: AnyCampaign | Iterable[LaunchRecord],
+def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],
               confidence: float = 0.95, *, scan: Scan | None = None) -> CampaignSummary:
     """Summarise a campaign (or records, e.g. of one in progress) in one streamed pass.
 
     Args:
-        campaign_or_records: a :class:`~kit.campaign.Campaign`, a
-            :class:`~kit.analysis.scan.CampaignSource` (records streamed from disk), or
-            launch records (infra errors included; they are listed and left out of every
+        campaign_or_records: a :class:`~kit.store.store.Campaign` (loaded, or its
+            records streamed from disk), or launch records (infra errors included; they are listed and left out of every
             denominator).
         confidence: of every Clopper-Pearson interval.
         scan: the campaign's :class:`~kit.analysis.scan.Scan` when already made (compare
@@ -343,9 +342,7 @@ def summarize(campaign_or_records: AnyCampaign | Iterable[LaunchRecord],
     Returns:
         A :class:`CampaignSummary`.
     """
-    from ..store.store import Campaign
-
-    if isinstance(campaign_or_records, (Campaign, CampaignSource)):
+    if isinstance(campaign_or_records, Campaign):
         campaign = campaign_or_records
         scan = scan if scan is not None else scan_campaign(campaign)
         meta: CampaignMeta | None = campaign.meta

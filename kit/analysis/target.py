@@ -1,4 +1,4 @@
-"""Counted events: what a comparison counts in a launch (its ``--signature``), which launches
+"""Counted events: what a comparison counts in a launch (its ``--event``), which launches
 enter its rate, and the tier of evidence it is (docs/verdict.md, "The target"; the word
 *target* alone names where launches run, docs/design.md "Vocabulary").
 

@@ -16,7 +16,7 @@ docs/verdict.md derives every rule.
 
 from __future__ import annotations
 
-from .compare import (ArmResult, Comparison, DeviceResult, MovedCrash, build_identity,
+from .compare import (ArmResult, Comparison, DeviceResult, MovedCrash, same_build,
                       cap_notes, compare_campaigns, option_differences)
 from .decide import (BUILD, HEAP_ADVICE, MIN_FRACTION, NO_CHANGE, SCENARIO, Decision, Needed, Verdict,
                      VerdictSettings, clean_launches_to_fixed, decide, p_text)
@@ -29,4 +29,4 @@ __all__ = ["MIN_FRACTION", "Verdict", "VerdictSettings", "Decision", "Needed", "
            "is_eligible", "count_events", "check_signature", "DEFAULT_SIGNATURE",
            "RACE_WITNESSED", "RACE_DETECTED", "ANY_CRASH", "MECHANISM", "FAILURE", "tier",
            "tier_text", "HEAP_ADVICE", "option_differences", "p_text", "cap_notes",
-           "build_identity", "clean_launches_to_fixed", "BUILD", "SCENARIO", "NO_CHANGE"]
+           "same_build", "clean_launches_to_fixed", "BUILD", "SCENARIO", "NO_CHANGE"]

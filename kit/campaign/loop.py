@@ -16,61 +16,15 @@ import collections
 import dataclasses
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
+from ..launch import LaunchContext, Launcher
 from ..records import PERSISTENT_INFRA_KEY, LaunchRecord, Outcome
 from ..scenario import Scenario
 from ..store.store import CampaignStore, launch_id_for, utc_now
 
-__all__ = ["LaunchContext", "Launcher", "CampaignObserver", "RetryPolicy", "Arm", "Step",
+__all__ = ["CampaignObserver", "RetryPolicy", "Arm", "Step",
            "Schedule", "CampaignSchedule", "run_arms", "run_campaign", "abandoned_slots"]
-
-
-@dataclasses.dataclass(frozen=True)
-class LaunchContext:
-    """Everything a launcher needs for one launch.
-
-    Attributes:
-        scenario: the campaign's scenario bound to this launch's id.
-        index, attempt, label: see :class:`~kit.records.LaunchRecord`.
-        artifacts_dir: absolute path of ``artifacts/<launch-id>/`` (created, empty).
-        artifacts_rel: the same path relative to the campaign dir (for records).
-        timeout_s: seconds the launch may take before it counts as ``hung``.
-    """
-
-    scenario: Scenario
-    index: int
-    attempt: int
-    label: str
-    artifacts_dir: Path
-    artifacts_rel: str
-    timeout_s: float
-
-    @property
-    def launch_id(self) -> str:
-        assert self.scenario.id is not None
-        return self.scenario.id
-
-
-class Launcher(Protocol):
-    """One target device that can cold-launch the app (one worker thread drives each).
-
-    ``target`` is the target name (``host``, ``android``...), ``device`` the device id.
-    """
-
-    target: str
-    device: str
-
-    def launch(self, ctx: LaunchContext) -> LaunchRecord:
-        """Make one cold launch and return its record. Must not raise for anything the app
-        does; raise :class:`~kit.errors.InfraError` (or return an ``infra-error`` record)
-        when the launch could not be made or observed."""
-        ...
-
-    def abort(self) -> None:
-        """Stop a launch in flight (called from another thread on Ctrl-C)."""
-        ...
 
 
 class CampaignObserver(Protocol):

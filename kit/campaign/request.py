@@ -59,7 +59,7 @@ class CampaignRequest:
     """One ``coldstart run``: what to launch, where, how often, and when to stop.
 
     Attributes:
-        target: the target's name (:func:`kit.targets.base.get_target`).
+        target: the target's name (:func:`kit.targets.registry.get_target`).
         config: the target's own typed configuration.
         scenario: what each launch does (no ``id``: launch ids are the kit's).
         label: the build label.
@@ -157,7 +157,7 @@ class SessionResult:
 def compare_argv(baseline: Path | str, candidate: Path | str,
                  settings: VerdictSettings) -> tuple[str, ...]:
     """The ``coldstart compare`` command that states a rule run's verdict."""
-    return ("coldstart", "compare", str(baseline), str(candidate), "--signature",
+    return ("coldstart", "compare", str(baseline), str(candidate), "--event",
             settings.signature, "--alpha", f"{settings.alpha:g}", "--ceiling",
             f"{settings.ceiling:g}")
 
@@ -234,13 +234,13 @@ def resolve_request(given: Given, meta: CampaignMeta | None, out: Any, *,
 
 def kept_timeout_s(meta: CampaignMeta) -> float:
     """``options.timeout_s`` of a campaign being resumed, held to ``--timeout``'s bounds
-    (a number of seconds in (0, :data:`~kit.targets.argtypes.MAX_TIMEOUT_S`]).
+    (a number of seconds in (0, :data:`~kit.argtypes.MAX_TIMEOUT_S`]).
 
     Raises:
         DataError: it is not such a number (one line; exit 2).
     """
     from .._fields import FieldReader
-    from ..targets.argtypes import MAX_TIMEOUT_S
+    from ..argtypes import MAX_TIMEOUT_S
 
     return FieldReader(meta.options, "campaign.json: options",
                        "give --timeout S to resume with, or restore campaign.json").num(
@@ -248,7 +248,9 @@ def kept_timeout_s(meta: CampaignMeta) -> float:
 
 
 def _flag(key: str) -> str:
-    return "--" + key.replace("_", "-")
+    from ..analysis.decide import setting_option
+
+    return setting_option(key)
 
 
 def resolve_rule(given: Given, kept: RuleMeta | None, out: Any, *, resume: bool,

@@ -1,7 +1,8 @@
 """The campaign session: one typed request in, one or two campaigns made, progress and rule
 events out through an observer. The CLI turns arguments into a :class:`CampaignRequest` and
 renders what the :class:`SessionObserver` hears; the pytest plugin builds the request
-directly.
+directly. Both look the target up in the registry (:mod:`kit.targets.registry`) and hand it
+in: the session knows no target by name.
 
 A session, in order (what is there is checked before anything is made, so a refused request
 changes nothing):
@@ -10,7 +11,7 @@ changes nothing):
    against a finished baseline, build the stopping rule;
 2. take the campaign's lock (two processes never write one campaign);
 3. on resume, check that the campaign is this request's (label, target, scenario, rule);
-4. prepare the target (:meth:`kit.targets.base.Target.prepare`) and, on resume, check that
+4. prepare the target (:meth:`kit.launch.Target.prepare`) and, on resume, check that
    its build and launch options are the campaign's;
 5. make (or reopen) the campaign with its whole ``campaign.json``, open the target, run the
    launches (one campaign, or two interleaved), close the target, record the provenance the
@@ -25,13 +26,14 @@ import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..analysis.decide import setting_option
 from ..analysis.sequential import InterleavedRule, StopRule, make_stop_rule
 from ..analysis.sprt import SLOW_RULE_LAUNCHES
 from ..analysis.verdict import RACE_DETECTED, RACE_WITNESSED, count_events
 from .._bounded import describe_path, path_kind
 from ..errors import UsageError
 from ..records import LaunchRecord
-from ..targets.base import PreparedTarget, get_target
+from ..launch import PreparedTarget, Target
 from .interleave import InterleavedSchedule
 from .loop import Arm, CampaignSchedule, abandoned_slots, run_arms
 from ..store.meta import CampaignMeta, PairMeta, RuleMeta
@@ -73,15 +75,15 @@ def _check_rule(request: CampaignRequest, prepared: Sequence[PreparedTarget]) ->
     for setup in (p.setup for p in prepared):
         witness = setup.witness or f"off: the {request.target} target has no race witness"
         if rule.settings.signature == RACE_WITNESSED and witness != "on":
-            raise UsageError(f"--signature race-witnessed counts only launches the race "
+            raise UsageError(f"--event race-witnessed counts only launches the race "
                              f"witness watched, and this run has none ({witness})",
                              "run with the witness on the host, or give a crash class as "
-                             "--signature")
+                             "--event")
         if rule.settings.signature == RACE_DETECTED and setup.detector is None:
-            raise UsageError("--signature race-detected counts only launches run under the "
+            raise UsageError("--event race-detected counts only launches run under the "
                              "race detector, and this run has none",
                              "add --detector drd (host), or give a crash class as "
-                             "--signature")
+                             "--event")
 
 
 def _check_resumed_rule(store: CampaignStore, meta: CampaignMeta,
@@ -102,7 +104,7 @@ def _check_resumed_rule(store: CampaignStore, meta: CampaignMeta,
               "design_rate": kept.design_rate}
     for key, value in theirs.items():
         if mine[key] != value:
-            raise conflict("other-rule", store.path, key=f"--{key.replace('_', '-')}",
+            raise conflict("other-rule", store.path, key=setting_option(key),
                            old=value, new=mine[key])
     if kept.interleaved != rule.interleaved:
         raise conflict("interleaving", store.path,
@@ -131,11 +133,13 @@ def _lock(store: CampaignStore, made: list[_Made]) -> None:
     store.lock()
 
 
-def run_session(request: CampaignRequest, observer: SessionObserver,
+def run_session(target: Target, request: CampaignRequest, observer: SessionObserver,
                 opened: OpenCampaign | None = None) -> SessionResult:
-    """Run one request (module doc). ``opened``: the campaign ``request.out`` as the caller
-    already opened it to resume (:func:`kit.store.opened.open_to_resume`, so that it is
-    read once); the session unlocks it when it ends.
+    """Run one request (module doc) on ``target`` (the registry's target named
+    ``request.target``, :func:`kit.targets.registry.get_target`). ``opened``: the campaign
+    ``request.out`` as the caller already opened it to resume
+    (:func:`kit.store.opened.open_to_resume`, so that it is read once); the session unlocks
+    it when it ends.
 
     Raises:
         UsageError: a bad request, a campaign of another setup, a campaign in use.
@@ -143,6 +147,8 @@ def run_session(request: CampaignRequest, observer: SessionObserver,
         KeyboardInterrupt: after the launches in flight are stopped; every finished launch
             is kept and ``--resume`` goes on.
     """
+    if target.name != request.target:
+        raise ValueError(f"target {target.name!r} given for a request of {request.target!r}")
     store = opened.store if opened is not None else CampaignStore(request.out)
     stores: list[CampaignStore] = [store]
     made: list[_Made] = []
@@ -151,7 +157,6 @@ def run_session(request: CampaignRequest, observer: SessionObserver,
         if not str(request.out).strip() or str(request.out) in (".", ""):
             raise UsageError("--out is empty", "give the campaign's directory, e.g. "
                                                "runs/baseline")
-        target = get_target(request.target)
         if request.rule is not None and request.rule.interleaved:
             base_store = CampaignStore(request.rule.baseline)
             stores.append(base_store)
@@ -189,7 +194,8 @@ def _open_for_run(request: CampaignRequest, store: CampaignStore, made: list[_Ma
 
 
 def _setup_fields(prepared: PreparedTarget) -> dict[str, Any]:
-    return {"build": prepared.build, "devices": prepared.devices, "options": prepared.options}
+    return {"build": prepared.build, "devices": prepared.devices, "options": prepared.options,
+            "build_identity": prepared.identity}
 
 
 def _write_setup(camp: OpenCampaign, request: CampaignRequest, label: str,
@@ -244,7 +250,7 @@ def _finish(prepared: PreparedTarget, camp: OpenCampaign) -> None:
         camp.update(build=learned)
 
 
-def _run_single(request: CampaignRequest, target: Any, store: CampaignStore,
+def _run_single(request: CampaignRequest, target: Target, store: CampaignStore,
                 observer: SessionObserver, made: list[_Made],
                 opened: OpenCampaign | None) -> SessionResult:
     camp = _open_for_run(request, store, made, opened)
@@ -352,7 +358,7 @@ def _check_baseline_dir(base: CampaignStore, meta: CampaignMeta | None,
                          "drop the baseline build option to run against it as it is")
 
 
-def _run_interleaved(request: CampaignRequest, target: Any, store: CampaignStore,
+def _run_interleaved(request: CampaignRequest, target: Target, store: CampaignStore,
                      base_store: CampaignStore, observer: SessionObserver,
                      made: list[_Made], opened: OpenCampaign | None) -> SessionResult:
     """Make both builds' launches, alternating, until the verdict is settled (the candidate

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from ..campaign import iter_campaign_dirs
-from .options import fraction_arg
+from .options import add_event_option, fraction_arg
 from .run import check_directory_arg, stderr_console
 from .._bounded import check_writable_entries, describe_path
 from ..errors import ExitCode, UsageError
-from ..analysis.scan import open_campaign, records_of, scan_campaign
+from ..analysis.scan import scan_campaign
+from ..store.store import open_campaign
 from ..analysis.verdict import DEFAULT_SIGNATURE, Comparison, Verdict
 
 __all__ = ["register", "fail_verdicts"]
@@ -29,14 +30,13 @@ def _rate_or_zero(text: str) -> float:
 
 def _settings_options(parser: argparse.ArgumentParser, *, signature: bool = True,
                       from_rule: bool = False) -> None:
-    """Add ``--signature --alpha --ceiling --power``; with ``from_rule`` the first three
+    """Add ``--event --alpha --ceiling --power``; with ``from_rule`` the first three
     default to ``None`` (resolved by :func:`kit.analysis.pair.resolve_settings`)."""
     also = ", or the candidate's --until-verdict rule" if from_rule else ""
     if signature:
-        parser.add_argument("--signature", default=None if from_rule else DEFAULT_SIGNATURE,
-                            help="target: a crash class, any-crash, race-witnessed or "
-                                 "race-detected "
-                                 f"(default {DEFAULT_SIGNATURE}{also})")
+        add_event_option(parser, None if from_rule else DEFAULT_SIGNATURE,
+                         "the counted event: a crash class, any-crash, race-witnessed or "
+                         f"race-detected (default {DEFAULT_SIGNATURE}{also})")
     parser.add_argument("--alpha", type=fraction_arg, default=None if from_rule else 0.05,
                         help="test level; the candidate's bound is one-sided at 1-alpha "
                              f"(default 0.05{also})")
@@ -76,8 +76,8 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
                         help="the baseline's expected target rate, e.g. 0.5")
     source.add_argument("--baseline", metavar="DIR",
                         help="take the baseline's rate from this campaign")
-    plan.add_argument("--signature", default=None,
-                      help=f"target when --baseline is given (default {DEFAULT_SIGNATURE})")
+    add_event_option(plan, None, "the counted event when --baseline is given (default "
+                                 f"{DEFAULT_SIGNATURE})")
     _settings_options(plan, signature=False)
     plan.add_argument("--candidate-rate", type=_rate_or_zero, default=0.0,
                       help="the candidate's assumed true rate (default 0: the fix works)")
@@ -95,8 +95,8 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     report.add_argument("--out", metavar="DIR", default=None,
                         help="where the reports go (default: DIR/report for one campaign, "
                              "else ./coldstart-report)")
-    report.add_argument("--signature", default=None,
-                        help="a crash class to plot per build (e.g. xnnpack-allocator-uaf)")
+    add_event_option(report, None, "a counted event to plot per build (e.g. "
+                                   "xnnpack-allocator-uaf)")
     report.add_argument("--quiet", action="store_true", help="do not print the summaries")
     report.set_defaults(func=_report)
 
@@ -227,13 +227,13 @@ def _plan(args: argparse.Namespace) -> int:
     from ..analysis.verdict import check_signature, count_events
 
     if args.signature is not None and not args.baseline:
-        raise UsageError("plan's --signature only applies with --baseline DIR (it picks the "
-                         "events counted there)", "drop --signature, or give --baseline DIR")
+        raise UsageError("plan's --event only applies with --baseline DIR (it picks the "
+                         "events counted there)", "drop --event, or give --baseline DIR")
     if args.baseline:
         args.signature = args.signature or DEFAULT_SIGNATURE
         check_signature(args.signature)
         campaign = open_campaign(args.baseline)
-        events, n = count_events(records_of(campaign), args.signature)
+        events, n = count_events(campaign.iter_records(), args.signature)
         if events == 0:
             raise UsageError(f"the baseline {args.baseline} never showed {args.signature} "
                              f"({events}/{n}): no rate to plan from",

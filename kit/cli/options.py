@@ -8,6 +8,7 @@ exit code 2.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ..analysis.sequential import InterleavedRule, StopRule
@@ -16,9 +17,9 @@ from ..store.meta import RuleMeta
 from ..campaign.request import RULE_DEFAULTS as _RULE_DEFAULTS
 from ..campaign.request import Given, resolve_rule
 from ..campaign.session import RuleRequest
-from ..targets.argtypes import number as _number
-from ..targets.argtypes import positive_float as _positive_float
-from ..targets.argtypes import positive_int as _positive_int
+from ..argtypes import number as _number
+from ..argtypes import positive_float as _positive_float
+from ..argtypes import positive_int as _positive_int
 
 
 def fraction_arg(text: str, zero_allowed: bool = False) -> float:
@@ -81,9 +82,36 @@ def add_campaign_options(parser: argparse.ArgumentParser, default_timeout_s: flo
 RULE_DEFAULTS = _RULE_DEFAULTS
 
 
+class _DeprecatedAlias(argparse.Action):
+    """An old spelling of an option: stores as the new one does, after a one-line notice on
+    stderr."""
+
+    def __init__(self, *args: Any, new: str, **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        sys.stderr.write(f"coldstart: {option_string} is deprecated, use {self.new} "
+                         f"(the same counted event)\n")
+        setattr(namespace, self.dest, values)
+
+
+def add_event_option(parser: argparse.ArgumentParser | Any, default: str | None,
+                     help: str) -> None:
+    """Add ``--event`` (the counted event, docs/design.md: a crash class, ``any-crash``,
+    ``race-witnessed``, ``race-detected``) to a parser or argument group, and its old
+    spelling ``--signature``, hidden, which still works and says it is deprecated. Both
+    store to ``args.signature``, the field of
+    :class:`~kit.analysis.decide.VerdictSettings` that holds the counted event."""
+    parser.add_argument("--event", dest="signature", default=default, help=help)
+    parser.add_argument("--signature", dest="signature", default=default,
+                        action=_DeprecatedAlias, new="--event", help=argparse.SUPPRESS)
+
+
 def add_until_verdict_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--until-verdict BASELINE_DIR`` and its settings to a ``coldstart run`` parser
-    (the same ``--signature``/``--alpha``/``--ceiling`` as ``coldstart compare``). They
+    (the same ``--event``/``--alpha``/``--ceiling`` as ``coldstart compare``). They
     default to ``None`` so that :func:`settle_rule_args` can tell a given option from a
     default one."""
     group = parser.add_argument_group(
@@ -92,9 +120,9 @@ def add_until_verdict_options(parser: argparse.ArgumentParser) -> None:
         "are computed for it (`coldstart plan` suggests a number; docs/verdict.md)")
     group.add_argument("--until-verdict", metavar="BASELINE_DIR", default=None,
                        help="the finished baseline campaign to compare against")
-    group.add_argument("--signature", default=None,
-                       help="target crash class, race-witnessed or any-crash "
-                            f"(default {DEFAULT_SIGNATURE})")
+    add_event_option(group, None, "the counted event: a crash class, any-crash, "
+                                  "race-witnessed or race-detected "
+                                  f"(default {DEFAULT_SIGNATURE})")
     group.add_argument("--alpha", type=fraction_arg, default=None,
                        help="false-fixed bound and test level (default 0.05)")
     group.add_argument("--ceiling", type=fraction_arg, default=None,

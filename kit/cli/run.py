@@ -24,7 +24,7 @@ from ..campaign.session import CampaignRequest, SessionResult, resume_command, r
 from ..store.store import check_label, load_campaign
 from ..errors import UsageError
 from ..scenario import KEYS_HELP
-from ..targets.base import BUILTIN, target_entry
+from ..targets.registry import BUILTIN, get_target, target_entry
 from .options import add_campaign_options, given_from_args
 from .progress import ProgressView, stderr_console
 
@@ -146,7 +146,7 @@ def _run(args: argparse.Namespace) -> int:
     args.campaign_dir = " and ".join(str(d) for d in dirs)  # for the interrupt message
     console = stderr_console()
     with ProgressView(console, json_out=args.json) as view:
-        result = run_session(request, view, opened)
+        result = run_session(get_target(request.target), request, view, opened)
     code = render_result(request, result, console)
     if getattr(args, "farm", None):  # run appium --farm NAME: pull its crash evidence
         from .farm import pull_after_run

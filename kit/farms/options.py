@@ -7,7 +7,7 @@ import argparse
 import os
 from typing import Any
 
-from ..targets.argtypes import positive_seconds
+from ..argtypes import positive_seconds
 from .base import FarmSettings
 
 __all__ = ["add_farm_arguments", "settings_from_args", "settings_for_campaign", "STORED"]

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..version import __version__
-from ..store.store import utc_now
+from ..store.store import Campaign, utc_now
 from .._bounded import (describe_path, open_regular_if_exists, path_kind, read_bytes_bounded,
                         write_atomic)
 from ..errors import DataError, UsageError
 from .._terminal import printable
 from ..redact import redact_text
-from ..analysis.scan import AnyCampaign, Scan, scan_campaign
+from ..analysis.scan import Scan, scan_campaign
 from ..analysis.summary import CampaignSummary, summarize
 from ..analysis.verdict import Comparison, Verdict
 from .parts import Timeline, rate_text
@@ -85,7 +85,7 @@ def report_dict(summaries: Sequence[CampaignSummary], comparison: Comparison | N
     return _redacted(data)
 
 
-def timelines(campaigns: Sequence[AnyCampaign], scans: Sequence[Scan]) -> list[Timeline]:
+def timelines(campaigns: Sequence[Campaign], scans: Sequence[Scan]) -> list[Timeline]:
     """Each campaign's :class:`Timeline`, from its scan."""
     return [Timeline(c.label, s.timeline_seconds, s.timeline_index, bytes(s.timeline_outcome))
             for c, s in zip(campaigns, scans)]
@@ -153,7 +153,7 @@ def check_report_dir(out_dir: str | Path) -> None:
                                  "give an empty or new --out directory, or move the file")
 
 
-def write_reports(out_dir: str | Path, campaigns: Sequence[AnyCampaign],
+def write_reports(out_dir: str | Path, campaigns: Sequence[Campaign],
                   comparison: Comparison | None = None, *, signature: str | None = None,
                   fail_on: Sequence[Verdict] = (), scans: Sequence[Scan] | None = None
                   ) -> dict[str, Path]:
@@ -163,7 +163,7 @@ def write_reports(out_dir: str | Path, campaigns: Sequence[AnyCampaign],
 
     Args:
         campaigns: the campaigns reported (baseline first, then candidate, for a
-            comparison), loaded or streamed (:func:`kit.analysis.scan.open_campaign`).
+            comparison), loaded or streamed (:func:`kit.store.store.open_campaign`).
         comparison: from :func:`kit.analysis.verdict.compare_campaigns`, or ``None``.
         signature: target class to plot for campaign reports (a comparison's wins).
         fail_on: verdicts that the JUnit report marks as failures (``not-fixed`` and

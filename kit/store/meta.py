@@ -9,6 +9,7 @@ and written back, so a newer kit's campaign survives an older kit's resume. Sche
     {"schema": 1, "label": str, "target": str, "scenario": str (canonical URL, no id),
      "scenario_description": str, "launches": int, "created_at": str (ISO 8601 UTC),
      "devices": [{...}], "build": {...}, "tools": {...}, "options": {...},
+     "build_identity": BuildIdentity | absent,   # absent: read from "build" (older kits)
      "until_verdict": RuleMeta | absent,   # a run under --until-verdict
      "interleaved": {"candidate": str, **RuleMeta} | absent}   # the baseline of such a run
 """
@@ -23,11 +24,12 @@ from typing import Any
 
 from .._bounded import describe_path, path_kind, read_bytes_bounded, write_atomic
 from .._fields import FieldReader, type_name
-from ..targets.argtypes import MAX_LAUNCHES
+from ..argtypes import MAX_LAUNCHES
 from ..errors import DataError
+from .identity import BuildIdentity
 
-__all__ = ["SCHEMA_VERSION", "CampaignMeta", "RuleMeta", "PairMeta", "RunSetup", "read_meta",
-           "write_meta", "merged_meta", "META_MAX_BYTES"]
+__all__ = ["SCHEMA_VERSION", "CampaignMeta", "RuleMeta", "PairMeta", "RunSetup",
+           "BuildIdentity", "read_meta", "write_meta", "merged_meta", "META_MAX_BYTES"]
 
 SCHEMA_VERSION = 1
 #: campaign.json is a few KiB; anything this large is not one
@@ -143,7 +145,7 @@ class PairMeta:
 
 @dataclasses.dataclass(frozen=True)
 class RunSetup:
-    """What a target prepared for a campaign, typed (:class:`kit.targets.base.PreparedTarget`
+    """What a target prepared for a campaign, typed (:class:`kit.launch.PreparedTarget`
     writes it; ``campaign.json`` keeps it in ``build`` and ``options``). Everything outside
     the target reads these fields, never the dicts' keys.
 
@@ -181,7 +183,9 @@ class CampaignMeta:
     """A campaign's ``campaign.json`` (module doc). Frozen: change it with
     :func:`dataclasses.replace` and :func:`write_meta`. ``until_verdict`` is the rule of a
     run under ``--until-verdict``; ``interleaved`` marks the baseline of an interleaved
-    run."""
+    run. ``build_identity`` is what the target built or installed, typed; given as ``None``
+    (a ``campaign.json`` of a kit before it), it is read from ``build``
+    (:meth:`BuildIdentity.from_build`), so it is never ``None`` once made."""
 
     label: str
     target: str
@@ -196,11 +200,16 @@ class CampaignMeta:
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     until_verdict: RuleMeta | None = None
     interleaved: PairMeta | None = None
+    build_identity: BuildIdentity | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     _KNOWN = ("schema", "label", "target", "scenario", "scenario_description", "launches",
               "created_at", "devices", "build", "tools", "options", "until_verdict",
-              "interleaved")
+              "interleaved", "build_identity")
+
+    def __post_init__(self) -> None:
+        if self.build_identity is None:
+            object.__setattr__(self, "build_identity", BuildIdentity.from_build(self.build))
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "campaign.json") -> "CampaignMeta":
@@ -218,6 +227,7 @@ class CampaignMeta:
                             f"{SCHEMA_VERSION}", "upgrade coldstart to read it")
         rule = data.get("until_verdict")
         pair = data.get("interleaved")
+        identity = data.get("build_identity")
         return cls(label=c.str("label"), target=c.str("target"), scenario=c.str("scenario"),
                    launches=c.int("launches", low=1, high=MAX_LAUNCHES), schema=schema,
                    scenario_description=c.str("scenario_description", ""),
@@ -227,6 +237,8 @@ class CampaignMeta:
                        rule, f"{where}: until_verdict"),
                    interleaved=None if pair is None else PairMeta.from_dict(
                        pair, f"{where}: interleaved"),
+                   build_identity=None if identity is None else BuildIdentity.from_dict(
+                       identity, f"{where}: build_identity"),
                    extra={k: v for k, v in data.items() if k not in cls._KNOWN})
 
     @property
@@ -251,6 +263,8 @@ class CampaignMeta:
             out["until_verdict"] = self.until_verdict.to_dict()
         if self.interleaved is not None:
             out["interleaved"] = self.interleaved.to_dict()
+        if self.build_identity is not None and self.build_identity.known:
+            out["build_identity"] = self.build_identity.to_dict()
         out.update(self.extra)
         return out
 
@@ -292,7 +306,8 @@ def write_meta(path: str | os.PathLike[str], meta: CampaignMeta) -> None:
 def merged_meta(meta: CampaignMeta, changes: dict[str, Any]) -> CampaignMeta:
     """``meta`` with ``changes``: field name -> value; ``build``, ``options`` and ``tools``
     dicts are merged one level deep; ``until_verdict`` and ``interleaved`` take their typed
-    value or a dict merged into the old one; unknown names go to ``extra``."""
+    value or a dict merged into the old one, ``build_identity`` its typed value; unknown
+    names go to ``extra``."""
     updates: dict[str, Any] = {}
     extra = dict(meta.extra)
     typed = {"until_verdict": RuleMeta, "interleaved": PairMeta}

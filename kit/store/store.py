@@ -51,7 +51,7 @@ from .lock import LOCK_NAME, CampaignLock
 from .meta import SCHEMA_VERSION, CampaignMeta, merged_meta, read_meta, write_meta
 from .resume import check_identity, check_launches
 
-__all__ = ["Campaign", "CampaignStore", "load_campaign", "prepare_store", "update_meta",
+__all__ = ["Campaign", "CampaignStore", "load_campaign", "open_campaign", "prepare_store", "update_meta",
            "new_meta", "create_campaign",
            "iter_campaign_dirs", "check_label", "LABEL_RE", "SCHEMA_VERSION", "launch_id_for",
            "utc_now", "tool_versions", "MAX_RECORD_BYTES", "LOCK_NAME", "check_out_dir"]
@@ -99,13 +99,16 @@ def tool_versions() -> dict[str, str]:
 
 @dataclasses.dataclass
 class Campaign:
-    """A loaded campaign: ``meta`` (``campaign.json``), ``records`` (every line of
-    ``launches.jsonl``, retries included, in file order), ``path`` and ``notes`` (what a
-    reader should know: a cut last line, a writer still running)."""
+    """One campaign as a command reads it: ``path``, ``meta`` (``campaign.json``), ``notes``
+    (what a reader should know: a cut last line, a writer still running) and its records,
+    either loaded (``records``: every line of ``launches.jsonl``, retries included, in file
+    order; :func:`load_campaign`) or left on disk (``records`` is ``None``;
+    :func:`open_campaign`, for analyses that must not hold a large campaign in memory).
+    :meth:`iter_records` gives the records either way."""
 
     path: Path
     meta: CampaignMeta
-    records: list[LaunchRecord]
+    records: list[LaunchRecord] | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
     #: the pid of the coldstart still writing it (-1: one whose pid is unknown), else None
     writer: int | None = None
@@ -119,17 +122,24 @@ class Campaign:
         return parse_scenario(self.meta.scenario)
 
     @property
+    def loaded(self) -> bool:
+        """Whether the records are in memory (else :meth:`iter_records` streams them)."""
+        return self.records is not None
+
+    @property
     def counted(self) -> list[LaunchRecord]:
         """Records that enter rates: every outcome but ``infra-error``."""
-        return [r for r in self.records if r.counted]
+        return [r for r in self.iter_records() if r.counted]
 
     @property
     def infra_errors(self) -> list[LaunchRecord]:
-        return [r for r in self.records if not r.counted]
+        return [r for r in self.iter_records() if not r.counted]
 
     def iter_records(self) -> Iterator[LaunchRecord]:
-        """The records again, streamed from the file (for analyses that must not hold a
-        large campaign in memory); raises as :meth:`CampaignStore.iter_records`."""
+        """The records: from memory when loaded, else streamed from ``launches.jsonl``
+        (checked line by line; raises as :meth:`CampaignStore.iter_records`)."""
+        if self.records is not None:
+            return iter(self.records)
         return CampaignStore(self.path).iter_records()
 
 
@@ -395,6 +405,26 @@ def load_campaign(path: str | os.PathLike[str]) -> Campaign:
     note = store.in_progress_note(pid)
     return Campaign(path=Path(path), meta=meta, records=records,
                     notes=notes + ([note] if note else []), writer=pid)
+
+
+def open_campaign(path: str | os.PathLike[str]) -> Campaign:
+    """Open a campaign for a streamed analysis: ``campaign.json`` read and checked, the
+    notes :func:`load_campaign` gives, no record loaded (``records`` is ``None``;
+    :meth:`Campaign.iter_records` streams them).
+
+    Raises:
+        UsageError, DataError: as :func:`load_campaign`.
+    """
+    store = CampaignStore(path)
+    meta = store.read_meta()
+    notes = []
+    note = store.cut_tail_note()  # the store's own check, as load_campaign notes it
+    if note:
+        notes.append(note)
+    pid = store.writer_pid()
+    note = store.in_progress_note(pid)
+    return Campaign(path=Path(path), meta=meta, notes=notes + ([note] if note else []),
+                    writer=pid)
 
 
 def check_out_dir(path: Path, flag: str = "--out") -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
-from kit.campaign import LaunchContext
+from kit.launch import LaunchContext
 from kit.errors import InfraError
 from kit.records import PERSISTENT_INFRA_KEY, LaunchRecord, Outcome
 

@@ -10,7 +10,7 @@ import sys
 import time
 
 from ...targets import host
-from ...targets.argtypes import positive_int
+from ...argtypes import positive_int
 from ...targets.host import ortbuild
 
 __all__ = ["register", "register_commands"]

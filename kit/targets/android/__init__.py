@@ -1,6 +1,6 @@
 """The Android target: cold-launch the React Native app over adb and record every launch.
 
-:class:`AndroidConfig` and :class:`AndroidTarget` (a :class:`kit.targets.base.Target`) are
+:class:`AndroidConfig` and :class:`AndroidTarget` (a :class:`kit.launch.Target`) are
 what a campaign session sees; the parts, bottom up (no module imports one above it):
 
 * :mod:`.transport` - the :class:`AdbTransport` protocol, :class:`ShellResult`,
@@ -27,7 +27,8 @@ from ...errors import UsageError
 from ...records import LaunchRecord
 from ...redact import redact_text
 from ...scenario import Scenario
-from ..base import LogFn, PreparedTarget
+from ...launch import LogFn, PreparedTarget
+from ...store.identity import BuildIdentity
 from .device import (APP_SCHEME, PACKAGE_RE, REMOTE_APK_DIR, ApkInfo, DeviceNotReady,
                      DeviceSetup, PoisonMode, Readiness, inspect_apk, prepare_device,
                      read_readiness, state_error, wait_until_ready)
@@ -160,7 +161,7 @@ def open_transports(serials: Sequence[str], direct: Sequence[str],
 
 
 class AndroidTarget:
-    """:class:`kit.targets.base.Target` for Android: one launcher per device."""
+    """:class:`kit.launch.Target` for Android: one launcher per device."""
 
     name = "android"
 
@@ -200,8 +201,14 @@ class AndroidTarget:
         launchers = [AndroidLauncher(t, s, timeouts, log=lambda m: log(f"android: {m}"),
                                      apk=apk) for t, s in zip(transports, setups)]
         build: dict[str, Any] = {"package": package}
+        identity = BuildIdentity()
         if apk is not None:
             build.update(apk.provenance())
+            versions = {v for v in (lib.get("ort_version") for lib in apk.ort_libraries)
+                        if isinstance(v, str) and v}
+            identity = BuildIdentity(artifact="apk", path=Path(apk.path).name,
+                                     sha256=apk.sha256,
+                                     version=versions.pop() if len(versions) == 1 else None)
         options = {"poison": config.poison,
                    "poison_methods": {s.serial: s.poison_method for s in setups},
                    "timeout_s": config.timeout_s, "report_wait_s": config.report_wait_s,
@@ -220,7 +227,7 @@ class AndroidTarget:
         return PreparedTarget(target=self.name, launchers=launchers, build=build,
                               options=options, devices=[s.to_dict() for s in setups],
                               open=open_all, close=close, finish=_reported_ort,
-                              learned=("ort_versions_reported",))
+                              learned=("ort_versions_reported",), identity=identity)
 
 
 def _reported_ort(records: Sequence[LaunchRecord]) -> dict[str, Any]:

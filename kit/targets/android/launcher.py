@@ -1,5 +1,5 @@
 """The Android launcher: one cold launch per call on one device (a
-:class:`kit.campaign.Launcher`), observed and turned into a record through
+:class:`kit.launch.Launcher`), observed and turned into a record through
 :mod:`kit.observe` (the one outcome table; this module never picks an outcome).
 
 One launch (docs/formats.md sections D2 and D6):
@@ -48,7 +48,8 @@ import time
 import uuid
 from typing import Any, Callable
 
-from ...campaign import LaunchContext, utc_now
+from ...launch import LaunchContext
+from ...store.store import utc_now
 from ...errors import InfraError
 from ...observe import Observation, ProcessEnd, make_record
 from ...records import LaunchRecord

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...targets import android
 from ...targets.android import AndroidConfig
-from ..argtypes import positive_seconds
+from ...argtypes import positive_seconds
 
 __all__ = ["add_arguments", "add_connection_options", "config_from_args", "description",
            "default_timeout_s"]

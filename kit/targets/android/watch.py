@@ -8,7 +8,7 @@ from __future__ import annotations
 import collections
 import time
 
-from ...campaign import utc_now
+from ...store.store import utc_now
 from ...protocol import ProtocolEvent, parse_line
 from .text import DIED, FATAL_SIGNAL, JAVA_PROCESS, START_PROC, parse_threadtime
 from .transport import AdbTransport, ShellResult, TransportError, short_command

@@ -20,7 +20,8 @@ from typing import Any
 
 from ...errors import InfraError, UsageError
 from ...scenario import Scenario
-from ..base import LogFn, PreparedTarget
+from ...launch import LogFn, PreparedTarget
+from ...store.identity import BuildIdentity
 from .config import (DEFAULT_ERROR_GRACE_S, DEFAULT_REPORT_WAIT_S, STATUS_TEST_ID,
                      AppiumConfig, Platform, build_capabilities)
 from .launcher import AppiumLauncher
@@ -50,7 +51,7 @@ class AppiumRunConfig:
 
 
 class AppiumTarget:
-    """:class:`kit.targets.base.Target` for a device behind an Appium server."""
+    """:class:`kit.launch.Target` for a device behind an Appium server."""
 
     name = "appium"
 
@@ -107,7 +108,9 @@ class AppiumTarget:
             device_caps.get("appium:deviceName")})]
         build = redactor.value({"app": cfg.app, "app_id": cfg.app_id})
         return PreparedTarget(target=self.name, launchers=[launcher], build=build,
-                              options=options, devices=devices, close=launcher.close)
+                              options=options, devices=devices, close=launcher.close,
+                              identity=BuildIdentity(artifact="app",
+                                                     path=build["app"] or build["app_id"]))
 
 
 TARGETS = (AppiumTarget(),)

@@ -1,5 +1,5 @@
 """The Appium launcher: one cold launch per call through one Appium session
-(:class:`kit.campaign.Launcher`).
+(:class:`kit.launch.Launcher`).
 
 One session serves every launch of a device (a session per launch would pay the
 UiAutomator2/WebDriverAgent start-up each time); a lost session is opened again at the next
@@ -67,7 +67,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from ...campaign import LaunchContext, utc_now
+from ...launch import LaunchContext
+from ...store.store import utc_now
 from ...errors import InfraError, UsageError
 from ...observe import CrashEvidence, Observation, ProcessEnd, crash_evidence, make_record
 from ...protocol import ProtocolEvent, iter_events, parse_line

@@ -15,8 +15,8 @@ from typing import Any, Callable
 from ...errors import UsageError
 from ...targets import appium
 from ...targets.appium import AppiumRunConfig, AppiumTarget
-from ...targets.base import PreparedTarget
-from ..argtypes import positive_seconds, seconds_arg
+from ...launch import PreparedTarget
+from ...argtypes import positive_seconds, seconds_arg
 
 __all__ = ["add_arguments", "config_from_args", "setup_target", "load_caps", "description",
            "default_timeout_s"]

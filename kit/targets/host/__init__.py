@@ -18,7 +18,8 @@ from typing import Any
 
 from ...errors import UsageError
 from ...scenario import Scenario
-from ..base import LogFn, PreparedTarget
+from ...launch import LogFn, PreparedTarget
+from ...store.identity import BuildIdentity, OrtVariant
 from .runtime import (DEBIAN_SUITE, DEFAULT_MIRROR, DEFAULT_RUNTIME, POISON_ENV, Runtime,
                       build_workload, check_scenario, load_runtime, prepare_runtime,
                       run_compiler, runtime_dir)
@@ -106,7 +107,7 @@ def _detector_for(config: HostConfig, runtime: Runtime) -> Any:
 
 
 class HostTarget:
-    """:class:`kit.targets.base.Target` for the host: one launcher, this machine."""
+    """:class:`kit.launch.Target` for the host: one launcher, this machine."""
 
     name = "host"
 
@@ -142,9 +143,16 @@ class HostTarget:
         launchers = [HostLauncher(runtime, ms, poison=config.poison, witness=witness_lib,
                                   detector=found) for _ in range(jobs)]
         launcher = launchers[0]
+        library_sha256 = modelset.sha256_file(Path(runtime.ort_library))
+        ort_build = OrtVariant.from_dict(runtime.build, f"runtime {runtime.name!r}'s build") \
+            if runtime.build is not None else None
+        identity = BuildIdentity(
+            artifact="ort_library", path=runtime.ort_library, sha256=library_sha256,
+            program=runtime.workload, program_sha256=runtime.workload_hash,
+            version=ort_build.source.get("version") if ort_build is not None else None,
+            ort_build=ort_build)
         build = {"runtime": runtime.name, "kind": runtime.kind,
-                 "ort_library": runtime.ort_library,
-                 "ort_library_sha256": modelset.sha256_file(Path(runtime.ort_library)),
+                 "ort_library": runtime.ort_library, "ort_library_sha256": library_sha256,
                  "xnnpack_library": runtime.xnnpack_library, "workload": runtime.workload,
                  "workload_hash": runtime.workload_hash, "witness_library": witness_lib}
         if runtime.build is not None:  # built by `coldstart runtime build-ort`
@@ -158,7 +166,8 @@ class HostTarget:
             options["detector"] = found.describe()
         return PreparedTarget(target=self.name, launchers=launchers, build=build,
                               options=options,
-                              devices=[{"id": launcher.device, "kind": "host"}])
+                              devices=[{"id": launcher.device, "kind": "host"}],
+                              identity=identity)
 
 
 TARGETS = (HostTarget(),)

@@ -14,7 +14,8 @@ import time
 from typing import Any
 
 from ..._bounded import read_tail_bounded
-from ...campaign import LaunchContext, utc_now
+from ...launch import LaunchContext
+from ...store.store import utc_now
 from ...errors import InfraError
 from ...modelset import ModelSet, scores_match
 from ...observe import (RESOURCE_LIMIT_SIGNALS, Observation, ProcessEnd, crash_evidence,

@@ -11,7 +11,7 @@ from typing import Any
 from ...store.meta import CampaignMeta
 from ...errors import UsageError
 from ...targets import host
-from ..argtypes import positive_int
+from ...argtypes import positive_int
 
 __all__ = ["add_arguments", "add_detector_options", "config_from_args", "baseline_from_args",
            "description", "default_timeout_s"]

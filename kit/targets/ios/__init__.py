@@ -11,9 +11,9 @@ Modules, bottom up (docs/formats.md section D5, docs/formats.md sections 4-6):
   simulator's log stream;
 * :mod:`.reports` - crash reports (the host's DiagnosticReports folder) and which belong to
   a launch; :mod:`.procwatch` - a host process's end as an event;
-* :mod:`.simulator`, :mod:`.device` - the launchers (:class:`kit.campaign.Launcher`), which
+* :mod:`.simulator`, :mod:`.device` - the launchers (:class:`kit.launch.Launcher`), which
   hand what they observed to :func:`kit.observe.make_record`;
-* this package - the configurations and the :class:`~kit.targets.base.Target` objects
+* this package - the configurations and the :class:`~kit.launch.Target` objects
   (:data:`TARGETS`), and the names above re-exported.
 """
 
@@ -23,7 +23,8 @@ import dataclasses
 
 from ...errors import InfraError, UsageError
 from ...scenario import Scenario
-from ..base import LogFn, PreparedTarget
+from ...launch import LogFn, PreparedTarget
+from ...store.identity import BuildIdentity
 from .app import (BUNDLE_ID_RE, POISON_ENV, RN_LOG_SUBSYSTEM, SCENARIO_ARGUMENT, UDID_RE,
                   AppBundle, bundle_for_id, check_bundle_id, read_app_bundle)
 from .device import DeviceLauncher, setup_device
@@ -102,11 +103,13 @@ def _prepared(name: str, launcher: SimulatorLauncher | DeviceLauncher, app: AppB
     return PreparedTarget(target=name, launchers=[launcher], build=app.provenance(),
                           options={"poison": "apple-malloc" if poison else None,
                                    "env": dict(POISON_ENV) if poison else {}, **options},
-                          devices=[device], close=launcher.close)
+                          devices=[device], close=launcher.close,
+                          identity=BuildIdentity(artifact="app",
+                                                 path=app.path or app.bundle_id))
 
 
 class SimulatorTarget:
-    """:class:`kit.targets.base.Target` for one iOS simulator."""
+    """:class:`kit.launch.Target` for one iOS simulator."""
 
     name = "ios-sim"
 
@@ -139,7 +142,7 @@ class SimulatorTarget:
 
 
 class DeviceTarget:
-    """:class:`kit.targets.base.Target` for one physical iOS device."""
+    """:class:`kit.launch.Target` for one physical iOS device."""
 
     name = "ios-device"
 

@@ -38,7 +38,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ...campaign import LaunchContext, utc_now
+from ...launch import LaunchContext
+from ...store.store import utc_now
 from ...errors import InfraError, UsageError
 from ...observe import CrashEvidence, Observation, ProcessEnd, crash_evidence, make_record
 from ...protocol import ProtocolEvent, iter_events

@@ -8,7 +8,7 @@ from typing import Any
 
 from ...targets import ios
 from ...targets.ios import DeviceConfig, SimulatorConfig
-from ..argtypes import seconds_arg
+from ...argtypes import seconds_arg
 
 __all__ = ["add_arguments", "config_from_args", "description", "default_timeout_s"]
 

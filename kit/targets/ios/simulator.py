@@ -56,7 +56,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from ...campaign import LaunchContext, utc_now
+from ...launch import LaunchContext
+from ...store.store import utc_now
 from ...errors import InfraError, UsageError
 from ...observe import CrashEvidence, Observation, ProcessEnd, crash_evidence, make_record
 from ...protocol import ProtocolEvent, iter_events

@@ -82,7 +82,7 @@ def build_calibration(runtime: Any, log: Callable[[str], None] = lambda _m: None
     Raises:
         UsageError: no compiler, or a program does not compile (first error line shown).
     """
-    from .. import run_compiler, runtime_dir
+    from ..runtime import run_compiler, runtime_dir
 
     sources = _sources()
     digest = hashlib.sha256(json.dumps([sorted((k, v.hex()) for k, v in sources.items()),

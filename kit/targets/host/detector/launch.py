@@ -109,7 +109,7 @@ class Detector:
         """Read one finished launch (see the module doc). Never raises.
 
         Args:
-            ctx: the launch's :class:`kit.campaign.LaunchContext`.
+            ctx: the launch's :class:`kit.launch.LaunchContext`.
             witness: the launch's :class:`kit.targets.host.witness.race.RaceObservation`, or ``None``
                 when the witness was off.
             stderr_path: the launch's stderr file (the tool's messages are in it).
