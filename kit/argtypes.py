@@ -1,12 +1,13 @@
 """argparse types shared by the targets' options and the command line: whole numbers,
-numbers of seconds (decimals or ratios such as ``1/150``)."""
+numbers of seconds (decimals or ratios such as ``1/150``), app ids."""
 
 from __future__ import annotations
 
 import argparse
+import re
 
 __all__ = ["positive_int", "positive_float", "positive_seconds", "seconds_arg", "number",
-           "MAX_LAUNCHES", "MAX_TIMEOUT_S", "MAX_ATTEMPTS"]
+           "MAX_LAUNCHES", "MAX_TIMEOUT_S", "MAX_ATTEMPTS", "APP_ID_RE"]
 
 #: the most launches a campaign plans (``--launches``); a record's ``index`` is below it
 MAX_LAUNCHES = 1_000_000
@@ -14,6 +15,9 @@ MAX_LAUNCHES = 1_000_000
 MAX_TIMEOUT_S = 86400.0
 #: the most tries of one launch slot (``--max-attempts``)
 MAX_ATTEMPTS = 1_000_000
+
+#: Android package names and iOS bundle ids.
+APP_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_-]+)+$")
 
 
 def positive_int(text: str, high: int = MAX_LAUNCHES) -> int:

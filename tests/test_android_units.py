@@ -10,6 +10,7 @@ from typing import Iterator
 import pytest
 
 from kit import crash
+from kit.crash import dumpsys
 from kit.errors import UsageError
 from kit.targets import android
 from kit.targets.android import text as device_text
@@ -96,11 +97,11 @@ def test_one_exit_info_entry_and_one_process_crash_lines_are_cut_out() -> None:
                         400, "stop due to from pid 31337"),
         exit_info_entry(1, when, 4042, 10187, PKG, 5, "APP CRASH(NATIVE)", 0, "UNKNOWN", 11,
                         100, "crash")])
-    block = device_text.exit_info_block(dump, 1)
+    block = dumpsys.exit_info_block(dump, 1)
     assert "pid=4042" in block and "pid=4100" not in block and f"package: {PKG}" in block
     parsed = crash.parse_text(block, hint="exit-info")
     assert (parsed.pid, parsed.signal) == (4042, 11)
-    assert device_text.exit_info_block(dump, 7) == ""
+    assert dumpsys.exit_info_block(dump, 7) == ""
     lines = [threadtime(when, 4042, 4103, "F", "libc", "Fatal signal 11 (SIGSEGV), code 1 "
                         "(SEGV_MAPERR), fault addr 0x18 in tid 4103 (mqt_native_modu), pid 4042 "
                         "(org.coldstart.a)"),
@@ -152,11 +153,11 @@ def test_dropbox_output_is_split_into_entries_with_time_and_tag() -> None:
     when = dt.datetime(2026, 5, 1, 12, 0, 2)
     text = dropbox_dump("SYSTEM_TOMBSTONE", [(when, "SYSTEM_TOMBSTONE", "pid: 1, tid: 2\n"),
                                              (when, "SYSTEM_TOMBSTONE", "pid: 3, tid: 4\n")], 5)
-    entries = device_text.dropbox_entries(text)
+    entries = dumpsys.dropbox_entries(text)
     assert [(t, tag) for t, tag, _ in entries] == [("2026-05-01 12:00:02",
                                                     "SYSTEM_TOMBSTONE")] * 2
     assert "pid: 3," in entries[1][2] and entries[1][2].startswith("=====")
-    assert device_text.dropbox_entries(dropbox_dump("x", [], 0)) == []
+    assert dumpsys.dropbox_entries(dropbox_dump("x", [], 0)) == []
 
 
 def test_apk_provenance(tmp_path: Path) -> None:

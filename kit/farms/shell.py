@@ -16,12 +16,12 @@ Routes (:class:`Shell`; docs/farms.md says which farm allows which):
 A refused shell (Sauce's allowlist, Appium's insecure-feature error, HTTP 401/403) raises
 :class:`ShellRefused`: a note of the launch, never a crash or an infra error of it.
 
-The texts are split with the adb target's own readers (:func:`~kit.targets.android.text.
-dropbox_entries`, :func:`kit.crash.parse_exit_info`, :func:`~kit.targets.android.text.
+The texts are split with the adb target's own readers (:func:`~kit.crash.dumpsys.
+dropbox_entries`, :func:`kit.crash.parse_exit_info`, :func:`~kit.crash.dumpsys.
 exit_info_block`); an entry goes to the launch of its pid written since that launch began
 (``how: pid``), else, for a launch whose pid is unknown, to the launch whose device-time
 window holds it (``how: window``). An exit-info entry is crash evidence only when its reason
-is a crash (:data:`~kit.targets.android.evidence.CRASH_REASONS`); a ``USER REQUESTED`` entry
+is a crash (:data:`~kit.crash.dumpsys.CRASH_REASONS`); a ``USER REQUESTED`` entry
 is the kit's own ``terminateApp`` (a force-stop): counted, never a crash.
 """
 
@@ -31,15 +31,14 @@ import dataclasses
 import datetime as _dt
 import io
 import re
+import shlex
 import zipfile
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from ..crash import ExitReason, parse_exit_info
 from ..errors import InfraError
 from ..protocol import MARKER, parse_line
-from ..targets.android.evidence import CRASH_REASONS, DROPBOX_TAGS
-from ..targets.android.text import dropbox_entries, exit_info_block
-from ..targets.android.transport import shell_join
+from ..crash.dumpsys import CRASH_REASONS, DROPBOX_TAGS, dropbox_entries, exit_info_block
 from .attribute import LogLine, read_log_lines
 
 __all__ = ["Shell", "ShellRefused", "AppiumShell", "HeadSpinShell", "ShellEntry",
@@ -133,7 +132,7 @@ class HeadSpinShell:
 
         shown = self.redactor.url(self.url)
         try:
-            resp = self.client.post(self.url, content=shell_join(list(argv)).encode())
+            resp = self.client.post(self.url, content=shlex.join(list(argv)).encode())
         except httpx.HTTPError as exc:
             raise InfraError(f"HeadSpin adb shell: {shown} did not answer "
                              f"({type(exc).__name__})", "check --farm-api") from None

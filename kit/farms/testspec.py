@@ -44,13 +44,13 @@ def post_test_commands(package: str) -> list[str]:
 
 def render_testspec(package: str, test_commands: list[str] | None = None) -> str:
     """The test spec YAML for ``package`` (checked against
-    :data:`kit.targets.appium.APP_ID_RE`); ``test_commands`` are the ``test`` phase's lines
+    :data:`kit.argtypes.APP_ID_RE`); ``test_commands`` are the ``test`` phase's lines
     (default: one that says to put the campaign's command there).
 
     Raises:
         UsageError: ``package`` is not a package name.
     """
-    from ..targets.appium import APP_ID_RE
+    from ..argtypes import APP_ID_RE
 
     if not APP_ID_RE.match(package):
         raise UsageError(f"--app-id {package[:80]!r} is not a package name",

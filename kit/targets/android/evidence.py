@@ -33,25 +33,20 @@ from pathlib import Path
 from typing import Any
 
 from ...crash import ExitInfo, ExitReason, parse_exit_info
+from ...crash.dumpsys import CRASH_REASONS, DROPBOX_TAGS, dropbox_entries, exit_info_block
 from ...errors import InfraError
 from ...observe import CrashEvidence, ProcessEnd, crash_evidence
 from .device import BOOT_ID_PATH, UPTIME_PATH, DeviceNotReady
-from .text import (MARKED_VALUES, NO_SERVICE, dropbox_entries, exit_info_block,
-                   process_crash_lines)
+from .text import MARKED_VALUES, NO_SERVICE, process_crash_lines
 from .transport import TransportError, shell_join
 
 __all__ = ["LaunchWindow", "Death", "collect_death", "AppStoppedExternally", "CRASH_REASONS",
            "EXTERNAL_STOPS", "DROPBOX_TAGS", "window_start"]
 
-#: exit reasons that are a crash (their entry may stand as the crash report)
-CRASH_REASONS = frozenset({ExitReason.CRASH, ExitReason.CRASH_NATIVE, ExitReason.SIGNALED,
-                           ExitReason.ANR, ExitReason.LOW_MEMORY})
 #: exit reasons that are a stop by someone or something else than the app
 EXTERNAL_STOPS = frozenset({ExitReason.USER_REQUESTED, ExitReason.USER_STOPPED,
                             ExitReason.PACKAGE_UPDATED, ExitReason.PACKAGE_STATE_CHANGE,
                             ExitReason.PERMISSION_CHANGE})
-#: DropBox tags of crash reports, best first (a tombstone has every thread)
-DROPBOX_TAGS = ("SYSTEM_TOMBSTONE", "data_app_native_crash", "data_app_crash")
 _JAVA_TAG = "data_app_crash"
 
 

@@ -18,7 +18,7 @@ from ...errors import InfraError
 from .transport import ShellResult
 
 __all__ = ["LogLine", "parse_threadtime", "parse_am_start", "check_am_start", "AmStartFailed",
-           "dropbox_entries", "exit_info_block", "process_crash_lines", "START_PROC", "DIED",
+           "process_crash_lines", "START_PROC", "DIED",
            "FATAL_SIGNAL", "JAVA_PROCESS", "NO_SERVICE", "marked_command", "read_marked",
            "MARKED_VALUES"]
 
@@ -185,39 +185,6 @@ def check_am_start(result: ShellResult, sdk: int | None, what: str) -> dict[str,
     raise AmStartFailed(f"{what}: am start made no launch: {why}",
                         hint or f"am printed {last[:120]!r}; the launch is retried",
                         evidence=text[-8000:], no_service=no_service is not None)
-
-
-def dropbox_entries(text: str) -> list[tuple[str, str, str]]:
-    """``dumpsys dropbox --print`` split into ``(time, tag, entry text)``; the entry text
-    keeps its ``=`` line and header so :func:`kit.crash.parse_text` reads it as DropBox."""
-    entries: list[tuple[str, str, str]] = []
-    lines = text.splitlines()
-    starts = [i for i in range(len(lines) - 1) if re.match(r"^={20,}\s*$", lines[i]) and
-              re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(", lines[i + 1])]
-    for n, start in enumerate(starts):
-        end = starts[n + 1] if n + 1 < len(starts) else len(lines)
-        head = lines[start + 1].split(" ")
-        entries.append((f"{head[0]} {head[1]}", head[2], "\n".join(lines[start:end]) + "\n"))
-    return entries
-
-
-_EXIT_HEAD = re.compile(r"^\s*ApplicationExitInfo #(\d+):?\s*$", re.M)
-
-
-def exit_info_block(text: str, index: int) -> str:
-    """The text of entry ``#index`` of a ``dumpsys activity exit-info <pkg>`` dump, under its
-    ``package:`` header (so that :func:`kit.crash.parse_text` reads that entry, not the
-    newest one); ``""`` when there is no such entry."""
-    heads = list(_EXIT_HEAD.finditer(text))
-    for n, head in enumerate(heads):
-        if int(head.group(1)) != index:
-            continue
-        end = heads[n + 1].start() if n + 1 < len(heads) else len(text)
-        before = text[:head.start()]
-        package = [ln for ln in before.splitlines()
-                   if ln.strip().startswith(("package:", "Historical Process Exit"))][-2:]
-        return "\n".join(package + [text[head.start():end].strip("\n")]) + "\n"
-    return ""
 
 
 def process_crash_lines(text: str, pid: int) -> str:

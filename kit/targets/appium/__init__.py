@@ -15,9 +15,9 @@ to the client, never written: every message, record and option stored goes throu
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any
 
+from ...argtypes import APP_ID_RE
 from ...errors import InfraError, UsageError
 from ...scenario import Scenario
 from ...launch import LogFn, PreparedTarget
@@ -32,8 +32,6 @@ __all__ = ["AppiumRunConfig", "AppiumTarget", "TARGETS", "APP_ID_RE", "AppiumCon
            "check_server", "parse_server_url", "AppiumLauncher", "STATUS_TEST_ID",
            "DEFAULT_REPORT_WAIT_S", "DEFAULT_ERROR_GRACE_S", "UsageError", "InfraError"]
 
-#: Android package names and iOS bundle ids.
-APP_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_-]+)+$")
 
 
 @dataclasses.dataclass(frozen=True)
