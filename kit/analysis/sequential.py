@@ -62,8 +62,8 @@ __all__ = ["StopRule", "InterleavedRule", "Side", "make_stop_rule", "interleave"
 #: runs, and designs without ``--launches``) ...
 COMPARISON = "anytime-valid e-value >= 1/alpha (universal inference)"
 #: ... or, against a finished baseline, Fisher's test at the design's exact level
-#: (:mod:`kit.analysis.finished`) at the first stop below the ceiling
-COMPARISON_FINISHED = ("Fisher's one-sided p <= the exact level, at the first stop below the "
+#: (:mod:`kit.analysis.finished`) wherever the SPRT is below the ceiling
+COMPARISON_FINISHED = ("Fisher's one-sided p <= the exact level, while the SPRT is below the "
                        "ceiling")
 
 
@@ -91,15 +91,8 @@ class StopRule:
         """Whether ``fixed`` cannot be reached within ``max_launches`` any more: even with
         no further event, ``compare`` on ``x_c`` in ``max_launches`` launches would not say
         fixed (its bound and its exact test only get worse with more events, and better
-        with more launches). For a design with a finished baseline (it stops at its first
-        "below the ceiling"): no count ``x >= x_c`` ends ``fixed`` at the launch where it
-        would first be below the ceiling. Never, for a design without ``max_launches``."""
+        with more launches). Never, for a design without ``max_launches``."""
         return _out_of_reach(self, x_c)
-
-    def _fixed_at_first_stop(self, x: int) -> bool:
-        n = self.design.first_fixed_launch(x)
-        return sequential_fixed(self.baseline_events, self.baseline_n, x, n, self.settings,
-                                self.design)
 
     def decision_counts(self, x_c: int, n_c: int) -> tuple[bool, str]:
         """``(stop, why)`` for ``x_c`` target events in ``n_c`` counted candidate launches."""
@@ -119,12 +112,6 @@ class StopRule:
                                 self.settings, self.design):
                 return True, (f"fixed: {x_c}/{n_c} candidate launches against the "
                               f"baseline's {self.baseline_events}/{self.baseline_n}")
-            if self.design.finished:  # its level holds for a stop at the first "below"
-                return True, (f"the candidate's {self.settings.signature} rate is below the "
-                              f"{self.settings.ceiling:g} ceiling ({x_c}/{n_c}), but not shown "
-                              f"lower than the baseline's {self.baseline_events}/"
-                              f"{self.baseline_n} at the rule's level (Fisher's p <= "
-                              f"{self.design.comparison_alpha:.4g}): compare says inconclusive")
         return False, f"{x_c}/{n_c}: {state.value}"
 
     def __call__(self, records: list[LaunchRecord]) -> bool:
@@ -234,9 +221,6 @@ def _out_of_reach(rule: StopRule, x_c: int) -> bool:
     cap = rule.design.max_launches
     if cap is None:
         return False
-    if rule.design.finished:
-        return not any(rule._fixed_at_first_stop(x) for x in range(
-            x_c, _k_max_at(cap, rule.design) + 1))
     return not sequential_fixed(rule.baseline_events, rule.baseline_n, x_c, cap,
                                 rule.settings, rule.design)
 
