@@ -17,8 +17,9 @@ import numpy as np
 import math
 
 from ..errors import UsageError
-from .binomial import k_max_table, launches_to_bound_with_power
+from .binomial import ALPHA_MARGIN, k_max_table, launches_to_bound_with_power
 from .stats import P_RTOL, _k_max, fisher_p_vector, launches_to_bound, stats
+from .wald import least_baseline_launches, least_mean_launches
 
 __all__ = ["Plan", "design_power", "launches_to_bound_with_power", "plan_launches",
            "SequentialPlan", "plan_sequential"]
@@ -331,15 +332,17 @@ class SequentialPlan:
 _BASELINE_FACTORS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25)
 #: the candidate betas tried per baseline size: halving beta from ``beta`` (not under
 #: ``_BETA_FLOOR``) until the power is reached, then a bisection of this many steps
-_BETA_STEPS = 6
+_BETA_STEPS = 5
 _BETA_FLOOR = 0.02
 
 
-def _baseline_sizes(reference: Plan, baseline_rate: float, goal: float) -> list[int]:
+def _baseline_sizes(reference: Plan, baseline_rate: float, design_rate: float, goal: float
+                    ) -> list[int]:
     """The finished-baseline sizes :func:`_design_rule` tries: :data:`_BASELINE_FACTORS`
-    times the reference's, never fewer than see the target with chance ``goal`` (the power
-    cannot be above that)."""
-    least = max(1, math.ceil(math.log1p(-goal) / math.log1p(-baseline_rate) - 1e-9))
+    times the reference's, never fewer than any rule needs for power ``goal`` at the design
+    rate (:func:`kit.analysis.wald.least_baseline_launches`)."""
+    least = least_baseline_launches(baseline_rate, goal, ALPHA_MARGIN * reference.alpha,
+                                    design_rate)
     ref = reference.baseline_launches
     sizes = {max(1, math.ceil(f * ref)) for f in _BASELINE_FACTORS}
     if ref <= 8:
@@ -371,9 +374,13 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
         point = operating_finished(design, n_b, baseline_rate, design_rate)
         return n_b + point.expected_launches, design, point.p_fixed
 
-    for n_b in _baseline_sizes(reference, baseline_rate, goal):
+    level = ALPHA_MARGIN * alpha
+    for n_b in _baseline_sizes(reference, baseline_rate, design_rate, goal):
         if n_b >= most:
             break
+        if best is not None and least_mean_launches(baseline_rate, n_b, goal, level,
+                                                    design_rate, ceiling) >= best[0]:
+            continue  # Wald's bound: no rule with this baseline can do better
         found = [t for t in [attempt(n_b, beta)] if t is not None and t[2] >= goal]
         if not found:
             lo, hi, low = beta, beta, None  # halve beta until the power reaches the goal
