@@ -71,10 +71,17 @@ class FinishedPoint:
         p_fixed: chance that the run ends ``fixed``.
         expected_launches: the candidate's mean launches (0 where the rule refuses the
             baseline before its first launch: no event, or ``fixed`` out of reach).
+        launches: ``launches[n]``, the chance that the candidate makes exactly ``n``
+            launches (``n = 0 .. max_launches``).
     """
 
     p_fixed: float
     expected_launches: float
+    launches: np.ndarray = dataclasses.field(repr=False, default_factory=lambda: np.ones(1))
+
+    def quantile(self, q: float) -> int:
+        """The fewest candidate launches ``n`` with ``P(N <= n) >= q``."""
+        return int(np.searchsorted(np.cumsum(self.launches), q * (1 - 1e-12)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,11 +132,11 @@ def _xb_top(n_b: int, rate: float) -> int:
     return max(1, min(n_b, int(stats.binom.isf(_TAIL, n_b, min(rate, 1.0))) + 1))
 
 
-def _run(reg: _Regions, n_b: int, level: float, rates: np.ndarray, p_b: np.ndarray
-         ) -> tuple[np.ndarray, np.ndarray]:
+def _run(reg: _Regions, n_b: int, level: float, rates: np.ndarray, p_b: np.ndarray,
+         spread: bool = False) -> tuple[np.ndarray, ...]:
     """``(P(fixed), mean candidate launches)`` at each pair ``(p_b[r], rates[r])``: the
     first-passage dynamic program (module doc), one layer per class of baseline counts with
-    the same region."""
+    the same region; with ``spread``, also ``P(N >= n)`` for ``n = 1..cap`` (rates x cap)."""
     cut = level * (1.0 + P_RTOL)
     # t: the fewest baseline events (1..xb_top) that pass against each below cell
     passes = reg.fisher <= cut
@@ -139,7 +146,7 @@ def _run(reg: _Regions, n_b: int, level: float, rates: np.ndarray, p_b: np.ndarr
     fixed = np.zeros(rates.size)
     launches = np.zeros(rates.size)
     if classes.size == 0:
-        return fixed, launches
+        return (fixed, launches) + ((np.zeros((rates.size, reg.cap)),) if spread else ())
     # weights of each class: P(u_j <= X_b < u_{j+1}); the last takes the tail above xb_top
     edges = np.concatenate([classes, [n_b + 1]])
     cdf = stats.binom.cdf(edges[:, None] - 1, n_b, p_b[None, :])
@@ -158,8 +165,12 @@ def _run(reg: _Regions, n_b: int, level: float, rates: np.ndarray, p_b: np.ndarr
     hit = np.zeros((m, rates.size))
     mean = np.zeros((m, rates.size))
     stop = np.zeros((m, width), dtype=bool)
+    going = np.zeros((reg.cap, rates.size)) if spread else None
     for n in range(1, reg.cap + 1):
-        mean += alive.sum(axis=2)
+        here = alive.sum(axis=2)
+        mean += here
+        if going is not None:
+            going[n - 1] = (weight * here).sum(axis=0)
         moved = alive * q
         moved[:, :, 1:] += alive[:, :, :-1] * p
         into = np.zeros((m, width), dtype=bool)
@@ -171,7 +182,8 @@ def _run(reg: _Regions, n_b: int, level: float, rates: np.ndarray, p_b: np.ndarr
         alive = moved
         if not alive.any():
             break
-    return (weight * hit).sum(axis=0), (weight * mean).sum(axis=0)
+    out = (weight * hit).sum(axis=0), (weight * mean).sum(axis=0)
+    return out + ((going.T,) if going is not None else ())
 
 
 def _regions_for(design: Any, n_b: int, rate: float) -> _Regions:
@@ -181,13 +193,15 @@ def _regions_for(design: Any, n_b: int, rate: float) -> _Regions:
 
 def operating_finished(design: Any, n_b: int, p_b: float, p_c: float,
                        level: float | None = None) -> FinishedPoint:
-    """Exact chance of ``fixed`` and the candidate's mean launches for a finished baseline
-    of ``n_b`` launches at ``p_b`` and a candidate at ``p_c`` under ``design`` (its
-    :attr:`comparison_alpha`, or ``level``), by the module's dynamic program."""
+    """Exact chance of ``fixed`` and the distribution of the candidate's launches for a
+    finished baseline of ``n_b`` launches at ``p_b`` and a candidate at ``p_c`` under
+    ``design`` (its :attr:`comparison_alpha`, or ``level``), by the module's dynamic
+    program."""
     level = design.comparison_alpha if level is None else level
     reg = _regions_for(design, n_b, max(p_b, design.ceiling))
-    f, e = _run(reg, n_b, level, np.array([p_c]), np.array([p_b]))
-    return FinishedPoint(float(f[0]), float(e[0]))
+    f, e, going = _run(reg, n_b, level, np.array([p_c]), np.array([p_b]), spread=True)
+    at_least = np.concatenate([[1.0], going[0], [0.0]])  # P(N >= n), n = 0..cap + 1
+    return FinishedPoint(float(f[0]), float(e[0]), np.maximum(-np.diff(at_least), 0.0))
 
 
 def fixed_chance(design: Any, n_b: int, p_b: float, p_c: float) -> float:

@@ -330,24 +330,29 @@ class SequentialPlan:
 #: baseline sizes tried for the rule, as multiples of the reference design's (and, for a
 #: small reference, every size from 2 to twice it)
 _BASELINE_FACTORS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25)
-#: the candidate betas tried per baseline size: halving beta from ``beta`` (not under
-#: ``_BETA_FLOOR``) until the power is reached, then a bisection of this many steps
+#: the candidate betas tried per baseline size: beta from ``beta`` down by ``_BETA_STEP``
+#: (not under ``_BETA_FLOOR``) until the power is reached, then a bisection of this many
+#: steps
 _BETA_STEPS = 5
 _BETA_FLOOR = 0.02
+_BETA_STEP = 0.8
+#: designs of at most this many launches in all also try betas on a grid (cheap there, and
+#: where a step of the binomial's discreteness moves the power most)
+_SMALL = 100
 
 
 def _baseline_sizes(reference: Plan, baseline_rate: float, design_rate: float, goal: float
                     ) -> list[int]:
-    """The finished-baseline sizes :func:`_design_rule` tries: :data:`_BASELINE_FACTORS`
-    times the reference's, never fewer than any rule needs for power ``goal`` at the design
-    rate (:func:`kit.analysis.wald.least_baseline_launches`)."""
+    """The finished-baseline sizes :func:`_design_rule` tries, nearest the reference's
+    first: :data:`_BASELINE_FACTORS` times the reference's, never fewer than any rule needs
+    for power ``goal`` at the design rate (:func:`kit.analysis.wald.least_baseline_launches`)."""
     least = least_baseline_launches(baseline_rate, goal, ALPHA_MARGIN * reference.alpha,
                                     design_rate)
     ref = reference.baseline_launches
     sizes = {max(1, math.ceil(f * ref)) for f in _BASELINE_FACTORS}
     if ref <= 8:
         sizes |= set(range(2, 2 * ref + 1))
-    return sorted(n for n in sizes if n >= least)
+    return sorted((n for n in sizes if n >= least), key=lambda n: (abs(n - ref), n))
 
 
 def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate: float,
@@ -377,29 +382,42 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
     level = ALPHA_MARGIN * alpha
     for n_b in _baseline_sizes(reference, baseline_rate, design_rate, goal):
         if n_b >= most:
-            break
+            continue
         if best is not None and least_mean_launches(baseline_rate, n_b, goal, level,
                                                     design_rate, ceiling) >= best[0]:
             continue  # Wald's bound: no rule with this baseline can do better
-        found = [t for t in [attempt(n_b, beta)] if t is not None and t[2] >= goal]
-        if not found:
-            lo, hi, low = beta, beta, None  # halve beta until the power reaches the goal
-            while lo > _BETA_FLOOR:
-                hi, lo = lo, max(_BETA_FLOOR, lo / 2)
+        first = attempt(n_b, beta)
+        if first is not None and best is not None and first[0] >= best[0]:
+            continue  # a lower beta only adds launches
+        found = [first] if first is not None and first[2] >= goal else []
+        if first is not None and not found:
+            # lower beta (more candidate power) until the goal is reached, or until the
+            # launches are too few for that beta (``None``): then bisect in between, where
+            # the largest beta that reaches the goal lies
+            lo, hi, low = beta, beta, first
+            while lo > _BETA_FLOOR and low is not None and low[2] < goal:
+                hi, lo = lo, max(_BETA_FLOOR, lo * _BETA_STEP)
                 low = attempt(n_b, lo)
-                if low is None or low[2] >= goal:  # None: too few launches for that beta
-                    break
-            if low is None or low[2] < goal:
-                continue
-            found.append(low)
+            if low is not None and low[2] >= goal:
+                found.append(low)
+            elif low is not None:
+                continue  # even the floor's beta misses the goal
             for _ in range(_BETA_STEPS):
                 mid = (lo + hi) / 2
                 tried = attempt(n_b, mid)
                 if tried is not None and tried[2] >= goal:
-                    lo = mid
                     found.append(tried)
+                if tried is None or tried[2] >= goal:
+                    lo = mid
                 else:
                     hi = mid
+        if not found:
+            continue
+        if most <= _SMALL:  # few launches: the power jumps with beta, so look between too
+            for b in np.linspace(min(t[1].beta for t in found), beta, 12)[1:-1]:
+                tried = attempt(n_b, float(b))
+                if tried is not None and tried[2] >= goal:
+                    found.append(tried)
         top = min(found, key=lambda t: t[0])
         if best is None or top[0] < best[0]:
             best = top
