@@ -9,10 +9,10 @@ The rules (derived in docs/verdict.md, checked by ``benchmarks/bench_sequential.
   it ends "below the ceiling" with chance <= 0.95 alpha at any true rate at or above the
   ceiling.
 * The comparison with a finished baseline, for a run with ``--launches``
-  (:func:`make_stop_rule`), is exact: the run stops at the SPRT's first "below the ceiling"
-  and compares there by Fisher's test at a level computed for the design and the baseline's
-  size (:mod:`kit.analysis.finished`), so that a wrong ``fixed`` has chance <= 0.95 alpha
-  at every common rate (issue #27).
+  (:func:`make_stop_rule`), is exact: the run stops with ``fixed`` at the first launch where
+  the SPRT is "below the ceiling" and Fisher's test passes a level computed for the design
+  and the baseline's size (:mod:`kit.analysis.finished`), going on while only the first
+  holds, so that a wrong ``fixed`` has chance <= 0.95 alpha at every common rate (issue #27).
 * Otherwise (interleaved runs, runs without ``--launches``, and a weak baseline the exact
   rule could never beat) it is the anytime-valid e-value of :mod:`kit.analysis.anytime`,
   which reaches ``1/alpha`` with chance <= alpha when the candidate's rate is not lower
@@ -144,9 +144,8 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
         max_launches: the candidate campaign's ``--launches`` (exact thresholds for it, and
             the exact comparison level for this baseline, :mod:`kit.analysis.finished`;
             ``None``: the Ville-style bounds 1/alpha and beta and the e-value). When even a
-            clean candidate could not end ``fixed`` at the exact design's first stop below
-            the ceiling, the rule compares by the e-value instead, which may get there with
-            more launches.
+            clean candidate of ``max_launches`` could not end ``fixed`` by the exact design,
+            the e-value's comparison is tried (it needs more evidence, so this refuses).
 
     Raises:
         UsageError: the baseline is missing, injects crashes or never showed the target (no
@@ -174,8 +173,9 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
                         n_b if max_launches is not None else None)
     rule = StopRule(design, settings, x_b, n_b)
     if design.finished and rule.out_of_reach(0):
-        # the exact design stops at its first "below the ceiling", too early against a weak
-        # baseline; the e-value's comparison may still get there with more launches
+        # the exact design cannot reach fixed even at 0/max_launches: the e-value's
+        # comparison, which needs more evidence, cannot either, and the refusal says how
+        # many clean launches it would need
         rule = StopRule(dataclasses.replace(design, baseline_launches=None), settings, x_b, n_b)
     if rule.out_of_reach(0):
         more = _clean_launches_needed(x_b, n_b, settings)
