@@ -247,12 +247,15 @@ def test_plan_command(capsys) -> None:
 
 
 def test_plan_for_a_rare_baseline_sizes_the_rule_for_the_exact_test(capsys) -> None:
-    # 1/150: the smallest fixed design is 641 baseline + 1098 candidate launches, so the
-    # rule's suggested --launches is twice 1098, not twice the 153 the candidate side needs
+    # 1/150: the smallest fixed design is 641 baseline + 1098 candidate launches; a baseline
+    # under the design rate leaves no power there to keep, so the rule is the reference's
+    # baseline with --launches up to 1.3 times the reference: 2260 - 641 (not sized from the
+    # 153 the candidate side alone needs)
     assert main(["plan", "--baseline-rate", "0.0066666667", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["fixed_design"]["candidate_launches"] == 1098
-    assert data["sequential"]["max_launches"] == 2196
+    assert data["sequential"]["max_launches"] == 1619
+    assert data["sequential"]["baseline_launches"] == 641
     assert main(["plan", "--baseline-rate", "0.0066666667"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "that test needs about 1098 clean candidate launches" in out

@@ -31,7 +31,8 @@ baseline's events rise), so ``S`` rises with ``p_b`` and its largest value under
 at ``p_b = p_c = pi``; ``a_B`` is the largest level with ``max over pi of S(pi, pi) <=
 ALPHA_MARGIN * alpha``. One dynamic program over (launches, events) follows every class of
 baseline counts with the same region and every rate at once (a grid of 61 rates in
-``(0, ceiling)``, then 15 around each of the largest three). The run's stops as "not below
+``(0, ceiling)``, then 15 around each of the largest three; 25 and 9 for designs of more
+than 40,000 candidate launches times baseline counts followed). The run's stops as "not below
 the ceiling" and as out of reach only remove ``fixed`` outcomes: the program takes them as
 the rule does, and the level would hold without them too. This is Boschloo's construction
 (maximising the size over the nuisance rate) applied to the sequential rejection region, as
@@ -58,6 +59,9 @@ __all__ = ["FinishedPoint", "operating_finished", "comparison_level", "max_size"
 _GRID = 61
 #: rates around each of the three largest values on the grid
 _FINE = 15
+#: from this many candidate launches times baseline classes on, the grids are 25 and 9
+#: rates (the program's work grows with both)
+_BIG = 40_000
 #: baseline counts whose chance is below this at every rate looked at are lumped with the
 #: largest one kept (their ``fixed`` chance counted as 1 in a size: conservative)
 _TAIL = 1e-15
@@ -217,11 +221,13 @@ def _max_size(design: Any, n_b: int, level: float) -> float:
     c = design.ceiling
     reg = _regions_for(design, n_b, c)
     tail = float(stats.binom.sf(reg.xb_top, n_b, c))
-    coarse = np.linspace(0.0, c, _GRID + 1)[1:] * (1 - 1e-12)
+    big = reg.cap * reg.xb_top >= _BIG
+    grid, fine_n = (25, 9) if big else (_GRID, _FINE)
+    coarse = np.linspace(0.0, c, grid + 1)[1:] * (1 - 1e-12)
     values = _run(reg, n_b, level, coarse, coarse)[0]
     step = coarse[1] - coarse[0]
     fine = np.unique(np.concatenate([np.linspace(max(r - step, 1e-9), min(r + step, c * (
-        1 - 1e-12)), _FINE) for r in coarse[np.argsort(values)[-3:]]]))
+        1 - 1e-12)), fine_n) for r in coarse[np.argsort(values)[-3:]]]))
     near = _run(reg, n_b, level, fine, fine)[0]
     return max(float(values.max(initial=0.0)), float(near.max(initial=0.0))) + tail
 

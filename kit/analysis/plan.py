@@ -466,7 +466,10 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
             f"(this can take a few minutes)")
     from .finished import operating_finished
 
-    found = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta, reference, goal)
+    found = None
+    if baseline_rate > design_rate:  # else no rule has power at the design rate to keep
+        found = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta, reference,
+                             goal)
     if found is not None:
         design, rule_power, mean = found
         cap = design.max_launches
