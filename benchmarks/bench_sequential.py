@@ -10,26 +10,24 @@ For each setting (baseline rate ``p_b``, ceiling ``c``, alpha 0.05, power 0.8, d
    fixed-size design (at the design rate where ``p_b >= 2c``, else the clean-candidate
    design ``plan`` prints by default) and for the rule: the finished baseline's launches,
    the candidate's ``--launches`` and ``beta``;
-2. computes the rule's exact operating characteristics **by asking the rule itself**
-   (:class:`kit.analysis.sequential.StopRule` and
-   :func:`kit.analysis.sequential.sequential_fixed`, ``compare``'s conditions for a rule run)
-   in a dynamic program over the baseline's outcomes and the candidate's (launches, events):
+2. computes the rule's exact figures (:func:`kit.analysis.finished.operating_finished`, the
+   first-passage program that tests/test_sequential_exact.py checks against the rule itself,
+   :class:`kit.analysis.sequential.StopRule` and ``compare``'s conditions, to 1e-9;
+   ``--by-the-rule`` recomputes the design-rate cell by asking the rule at every state):
    P(fixed), mean and 95th-percentile launches (baseline plus candidate);
 3. prints them at the design rate (power), for a clean candidate, at the ceiling (false
-   ``fixed``), at the baseline's rate when it is under the ceiling (false ``fixed`` as bad as
-   the baseline), and the largest false-``fixed`` chance over every common rate under the
-   ceiling (:func:`kit.analysis.finished.max_size`), with Wald's lower bound on any
-   sequential test's mean launches at that power (below).
-
-Wald's bound: a test that ends "below the ceiling" with chance at most ``a0`` at the ceiling
-and at least ``w`` at the design rate ``p1`` needs, at ``p1``, at least
-``(w log(w / a0) + (1 - w) log((1 - w) / (1 - a0))) / KL(p1, c)`` launches on average,
-``KL`` the Kullback-Leibler divergence of Bernoulli(p1) from Bernoulli(c) (Wald's identity
-and the data-processing inequality; Wald 1945, Ann. Math. Statist. 16:117, section 4.5).
+   ``fixed`` with this baseline, and the candidate side's alone, which bounds it for every
+   baseline), at the baseline's rate when it is under the ceiling, and the largest
+   false-``fixed`` chance over every common rate under the ceiling
+   (:func:`kit.analysis.finished.max_size`), with two lower bounds on the mean launches
+   (:mod:`kit.analysis.wald`): the least *any* rule against a finished baseline needs at
+   the reference's power and false ``fixed`` <= 0.95 alpha (Wald's bound on the candidate,
+   Neyman-Pearson's on the baseline, minimised over the baseline's size), and the least any
+   rule needs with this rule's own baseline and exact error rates.
 
 Run: ``nice .venv/bin/python benchmarks/bench_sequential.py [--only I] [--interleaved-runs R]``
-(about 5 minutes on 2 busy cores; ``--interleaved-runs`` adds a small simulation of the
-interleaved mode, which still compares by the anytime-valid e-value).
+(about 4 minutes on 2 busy cores, most of it ``plan``; ``--interleaved-runs`` adds a small
+simulation of the interleaved mode, which still compares by the anytime-valid e-value).
 Goals (issue #27): mean launches at the design rate <= 70% of the reference's with at least
 its power; a clean candidate never more launches than the reference; at most 1.3 times its
 launches; exact false ``fixed`` at the ceiling <= 0.95 alpha.
@@ -46,16 +44,17 @@ import time
 import numpy as np
 from scipy import stats
 
-from kit.analysis.finished import max_size
+from kit.analysis.finished import max_size, operating_finished
 from kit.analysis.plan import plan_sequential
 from kit.analysis.sequential import (InterleavedRule, SprtDesign, StopRule, interleave,
                                      sequential_fixed)
 from kit.analysis.sprt import ALPHA_MARGIN
 from kit.analysis.verdict import VerdictSettings
+from kit.analysis.wald import least_mean_launches, least_total_launches
 
 #: (baseline rate, ceiling): above, at and below the ceiling
-SETTINGS = [(0.9, 0.3), (0.5, 0.05), (0.1, 0.05), (0.1, 0.02), (0.05, 0.01), (0.05, 0.05),
-            (0.03, 0.05)]
+SETTINGS = [(0.9, 0.3), (0.5, 0.05), (0.3, 0.05), (0.1, 0.05), (0.1, 0.02), (0.05, 0.01),
+            (0.05, 0.05), (0.03, 0.05)]
 
 
 @dataclasses.dataclass
@@ -129,13 +128,6 @@ def finished_exact(design: SprtDesign, settings: VerdictSettings, p_b: float, n_
     return Exact(fixed, mean, p95)
 
 
-def wald_bound(power: float, level: float, p1: float, ceiling: float) -> float:
-    """Wald's lower bound on the mean launches at ``p1`` (module doc)."""
-    kl = p1 * math.log(p1 / ceiling) + (1 - p1) * math.log((1 - p1) / (1 - ceiling))
-    d = power * math.log(power / level) + (1 - power) * math.log((1 - power) / (1 - level))
-    return d / kl
-
-
 def interleaved_sim(rule: InterleavedRule, p_b: float, p_c: float, cap: int, runs: int,
                     rng: np.random.Generator) -> tuple[float, float]:
     """``(P(fixed), mean launches of both builds)`` of the interleaved mode, simulated."""
@@ -154,11 +146,19 @@ def interleaved_sim(rule: InterleavedRule, p_b: float, p_c: float, cap: int, run
 SMOKE = {"args": ["--only", "0"], "prints": r"summary \(exact", "marks": ["slow"]}
 
 
+def exact(design: SprtDesign, p_b: float, n_b: int, p_c: float) -> Exact:
+    """The rule's exact figures (:func:`operating_finished`), launches with the baseline's."""
+    point = operating_finished(design, n_b, p_b, p_c)
+    return Exact(point.p_fixed, n_b + point.expected_launches, n_b + point.quantile(0.95))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--power", type=float, default=0.8)
     parser.add_argument("--only", type=int, default=None, help="one setting (index)")
+    parser.add_argument("--by-the-rule", action="store_true",
+                        help="recompute the design-rate cell by asking the rule itself")
     parser.add_argument("--interleaved-runs", type=int, default=0,
                         help="simulated interleaved runs per cell (0: none)")
     parser.add_argument("--seed", type=int, default=1)
@@ -166,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     started = time.monotonic()
     chosen = SETTINGS if args.only is None else [SETTINGS[args.only]]
+    level = ALPHA_MARGIN * args.alpha
     rows = []
     for p_b, ceiling in chosen:
         p1 = ceiling / 4
@@ -175,24 +176,34 @@ def main(argv: list[str] | None = None) -> int:
         total = ref.total_launches
         print(f"\nbaseline {p_b:g}, ceiling {ceiling:g}, design rate {p1:g}: reference "
               f"fixed design {ref.baseline_launches} + {ref.candidate_launches} = {total} "
-              f"(power {plan.reference_power:.3f} at {p1:g}); rule: baseline {n_b}, "
+              f"(power {plan.reference_power:.4f} at {p1:g}); rule: baseline {n_b}, "
               f"--launches {design.max_launches}, beta {design.beta:.3f}, LR thresholds "
               f"{math.exp(design.upper):.3g} / {math.exp(design.lower):.3g}, Fisher level "
               f"{design.comparison_alpha:.4g}", flush=True)
-        cells = {}
-        for label, p_c in (("design", p1), ("clean", 0.0), ("ceiling", ceiling)):
-            cells[label] = finished_exact(design, settings, p_b, n_b, p_c)
+        cells = {label: exact(design, p_b, n_b, p_c)
+                 for label, p_c in (("design", p1), ("clean", 0.0), ("ceiling", ceiling))}
         if p_b < ceiling:
-            cells["baseline"] = finished_exact(design, settings, p_b, n_b, p_b)
+            cells["baseline"] = exact(design, p_b, n_b, p_b)
+        side = design.operating(ceiling).p_fixed  # false "below" at the ceiling, any baseline
         size = max_size(design, n_b, design.comparison_alpha)
-        bound = n_b + wald_bound(plan.reference_power, ALPHA_MARGIN * args.alpha, p1, ceiling)
+        anyrule, anyrule_nb = least_total_launches(p_b, plan.reference_power, level, p1,
+                                                   ceiling)
+        own = least_mean_launches(p_b, n_b, cells["design"].p_fixed, side, p1, ceiling)
         for label, cell in cells.items():
             print(f"  candidate at {label:>8}: P(fixed) {cell.p_fixed:.4f}, mean launches "
-                  f"{cell.mean:7.1f} ({cell.mean / total:4.0%} of the reference), 95th "
+                  f"{cell.mean:7.1f} ({cell.mean / total:4.1%} of the reference), 95th "
                   f"percentile {cell.p95}", flush=True)
+        if args.by_the_rule:
+            check = finished_exact(design, settings, p_b, n_b, p1)
+            print(f"  by the rule itself at the design rate: P(fixed) {check.p_fixed:.6f}, "
+                  f"mean {check.mean:.3f}, 95th percentile {check.p95}")
         most = n_b + design.max_launches
-        print(f"  max launches {most} ({most / total:.2f} x); largest false fixed under the ceiling (any common rate) {size:.4f}; "
-              f"Wald's bound at this power: {bound:.1f} launches ({bound / total:.0%})")
+        print(f"  max launches {most} ({most / total:.2f} x); false fixed at the ceiling "
+              f"{cells['ceiling'].p_fixed:.4f} with this baseline, {side:.4f} for any; largest "
+              f"under the ceiling (any common rate) {size:.4f}; least mean launches of any rule "
+              f"at the reference's power {anyrule:.1f} ({anyrule / total:.0%}, baseline "
+              f"{anyrule_nb}), of any with this baseline and error rates {own:.1f} "
+              f"({own / total:.0%})")
         if args.interleaved_runs:
             rule = InterleavedRule(SprtDesign(ceiling, p1, args.alpha, design.beta,
                                               design.max_launches), settings)
@@ -201,21 +212,21 @@ def main(argv: list[str] | None = None) -> int:
                                        args.interleaved_runs, rng)
                 print(f"  interleaved (e-value, {args.interleaved_runs} simulated runs) at "
                       f"{label}: P(fixed) {f:.3f}, mean launches {n:.1f} ({n / total:.0%})")
-        rows.append((p_b, ceiling, plan, cells, size, bound))
+        rows.append((p_b, ceiling, plan, cells, side, size, anyrule, own))
     print("\nsummary (exact; launches are baseline + candidate, against the reference design)")
     print("| baseline, ceiling | reference (plan) | its power | rule: baseline + max | power "
-          "| mean at design rate | 95th pct | clean | false fixed at ceiling | largest false "
-          "fixed below | Wald's bound |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for p_b, ceiling, plan, cells, size, bound in rows:
+          "| mean at design rate | 95th pct | clean | false fixed at ceiling (this baseline / "
+          "any) | largest false fixed below | least of any rule | least with this baseline |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for p_b, ceiling, plan, cells, side, size, anyrule, own in rows:
         ref, total = plan.reference, plan.reference.total_launches
         d, h1, clean, at_c = plan.design, cells["design"], cells["clean"], cells["ceiling"]
         print(f"| {p_b:g}, {ceiling:g} | {ref.baseline_launches} + {ref.candidate_launches} "
               f"= {total} | {plan.reference_power:.3f} | {plan.baseline_launches} + "
               f"{d.max_launches} ({(plan.baseline_launches + d.max_launches) / total:.2f}x) | "
-              f"{h1.p_fixed:.3f} | {h1.mean:.1f} ({h1.mean / total:.0%}) | {h1.p95} | "
-              f"{clean.mean:.0f} | {at_c.p_fixed:.4f} | {size:.4f} | {bound:.0f} "
-              f"({bound / total:.0%}) |")
+              f"{h1.p_fixed:.3f} | {h1.mean:.1f} ({h1.mean / total:.1%}) | {h1.p95} | "
+              f"{clean.mean:.0f} | {at_c.p_fixed:.4f} / {side:.4f} | {size:.4f} | "
+              f"{anyrule:.0f} ({anyrule / total:.0%}) | {own:.0f} ({own / total:.0%}) |")
     print(f"took {time.monotonic() - started:.0f} s")
     return 0
 

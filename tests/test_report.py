@@ -212,11 +212,11 @@ def test_plan_command(capsys) -> None:
     data = json.loads(capsys.readouterr().out)
     assert data["fixed_design"]["candidate_launches"] == 299
     # Wald's LR >= 20 would take ln(20) / ln((1 - 0.0025) / (1 - 0.01)) = 396.9 clean
-    # launches; the rule plan designs (a 6-launch baseline, --launches 1004: with it at most
-    # 1.3 times the fixed-size design at the design rate, 4 + 773) takes 389
+    # launches; the rule plan designs (a 7-launch baseline, --launches 1003: with it at most
+    # 1.3 times the fixed-size design at the design rate, 4 + 773) takes 388
     seq = data["sequential"]
-    assert seq["max_launches"] == 1004 and seq["clean_launches"] == 389
-    assert seq["baseline_launches"] == 6 and seq["max_launches"] + 6 <= 1.3 * 777
+    assert seq["max_launches"] == 1003 and seq["clean_launches"] == 388
+    assert seq["baseline_launches"] == 7 and seq["max_launches"] + 7 <= 1.3 * 777
     assert seq["power"] >= seq["reference_power"] > 0.8
     assert seq["expected_launches"] <= 0.7 * 777
     assert seq["lr_upper"] < 20 and seq["lr_lower"] > 0.2
@@ -247,12 +247,15 @@ def test_plan_command(capsys) -> None:
 
 
 def test_plan_for_a_rare_baseline_sizes_the_rule_for_the_exact_test(capsys) -> None:
-    # 1/150: the smallest fixed design is 641 baseline + 1098 candidate launches, so the
-    # rule's suggested --launches is twice 1098, not twice the 153 the candidate side needs
+    # 1/150: the smallest fixed design is 641 baseline + 1098 candidate launches; a baseline
+    # under the design rate leaves no power there to keep, so the rule is the reference's
+    # baseline with --launches up to 1.3 times the reference: 2260 - 641 (not sized from the
+    # 153 the candidate side alone needs)
     assert main(["plan", "--baseline-rate", "0.0066666667", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["fixed_design"]["candidate_launches"] == 1098
-    assert data["sequential"]["max_launches"] == 2196
+    assert data["sequential"]["max_launches"] == 1619
+    assert data["sequential"]["baseline_launches"] == 641
     assert main(["plan", "--baseline-rate", "0.0066666667"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "that test needs about 1098 clean candidate launches" in out

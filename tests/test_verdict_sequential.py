@@ -165,16 +165,29 @@ def test_stop_rule_with_exact_thresholds_for_the_campaign_launches() -> None:
 
 
 def test_stop_rule_stops_or_refuses_when_fixed_is_out_of_reach() -> None:
-    # 3/150 against a clean candidate needs 2142 launches for the rule's comparison: a run
-    # of 306 could never end fixed, so it is refused before any launch
-    with pytest.raises(UsageError, match=r"3/150 .* clean candidate needs at least 2142 for "
+    # 2/150 against even 0/306 is not significant at the exact level: a run of 306 could
+    # never end fixed, so it is refused before any launch (the e-value, the fallback, needs
+    # 14444 clean launches)
+    with pytest.raises(UsageError, match=r"2/150 .* clean candidate needs at least 14444 for "
                                          r"the rule's comparison"):
-        make_stop_rule(counts("b", 3, 150), VerdictSettings(), max_launches=306)
+        make_stop_rule(counts("b", 2, 150), VerdictSettings(), max_launches=306)
+    # 3/150 is not refused: the rule goes on past its first "below the ceiling" (0/74) while
+    # the comparison does not hold, until Fisher's p of 3/150 against 0/283 (0.0410) is
+    # within the exact level (0.0413)
+    weak = make_stop_rule(counts("b", 3, 150), VerdictSettings(), max_launches=306)
+    assert weak.design.finished and not weak.out_of_reach(0)
+    assert weak.design.comparison_alpha == pytest.approx(0.04125, abs=1e-4)
+    assert not weak.decision_counts(0, 74)[0] and not weak.decision_counts(0, 282)[0]
+    assert weak.decision_counts(0, 283) == (True, "fixed: 0/283 candidate launches against "
+                                                  "the baseline's 3/150")
+    # 2/20 at a 30% ceiling: the e-value would need 879 clean launches, the exact rule gets
+    # there within 100 (Fisher's p of 2/20 against 0/n falls under its level)
     wide = VerdictSettings(signature="any-crash", ceiling=0.3)
-    with pytest.raises(UsageError, match=r"2/20 any-crash .* clean candidate needs at least "
-                                         r"879 for"):
-        make_stop_rule(counts("b", 2, 20), wide, max_launches=878)
-    assert make_stop_rule(counts("b", 2, 20), wide, max_launches=879).baseline_n == 20
+    exact = make_stop_rule(counts("b", 2, 20), wide, max_launches=100)
+    assert exact.design.finished and not exact.out_of_reach(0)
+    with pytest.raises(UsageError, match=r"1/20 any-crash .* clean candidate of 100 launches "
+                                         r"\(a clean candidate needs at least 2240925 for"):
+        make_stop_rule(counts("b", 1, 20), wide, max_launches=100)
     rule = make_stop_rule(counts("b", 12, 20), VerdictSettings(), max_launches=306)
     k = _k_max(306, 0.05, 0.05)  # the most events whose bound at 306 is below 5%
     assert not rule.out_of_reach(k) and rule.out_of_reach(k + 1)
@@ -185,12 +198,12 @@ def test_stop_rule_stops_or_refuses_when_fixed_is_out_of_reach() -> None:
 def test_compare_judges_a_rule_run_by_the_rule(tmp_path: Path) -> None:
     # 3/20 vs a clean candidate, a run of at most 306: the exact design stops at the SPRT's
     # first "below the ceiling", 0/74, where Fisher's p (0.0078) is within its level for a
-    # 20-launch baseline (0.213); compare of the rule's campaign says fixed there and not
+    # 20-launch baseline (0.110); compare of the rule's campaign says fixed there and not
     # before. Under the e-value's comparison (an interleaved run's) it needs 0/106
     from kit.campaign import CampaignStore, load_campaign, update_meta
 
     rule = make_stop_rule(counts("b", 3, 20), VerdictSettings(), max_launches=306)
-    assert rule.design.comparison_alpha == pytest.approx(0.2127, abs=1e-3)
+    assert rule.design.comparison_alpha == pytest.approx(0.1104, abs=1e-3)
     first = next(n for n in range(1, 307) if rule.decision_counts(0, n)[0])
     assert first == 74 and rule.decision_counts(0, 74)[1].startswith("fixed: 0/74")
     anytime = StopRule(dataclasses.replace(rule.design, baseline_launches=None),
@@ -208,7 +221,7 @@ def test_compare_judges_a_rule_run_by_the_rule(tmp_path: Path) -> None:
         judged = compare_campaigns(base, load_campaign(cand.path))
         assert judged.verdict is want, judged.decision.reason
         assert (judged.decision.e_value is not None) == (made == "anytime")
-    assert "exact level for Fisher's p: 0.21" in compare_campaigns(
+    assert "exact level for Fisher's p: 0.11" in compare_campaigns(
         base, load_campaign(tmp_path / "exact" / "74" / "c")).decision.reason
     assert "its anytime-valid e-value is 19.96, under 20" in compare_campaigns(
         base, load_campaign(tmp_path / "anytime" / "105" / "c")).decision.reason

@@ -1,38 +1,43 @@
 """The exact comparison level of a sequential run against a *finished* baseline
 (``coldstart run ... --until-verdict DIR`` with ``--launches``): how small Fisher's one-sided
-p must be, at the candidate's stop, for ``fixed`` to keep its error rate, computed by
-dynamic programming instead of an anytime-valid e-value.
+p must be for ``fixed`` to keep its error rate, computed by dynamic programming instead of
+an anytime-valid e-value.
 
 The run (:class:`kit.analysis.sequential.StopRule` with a design that has
-``baseline_launches``) makes the candidate's launches one by one and stops the first time its
-SPRT state is "below the ceiling" (:meth:`kit.analysis.sprt.SprtDesign.state`), or at its
-``max_launches``. It says ``fixed`` there when Fisher's one-sided p of the baseline's
-``x_b / n_b`` against the candidate's ``x / n`` is at most the level ``a_B`` found here, and
-the Clopper-Pearson bound is below the ceiling (the SPRT's state needs it). ``a_B`` is the
+``baseline_launches``) makes the candidate's launches one by one and stops with ``fixed``
+the first time its SPRT state is "below the ceiling" (:meth:`kit.analysis.sprt.SprtDesign.state`)
+*and* Fisher's one-sided p of the baseline's ``x_b / n_b`` against the candidate's
+``x / n`` is at most the level ``a_B`` found here (with the candidate's rate below the
+baseline's, as ``compare`` wants), or at its ``max_launches`` when the bound is below the
+ceiling and Fisher's p passes there. It goes on while the SPRT is below the ceiling and the
+comparison does not hold yet (more clean launches lower Fisher's p), and stops without
+``fixed`` as "not below the ceiling" and where ``fixed`` is out of reach. ``a_B`` is the
 level of the whole sequential rejection region, so it replaces the fixed-size test's alpha
 for such a run, and can be above alpha.
 
 **The guarantee.** A wrong ``fixed`` has the candidate's rate at or above the ceiling or at
-or above the baseline's (docs/verdict.md). At or above the ceiling the candidate's side alone
-ends "below the ceiling" with chance at most ``ALPHA_MARGIN * alpha`` (the SPRT's exact
-thresholds). Below it, with ``p_b <= p_c < ceiling``: the run is a first-passage problem of
-the candidate's counts, so the chance of ``fixed`` is
+or above the baseline's (docs/verdict.md). At or above the ceiling every ``fixed`` path went
+through a first "below the ceiling" (or ended at ``max_launches`` with the bound below), whose
+chance the SPRT's exact thresholds keep at ``ALPHA_MARGIN * alpha``. Below it, with
+``p_b <= p_c < ceiling``: for a baseline of ``x_b`` events the run is a first-passage problem
+of the candidate's counts into the region
 
-    S(p_b, p_c) = sum over first stops (n, x) of P_{p_c}(first stop at (n, x)) *
-                  P(Bin(n_b, p_b) >= t(n, x))
+    R(x_b) = {(n, x): SPRT below the ceiling at (n, x) (or n = max_launches and the bound
+              below), x n_b < x_b n, and Fisher's p(x_b/n_b vs x/n) <= a_B}
 
-where ``t(n, x)`` is the fewest baseline events with Fisher's p <= ``a_B`` against ``x/n``.
-``S`` rises with ``p_b`` (more baseline events), so its largest value under the null is at
-``p_b = p_c = pi``; ``a_B`` is the largest level with ``max over pi of S(pi, pi) <=
-ALPHA_MARGIN * alpha``. The first-stop distribution is one dynamic program over (launches,
-events) per ``pi`` (vectorised over a grid of 161 rates in ``(0, ceiling)``, then refined
-around the largest three), in which "not below the ceiling" does not stop the run: the rule's
-own stop there, and the stop when ``fixed`` is out of reach, only remove ``fixed`` outcomes,
-so the level holds with or without them (also for a run resumed past such a stop). This is
-Boschloo's construction (maximising the size over the nuisance rate) applied to the
-sequential rejection region, as exact group-sequential tests of two binomials are computed
-(Jennison & Turnbull 2000, *Group Sequential Methods with Applications to Clinical Trials*,
-ch. 12 and 19).
+so the chance of ``fixed`` is ``S(p_b, p_c) = sum over x_b of P(Bin(n_b, p_b) = x_b) *
+P_{p_c}(the run enters R(x_b))``. ``R(x_b)`` grows with ``x_b`` (Fisher's p falls as the
+baseline's events rise), so ``S`` rises with ``p_b`` and its largest value under the null is
+at ``p_b = p_c = pi``; ``a_B`` is the largest level with ``max over pi of S(pi, pi) <=
+ALPHA_MARGIN * alpha``. One dynamic program over (launches, events) follows every class of
+baseline counts with the same region and every rate at once (a grid of 61 rates in
+``(0, ceiling)``, then 15 around each of the largest three; 25 and 9 for designs of more
+than 40,000 candidate launches times baseline counts followed). The run's stops as "not below
+the ceiling" and as out of reach only remove ``fixed`` outcomes: the program takes them as
+the rule does, and the level would hold without them too. This is Boschloo's construction
+(maximising the size over the nuisance rate) applied to the sequential rejection region, as
+exact group-sequential tests of two binomials are computed (Jennison & Turnbull 2000, *Group
+Sequential Methods with Applications to Clinical Trials*, ch. 12 and 19).
 """
 
 from __future__ import annotations
@@ -47,114 +52,184 @@ import numpy as np
 from .binomial import ALPHA_MARGIN, k_max_cached
 from .stats import P_RTOL, fisher_p_vector, stats
 
-__all__ = ["FirstStops", "first_stops", "comparison_level", "max_size", "size_at",
+__all__ = ["FinishedPoint", "operating_finished", "comparison_level", "max_size",
            "fixed_chance", "MAX_LEVEL"]
 
 #: the grid of common rates on which the size is maximised, before refining
-_GRID = 161
-#: first stops at the refined rates, by design and rates (:func:`_max_size`)
-_NEAR: dict[tuple[Any, ...], "FirstStops"] = {}
+_GRID = 61
+#: rates around each of the three largest values on the grid
+_FINE = 15
+#: from this many candidate launches times baseline classes on, the grids are 25 and 9
+#: rates (the program's work grows with both)
+_BIG = 40_000
+#: baseline counts whose chance is below this at every rate looked at are lumped with the
+#: largest one kept (their ``fixed`` chance counted as 1 in a size: conservative)
+_TAIL = 1e-15
 
 
 @dataclasses.dataclass(frozen=True)
-class FirstStops:
-    """Where the candidate's run first stops, for several true rates.
+class FinishedPoint:
+    """The finished-baseline rule's exact figures at one (baseline rate, candidate rate).
 
     Attributes:
-        n, x: the stops (launches, events), one entry per stop; those at ``max_launches``
-            are the undecided runs whose bound is below the ceiling there.
-        mass: ``mass[r, i]``: the chance at ``rates[r]`` that the run stops first at
-            ``(n[i], x[i])``.
-        rates: the true candidate rates.
+        p_fixed: chance that the run ends ``fixed``.
+        expected_launches: the candidate's mean launches (0 where the rule refuses the
+            baseline before its first launch: no event, or ``fixed`` out of reach).
+        launches: ``launches[n]``, the chance that the candidate makes exactly ``n``
+            launches (``n = 0 .. max_launches``).
     """
 
-    n: np.ndarray
-    x: np.ndarray
-    mass: np.ndarray
-    rates: np.ndarray
+    p_fixed: float
+    expected_launches: float
+    launches: np.ndarray = dataclasses.field(repr=False, default_factory=lambda: np.ones(1))
+
+    def quantile(self, q: float) -> int:
+        """The fewest candidate launches ``n`` with ``P(N <= n) >= q``."""
+        return int(np.searchsorted(np.cumsum(self.launches), q * (1 - 1e-12)))
 
 
-def first_stops(design: Any, rates: np.ndarray) -> FirstStops:
-    """The first-stop distribution of ``design``'s candidate side (module doc) for each rate
-    in ``rates`` at once: where the run first stops "below the ceiling", or ends at
-    ``max_launches`` with its bound below it; a stop as "not below the ceiling" ends the run
-    (the rule stops there, and the SPRT's thresholds are calibrated so). States with more
-    events than ``k_max(max_launches)`` can never stop "below" (the bound only holds for
-    fewer) and are left out; nothing else is dropped."""
+@dataclasses.dataclass(frozen=True)
+class _Regions:
+    """The candidate's (n, x) cells where the SPRT is below the ceiling (``x <= top``), with
+    Fisher's p of every baseline count ``1..xb_top`` against each."""
+
+    cap: int
+    top: int
+    below: np.ndarray      # (cap + 1, top + 1) bool: SPRT below the ceiling (n = cap: bound)
+    not_below: np.ndarray  # (cap + 1, top + 1) bool: the rule's stop as not below
+    fisher: np.ndarray     # (cells, xb_top): p of baseline count j + 1 against the cell
+    cells: tuple[np.ndarray, np.ndarray]  # the below cells' (n, x)
+    xb_top: int
+
+
+def _regions(design: Any, n_b: int, xb_top: int) -> _Regions:
     cap = design.max_launches
-    k_max = k_max_cached(cap, design.ceiling, design.alpha)
-    rates = np.asarray(rates, dtype=float)
-    top = k_max[cap]
-    alive = np.zeros((rates.size, top + 2))
-    alive[:, 0] = 1.0
-    q, p = (1.0 - rates)[:, None], rates[:, None]
-    ns, xs, masses = [], [], []
-    x = np.arange(top + 2)
-    for n in range(1, cap + 1):
-        moved = alive * q
-        moved[:, 1:] += alive[:, :-1] * p
-        moved[:, -1] = 0.0  # beyond k_max(cap): can never stop below
-        llr = x * design.step_event + (n - x) * design.step_clean
-        stop = (llr >= design.upper) & (x <= k_max[n]) if n < cap else x <= top
-        for i in np.flatnonzero(stop & (moved.max(axis=0) > 0.0)):
-            ns.append(n)
-            xs.append(int(i))
-            masses.append(moved[:, i].copy())
-        moved[:, stop | ((llr <= design.lower) & (x > k_max[n]))] = 0.0  # stopped
-        alive = moved
-    mass = np.array(masses).T if masses else np.zeros((rates.size, 0))
-    return FirstStops(np.array(ns, dtype=np.int64), np.array(xs, dtype=np.int64), mass, rates)
+    k_max = np.asarray(k_max_cached(cap, design.ceiling, design.alpha))
+    top = max(int(k_max[cap]), 0)
+    n = np.arange(cap + 1)[:, None]
+    x = np.arange(top + 1)[None, :]
+    llr = x * design.step_event + (n - x) * design.step_clean  # as SprtDesign.log_lr
+    bound = x <= k_max[:, None]
+    below = (llr >= design.upper) & bound
+    below[cap] = bound[cap]
+    below[0] = False
+    not_below = (llr <= design.lower) & ~bound
+    not_below[cap] = True
+    not_below[0] = False
+    cn, cx = np.nonzero(below)
+    j = np.arange(1, xb_top + 1)[None, :]
+    fisher = fisher_p_vector(j, n_b, cx[:, None], cn[:, None]) if cn.size else np.zeros(
+        (0, xb_top))
+    # compare also wants the candidate's rate below the baseline's
+    fisher = np.where(cx[:, None] * n_b < j * cn[:, None], fisher, np.inf)
+    return _Regions(cap, top, below, not_below, fisher, (cn, cx), xb_top)
 
 
-def _thresholds(n_b: int, stops: FirstStops, level: float) -> np.ndarray:
-    """``t(n, x)`` for every stop: the fewest baseline events in ``n_b`` launches whose
-    Fisher one-sided p against ``x/n`` is <= ``level`` (with :data:`P_RTOL`); ``n_b + 1``
-    where none is. Fisher's p falls as the baseline's events rise, so a vectorised
-    bisection finds them."""
-    lo = np.ones(stops.n.size, dtype=np.int64)
-    hi = np.full(stops.n.size, n_b + 1, dtype=np.int64)
+@functools.lru_cache(maxsize=32)
+def _regions_cached(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: float,
+                    max_launches: int, n_b: int, xb_top: int) -> _Regions:
+    return _regions(kind(ceiling, design_rate, alpha, beta, max_launches), n_b, xb_top)
+
+
+def _xb_top(n_b: int, rate: float) -> int:
+    """The largest baseline count worth following at rates up to ``rate``."""
+    return max(1, min(n_b, int(stats.binom.isf(_TAIL, n_b, min(rate, 1.0))) + 1))
+
+
+def _run(reg: _Regions, n_b: int, level: float, rates: np.ndarray, p_b: np.ndarray,
+         spread: bool = False) -> tuple[np.ndarray, ...]:
+    """``(P(fixed), mean candidate launches)`` at each pair ``(p_b[r], rates[r])``: the
+    first-passage dynamic program (module doc), one layer per class of baseline counts with
+    the same region; with ``spread``, also ``P(N >= n)`` for ``n = 1..cap`` (rates x cap)."""
     cut = level * (1.0 + P_RTOL)
-    while (lo < hi).any():
-        mid = (lo + hi) // 2
-        ok = np.where(mid <= n_b, fisher_p_vector(np.minimum(mid, n_b), n_b, stops.x,
-                                                  stops.n) <= cut, True)
-        hi = np.where((lo < hi) & ok, mid, hi)
-        lo = np.where((lo < hi) & ~ok, mid + 1, lo)
-    return lo
+    # t: the fewest baseline events (1..xb_top) that pass against each below cell
+    passes = reg.fisher <= cut
+    t = np.where(passes.any(axis=1), passes.argmax(axis=1) + 1, reg.xb_top + 1)
+    classes = np.unique(t[t <= reg.xb_top])
+    rates = np.asarray(rates, dtype=float)
+    fixed = np.zeros(rates.size)
+    launches = np.zeros(rates.size)
+    if classes.size == 0:
+        return (fixed, launches) + ((np.zeros((rates.size, reg.cap)),) if spread else ())
+    # weights of each class: P(u_j <= X_b < u_{j+1}); the last takes the tail above xb_top
+    edges = np.concatenate([classes, [n_b + 1]])
+    cdf = stats.binom.cdf(edges[:, None] - 1, n_b, p_b[None, :])
+    weight = cdf[1:] - cdf[:-1]
+    weight[-1] = 1.0 - cdf[-2]
+    region = np.zeros((classes.size,) + reg.below.shape, dtype=bool)
+    cn, cx = reg.cells
+    region[:, cn, cx] = t[None, :] <= classes[:, None]
+    # a count above the most events that pass at max_launches can never reach fixed
+    reach = np.array([int(np.flatnonzero(r[reg.cap]).max(initial=-1)) for r in region])
+    m, width = classes.size, reg.top + 2
+    alive = np.zeros((m, rates.size, width))
+    alive[reach >= 0, :, 0] = 1.0
+    dead = np.arange(width)[None, :] > reach[:, None]  # (m, width)
+    q, p = (1.0 - rates)[None, :, None], rates[None, :, None]
+    hit = np.zeros((m, rates.size))
+    mean = np.zeros((m, rates.size))
+    stop = np.zeros((m, width), dtype=bool)
+    going = np.zeros((reg.cap, rates.size)) if spread else None
+    for n in range(1, reg.cap + 1):
+        here = alive.sum(axis=2)
+        mean += here
+        if going is not None:
+            going[n - 1] = (weight * here).sum(axis=0)
+        moved = alive * q
+        moved[:, :, 1:] += alive[:, :, :-1] * p
+        into = np.zeros((m, width), dtype=bool)
+        into[:, :-1] = region[:, n]
+        hit += (moved * into[:, None, :]).sum(axis=2)
+        stop[:] = dead | into
+        stop[:, :-1] |= reg.not_below[n][None, :]
+        moved[np.broadcast_to(stop[:, None, :], moved.shape)] = 0.0
+        alive = moved
+        if not alive.any():
+            break
+    out = (weight * hit).sum(axis=0), (weight * mean).sum(axis=0)
+    return out + ((going.T,) if going is not None else ())
 
 
-def size_at(stops: FirstStops, t: np.ndarray, n_b: int, p_b: np.ndarray | float
-            ) -> np.ndarray:
-    """``S(p_b, rates)``: the chance of ``fixed`` at each of ``stops.rates`` for a baseline
-    of ``n_b`` launches at ``p_b`` (one value, or one per rate), given the thresholds ``t``
-    (:func:`_thresholds`)."""
-    p_b = np.broadcast_to(np.asarray(p_b, dtype=float), stops.rates.shape)
-    tail = stats.binom.sf(t[None, :] - 1, n_b, p_b[:, None])
-    return (stops.mass * tail).sum(axis=1)
+def _regions_for(design: Any, n_b: int, rate: float) -> _Regions:
+    return _regions_cached(type(design), design.ceiling, design.design_rate, design.alpha,
+                           design.beta, design.max_launches, n_b, _xb_top(n_b, rate))
 
 
-def _max_size(design: Any, n_b: int, level: float, coarse: FirstStops) -> float:
-    """``max over pi in (0, ceiling) of S(pi, pi)``: on the coarse grid, then on a fine
-    grid around its three largest values."""
-    values = size_at(coarse, _thresholds(n_b, coarse, level), n_b, coarse.rates)
-    best = float(values.max(initial=0.0))
-    step = coarse.rates[1] - coarse.rates[0]
-    fine = np.unique(np.concatenate([np.linspace(max(r - step, 1e-9), min(
-        r + step, design.ceiling * (1 - 1e-12)), 21) for r in coarse.rates[np.argsort(
-            values)[-3:]]]))
-    key = (design.ceiling, design.design_rate, design.alpha, design.beta,
-           design.max_launches, fine.tobytes())
-    near = _NEAR.get(key)
-    if near is None:  # the bisection asks for the same neighbourhoods again and again
-        near = _NEAR[key] = first_stops(design, fine)
-        if len(_NEAR) > 256:
-            _NEAR.pop(next(iter(_NEAR)))
-    return max(best, float(size_at(near, _thresholds(n_b, near, level), n_b, fine).max()))
+def operating_finished(design: Any, n_b: int, p_b: float, p_c: float,
+                       level: float | None = None) -> FinishedPoint:
+    """Exact chance of ``fixed`` and the distribution of the candidate's launches for a
+    finished baseline of ``n_b`` launches at ``p_b`` and a candidate at ``p_c`` under
+    ``design`` (its :attr:`comparison_alpha`, or ``level``), by the module's dynamic
+    program."""
+    level = design.comparison_alpha if level is None else level
+    reg = _regions_for(design, n_b, max(p_b, design.ceiling))
+    f, e, going = _run(reg, n_b, level, np.array([p_c]), np.array([p_b]), spread=True)
+    at_least = np.concatenate([[1.0], going[0], [0.0]])  # P(N >= n), n = 0..cap + 1
+    return FinishedPoint(float(f[0]), float(e[0]), np.maximum(-np.diff(at_least), 0.0))
 
 
-def _coarse(design: Any) -> FirstStops:
-    return first_stops(design, np.linspace(0.0, design.ceiling, _GRID + 1)[1:] * (
-        1 - 1e-12))
+def fixed_chance(design: Any, n_b: int, p_b: float, p_c: float) -> float:
+    """Exact chance that the run ends ``fixed`` with a finished baseline of ``n_b`` launches
+    at ``p_b`` and a candidate at ``p_c`` (:func:`operating_finished`)."""
+    return operating_finished(design, n_b, p_b, p_c).p_fixed
+
+
+def _max_size(design: Any, n_b: int, level: float) -> float:
+    """``max over pi in (0, ceiling) of S(pi, pi)``: on the grid, then on a fine grid around
+    its three largest values; the baseline's tail beyond what is followed counted as
+    ``fixed``."""
+    c = design.ceiling
+    reg = _regions_for(design, n_b, c)
+    tail = float(stats.binom.sf(reg.xb_top, n_b, c))
+    big = reg.cap * reg.xb_top >= _BIG
+    grid, fine_n = (25, 9) if big else (_GRID, _FINE)
+    coarse = np.linspace(0.0, c, grid + 1)[1:] * (1 - 1e-12)
+    values = _run(reg, n_b, level, coarse, coarse)[0]
+    step = coarse[1] - coarse[0]
+    fine = np.unique(np.concatenate([np.linspace(max(r - step, 1e-9), min(r + step, c * (
+        1 - 1e-12)), fine_n) for r in coarse[np.argsort(values)[-3:]]]))
+    near = _run(reg, n_b, level, fine, fine)[0]
+    return max(float(values.max(initial=0.0)), float(near.max(initial=0.0))) + tail
 
 
 #: the largest comparison level searched: a wider region than this is never needed for a
@@ -166,10 +241,10 @@ def comparison_level(design: Any, n_b: int) -> float:
     """The largest Fisher level ``a_B`` (at most :data:`MAX_LEVEL`) whose exact chance of a
     wrong ``fixed``, maximised over a common rate below the ceiling, is at most
     ``ALPHA_MARGIN * alpha``, for a finished baseline of ``n_b`` launches and ``design``'s
-    candidate side (module doc). It can be above ``alpha``: the first stop below the
-    ceiling is itself a strong condition, and the level is that of the whole sequential
-    rejection region, not of a fixed-size test. Found by bisection on ``log a_B`` (the size
-    only grows with the level) to 0.1%."""
+    candidate side (module doc). It can be above ``alpha``: "below the ceiling" is itself a
+    strong condition, and the level is that of the whole sequential rejection region, not
+    of a fixed-size test. Found by bisection on ``log a_B`` (the size only grows with the
+    level) to 0.1%."""
     # the design's own class (kit.analysis.sprt.SprtDesign) makes the candidate side, so that
     # this module never imports sprt, which imports it
     return _level(type(design), design.ceiling, design.design_rate, design.alpha, design.beta,
@@ -181,13 +256,12 @@ def _level(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: fl
            max_launches: int, n_b: int) -> float:
     design = kind(ceiling, design_rate, alpha, beta, max_launches)
     goal = ALPHA_MARGIN * alpha
-    coarse = _coarse(design)
-    if _max_size(design, n_b, MAX_LEVEL, coarse) <= goal:
+    if _max_size(design, n_b, MAX_LEVEL) <= goal:
         return MAX_LEVEL
     lo, hi = math.log(alpha) - 12.0, math.log(MAX_LEVEL)
     while hi - lo > 1e-3:
         mid = (lo + hi) / 2
-        if _max_size(design, n_b, math.exp(mid), coarse) <= goal:
+        if _max_size(design, n_b, math.exp(mid)) <= goal:
             lo = mid
         else:
             hi = mid
@@ -197,12 +271,4 @@ def _level(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: fl
 def max_size(design: Any, n_b: int, level: float) -> float:
     """The largest exact chance of a wrong ``fixed`` below the ceiling at Fisher level
     ``level`` (module doc): what :func:`comparison_level` keeps at ``ALPHA_MARGIN * alpha``."""
-    return _max_size(design, n_b, level, _coarse(design))
-
-
-def fixed_chance(design: Any, n_b: int, p_b: float, p_c: float) -> float:
-    """Exact chance that the run ends ``fixed`` with a finished baseline of ``n_b`` launches
-    at ``p_b`` and a candidate at ``p_c`` (the rule's own stops removed nothing from it)."""
-    stops = first_stops(design, np.array([p_c]))
-    t = _thresholds(n_b, stops, design.comparison_alpha)
-    return float(size_at(stops, t, n_b, p_b)[0])
+    return _max_size(design, n_b, level)

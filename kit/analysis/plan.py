@@ -17,8 +17,9 @@ import numpy as np
 import math
 
 from ..errors import UsageError
-from .binomial import k_max_table, launches_to_bound_with_power
+from .binomial import ALPHA_MARGIN, k_max_table, launches_to_bound_with_power
 from .stats import P_RTOL, _k_max, fisher_p_vector, launches_to_bound, stats
+from .wald import least_baseline_launches, least_mean_launches
 
 __all__ = ["Plan", "design_power", "launches_to_bound_with_power", "plan_launches",
            "SequentialPlan", "plan_sequential"]
@@ -326,46 +327,100 @@ class SequentialPlan:
                                "operating": [o.to_dict() for o in self.operating]}}
 
 
-#: baseline sizes tried for the rule, as multiples of the reference design's
-_BASELINE_FACTORS = (0.7, 1.0, 1.25, 1.5)
+#: baseline sizes tried for the rule, as multiples of the reference design's (and, for a
+#: small reference, every size from 2 to twice it)
+_BASELINE_FACTORS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25)
+#: the candidate betas tried per baseline size: beta from ``beta`` down by ``_BETA_STEP``
+#: (not under ``_BETA_FLOOR``) until the power is reached, then a bisection of this many
+#: steps
+_BETA_STEPS = 5
+_BETA_FLOOR = 0.02
+_BETA_STEP = 0.8
+#: designs of at most this many launches in all also try betas on a grid (cheap there, and
+#: where a step of the binomial's discreteness moves the power most)
+_SMALL = 100
+
+
+def _baseline_sizes(reference: Plan, baseline_rate: float, design_rate: float, goal: float
+                    ) -> list[int]:
+    """The finished-baseline sizes :func:`_design_rule` tries, nearest the reference's
+    first: :data:`_BASELINE_FACTORS` times the reference's, never fewer than any rule needs
+    for power ``goal`` at the design rate (:func:`kit.analysis.wald.least_baseline_launches`)."""
+    least = least_baseline_launches(baseline_rate, goal, ALPHA_MARGIN * reference.alpha,
+                                    design_rate)
+    ref = reference.baseline_launches
+    sizes = {max(1, math.ceil(f * ref)) for f in _BASELINE_FACTORS}
+    if ref <= 8:
+        sizes |= set(range(2, 2 * ref + 1))
+    return sorted((n for n in sizes if n >= least), key=lambda n: (abs(n - ref), n))
 
 
 def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate: float,
                  beta: float, reference: Plan, goal: float) -> tuple[Any, float, float] | None:
     """The finished-baseline rule with the fewest expected launches at the design rate
-    (baseline plus the candidate's mean) whose exact power there is at least ``goal``, and
-    whose baseline plus ``--launches`` is at most 1.3 times ``reference``'s total: for each
-    baseline size in :data:`_BASELINE_FACTORS` times the reference's, the largest candidate
-    ``beta`` (at most ``beta``) that reaches ``goal``, each try's shortfall telling the next
-    how much more the candidate side needs. ``(design, power, expected launches)``, or
+    (baseline plus the candidate's exact mean, :func:`kit.analysis.finished.operating_finished`)
+    whose exact power there is at least ``goal``, and whose baseline plus ``--launches`` is
+    at most 1.3 times ``reference``'s total: for each baseline size
+    (:func:`_baseline_sizes`), the largest candidate ``beta`` (at most ``beta``) found by
+    bisection that reaches ``goal`` (the power falls as beta rises, with small steps where
+    the binomial's discreteness holds it). ``(design, power, expected launches)``, or
     ``None`` when no size works."""
-    from .finished import fixed_chance
+    from .finished import operating_finished
     from .sprt import SprtDesign, suggested_cap
 
     best: tuple[float, Any, float] | None = None
     most = suggested_cap(reference.total_launches)
-    for n_b in sorted({max(1, math.ceil(f * reference.baseline_launches))
-                       for f in _BASELINE_FACTORS}):
-        cap = most - n_b
-        b = beta
-        for _ in range(6):
-            try:
-                design = SprtDesign(ceiling, design_rate, alpha, b, cap, n_b)
-            except UsageError:
-                break
-            power = fixed_chance(design, n_b, baseline_rate, design_rate)
-            side = design.operating(design_rate).p_fixed
-            if power >= goal:
-                mean = n_b + design.operating(design_rate).expected_launches
-                if best is None or mean < best[0]:
-                    best = (mean, design, power)
-                if b >= beta or power - goal < 0.003:
-                    break
-                b = min(beta, 1.0 - min(0.995, goal * side / max(power, 1e-9) + 0.001))
-                continue  # overshot: one more try with a little less candidate power
-            b = min(b - 0.005, 1.0 - min(0.995, goal * side / max(power, 1e-9) + 0.002))
-            if b < 0.01:
-                break
+
+    def attempt(n_b: int, b: float) -> tuple[float, Any, float] | None:
+        try:
+            design = SprtDesign(ceiling, design_rate, alpha, b, most - n_b, n_b)
+        except UsageError:
+            return None
+        point = operating_finished(design, n_b, baseline_rate, design_rate)
+        return n_b + point.expected_launches, design, point.p_fixed
+
+    level = ALPHA_MARGIN * alpha
+    for n_b in _baseline_sizes(reference, baseline_rate, design_rate, goal):
+        if n_b >= most:
+            continue
+        if best is not None and least_mean_launches(baseline_rate, n_b, goal, level,
+                                                    design_rate, ceiling) >= best[0]:
+            continue  # Wald's bound: no rule with this baseline can do better
+        first = attempt(n_b, beta)
+        if first is not None and best is not None and first[0] >= best[0]:
+            continue  # a lower beta only adds launches
+        found = [first] if first is not None and first[2] >= goal else []
+        if first is not None and not found:
+            # lower beta (more candidate power) until the goal is reached, or until the
+            # launches are too few for that beta (``None``): then bisect in between, where
+            # the largest beta that reaches the goal lies
+            lo, hi, low = beta, beta, first
+            while lo > _BETA_FLOOR and low is not None and low[2] < goal:
+                hi, lo = lo, max(_BETA_FLOOR, lo * _BETA_STEP)
+                low = attempt(n_b, lo)
+            if low is not None and low[2] >= goal:
+                found.append(low)
+            elif low is not None:
+                continue  # even the floor's beta misses the goal
+            for _ in range(_BETA_STEPS):
+                mid = (lo + hi) / 2
+                tried = attempt(n_b, mid)
+                if tried is not None and tried[2] >= goal:
+                    found.append(tried)
+                if tried is None or tried[2] >= goal:
+                    lo = mid
+                else:
+                    hi = mid
+        if not found:
+            continue
+        if most <= _SMALL:  # few launches: the power jumps with beta, so look between too
+            for b in np.linspace(min(t[1].beta for t in found), beta, 12)[1:-1]:
+                tried = attempt(n_b, float(b))
+                if tried is not None and tried[2] >= goal:
+                    found.append(tried)
+        top = min(found, key=lambda t: t[0])
+        if best is None or top[0] < best[0]:
+            best = top
     return None if best is None else (best[1], best[2], best[0])
 
 
@@ -409,24 +464,29 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
     if reference.total_launches >= SLOW_RULE_LAUNCHES // 2:
         log(f"designing the sequential rule for about {reference.total_launches} launches "
             f"(this can take a few minutes)")
+    from .finished import operating_finished
+
     found = None
-    if ceiling <= baseline_rate:  # under the ceiling no such rule keeps the power
-        found = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta, reference, goal)
+    if baseline_rate > design_rate:  # else no rule has power at the design rate to keep
+        found = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta, reference,
+                             goal)
     if found is not None:
         design, rule_power, mean = found
         cap = design.max_launches
-    else:  # no rule within 1.3 times the reference reaches its power: twice the launches
-        # (docs/verdict.md: a baseline at or under the ceiling needs the candidate to run
-        # long for the comparison, and the rule stops it at its first "below the ceiling")
-        cap = 2 * max(launches_to_bound_with_power(design_rate, ceiling=ceiling, alpha=alpha,
-                                                   power=1 - beta), clean.candidate_launches)
-        design = SprtDesign(ceiling, design_rate, alpha, beta, cap,
-                            reference.baseline_launches)
-        from .finished import fixed_chance
-
-        rule_power = fixed_chance(design, reference.baseline_launches, baseline_rate,
-                                  design_rate)
-        mean = reference.baseline_launches + design.operating(design_rate).expected_launches
+    else:  # no rule within 1.3 times the reference reaches its power: the reference's
+        # baseline and beta within 1.3 times (or, too few for that beta, twice the
+        # candidate launches), its power as it is
+        n_b = reference.baseline_launches
+        cap = suggested_cap(reference.total_launches) - n_b
+        try:
+            design = SprtDesign(ceiling, design_rate, alpha, beta, cap, n_b)
+        except UsageError:
+            cap = 2 * max(launches_to_bound_with_power(
+                design_rate, ceiling=ceiling, alpha=alpha, power=1 - beta),
+                clean.candidate_launches)
+            design = SprtDesign(ceiling, design_rate, alpha, beta, cap, n_b)
+        point = operating_finished(design, n_b, baseline_rate, design_rate)
+        rule_power, mean = point.p_fixed, n_b + point.expected_launches
     rates = sorted({0.0, candidate_rate, design.design_rate, ceiling, baseline_rate})
     return SequentialPlan(baseline_rate, fixed, clean, launches_to_see(baseline_rate, 1 - alpha),
                           cap, design, tuple(design.operating(r, cap) for r in rates),

@@ -9,10 +9,10 @@ The rules (derived in docs/verdict.md, checked by ``benchmarks/bench_sequential.
   it ends "below the ceiling" with chance <= 0.95 alpha at any true rate at or above the
   ceiling.
 * The comparison with a finished baseline, for a run with ``--launches``
-  (:func:`make_stop_rule`), is exact: the run stops at the SPRT's first "below the ceiling"
-  and compares there by Fisher's test at a level computed for the design and the baseline's
-  size (:mod:`kit.analysis.finished`), so that a wrong ``fixed`` has chance <= 0.95 alpha
-  at every common rate (issue #27).
+  (:func:`make_stop_rule`), is exact: the run stops with ``fixed`` at the first launch where
+  the SPRT is "below the ceiling" and Fisher's test passes a level computed for the design
+  and the baseline's size (:mod:`kit.analysis.finished`), going on while only the first
+  holds, so that a wrong ``fixed`` has chance <= 0.95 alpha at every common rate (issue #27).
 * Otherwise (interleaved runs, runs without ``--launches``, and a weak baseline the exact
   rule could never beat) it is the anytime-valid e-value of :mod:`kit.analysis.anytime`,
   which reaches ``1/alpha`` with chance <= alpha when the candidate's rate is not lower
@@ -62,8 +62,8 @@ __all__ = ["StopRule", "InterleavedRule", "Side", "make_stop_rule", "interleave"
 #: runs, and designs without ``--launches``) ...
 COMPARISON = "anytime-valid e-value >= 1/alpha (universal inference)"
 #: ... or, against a finished baseline, Fisher's test at the design's exact level
-#: (:mod:`kit.analysis.finished`) at the first stop below the ceiling
-COMPARISON_FINISHED = ("Fisher's one-sided p <= the exact level, at the first stop below the "
+#: (:mod:`kit.analysis.finished`) wherever the SPRT is below the ceiling
+COMPARISON_FINISHED = ("Fisher's one-sided p <= the exact level, while the SPRT is below the "
                        "ceiling")
 
 
@@ -91,15 +91,8 @@ class StopRule:
         """Whether ``fixed`` cannot be reached within ``max_launches`` any more: even with
         no further event, ``compare`` on ``x_c`` in ``max_launches`` launches would not say
         fixed (its bound and its exact test only get worse with more events, and better
-        with more launches). For a design with a finished baseline (it stops at its first
-        "below the ceiling"): no count ``x >= x_c`` ends ``fixed`` at the launch where it
-        would first be below the ceiling. Never, for a design without ``max_launches``."""
+        with more launches). Never, for a design without ``max_launches``."""
         return _out_of_reach(self, x_c)
-
-    def _fixed_at_first_stop(self, x: int) -> bool:
-        n = self.design.first_fixed_launch(x)
-        return sequential_fixed(self.baseline_events, self.baseline_n, x, n, self.settings,
-                                self.design)
 
     def decision_counts(self, x_c: int, n_c: int) -> tuple[bool, str]:
         """``(stop, why)`` for ``x_c`` target events in ``n_c`` counted candidate launches."""
@@ -119,12 +112,6 @@ class StopRule:
                                 self.settings, self.design):
                 return True, (f"fixed: {x_c}/{n_c} candidate launches against the "
                               f"baseline's {self.baseline_events}/{self.baseline_n}")
-            if self.design.finished:  # its level holds for a stop at the first "below"
-                return True, (f"the candidate's {self.settings.signature} rate is below the "
-                              f"{self.settings.ceiling:g} ceiling ({x_c}/{n_c}), but not shown "
-                              f"lower than the baseline's {self.baseline_events}/"
-                              f"{self.baseline_n} at the rule's level (Fisher's p <= "
-                              f"{self.design.comparison_alpha:.4g}): compare says inconclusive")
         return False, f"{x_c}/{n_c}: {state.value}"
 
     def __call__(self, records: list[LaunchRecord]) -> bool:
@@ -157,9 +144,8 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
         max_launches: the candidate campaign's ``--launches`` (exact thresholds for it, and
             the exact comparison level for this baseline, :mod:`kit.analysis.finished`;
             ``None``: the Ville-style bounds 1/alpha and beta and the e-value). When even a
-            clean candidate could not end ``fixed`` at the exact design's first stop below
-            the ceiling, the rule compares by the e-value instead, which may get there with
-            more launches.
+            clean candidate of ``max_launches`` could not end ``fixed`` by the exact design,
+            the e-value's comparison is tried (it needs more evidence, so this refuses).
 
     Raises:
         UsageError: the baseline is missing, injects crashes or never showed the target (no
@@ -187,8 +173,9 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
                         n_b if max_launches is not None else None)
     rule = StopRule(design, settings, x_b, n_b)
     if design.finished and rule.out_of_reach(0):
-        # the exact design stops at its first "below the ceiling", too early against a weak
-        # baseline; the e-value's comparison may still get there with more launches
+        # the exact design cannot reach fixed even at 0/max_launches: the e-value's
+        # comparison, which needs more evidence, cannot either, and the refusal says how
+        # many clean launches it would need
         rule = StopRule(dataclasses.replace(design, baseline_launches=None), settings, x_b, n_b)
     if rule.out_of_reach(0):
         more = _clean_launches_needed(x_b, n_b, settings)
@@ -234,9 +221,6 @@ def _out_of_reach(rule: StopRule, x_c: int) -> bool:
     cap = rule.design.max_launches
     if cap is None:
         return False
-    if rule.design.finished:
-        return not any(rule._fixed_at_first_stop(x) for x in range(
-            x_c, _k_max_at(cap, rule.design) + 1))
     return not sequential_fixed(rule.baseline_events, rule.baseline_n, x_c, cap,
                                 rule.settings, rule.design)
 

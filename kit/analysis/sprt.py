@@ -270,10 +270,10 @@ class SprtDesign:
     by dynamic programming so that, truncated there and judged by ``compare`` at the end, the
     chance of ``fixed`` is <= ``ALPHA_MARGIN * alpha`` at any true rate at or above the
     ceiling and >= ``1 - beta`` at the design rate (:func:`_calibrate`). With
-    ``baseline_launches`` too (a finished baseline of that many launches), the run stops at
-    its first "below the ceiling" and compares the builds there by Fisher's test at the
-    exact level :attr:`comparison_alpha` (:mod:`kit.analysis.finished`) instead of the
-    anytime-valid e-value. Without it they are the
+    ``baseline_launches`` too (a finished baseline of that many launches), the run stops
+    with ``fixed`` where it is "below the ceiling" and Fisher's test of the builds passes
+    the exact level :attr:`comparison_alpha` (:mod:`kit.analysis.finished`) instead of the
+    anytime-valid e-value, going on while only the first holds. Without it they are the
     conservative Ville-style bounds ``LR >= 1/alpha`` and ``LR <= beta``, valid however long
     the run goes (Ville's inequality), at the price of more launches. (Wald's own
     approximations are ``(1 - beta)/alpha`` and ``beta/(1 - alpha)``: 16 and 0.211 at 0.05 and
@@ -409,10 +409,11 @@ class SprtDesign:
     def describe(self) -> str:
         """The rule and its error rates in one paragraph."""
         if self.finished:
-            how = (f"stops at the first LR >= {math.exp(self.upper):.3g} with the bound below "
-                   f"the ceiling and says fixed there when compare agrees, with Fisher's "
+            how = (f"stops with fixed at the first launch with LR >= {math.exp(self.upper):.3g}"
+                   f", the bound below the ceiling and compare agreeing, with Fisher's "
                    f"one-sided p against the {self.baseline_launches}-launch baseline at most "
-                   f"the rule's exact level {self.comparison_alpha:.4g} (false fixed <= "
+                   f"the rule's exact level {self.comparison_alpha:.4g}, going on while only "
+                   f"the comparison is missing (false fixed <= "
                    f"{ALPHA_MARGIN * self.alpha:g} at any common rate below the ceiling)")
         else:
             how = (f"stops with fixed when LR >= {math.exp(self.upper):.3g} and compare agrees "

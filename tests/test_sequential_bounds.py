@@ -1,0 +1,58 @@
+"""Lower bounds on any sequential rule's launches (kit/analysis/wald.py, issue #27): the
+Neyman-Pearson power against a linear program, Wald's bound against the kit's exact SPRT
+(which nearly attains it) and against the finished-baseline rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import optimize, stats
+
+from kit.analysis.finished import operating_finished
+from kit.analysis.sprt import SprtDesign
+from kit.analysis.wald import (least_baseline_launches, least_mean_launches,
+                               least_total_launches, np_power, wald_mean_launches)
+
+
+@pytest.mark.parametrize("n, p0, p1, level", [(8, 0.0125, 0.5, 0.0475), (30, 0.0125, 0.1, 0.0475),
+                                             (5, 0.2, 0.6, 0.05), (40, 0.03, 0.05, 0.1)])
+def test_np_power_is_the_linear_program_optimum(n: int, p0: float, p1: float,
+                                                level: float) -> None:
+    # the most powerful (randomized) test: max sum phi_x P1(x) with sum phi_x P0(x) <= level
+    x = np.arange(n + 1)
+    best = optimize.linprog(-stats.binom.pmf(x, n, p1), A_ub=[stats.binom.pmf(x, n, p0)],
+                            b_ub=[level], bounds=[(0, 1)] * (n + 1), method="highs")
+    assert np_power(n, p0, p1, level) == pytest.approx(-best.fun, abs=1e-9)
+
+
+def test_least_baseline_launches_is_the_first_size_with_the_power() -> None:
+    n = least_baseline_launches(0.1, 0.8, 0.0475, 0.0125)
+    assert np_power(n, 0.0125, 0.1, 0.0475) >= 0.8 > np_power(n - 1, 0.0125, 0.1, 0.0475)
+
+
+@pytest.mark.parametrize("ceiling, launches", [(0.05, 600), (0.3, 120)])
+def test_the_exact_sprt_comes_within_a_few_percent_of_walds_bound(ceiling: float,
+                                                                  launches: int) -> None:
+    # a long truncation: the SPRT is the test that attains Wald's bound, up to the overshoot
+    design = SprtDesign(ceiling, ceiling / 4, 0.05, 0.2, launches)
+    at_h1, at_c = design.operating(ceiling / 4), design.operating(ceiling)
+    bound = wald_mean_launches(at_h1.p_fixed, at_c.p_fixed, ceiling / 4, ceiling)
+    assert bound <= at_h1.expected_launches <= 1.15 * bound
+
+
+def test_the_finished_rule_is_never_under_its_bound() -> None:
+    design = SprtDesign(0.3, 0.075, 0.05, 0.2, 40, 8)
+    for p_b in (0.3, 0.6, 0.9):
+        point = operating_finished(design, 8, p_b, 0.075)
+        side = design.operating(0.3).p_fixed
+        assert 8 + point.expected_launches >= least_mean_launches(p_b, 8, point.p_fixed, side,
+                                                                  0.075, 0.3)
+
+
+def test_least_total_launches_minimises_over_the_baseline() -> None:
+    bound, n_b = least_total_launches(0.9, 0.8, 0.0475, 0.075, 0.3)
+    assert n_b >= least_baseline_launches(0.9, 0.8, 0.0475, 0.075)
+    for other in range(n_b, n_b + 20):
+        assert least_mean_launches(0.9, other, 0.8, 0.0475, 0.075, 0.3) >= bound
+    # a baseline that sees the target less often than the power cannot have it
+    assert least_mean_launches(0.9, 0, 0.8, 0.0475, 0.075, 0.3) == float("inf")
