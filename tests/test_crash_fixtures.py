@@ -10,7 +10,8 @@ Two kinds of fixture:
 * ``public/**``: real crash reports that other people pasted in public GitHub issues and
   pull requests (onnxruntime, XNNPACK, ExecuTorch, TensorFlow Lite, React Native, Expo,
   Flutter, Firebase ...) or in Apple's developer forums, kept as pasted; each row's
-  ``source`` gives the URL and every edit made (most are cut where the stored copy of the issue ends, none is otherwise changed);
+  ``source`` gives the URL and every edit made (most are cut where the stored copy of the
+  issue ends, none is otherwise changed);
 * everything else: written for this kit, in the real format of each family, where no public
   report of that shape exists (the target signature under every tool, near misses, cut and
   garbled files); ``source.written_here`` says so and ``source.spec`` (for the newer ones)
