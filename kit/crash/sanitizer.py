@@ -26,6 +26,12 @@ notes. A frame's symbol loses its source path (``file``/``line``) and its ``(mod
 (``module``/``pc``). A piece of a report without the ``ERROR`` line still gives its kind when
 it can be told (an access plus a ``freed by`` stack is a use-after-free). A leak report
 (LSan) is not a crash: its kind stays ``unknown``.
+
+UBSan's own line, ``file:line:col: runtime error: what`` (``ubsan_diag.cpp``), gives the
+message and the cause, also when its ``SUMMARY`` follows on the same line, and in the form
+LeetCode's judge prints (``Line 14: Char 19: runtime error: what (solution.cpp)``, the
+location moved to the front and the file's name to the end; LeetCode-Feedback#20970 in the
+corpus).
 """
 
 from __future__ import annotations
