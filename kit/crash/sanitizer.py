@@ -182,6 +182,8 @@ def _read_runtime_error(draft: Draft, lines: Sequence[str]) -> None:
     one-line form goes on with " SUMMARY: UndefinedBehaviorSanitizer: ..." on the same line:
     not part of the message."""
     for line in lines:
+        if "runtime error: " not in line:
+            continue
         m = _UBSAN.match(line)
         if m is not None:
             where = f"{m.group('file')}:{m.group('line')}"
