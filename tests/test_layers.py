@@ -11,15 +11,6 @@ from pathlib import Path
 
 KIT = Path(__file__).resolve().parent.parent / "kit"
 
-#: left to the statistics work of issue #25 (a shared module for the binomial tables of
-#: plan and sprt): what is listed here may go, nothing may be added
-PENDING_CYCLES = {frozenset({"kit.analysis.plan", "kit.analysis.sprt"})}
-PENDING_PRIVATE = {("kit.analysis.plan", "kit.analysis.stats", "_k_max"),
-                   ("kit.analysis.plan", "kit.analysis.sprt", "_k_max_table"),
-                   ("kit.analysis.sequential", "kit.analysis.sprt", "_bound_below"),
-                   ("kit.analysis.sequential", "kit.analysis.stats", "_first_true"),
-                   ("kit.analysis.sprt", "kit.analysis.stats", "_first_true")}
-
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(KIT.parent).with_suffix("").parts)
@@ -144,7 +135,7 @@ def test_the_walk_sees_the_imports_it_checks() -> None:
 
 def test_no_import_cycle_between_modules() -> None:
     graph = {name: imports_of(name)[0] for name in MODULES}
-    assert set(cycles(graph)) <= PENDING_CYCLES
+    assert set(cycles(graph)) == set()
 
 
 def test_no_import_cycle_between_packages() -> None:
@@ -157,4 +148,4 @@ def test_no_import_cycle_between_packages() -> None:
 def test_no_module_imports_a_private_name_of_another() -> None:
     found = {(name, source, attr) for name in MODULES
              for source, attr in imports_of(name)[1] if source != name}
-    assert found <= PENDING_PRIVATE, sorted(found - PENDING_PRIVATE)
+    assert found == set(), sorted(found)

@@ -15,7 +15,7 @@ from scipy import stats
 from kit.errors import UsageError
 from kit.analysis.sequential import (InterleavedRule, SprtDesign, SprtState, StopRule,
                                      interleave, make_stop_rule)
-from kit.analysis.stats import _k_max, upper_bound
+from kit.analysis.stats import k_max_at, upper_bound
 from kit.analysis.verdict import Verdict, VerdictSettings, compare_campaigns, decide
 from kit.cli.options import add_until_verdict_options, interleaved_rule_from_args, stop_rule_from_args
 from tests.test_summary import counts, make_campaign, record
@@ -189,7 +189,7 @@ def test_stop_rule_stops_or_refuses_when_fixed_is_out_of_reach() -> None:
                                          r"\(a clean candidate needs at least 2240925 for"):
         make_stop_rule(counts("b", 1, 20), wide, max_launches=100)
     rule = make_stop_rule(counts("b", 12, 20), VerdictSettings(), max_launches=306)
-    k = _k_max(306, 0.05, 0.05)  # the most events whose bound at 306 is below 5%
+    k = k_max_at(306, 0.05, 0.05)  # the most events whose bound at 306 is below 5%
     assert not rule.out_of_reach(k) and rule.out_of_reach(k + 1)
     stop, why = rule.decision_counts(k + 1, 150)
     assert stop and why.startswith("fixed is out of reach within 306 launches")
@@ -356,12 +356,12 @@ def test_argparse_helpers(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("ceiling, n_max", [(0.05, 400), (0.5, 60), (0.01, 1600)])
 def test_k_max_table_matches_the_one_at_a_time_bound(ceiling: float, n_max: int) -> None:
-    from kit.analysis.sprt import _k_max_table
+    from kit.analysis.binomial import k_max_table
 
-    table = _k_max_table(n_max, ceiling, 0.05)
+    table = k_max_table(n_max, ceiling, 0.05)
     assert table[0] == -1
     for n in (1, 2, 5, 59, 60, n_max // 3, n_max):
-        assert table[n] == _k_max(n, ceiling, 0.05)
+        assert table[n] == k_max_at(n, ceiling, 0.05)
 
 
 @dataclasses.dataclass

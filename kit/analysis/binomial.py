@@ -28,7 +28,7 @@ __all__ = ["k_max_table", "k_max_cached", "bound_below", "candidate_power",
 def k_max_table(max_launches: int, ceiling: float, alpha: float) -> np.ndarray:
     """``k[n]`` for ``n = 0..max_launches``: the most events in ``n`` launches whose one-sided
     Clopper-Pearson bound at ``1 - alpha`` is below ``ceiling`` (-1: none), as
-    :func:`kit.analysis.stats._k_max` gives it one ``n`` at a time."""
+    :func:`kit.analysis.stats.k_max_at` gives it one ``n`` at a time."""
     k = k_max_range(1, max_launches + 1, ceiling, alpha)
     return np.concatenate([[-1], k])
 

@@ -18,7 +18,7 @@ import math
 
 from ..errors import UsageError
 from .binomial import ALPHA_MARGIN, k_max_table, launches_to_bound_with_power
-from .stats import P_RTOL, _k_max, fisher_p_vector, launches_to_bound, stats
+from .stats import P_RTOL, fisher_p_vector, k_max_at, launches_to_bound, stats
 from .wald import least_baseline_launches, least_mean_launches
 
 __all__ = ["Plan", "design_power", "launches_to_bound_with_power", "plan_launches",
@@ -43,7 +43,7 @@ def design_power(p_b: float, n_b: int, p_c: float, n_c: int, *, alpha: float,
     and the candidate's one-sided upper bound at ``1 - alpha`` is below ``ceiling``. The sum
     runs over the binomial support of both builds (tails below 1e-12 are dropped).
     """
-    k_max = _k_max(n_c, ceiling, alpha)
+    k_max = k_max_at(n_c, ceiling, alpha)
     if k_max < 0:
         return 0.0
     xc = _support(n_c, p_c)
@@ -114,7 +114,7 @@ def _clean_threshold(n_b: np.ndarray, n_c: np.ndarray, alpha: float) -> np.ndarr
 def _power_bound(p_b: float, p_c: float, n_b: np.ndarray, n_c: np.ndarray, alpha: float,
                  ceiling: float, k_max: np.ndarray) -> np.ndarray:
     """An upper bound of :func:`design_power` for arrays of designs (``k_max[n]`` as
-    :func:`kit.analysis.stats._k_max`): ``sum_j P(X_c = j) P(X_b >= max(t0, r_j))`` over the
+    :func:`kit.analysis.stats.k_max_at`): ``sum_j P(X_c = j) P(X_b >= max(t0, r_j))`` over the
     candidate counts ``j <= k_max(n_c)`` whose bound is below the ceiling, where ``t0`` is
     the threshold against a clean candidate (:func:`_clean_threshold`; more candidate events
     only raise it) and ``r_j = floor(j n_b / n_c) + 1``: a one-sided Fisher p <= alpha < 1/2

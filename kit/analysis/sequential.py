@@ -49,9 +49,10 @@ from ..errors import UsageError
 from ..records import LaunchRecord
 from ..scenario import parse_scenario
 from .anytime import e_reaches
+from .binomial import bound_below
 from .decide import Verdict, VerdictSettings, decide
-from .sprt import OperatingPoint, SprtDesign, SprtState, _bound_below
-from .stats import _first_true, fisher_p_vector, significant
+from .sprt import OperatingPoint, SprtDesign, SprtState
+from .stats import first_true, fisher_p_vector, significant
 from .target import DEFAULT_SIGNATURE, count_events
 
 __all__ = ["StopRule", "InterleavedRule", "Side", "make_stop_rule", "interleave",
@@ -201,7 +202,7 @@ def sequential_fixed(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSe
     alpha, ceiling = settings.alpha, settings.ceiling
     if x_b == 0 or n_c == 0 or x_c * n_b >= x_b * n_c:
         return False
-    if not _bound_below(x_c, n_c, ceiling, alpha):
+    if not bound_below(x_c, n_c, ceiling, alpha):
         return False
     cap = design.max_launches
     if design.state(x_c, n_c) is not SprtState.BELOW_CEILING and (cap is None or n_c < cap):
@@ -240,7 +241,7 @@ def _clean_launches_needed(x_b: int, n_b: int, settings: VerdictSettings,
     alpha, ceiling = settings.alpha, settings.ceiling
 
     def cheap(n: int) -> bool:
-        return (_bound_below(0, n, ceiling, alpha)
+        return (bound_below(0, n, ceiling, alpha)
                 and e_reaches(x_b, n_b, 0, n, alpha=alpha, ceiling=ceiling)
                 and significant(_fisher_p(x_b, n_b, 0, n), alpha))
 
@@ -250,7 +251,7 @@ def _clean_launches_needed(x_b: int, n_b: int, settings: VerdictSettings,
         if hi > limit:
             return None
     full = VerdictSettings(settings.signature, alpha, ceiling)
-    return _first_true(lambda n: _bound_below(0, n, ceiling, alpha) and e_reaches(
+    return first_true(lambda n: bound_below(0, n, ceiling, alpha) and e_reaches(
         x_b, n_b, 0, n, alpha=alpha, ceiling=ceiling) and decide(
         x_b, n_b, 0, n, full, with_needed=False).verdict is Verdict.FIXED, max(1, hi // 2), hi)
 

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import UsageError
 from .binomial import (ALPHA_MARGIN, bound_below, k_max_cached, k_max_table,
                        launches_to_bound_with_power)
-from .stats import _first_true
+from .stats import first_true
 
 __all__ = ["SprtState", "SprtDesign", "OperatingPoint", "SLOW_RULE_LAUNCHES", "ALPHA_MARGIN"]
 
@@ -78,10 +78,6 @@ class OperatingPoint:
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "p_fixed": self.p_fixed}
-
-
-#: kept for callers of the earlier names (the tables live in :mod:`kit.analysis.binomial`)
-_k_max_table, _k_max_cached, _bound_below = k_max_table, k_max_cached, bound_below
 
 
 def _thresholds(step_event: float, step_clean: float, upper: float, lower: float,
@@ -177,14 +173,14 @@ def _smallest(feasible: Any, start: float, floor: float, cap: float,
 @functools.lru_cache(maxsize=4096)
 def _first_fixed_launch(events: int, step_event: float, step_clean: float, upper: float,
                         ceiling: float, alpha: float, max_launches: int | None) -> int:
-    def bound_below(n: int) -> bool:
-        return _bound_below(events, n, ceiling, alpha)
+    def is_below(n: int) -> bool:
+        return bound_below(events, n, ceiling, alpha)
 
     lo = max(1, events, events + math.ceil((upper - events * step_event) / step_clean - 1e-9))
     hi = lo
-    while not bound_below(hi):  # the bound falls with n: bracket, then bisect
+    while not is_below(hi):  # the bound falls with n: bracket, then bisect
         lo, hi = hi + 1, 2 * hi
-    first = _first_true(bound_below, lo, hi)
+    first = first_true(is_below, lo, hi)
     return first if max_launches is None else min(first, max_launches)
 
 
@@ -370,7 +366,7 @@ class SprtDesign:
         stops as ``fixed`` where ``compare`` would not).
         """
         llr = self.log_lr(events, n)
-        bound = _bound_below(events, n, self.ceiling, self.alpha)
+        bound = bound_below(events, n, self.ceiling, self.alpha)
         if llr >= self.upper and bound:
             return SprtState.BELOW_CEILING
         if llr <= self.lower and not bound:

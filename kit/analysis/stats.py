@@ -168,17 +168,17 @@ def launches_to_bound(ceiling: float, confidence: float = 0.95, count: int = 0,
     # P(X <= count | n, ceiling) < alpha  <=>  upper bound < ceiling (Clopper-Pearson duality)
     lo = max(count + 1, int(math.log(alpha) / math.log1p(-ceiling)))
     if stats.binom.cdf(count, lo, ceiling) < alpha:
-        return _first_true(lambda n: stats.binom.cdf(count, n, ceiling) < alpha, count + 1, lo)
+        return first_true(lambda n: stats.binom.cdf(count, n, ceiling) < alpha, count + 1, lo)
     hi = lo
     while stats.binom.cdf(count, hi, ceiling) >= alpha:
         hi *= 2
         if hi > limit:
             raise UsageError(f"bounding the rate below {ceiling} with {count} events needs "
                              f"more than {limit} launches", "raise the ceiling")
-    return _first_true(lambda n: stats.binom.cdf(count, n, ceiling) < alpha, lo, hi)
+    return first_true(lambda n: stats.binom.cdf(count, n, ceiling) < alpha, lo, hi)
 
 
-def _first_true(pred: "object", lo: int, hi: int) -> int:
+def first_true(pred: "object", lo: int, hi: int) -> int:
     """Smallest n in [lo, hi] with pred(n) true, for a predicate monotone in n (pred(hi))."""
     while lo < hi:
         mid = (lo + hi) // 2
@@ -419,7 +419,7 @@ def fisher_p_vector(x_b: np.ndarray, n_b: int, x_c: np.ndarray, n_c: int) -> np.
 
 
 def k_max_range(lo: int, hi: int, ceiling: float, alpha: float) -> np.ndarray:
-    """:func:`_k_max` for ``n = lo .. hi - 1`` at once: a normal approximation to start from
+    """:func:`k_max_at` for ``n = lo .. hi - 1`` at once: a normal approximation to start from
     (``binom.ppf`` is slow for thousands of n), then moved to the exact answer (bound <
     ceiling <=> ``binom.cdf(k, n, ceiling) < alpha``); ``-1`` where no count is."""
     n = np.arange(lo, hi)
@@ -438,7 +438,7 @@ def k_max_range(lo: int, hi: int, ceiling: float, alpha: float) -> np.ndarray:
     return k
 
 
-def _k_max(n: int, ceiling: float, alpha: float) -> int:
+def k_max_at(n: int, ceiling: float, alpha: float) -> int:
     """Largest event count k with ``upper_bound(k, n, 1 - alpha) < ceiling`` (-1: none)."""
     # upper bound < ceiling  <=>  binom.cdf(k, n, ceiling) < alpha (Clopper-Pearson duality)
     k = int(stats.binom.ppf(alpha, n, ceiling))
