@@ -98,8 +98,11 @@ def _thresholds(step_event: float, step_clean: float, upper: float, lower: float
     hi = np.floor((n * step_clean - upper) / width).astype(np.int64)
     lo = np.ceil((n * step_clean - lower) / width).astype(np.int64)
     for _ in range(4):  # a rounding step either way at most
-        hi = np.where(llr(hi + 1) >= upper, hi + 1, np.where(llr(hi) < upper, hi - 1, hi))
-        lo = np.where(llr(lo - 1) <= lower, lo - 1, np.where(llr(lo) > lower, lo + 1, lo))
+        new_hi = np.where(llr(hi + 1) >= upper, hi + 1, np.where(llr(hi) < upper, hi - 1, hi))
+        new_lo = np.where(llr(lo - 1) <= lower, lo - 1, np.where(llr(lo) > lower, lo + 1, lo))
+        if np.array_equal(new_hi, hi) and np.array_equal(new_lo, lo):
+            break  # settled: further rounds change nothing
+        hi, lo = new_hi, new_lo
     return hi.tolist(), lo.tolist()
 
 
@@ -113,6 +116,14 @@ def _walk(true_rate: float, step_event: float, step_clean: float, upper: float, 
     ``stop_left`` > 0 it stops once less than that chance is left undecided, and reports it
     as ``p_pruned`` (within ``p_undecided``, not in ``p_fixed``)."""
     x_up, x_low = _thresholds(step_event, step_clean, upper, lower, max_launches)
+    return _walk_counts(true_rate, x_up, x_low, k_max, max_launches, stop_left)
+
+
+def _walk_counts(true_rate: float, x_up: Sequence[int], x_low: Sequence[int],
+                 k_max: Sequence[int], max_launches: int, stop_left: float = 0.0
+                 ) -> OperatingPoint:
+    """:func:`_walk` for the thresholds as event counts (:func:`_thresholds`): the walk
+    depends on ``upper`` and ``lower`` only through them."""
     q = 1.0 - true_rate
     lo, alive = 0, [1.0]
     p_below = p_not = expected = pruned = 0.0
@@ -216,10 +227,23 @@ def _calibrate(ceiling: float, design_rate: float, alpha: float, beta: float,
     k_max = k_max_cached(max_launches, ceiling, alpha)
     level = ALPHA_MARGIN * alpha
 
+    walks: dict[tuple[float, bytes, bytes], OperatingPoint] = {}
+    k_arr = np.asarray(k_max, dtype=np.int64)
+    launches = np.arange(max_launches + 1, dtype=np.int64)
+
     def fixed(rate: float, upper: float, lower: float, worst: bool = False) -> float:
-        """The chance of fixed; with ``worst``, counting what the walk left as fixed."""
-        point = _walk(rate, step_event, step_clean, upper, lower, k_max, max_launches,
-                      _CALIBRATION_LEFT)
+        """The chance of fixed; with ``worst``, counting what the walk left as fixed. The
+        walk depends on the thresholds only through their event counts per launch, which
+        stay the same over most of a bisection's last steps: each is walked once."""
+        x_up, x_low = _thresholds(step_event, step_clean, upper, lower, max_launches)
+        # what the walk reads of them: below_to and not_from, clipped to reachable counts
+        below_to = np.clip(np.minimum(x_up, k_arr), -1, None)
+        not_from = np.minimum(np.maximum(x_low, k_arr + 1), launches + 1)
+        key = (rate, below_to.tobytes(), not_from.tobytes())
+        point = walks.get(key)
+        if point is None:
+            point = walks[key] = _walk_counts(rate, x_up, x_low, k_max, max_launches,
+                                              _CALIBRATION_LEFT)
         return point.p_fixed + (point.p_pruned if worst else 0.0)
 
     upper, lower = -math.log(alpha), math.log(beta)
