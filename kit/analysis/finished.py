@@ -100,9 +100,14 @@ class _Regions:
     fisher: np.ndarray     # (cells, xb_top): p of baseline count j + 1 against the cell
     cells: tuple[np.ndarray, np.ndarray]  # the below cells' (n, x)
     xb_top: int
+    #: the rule stops at its first "below the ceiling", ``fixed`` or not (else it goes on
+    #: while the comparison does not hold there)
+    first: bool = False
+    #: ``first_below[x]``: the first launch where ``x`` events are below (cap + 1: never)
+    first_below: np.ndarray | None = None
 
 
-def _regions(design: Any, n_b: int, xb_top: int) -> _Regions:
+def _regions(design: Any, n_b: int, xb_top: int, first: bool = False) -> _Regions:
     cap = design.max_launches
     k_max = np.asarray(k_max_cached(cap, design.ceiling, design.alpha))
     top = max(int(k_max[cap]), 0)
@@ -122,13 +127,14 @@ def _regions(design: Any, n_b: int, xb_top: int) -> _Regions:
         (0, xb_top))
     # compare also wants the candidate's rate below the baseline's
     fisher = np.where(cx[:, None] * n_b < j * cn[:, None], fisher, np.inf)
-    return _Regions(cap, top, below, not_below, fisher, (cn, cx), xb_top)
+    first_below = np.where(below.any(axis=0), below.argmax(axis=0), cap + 1)
+    return _Regions(cap, top, below, not_below, fisher, (cn, cx), xb_top, first, first_below)
 
 
 @functools.lru_cache(maxsize=32)
 def _regions_cached(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: float,
-                    max_launches: int, n_b: int, xb_top: int) -> _Regions:
-    return _regions(kind(ceiling, design_rate, alpha, beta, max_launches), n_b, xb_top)
+                    max_launches: int, n_b: int, xb_top: int, first: bool = False) -> _Regions:
+    return _regions(kind(ceiling, design_rate, alpha, beta, max_launches), n_b, xb_top, first)
 
 
 def _xb_top(n_b: int, rate: float) -> int:
@@ -168,8 +174,15 @@ def _run_classes(reg: _Regions, n_b: int, t: np.ndarray, rates: np.ndarray, p_b:
     region = np.zeros((classes.size,) + reg.below.shape, dtype=bool)
     cn, cx = reg.cells
     region[:, cn, cx] = t[None, :] <= classes[:, None]
-    # a count above the most events that pass at max_launches can never reach fixed
-    reach = np.array([int(np.flatnonzero(r[reg.cap]).max(initial=-1)) for r in region])
+    # a count above the most events that pass at max_launches can never reach fixed; when
+    # the rule stops at its first "below", above the most that pass where they are first so
+    if reg.first:
+        x = np.arange(reg.top + 1)
+        fb = np.minimum(reg.first_below, reg.cap)
+        at_first = region[:, fb, x] & (reg.first_below <= reg.cap)[None, :]
+        reach = np.array([int(np.flatnonzero(r).max(initial=-1)) for r in at_first])
+    else:
+        reach = np.array([int(np.flatnonzero(r[reg.cap]).max(initial=-1)) for r in region])
     m, width = classes.size, reg.top + 2
     alive = np.zeros((m, rates.size, width))
     alive[reach >= 0, :, 0] = 1.0
@@ -210,13 +223,17 @@ def _masks(reg: _Regions, region: np.ndarray, dead: np.ndarray, start: int, stop
     into = np.zeros((stop - start, m, width), dtype=bool)
     into[:, :, :-1] = region[:, start:stop].transpose(1, 0, 2)
     stop_ = dead[None, :, :] | into
+    if reg.first:  # every "below" stops the run, fixed (into) or not
+        stop_[:, :, :-1] |= reg.below[start:stop][:, None, :]
     stop_[:, :, :-1] |= reg.not_below[start:stop][:, None, :]
     return into.astype(float), (~stop_).astype(float)
 
 
-def _regions_for(design: Any, n_b: int, rate: float) -> _Regions:
+def _regions_for(design: Any, n_b: int, rate: float, first: bool | None = None) -> _Regions:
+    if first is None:
+        first = bool(getattr(design, "stop_at_first_below", False))
     return _regions_cached(type(design), design.ceiling, design.design_rate, design.alpha,
-                           design.beta, design.max_launches, n_b, _xb_top(n_b, rate))
+                           design.beta, design.max_launches, n_b, _xb_top(n_b, rate), first)
 
 
 def operating_finished(design: Any, n_b: int, p_b: float, p_c: float,
@@ -239,12 +256,13 @@ def fixed_chance(design: Any, n_b: int, p_b: float, p_c: float) -> float:
 
 
 def _max_size(design: Any, n_b: int, level: float,
-              seen: dict[bytes, float] | None = None) -> float:
+              seen: dict[bytes, float] | None = None, first: bool | None = None) -> float:
     """``max over pi in (0, ceiling) of S(pi, pi)``: on the grid, then on a fine grid around
     its three largest values; the baseline's tail beyond what is followed counted as
     ``fixed``. ``seen`` keeps the sizes already found by the classes the level makes
-    (:func:`_classes`, all the size depends on), so that a bisection computes each once."""
-    reg = _regions_for(design, n_b, design.ceiling)
+    (:func:`_classes`, all the size depends on), so that a bisection computes each once.
+    ``first``: the rule's variant (default: ``design``'s ``stop_at_first_below``)."""
+    reg = _regions_for(design, n_b, design.ceiling, first)
     t = _classes(reg, level)
     if seen is None:
         return _size_of(design, reg, n_b, t)
@@ -285,21 +303,21 @@ def comparison_level(design: Any, n_b: int) -> float:
     # the design's own class (kit.analysis.sprt.SprtDesign) makes the candidate side, so that
     # this module never imports sprt, which imports it
     return _level(type(design), design.ceiling, design.design_rate, design.alpha, design.beta,
-                  design.max_launches, n_b)
+                  design.max_launches, n_b, bool(getattr(design, "stop_at_first_below", False)))
 
 
 @functools.lru_cache(maxsize=64)
 def _level(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: float,
-           max_launches: int, n_b: int) -> float:
+           max_launches: int, n_b: int, first: bool = False) -> float:
     design = kind(ceiling, design_rate, alpha, beta, max_launches)
     goal = ALPHA_MARGIN * alpha
     seen: dict[bytes, float] = {}
-    if _max_size(design, n_b, MAX_LEVEL, seen) <= goal:
+    if _max_size(design, n_b, MAX_LEVEL, seen, first) <= goal:
         return MAX_LEVEL
     lo, hi = math.log(alpha) - 12.0, math.log(MAX_LEVEL)
     while hi - lo > 1e-3:
         mid = (lo + hi) / 2
-        if _max_size(design, n_b, math.exp(mid), seen) <= goal:
+        if _max_size(design, n_b, math.exp(mid), seen, first) <= goal:
             lo = mid
         else:
             hi = mid

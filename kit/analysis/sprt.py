@@ -311,6 +311,10 @@ class SprtDesign:
         baseline_launches: the finished baseline's launches (``None``: the comparison is
             the anytime-valid e-value, for an interleaved run or one without
             ``max_launches``).
+        stop_at_first_below: with ``baseline_launches``, the run stops at its first state
+            "below the ceiling", ``fixed`` where the comparison holds there, else
+            inconclusive (the other variant goes on while only the comparison is missing);
+            :attr:`comparison_alpha` is exact for the variant chosen.
         upper, lower: the log-LR thresholds in use (computed).
         comparison_alpha: with ``baseline_launches``, the level Fisher's one-sided p must
             reach at the stop (computed, at most ``alpha``); else ``None``.
@@ -326,6 +330,7 @@ class SprtDesign:
     beta: float = 0.2
     max_launches: int | None = None
     baseline_launches: int | None = None
+    stop_at_first_below: bool = False
     upper: float = dataclasses.field(init=False, default=0.0)
     lower: float = dataclasses.field(init=False, default=0.0)
     comparison_alpha: float | None = dataclasses.field(init=False, default=None)
@@ -436,8 +441,10 @@ class SprtDesign:
             how = (f"stops with fixed at the first launch with LR >= {math.exp(self.upper):.3g}"
                    f", the bound below the ceiling and compare agreeing, with Fisher's "
                    f"one-sided p against the {self.baseline_launches}-launch baseline at most "
-                   f"the rule's exact level {self.comparison_alpha:.4g}, going on while only "
-                   f"the comparison is missing (false fixed <= "
+                   f"the rule's exact level {self.comparison_alpha:.4g}, "
+                   + ("stopping at the first launch below the ceiling either way"
+                      if self.stop_at_first_below else
+                      "going on while only the comparison is missing") + " (false fixed <= "
                    f"{ALPHA_MARGIN * self.alpha:g} at any common rate below the ceiling)")
         else:
             how = (f"stops with fixed when LR >= {math.exp(self.upper):.3g} and compare agrees "
