@@ -306,22 +306,50 @@ def comparison_level(design: Any, n_b: int) -> float:
                   design.max_launches, n_b, bool(getattr(design, "stop_at_first_below", False)))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1024)
 def _level(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: float,
            max_launches: int, n_b: int, first: bool = False) -> float:
     design = kind(ceiling, design_rate, alpha, beta, max_launches)
     goal = ALPHA_MARGIN * alpha
     seen: dict[bytes, float] = {}
-    if _max_size(design, n_b, MAX_LEVEL, seen, first) <= goal:
+    known = [-math.inf, math.inf]  # the highest log level known to hold, the lowest not
+
+    def holds(log_level: float) -> bool:
+        """Whether the size at ``exp(log_level)`` is at most the goal; answered without
+        the program where the size's growth with the level already tells."""
+        if log_level <= known[0]:
+            return True
+        if log_level >= known[1]:
+            return False
+        good = _max_size(design, n_b, math.exp(log_level), seen, first) <= goal
+        known[0 if good else 1] = log_level
+        return good
+
+    # a level found for the same baseline and variant (another beta or --launches) is
+    # mostly close: its neighbours, tried first, answer most of the bisection's steps (it
+    # takes the same steps, so it ends where it would without them)
+    top = math.log(MAX_LEVEL)
+    key = (kind, ceiling, design_rate, alpha, n_b, first)
+    hint = _HINTS.get(key)
+    if hint is not None and holds(min(top, hint - _WARM)) and hint + _WARM < top:
+        holds(hint + _WARM)
+    if holds(top):
         return MAX_LEVEL
-    lo, hi = math.log(alpha) - 12.0, math.log(MAX_LEVEL)
+    lo, hi = math.log(alpha) - 12.0, top
     while hi - lo > 1e-3:
         mid = (lo + hi) / 2
-        if _max_size(design, n_b, math.exp(mid), seen, first) <= goal:
+        if holds(mid):
             lo = mid
         else:
             hi = mid
+    _HINTS[key] = lo
     return math.exp(lo)
+
+
+#: the last log level :func:`_level` found per baseline and variant, and how far either
+#: side of it it looks first
+_HINTS: dict[tuple[Any, ...], float] = {}
+_WARM = 0.02
 
 
 def max_size(design: Any, n_b: int, level: float) -> float:

@@ -387,6 +387,9 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
         point = operating_finished(design, n_b, baseline_rate, design_rate)
         return n_b + point.expected_launches, design, point.p_fixed
 
+    def beaten(tried: tuple[float, Any, float]) -> bool:
+        return best is not None and tried[0] >= best[0]
+
     level = ALPHA_MARGIN * alpha
     for n_b in _baseline_sizes(reference, baseline_rate, design_rate, goal):
         if n_b >= most:
@@ -403,13 +406,17 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
             # launches are too few for that beta (``None``): then bisect in between, where
             # the largest beta that reaches the goal lies
             lo, hi, low = beta, beta, first
-            while lo > _BETA_FLOOR and low is not None and low[2] < goal:
+            while (lo > _BETA_FLOOR and low is not None and low[2] < goal
+                   and not beaten(low)):
                 hi, lo = lo, max(_BETA_FLOOR, lo * _BETA_STEP)
                 low = attempt(n_b, lo)
+            if low is not None and low[2] < goal and beaten(low):
+                continue  # this beta misses the goal, and lower ones add launches
             if low is not None and low[2] >= goal:
                 found.append(low)
             elif low is not None:
                 continue  # even the floor's beta misses the goal
+            missed = False
             for _ in range(_BETA_STEPS):
                 mid = (lo + hi) / 2
                 tried = attempt(n_b, mid)
@@ -419,6 +426,11 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
                     lo = mid
                 else:
                     hi = mid
+                    if beaten(tried):
+                        missed = True  # what reaches the goal has a lower beta: more
+                        break  # launches than this one, which already has too many
+            if missed:
+                continue
         if not found:
             continue
         if most <= _SMALL:  # few launches: the power jumps with beta, so look between too

@@ -199,7 +199,7 @@ def _first_fixed_launch(events: int, step_event: float, step_clean: float, upper
     return first if max_launches is None else min(first, max_launches)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1024)  # plan tries both variants' betas: keep them all
 def _calibrate(ceiling: float, design_rate: float, alpha: float, beta: float,
                max_launches: int) -> tuple[float, float]:
     """Exact SPRT thresholds ``(log upper, log lower)`` for a rule truncated at
