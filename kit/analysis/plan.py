@@ -447,7 +447,8 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
 def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float = 0.05,
                     power: float = 0.8, candidate_rate: float = 0.0, beta: float = 0.2,
                     design_rate: float | None = None,
-                    log: Callable[[str], None] = lambda _m: None) -> SequentialPlan:
+                    log: Callable[[str], None] = lambda _m: None,
+                    variants: tuple[bool, ...] = (False, True)) -> SequentialPlan:
     """Plan a verdict both ways: a fixed-size design (:func:`plan_launches`) and the
     ``--until-verdict`` rule (:class:`kit.analysis.sprt.SprtDesign`) for a finished
     baseline, designed against a fixed-size reference: the design at the design rate
@@ -459,7 +460,8 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
     (:func:`_design_rule`), for both variants of the rule (going on while only the
     comparison is missing, or stopping at the first "below the ceiling",
     :attr:`kit.analysis.sprt.SprtDesign.stop_at_first_below`): the one with fewer expected
-    launches; see :class:`SequentialPlan`. ``log`` hears that it takes a
+    launches (``variants``: the ``stop_at_first_below`` values tried, in this order); see
+    :class:`SequentialPlan`. ``log`` hears that it takes a
     while.
 
     Raises:
@@ -493,11 +495,11 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
     if baseline_rate > design_rate:  # else no rule has power at the design rate to keep
         # both variants of the rule; the one that stops at its first "below the ceiling"
         # only where it needs fewer launches
-        found = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta, reference,
-                             goal)
-        other = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta, reference,
-                             goal, True, None if found is None else found[2])
-        found = other if other is not None else found
+        for at_first in variants:
+            better = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta,
+                                  reference, goal, at_first,
+                                  None if found is None else found[2])
+            found = better if better is not None else found
     if found is not None:
         design, rule_power, mean = found
         cap = design.max_launches
