@@ -128,10 +128,10 @@ def _walk_counts(true_rate: float, x_up: Sequence[int], x_low: Sequence[int],
     lo, alive = 0, [1.0]
     p_below = p_not = expected = pruned = 0.0
     for n in range(1, max_launches + 1):
-        moved = [w * q for w in alive] + [0.0]
-        if true_rate > 0.0:
-            for i, w in enumerate(alive):
-                moved[i + 1] += w * true_rate
+        # moved[i] = alive[i] q + alive[i - 1] p, in one pass (the same sums as adding the
+        # events' share to the clean share afterwards)
+        moved = ([a * q + b * true_rate for a, b in zip(alive + [0.0], [0.0] + alive)]
+                 if true_rate > 0.0 else [w * q for w in alive] + [0.0])
         k_n = k_max[n]
         below_to, not_from = min(x_up[n], k_n), max(x_low[n], k_n + 1)
         first = max(lo, below_to + 1)
@@ -143,11 +143,13 @@ def _walk_counts(true_rate: float, x_up: Sequence[int], x_low: Sequence[int],
         expected += n * (w_below + w_not)
         alive = moved[first - lo:last + 1 - lo] if first <= last else []
         lo = first
-        left = sum(alive)
-        if not alive or (stop_left > 0.0 and left < stop_left):
-            pruned = left if alive else 0.0
-            alive = []
+        if not alive:
             break
+        if stop_left > 0.0:
+            left = sum(alive)
+            if left < stop_left:
+                pruned, alive = left, []
+                break
     rest = sum(alive)
     at_end = sum(alive[:max(0, k_max[max_launches] + 1 - lo)])
     return OperatingPoint(true_rate, max_launches, p_below, p_not, rest + pruned, at_end,
