@@ -26,7 +26,8 @@ For each setting (baseline rate ``p_b``, ceiling ``c``, alpha 0.05, power 0.8, d
    rule needs with this rule's own baseline and exact error rates.
 
 Run: ``nice .venv/bin/python benchmarks/bench_sequential.py [--only I] [--interleaved-runs R]``
-(about 4 minutes on 2 busy cores, most of it ``plan``; ``--interleaved-runs`` adds a small
+(about 5 minutes on 2 busy cores, most of it ``plan``, whose CPU seconds and chosen variant
+each row prints; ``--interleaved-runs`` adds a small
 simulation of the interleaved mode, which still compares by the anytime-valid e-value).
 Goals (issue #27): mean launches at the design rate <= 70% of the reference's with at least
 its power; a clean candidate never more launches than the reference; at most 1.3 times its
