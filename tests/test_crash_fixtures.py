@@ -9,8 +9,9 @@ Two kinds of fixture:
 
 * ``public/**``: real crash reports that other people pasted in public GitHub issues and
   pull requests (onnxruntime, XNNPACK, ExecuTorch, TensorFlow Lite, React Native, Expo,
-  Flutter, Firebase ...), kept as pasted; each row's ``source`` gives the URL and every edit
-  made (most are cut where the stored copy of the issue ends, none is otherwise changed);
+  Flutter, Firebase ...) or in Apple's developer forums, kept as pasted; each row's
+  ``source`` gives the URL and every edit made (most are cut where the stored copy of the
+  issue ends, none is otherwise changed);
 * everything else: written for this kit, in the real format of each family, where no public
   report of that shape exists (the target signature under every tool, near misses, cut and
   garbled files); ``source.written_here`` says so and ``source.spec`` (for the newer ones)
@@ -30,6 +31,8 @@ from kit.crash import CrashRecord, classify, parse_host, parse_text
 
 DATA = Path(__file__).parent / "data" / "crashes"
 CASES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())["cases"]
+# where a public fixture may come from: public issue trackers and forums, by https URL
+PUBLIC_SOURCES = ("https://github.com/", "https://developer.apple.com/forums/")
 SCALARS = [f.name for f in dataclasses.fields(CrashRecord)
            if f.name not in ("frames", "notes", "raw_artifact", "cause_frames")]
 
@@ -45,7 +48,7 @@ def test_every_row_says_where_its_report_comes_from() -> None:
     for case in CASES:
         source = case["source"]
         if case["file"].startswith("public/"):
-            assert source["url"].startswith("https://github.com/"), case["file"]
+            assert source["url"].startswith(PUBLIC_SOURCES), case["file"]
             assert source["edits"], case["file"]
             assert "written_here" not in source
         else:

@@ -184,6 +184,20 @@ def test_one_line_ubsan_is_ubsan_and_its_message_ends_at_summary(sep: str) -> No
         "signed integer overflow: 1 + 2147483647 cannot be represented in type 'int'")
 
 
+@pytest.mark.parametrize("sep", [" ", "\n"])
+@pytest.mark.parametrize("hint,cause", [(" (stl_vector.h)", "runtime error at stl_vector.h:1034"),
+                                        ("", "runtime error at line 1034")])
+def test_leetcode_judge_form_of_the_ubsan_line(sep: str, hint: str, cause: str) -> None:
+    # LeetCode moves the location to the front and the file's name to the end of the message
+    record = parse_text("Line 1034: Char 34: runtime error: addition of unsigned offset to "
+                        f"0x6030000001c0 overflowed to 0x6030000001bc{hint}{sep}SUMMARY: "
+                        "UndefinedBehaviorSanitizer: undefined-behavior /usr/bin/../lib/gcc/"
+                        "x86_64-linux-gnu/9/../../../../include/c++/9/bits/stl_vector.h:1043:34\n")
+    assert (record.format, record.code, record.message, record.cause) == (
+        "ubsan", "undefined-behavior",
+        "addition of unsigned offset to 0x6030000001c0 overflowed to 0x6030000001bc", cause)
+
+
 @pytest.mark.parametrize("text,want", [
     ("**Scudo ERROR: corrupted chunk header**", "Scudo ERROR: corrupted chunk header"),
     ("a **b c** d", "a b c d"),

@@ -26,6 +26,12 @@ notes. A frame's symbol loses its source path (``file``/``line``) and its ``(mod
 (``module``/``pc``). A piece of a report without the ``ERROR`` line still gives its kind when
 it can be told (an access plus a ``freed by`` stack is a use-after-free). A leak report
 (LSan) is not a crash: its kind stays ``unknown``.
+
+UBSan's own line, ``file:line:col: runtime error: what`` (``ubsan_diag.cpp``), gives the
+message and the cause, also when its ``SUMMARY`` follows on the same line, and in the form
+LeetCode's judge prints (``Line 14: Char 19: runtime error: what (solution.cpp)``, the
+location moved to the front and the file's name to the end; LeetCode-Feedback#20970 in the
+corpus).
 """
 
 from __future__ import annotations
@@ -67,6 +73,10 @@ _FILE_ONLY = re.compile(r"\s(?P<file><null>|[/.\w~-][^\s:()]*\.(?:c|cc|cpp|cxx|c
                         r"inc|inl|m|mm|rs|go|swift))$")
 _UBSAN = re.compile(r"^\s*(?:\S+: )?(?P<file>[^\s:]+):(?P<line>\d+):(?:\d+:)? runtime error: "
                     r"(?P<msg>.+?)\s*$")
+# LeetCode's judge rewrites that location as "Line 22: Char 58: runtime error: what (file.cpp)":
+# the line and column first, the file's name in parentheses at the end of the message
+_UBSAN_JUDGE = re.compile(r"\bLine (?P<line>\d+): Char \d+: runtime error: (?P<msg>.+?)"
+                          r"(?: \((?P<file>[^\s()]+\.\w+)\))?\s*$")
 _DETECT = re.compile(r"(?:ERROR|WARNING): (?:" + "|".join(_TOOLS) + r"):|SUMMARY: \w+Sanitizer:|"
                      r"freed by thread T\d+(?: \([^()\n]*\))? here:|previously allocated by "
                      r"thread T\d+(?: \([^()\n]*\))? here:|"
@@ -166,6 +176,31 @@ def _from_tombstone(draft: Draft, lines: Sequence[str]) -> list[str]:
     return report.split("\n")
 
 
+def _read_runtime_error(draft: Draft, lines: Sequence[str]) -> None:
+    """UBSan's own line, "file:line:col: runtime error: what" (or LeetCode's rewrite of it,
+    "Line N: Char M: runtime error: what (file)"), into the message and the cause. The
+    one-line form goes on with " SUMMARY: UndefinedBehaviorSanitizer: ..." on the same line:
+    not part of the message."""
+    for line in lines:
+        if "runtime error: " not in line:
+            continue
+        m = _UBSAN.match(line)
+        if m is not None:
+            where = f"{m.group('file')}:{m.group('line')}"
+            msg = re.split(r"\s+SUMMARY: \w+Sanitizer: ", m.group("msg"))[0]
+            break
+        judge = _UBSAN_JUDGE.search(re.split(r"\s+SUMMARY: \w+Sanitizer: ", line)[0])
+        if judge is not None:
+            where = (f"{judge.group('file')}:{judge.group('line')}" if judge.group("file")
+                     else f"line {judge.group('line')}")
+            msg = judge.group("msg")
+            break
+    else:
+        return
+    draft.set("message", msg)
+    draft.set("cause", f"runtime error at {where}")
+
+
 def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
     """Read a sanitizer report (see the module docs) into ``draft``; a report in logcat
     (Android's wrap script logs it, each line under a logcat prefix) is read from the lines'
@@ -217,12 +252,7 @@ def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
             draft.set("thread_name", thread.group(1) or thread.group(2))
         draft.set("cause", f"{kind or tool}: {access.group('access')} of size "
                            f"{access.group('size')} at {access.group('addr').lower()}")
-    ubsan = next((m for m in map(_UBSAN.match, lines) if m), None)
-    if ubsan is not None:  # UBSan's own line: "file:line:col: runtime error: what"
-        # the one-line form goes on with " SUMMARY: UndefinedBehaviorSanitizer: ...": not
-        # part of the message
-        draft.set("message", re.split(r"\s+SUMMARY: \w+Sanitizer: ", ubsan.group("msg"))[0])
-        draft.set("cause", f"runtime error at {ubsan.group('file')}:{ubsan.group('line')}")
+    _read_runtime_error(draft, lines)
     location = re.search(r"^\s*Location is (?P<loc>.*?)(?: of size \d+)? at 0x", text, re.M)
     if location is not None:
         draft.note(f"race location: {location.group('loc')}")
