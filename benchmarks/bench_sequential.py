@@ -26,7 +26,8 @@ For each setting (baseline rate ``p_b``, ceiling ``c``, alpha 0.05, power 0.8, d
    rule needs with this rule's own baseline and exact error rates.
 
 Run: ``nice .venv/bin/python benchmarks/bench_sequential.py [--only I] [--interleaved-runs R]``
-(about 4 minutes on 2 busy cores, most of it ``plan``; ``--interleaved-runs`` adds a small
+(about 5 minutes on 2 busy cores, most of it ``plan``, whose CPU seconds and chosen variant
+each row prints; ``--interleaved-runs`` adds a small
 simulation of the interleaved mode, which still compares by the anytime-valid e-value).
 Goals (issue #27): mean launches at the design rate <= 70% of the reference's with at least
 its power; a clean candidate never more launches than the reference; at most 1.3 times its
@@ -171,15 +172,19 @@ def main(argv: list[str] | None = None) -> int:
     for p_b, ceiling in chosen:
         p1 = ceiling / 4
         settings = VerdictSettings(alpha=args.alpha, ceiling=ceiling, power=args.power)
+        cpu = time.process_time()
         plan = plan_sequential(p_b, ceiling=ceiling, alpha=args.alpha, power=args.power)
+        cpu = time.process_time() - cpu
         ref, design, n_b = plan.reference, plan.design, plan.baseline_launches
+        variant = "first below" if design.stop_at_first_below else "go on"
         total = ref.total_launches
         print(f"\nbaseline {p_b:g}, ceiling {ceiling:g}, design rate {p1:g}: reference "
               f"fixed design {ref.baseline_launches} + {ref.candidate_launches} = {total} "
               f"(power {plan.reference_power:.4f} at {p1:g}); rule: baseline {n_b}, "
               f"--launches {design.max_launches}, beta {design.beta:.3f}, LR thresholds "
               f"{math.exp(design.upper):.3g} / {math.exp(design.lower):.3g}, Fisher level "
-              f"{design.comparison_alpha:.4g}", flush=True)
+              f"{design.comparison_alpha:.4g}, variant: {variant} (plan took {cpu:.1f} s "
+              f"CPU)", flush=True)
         cells = {label: exact(design, p_b, n_b, p_c)
                  for label, p_c in (("design", p1), ("clean", 0.0), ("ceiling", ceiling))}
         if p_b < ceiling:
@@ -212,21 +217,23 @@ def main(argv: list[str] | None = None) -> int:
                                        args.interleaved_runs, rng)
                 print(f"  interleaved (e-value, {args.interleaved_runs} simulated runs) at "
                       f"{label}: P(fixed) {f:.3f}, mean launches {n:.1f} ({n / total:.0%})")
-        rows.append((p_b, ceiling, plan, cells, side, size, anyrule, own))
+        rows.append((p_b, ceiling, plan, cells, side, size, anyrule, own, variant, cpu))
     print("\nsummary (exact; launches are baseline + candidate, against the reference design)")
-    print("| baseline, ceiling | reference (plan) | its power | rule: baseline + max | power "
-          "| mean at design rate | 95th pct | clean | false fixed at ceiling (this baseline / "
-          "any) | largest false fixed below | least of any rule | least with this baseline |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for p_b, ceiling, plan, cells, side, size, anyrule, own in rows:
+    print("| baseline, ceiling | reference (plan) | its power | rule: variant, baseline + max "
+          "| power | mean at design rate | 95th pct | clean | false fixed at ceiling (this "
+          "baseline / any) | largest false fixed below | least of any rule | least with this "
+          "baseline | plan CPU s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for p_b, ceiling, plan, cells, side, size, anyrule, own, variant, cpu in rows:
         ref, total = plan.reference, plan.reference.total_launches
         d, h1, clean, at_c = plan.design, cells["design"], cells["clean"], cells["ceiling"]
         print(f"| {p_b:g}, {ceiling:g} | {ref.baseline_launches} + {ref.candidate_launches} "
-              f"= {total} | {plan.reference_power:.3f} | {plan.baseline_launches} + "
+              f"= {total} | {plan.reference_power:.3f} | {variant}, {plan.baseline_launches} + "
               f"{d.max_launches} ({(plan.baseline_launches + d.max_launches) / total:.2f}x) | "
               f"{h1.p_fixed:.3f} | {h1.mean:.1f} ({h1.mean / total:.1%}) | {h1.p95} | "
               f"{clean.mean:.0f} | {at_c.p_fixed:.4f} / {side:.4f} | {size:.4f} | "
-              f"{anyrule:.0f} ({anyrule / total:.0%}) | {own:.0f} ({own / total:.0%}) |")
+              f"{anyrule:.0f} ({anyrule / total:.0%}) | {own:.0f} ({own / total:.0%}) | "
+              f"{cpu:.1f} |")
     print(f"took {time.monotonic() - started:.0f} s")
     return 0
 

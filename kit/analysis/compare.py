@@ -306,14 +306,16 @@ def _rule_design(candidate: Campaign, settings: VerdictSettings, notes: list[str
                      f"judged with other settings, only the anytime-valid comparison holds "
                      f"its error rate, not the ceiling's bound")
         return None
-    from .sequential import COMPARISON_FINISHED
+    from .sequential import COMPARISON_FINISHED, COMPARISON_FINISHED_FIRST
     from .sprt import SprtDesign
 
     finished = (not rule.interleaved and rule.max_launches is not None and rule.baseline_n
-                and rule.extra.get("comparison") == COMPARISON_FINISHED)
+                and rule.extra.get("comparison") in (COMPARISON_FINISHED,
+                                                     COMPARISON_FINISHED_FIRST))
     try:
         return SprtDesign(rule.ceiling, rule.design_rate, rule.alpha, rule.beta,
-                          rule.max_launches, rule.baseline_n if finished else None)
+                          rule.max_launches, rule.baseline_n if finished else None,
+                          bool(finished) and rule.stop_at_first_below)
     except UsageError as exc:
         notes.append(f"the candidate's sequential rule cannot be rebuilt ({exc.message})")
         return None

@@ -100,9 +100,14 @@ class _Regions:
     fisher: np.ndarray     # (cells, xb_top): p of baseline count j + 1 against the cell
     cells: tuple[np.ndarray, np.ndarray]  # the below cells' (n, x)
     xb_top: int
+    #: the rule stops at its first "below the ceiling", ``fixed`` or not (else it goes on
+    #: while the comparison does not hold there)
+    first: bool = False
+    #: ``first_below[x]``: the first launch where ``x`` events are below (cap + 1: never)
+    first_below: np.ndarray | None = None
 
 
-def _regions(design: Any, n_b: int, xb_top: int) -> _Regions:
+def _regions(design: Any, n_b: int, xb_top: int, first: bool = False) -> _Regions:
     cap = design.max_launches
     k_max = np.asarray(k_max_cached(cap, design.ceiling, design.alpha))
     top = max(int(k_max[cap]), 0)
@@ -122,13 +127,14 @@ def _regions(design: Any, n_b: int, xb_top: int) -> _Regions:
         (0, xb_top))
     # compare also wants the candidate's rate below the baseline's
     fisher = np.where(cx[:, None] * n_b < j * cn[:, None], fisher, np.inf)
-    return _Regions(cap, top, below, not_below, fisher, (cn, cx), xb_top)
+    first_below = np.where(below.any(axis=0), below.argmax(axis=0), cap + 1)
+    return _Regions(cap, top, below, not_below, fisher, (cn, cx), xb_top, first, first_below)
 
 
 @functools.lru_cache(maxsize=32)
 def _regions_cached(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: float,
-                    max_launches: int, n_b: int, xb_top: int) -> _Regions:
-    return _regions(kind(ceiling, design_rate, alpha, beta, max_launches), n_b, xb_top)
+                    max_launches: int, n_b: int, xb_top: int, first: bool = False) -> _Regions:
+    return _regions(kind(ceiling, design_rate, alpha, beta, max_launches), n_b, xb_top, first)
 
 
 def _xb_top(n_b: int, rate: float) -> int:
@@ -141,10 +147,19 @@ def _run(reg: _Regions, n_b: int, level: float, rates: np.ndarray, p_b: np.ndarr
     """``(P(fixed), mean candidate launches)`` at each pair ``(p_b[r], rates[r])``: the
     first-passage dynamic program (module doc), one layer per class of baseline counts with
     the same region; with ``spread``, also ``P(N >= n)`` for ``n = 1..cap`` (rates x cap)."""
-    cut = level * (1.0 + P_RTOL)
-    # t: the fewest baseline events (1..xb_top) that pass against each below cell
-    passes = reg.fisher <= cut
-    t = np.where(passes.any(axis=1), passes.argmax(axis=1) + 1, reg.xb_top + 1)
+    return _run_classes(reg, n_b, _classes(reg, level), rates, p_b, spread)
+
+
+def _classes(reg: _Regions, level: float) -> np.ndarray:
+    """``t``: the fewest baseline events (``1..xb_top``; ``xb_top + 1``: none) that pass at
+    ``level`` against each below cell: all :func:`_run` reads of the level."""
+    passes = reg.fisher <= level * (1.0 + P_RTOL)
+    return np.where(passes.any(axis=1), passes.argmax(axis=1) + 1, reg.xb_top + 1)
+
+
+def _run_classes(reg: _Regions, n_b: int, t: np.ndarray, rates: np.ndarray, p_b: np.ndarray,
+                 spread: bool = False) -> tuple[np.ndarray, ...]:
+    """:func:`_run` for the classes ``t`` of :func:`_classes`."""
     classes = np.unique(t[t <= reg.xb_top])
     rates = np.asarray(rates, dtype=float)
     fixed = np.zeros(rates.size)
@@ -159,8 +174,15 @@ def _run(reg: _Regions, n_b: int, level: float, rates: np.ndarray, p_b: np.ndarr
     region = np.zeros((classes.size,) + reg.below.shape, dtype=bool)
     cn, cx = reg.cells
     region[:, cn, cx] = t[None, :] <= classes[:, None]
-    # a count above the most events that pass at max_launches can never reach fixed
-    reach = np.array([int(np.flatnonzero(r[reg.cap]).max(initial=-1)) for r in region])
+    # a count above the most events that pass at max_launches can never reach fixed; when
+    # the rule stops at its first "below", above the most that pass where they are first so
+    if reg.first:
+        x = np.arange(reg.top + 1)
+        fb = np.minimum(reg.first_below, reg.cap)
+        at_first = region[:, fb, x] & (reg.first_below <= reg.cap)[None, :]
+        reach = np.array([int(np.flatnonzero(r).max(initial=-1)) for r in at_first])
+    else:
+        reach = np.array([int(np.flatnonzero(r[reg.cap]).max(initial=-1)) for r in region])
     m, width = classes.size, reg.top + 2
     alive = np.zeros((m, rates.size, width))
     alive[reach >= 0, :, 0] = 1.0
@@ -168,31 +190,50 @@ def _run(reg: _Regions, n_b: int, level: float, rates: np.ndarray, p_b: np.ndarr
     q, p = (1.0 - rates)[None, :, None], rates[None, :, None]
     hit = np.zeros((m, rates.size))
     mean = np.zeros((m, rates.size))
-    stop = np.zeros((m, width), dtype=bool)
     going = np.zeros((reg.cap, rates.size)) if spread else None
     for n in range(1, reg.cap + 1):
+        if (n - 1) % _BLOCK == 0:  # the masks of the next launches, as 0/1 factors
+            if not alive.any():
+                break
+            into, keep = _masks(reg, region, dead, n, min(reg.cap + 1, n + _BLOCK))
         here = alive.sum(axis=2)
         mean += here
         if going is not None:
             going[n - 1] = (weight * here).sum(axis=0)
         moved = alive * q
         moved[:, :, 1:] += alive[:, :, :-1] * p
-        into = np.zeros((m, width), dtype=bool)
-        into[:, :-1] = region[:, n]
-        hit += (moved * into[:, None, :]).sum(axis=2)
-        stop[:] = dead | into
-        stop[:, :-1] |= reg.not_below[n][None, :]
-        moved[np.broadcast_to(stop[:, None, :], moved.shape)] = 0.0
+        i = (n - 1) % _BLOCK
+        hit += (moved * into[i][:, None, :]).sum(axis=2)
+        moved *= keep[i][:, None, :]
         alive = moved
-        if not alive.any():
-            break
     out = (weight * hit).sum(axis=0), (weight * mean).sum(axis=0)
     return out + ((going.T,) if going is not None else ())
 
 
-def _regions_for(design: Any, n_b: int, rate: float) -> _Regions:
+#: launches whose masks :func:`_masks` makes at once
+_BLOCK = 64
+
+
+def _masks(reg: _Regions, region: np.ndarray, dead: np.ndarray, start: int, stop: int
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """For launches ``start .. stop - 1`` (layers ``(launches, classes, width)``, as 0/1
+    floats): ``into``, the cells of each class's region, and ``keep``, the cells the run goes
+    on from (not in the region, not stopped as not below, not beyond reach)."""
+    m, width = dead.shape
+    into = np.zeros((stop - start, m, width), dtype=bool)
+    into[:, :, :-1] = region[:, start:stop].transpose(1, 0, 2)
+    stop_ = dead[None, :, :] | into
+    if reg.first:  # every "below" stops the run, fixed (into) or not
+        stop_[:, :, :-1] |= reg.below[start:stop][:, None, :]
+    stop_[:, :, :-1] |= reg.not_below[start:stop][:, None, :]
+    return into.astype(float), (~stop_).astype(float)
+
+
+def _regions_for(design: Any, n_b: int, rate: float, first: bool | None = None) -> _Regions:
+    if first is None:
+        first = bool(getattr(design, "stop_at_first_below", False))
     return _regions_cached(type(design), design.ceiling, design.design_rate, design.alpha,
-                           design.beta, design.max_launches, n_b, _xb_top(n_b, rate))
+                           design.beta, design.max_launches, n_b, _xb_top(n_b, rate), first)
 
 
 def operating_finished(design: Any, n_b: int, p_b: float, p_c: float,
@@ -214,21 +255,35 @@ def fixed_chance(design: Any, n_b: int, p_b: float, p_c: float) -> float:
     return operating_finished(design, n_b, p_b, p_c).p_fixed
 
 
-def _max_size(design: Any, n_b: int, level: float) -> float:
+def _max_size(design: Any, n_b: int, level: float,
+              seen: dict[bytes, float] | None = None, first: bool | None = None) -> float:
     """``max over pi in (0, ceiling) of S(pi, pi)``: on the grid, then on a fine grid around
     its three largest values; the baseline's tail beyond what is followed counted as
-    ``fixed``."""
+    ``fixed``. ``seen`` keeps the sizes already found by the classes the level makes
+    (:func:`_classes`, all the size depends on), so that a bisection computes each once.
+    ``first``: the rule's variant (default: ``design``'s ``stop_at_first_below``)."""
+    reg = _regions_for(design, n_b, design.ceiling, first)
+    t = _classes(reg, level)
+    if seen is None:
+        return _size_of(design, reg, n_b, t)
+    key = t.tobytes()
+    if key not in seen:
+        seen[key] = _size_of(design, reg, n_b, t)
+    return seen[key]
+
+
+def _size_of(design: Any, reg: _Regions, n_b: int, t: np.ndarray) -> float:
+    """:func:`_max_size` for the classes ``t``."""
     c = design.ceiling
-    reg = _regions_for(design, n_b, c)
     tail = float(stats.binom.sf(reg.xb_top, n_b, c))
     big = reg.cap * reg.xb_top >= _BIG
     grid, fine_n = (25, 9) if big else (_GRID, _FINE)
     coarse = np.linspace(0.0, c, grid + 1)[1:] * (1 - 1e-12)
-    values = _run(reg, n_b, level, coarse, coarse)[0]
+    values = _run_classes(reg, n_b, t, coarse, coarse)[0]
     step = coarse[1] - coarse[0]
     fine = np.unique(np.concatenate([np.linspace(max(r - step, 1e-9), min(r + step, c * (
         1 - 1e-12)), fine_n) for r in coarse[np.argsort(values)[-3:]]]))
-    near = _run(reg, n_b, level, fine, fine)[0]
+    near = _run_classes(reg, n_b, t, fine, fine)[0]
     return max(float(values.max(initial=0.0)), float(near.max(initial=0.0))) + tail
 
 
@@ -248,24 +303,53 @@ def comparison_level(design: Any, n_b: int) -> float:
     # the design's own class (kit.analysis.sprt.SprtDesign) makes the candidate side, so that
     # this module never imports sprt, which imports it
     return _level(type(design), design.ceiling, design.design_rate, design.alpha, design.beta,
-                  design.max_launches, n_b)
+                  design.max_launches, n_b, bool(getattr(design, "stop_at_first_below", False)))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1024)
 def _level(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: float,
-           max_launches: int, n_b: int) -> float:
+           max_launches: int, n_b: int, first: bool = False) -> float:
     design = kind(ceiling, design_rate, alpha, beta, max_launches)
     goal = ALPHA_MARGIN * alpha
-    if _max_size(design, n_b, MAX_LEVEL) <= goal:
+    seen: dict[bytes, float] = {}
+    known = [-math.inf, math.inf]  # the highest log level known to hold, the lowest not
+
+    def holds(log_level: float) -> bool:
+        """Whether the size at ``exp(log_level)`` is at most the goal; answered without
+        the program where the size's growth with the level already tells."""
+        if log_level <= known[0]:
+            return True
+        if log_level >= known[1]:
+            return False
+        good = _max_size(design, n_b, math.exp(log_level), seen, first) <= goal
+        known[0 if good else 1] = log_level
+        return good
+
+    # a level found for the same baseline and variant (another beta or --launches) is
+    # mostly close: its neighbours, tried first, answer most of the bisection's steps (it
+    # takes the same steps, so it ends where it would without them)
+    top = math.log(MAX_LEVEL)
+    key = (kind, ceiling, design_rate, alpha, n_b, first)
+    hint = _HINTS.get(key)
+    if hint is not None and holds(min(top, hint - _WARM)) and hint + _WARM < top:
+        holds(hint + _WARM)
+    if holds(top):
         return MAX_LEVEL
-    lo, hi = math.log(alpha) - 12.0, math.log(MAX_LEVEL)
+    lo, hi = math.log(alpha) - 12.0, top
     while hi - lo > 1e-3:
         mid = (lo + hi) / 2
-        if _max_size(design, n_b, math.exp(mid)) <= goal:
+        if holds(mid):
             lo = mid
         else:
             hi = mid
+    _HINTS[key] = lo
     return math.exp(lo)
+
+
+#: the last log level :func:`_level` found per baseline and variant, and how far either
+#: side of it it looks first
+_HINTS: dict[tuple[Any, ...], float] = {}
+_WARM = 0.02
 
 
 def max_size(design: Any, n_b: int, level: float) -> float:

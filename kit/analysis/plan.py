@@ -320,6 +320,7 @@ class SequentialPlan:
                                "lr_upper": math.exp(d.upper), "lr_lower": math.exp(d.lower),
                                "baseline_launches": self.baseline_launches,
                                "comparison_alpha": d.comparison_alpha,
+                               "stop_at_first_below": d.stop_at_first_below,
                                "power": self.power, "reference_power": self.reference_power,
                                "expected_launches": self.expected_launches,
                                "reference_design": (self.reference.to_dict()
@@ -356,28 +357,38 @@ def _baseline_sizes(reference: Plan, baseline_rate: float, design_rate: float, g
 
 
 def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate: float,
-                 beta: float, reference: Plan, goal: float) -> tuple[Any, float, float] | None:
+                 beta: float, reference: Plan, goal: float, at_first: bool = False,
+                 beat: float | None = None) -> tuple[Any, float, float] | None:
     """The finished-baseline rule with the fewest expected launches at the design rate
     (baseline plus the candidate's exact mean, :func:`kit.analysis.finished.operating_finished`)
     whose exact power there is at least ``goal``, and whose baseline plus ``--launches`` is
     at most 1.3 times ``reference``'s total: for each baseline size
     (:func:`_baseline_sizes`), the largest candidate ``beta`` (at most ``beta``) found by
     bisection that reaches ``goal`` (the power falls as beta rises, with small steps where
-    the binomial's discreteness holds it). ``(design, power, expected launches)``, or
-    ``None`` when no size works."""
+    the binomial's discreteness holds it). ``at_first``: the rule's variant
+    (:attr:`kit.analysis.sprt.SprtDesign.stop_at_first_below`). ``beat``: only a design
+    with fewer expected launches than this is wanted (the other variant's best), so that
+    sizes and betas that cannot beat it are passed over as they are for the best found.
+    ``(design, power, expected launches)``, or ``None`` when no size works (or none beats
+    ``beat``)."""
     from .finished import operating_finished
     from .sprt import SprtDesign, suggested_cap
 
     best: tuple[float, Any, float] | None = None
+    if beat is not None:
+        best = (beat, None, 0.0)  # a bar to beat, never returned
     most = suggested_cap(reference.total_launches)
 
     def attempt(n_b: int, b: float) -> tuple[float, Any, float] | None:
         try:
-            design = SprtDesign(ceiling, design_rate, alpha, b, most - n_b, n_b)
+            design = SprtDesign(ceiling, design_rate, alpha, b, most - n_b, n_b, at_first)
         except UsageError:
             return None
         point = operating_finished(design, n_b, baseline_rate, design_rate)
         return n_b + point.expected_launches, design, point.p_fixed
+
+    def beaten(tried: tuple[float, Any, float]) -> bool:
+        return best is not None and tried[0] >= best[0]
 
     level = ALPHA_MARGIN * alpha
     for n_b in _baseline_sizes(reference, baseline_rate, design_rate, goal):
@@ -395,13 +406,17 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
             # launches are too few for that beta (``None``): then bisect in between, where
             # the largest beta that reaches the goal lies
             lo, hi, low = beta, beta, first
-            while lo > _BETA_FLOOR and low is not None and low[2] < goal:
+            while (lo > _BETA_FLOOR and low is not None and low[2] < goal
+                   and not beaten(low)):
                 hi, lo = lo, max(_BETA_FLOOR, lo * _BETA_STEP)
                 low = attempt(n_b, lo)
+            if low is not None and low[2] < goal and beaten(low):
+                continue  # this beta misses the goal, and lower ones add launches
             if low is not None and low[2] >= goal:
                 found.append(low)
             elif low is not None:
                 continue  # even the floor's beta misses the goal
+            missed = False
             for _ in range(_BETA_STEPS):
                 mid = (lo + hi) / 2
                 tried = attempt(n_b, mid)
@@ -411,6 +426,11 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
                     lo = mid
                 else:
                     hi = mid
+                    if beaten(tried):
+                        missed = True  # what reaches the goal has a lower beta: more
+                        break  # launches than this one, which already has too many
+            if missed:
+                continue
         if not found:
             continue
         if most <= _SMALL:  # few launches: the power jumps with beta, so look between too
@@ -421,13 +441,14 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
         top = min(found, key=lambda t: t[0])
         if best is None or top[0] < best[0]:
             best = top
-    return None if best is None else (best[1], best[2], best[0])
+    return None if best is None or best[1] is None else (best[1], best[2], best[0])
 
 
 def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float = 0.05,
                     power: float = 0.8, candidate_rate: float = 0.0, beta: float = 0.2,
                     design_rate: float | None = None,
-                    log: Callable[[str], None] = lambda _m: None) -> SequentialPlan:
+                    log: Callable[[str], None] = lambda _m: None,
+                    variants: tuple[bool, ...] = (False, True)) -> SequentialPlan:
     """Plan a verdict both ways: a fixed-size design (:func:`plan_launches`) and the
     ``--until-verdict`` rule (:class:`kit.analysis.sprt.SprtDesign`) for a finished
     baseline, designed against a fixed-size reference: the design at the design rate
@@ -436,7 +457,11 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
     minutes for so small an effect). The rule's baseline size, candidate ``beta`` (at most
     ``beta``) and ``--launches`` are chosen for the fewest expected launches at the design
     rate with at least the reference's power there and at most 1.3 times its launches
-    (:func:`_design_rule`); see :class:`SequentialPlan`. ``log`` hears that it takes a
+    (:func:`_design_rule`), for both variants of the rule (going on while only the
+    comparison is missing, or stopping at the first "below the ceiling",
+    :attr:`kit.analysis.sprt.SprtDesign.stop_at_first_below`): the one with fewer expected
+    launches (``variants``: the ``stop_at_first_below`` values tried, in this order); see
+    :class:`SequentialPlan`. ``log`` hears that it takes a
     while.
 
     Raises:
@@ -468,8 +493,13 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
 
     found = None
     if baseline_rate > design_rate:  # else no rule has power at the design rate to keep
-        found = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta, reference,
-                             goal)
+        # both variants of the rule; the one that stops at its first "below the ceiling"
+        # only where it needs fewer launches
+        for at_first in variants:
+            better = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta,
+                                  reference, goal, at_first,
+                                  None if found is None else found[2])
+            found = better if better is not None else found
     if found is not None:
         design, rule_power, mean = found
         cap = design.max_launches

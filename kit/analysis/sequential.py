@@ -57,7 +57,7 @@ from .target import DEFAULT_SIGNATURE, count_events
 
 __all__ = ["StopRule", "InterleavedRule", "Side", "make_stop_rule", "interleave",
            "sequential_fixed", "SprtState", "SprtDesign", "OperatingPoint", "COMPARISON",
-           "COMPARISON_FINISHED"]
+           "COMPARISON_FINISHED", "COMPARISON_FINISHED_FIRST"]
 
 #: how the rules compare the builds, as campaign.json keeps it: the e-value (interleaved
 #: runs, and designs without ``--launches``) ...
@@ -66,6 +66,10 @@ COMPARISON = "anytime-valid e-value >= 1/alpha (universal inference)"
 #: (:mod:`kit.analysis.finished`) wherever the SPRT is below the ceiling
 COMPARISON_FINISHED = ("Fisher's one-sided p <= the exact level, while the SPRT is below the "
                        "ceiling")
+#: ... or so at the first stop below the ceiling only (``stop_at_first_below``; what
+#: campaigns of the rule's first version keep, read back as that variant)
+COMPARISON_FINISHED_FIRST = ("Fisher's one-sided p <= the exact level, at the first stop "
+                             "below the ceiling")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,8 +96,16 @@ class StopRule:
         """Whether ``fixed`` cannot be reached within ``max_launches`` any more: even with
         no further event, ``compare`` on ``x_c`` in ``max_launches`` launches would not say
         fixed (its bound and its exact test only get worse with more events, and better
-        with more launches). Never, for a design without ``max_launches``."""
+        with more launches). For a design that stops at its first "below the ceiling"
+        (``stop_at_first_below``): no count ``x >= x_c`` ends ``fixed`` at the launch where
+        it would first be below the ceiling (every path's first "below" is such a state).
+        Never, for a design without ``max_launches``."""
         return _out_of_reach(self, x_c)
+
+    def _fixed_at_first_stop(self, x: int) -> bool:
+        n = self.design.first_fixed_launch(x)
+        return sequential_fixed(self.baseline_events, self.baseline_n, x, n, self.settings,
+                                self.design)
 
     def decision_counts(self, x_c: int, n_c: int) -> tuple[bool, str]:
         """``(stop, why)`` for ``x_c`` target events in ``n_c`` counted candidate launches."""
@@ -113,6 +125,12 @@ class StopRule:
                                 self.settings, self.design):
                 return True, (f"fixed: {x_c}/{n_c} candidate launches against the "
                               f"baseline's {self.baseline_events}/{self.baseline_n}")
+            if self.design.finished and self.design.stop_at_first_below:
+                return True, (f"the candidate's {self.settings.signature} rate is below the "
+                              f"{self.settings.ceiling:g} ceiling ({x_c}/{n_c}), but not shown "
+                              f"lower than the baseline's {self.baseline_events}/"
+                              f"{self.baseline_n} at the rule's level (Fisher's p <= "
+                              f"{self.design.comparison_alpha:.4g}): compare says inconclusive")
         return False, f"{x_c}/{n_c}: {state.value}"
 
     def __call__(self, records: list[LaunchRecord]) -> bool:
@@ -126,15 +144,18 @@ class StopRule:
         meta = {**_rule_meta(self.design, self.settings, baseline, stopped, why),
                 "baseline_events": self.baseline_events, "baseline_n": self.baseline_n}
         if self.design.finished:
-            meta.update(comparison=COMPARISON_FINISHED,
-                        comparison_alpha=self.design.comparison_alpha)
+            first = self.design.stop_at_first_below
+            meta.update(comparison=COMPARISON_FINISHED_FIRST if first else COMPARISON_FINISHED,
+                        comparison_alpha=self.design.comparison_alpha,
+                        stop_at_first_below=first)
         return meta
 
 
 def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[LaunchRecord],
                    settings: VerdictSettings = VerdictSettings(), *,
                    design_rate: float | None = None, beta: float = 0.2,
-                   max_launches: int | None = None) -> StopRule:
+                   max_launches: int | None = None, stop_at_first_below: bool = False
+                   ) -> StopRule:
     """Build the stopping rule for a candidate campaign against a finished baseline.
 
     Args:
@@ -147,6 +168,8 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
             ``None``: the Ville-style bounds 1/alpha and beta and the e-value). When even a
             clean candidate of ``max_launches`` could not end ``fixed`` by the exact design,
             the e-value's comparison is tried (it needs more evidence, so this refuses).
+        stop_at_first_below: with ``max_launches``, the rule's variant that stops at its
+            first "below the ceiling" (:attr:`SprtDesign.stop_at_first_below`).
 
     Raises:
         UsageError: the baseline is missing, injects crashes or never showed the target (no
@@ -171,7 +194,8 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
                          "cores), or run without --until-verdict")
     design = SprtDesign(settings.ceiling, design_rate if design_rate is not None else
                         settings.ceiling / 4, settings.alpha, beta, max_launches,
-                        n_b if max_launches is not None else None)
+                        n_b if max_launches is not None else None,
+                        stop_at_first_below and max_launches is not None)
     rule = StopRule(design, settings, x_b, n_b)
     if design.finished and rule.out_of_reach(0):
         # the exact design cannot reach fixed even at 0/max_launches: the e-value's
@@ -222,6 +246,9 @@ def _out_of_reach(rule: StopRule, x_c: int) -> bool:
     cap = rule.design.max_launches
     if cap is None:
         return False
+    if rule.design.finished and rule.design.stop_at_first_below:
+        return not any(rule._fixed_at_first_stop(x) for x in range(
+            x_c, _k_max_at(cap, rule.design) + 1))
     return not sequential_fixed(rule.baseline_events, rule.baseline_n, x_c, cap,
                                 rule.settings, rule.design)
 

@@ -94,8 +94,11 @@ def _thresholds(step_event: float, step_clean: float, upper: float, lower: float
     hi = np.floor((n * step_clean - upper) / width).astype(np.int64)
     lo = np.ceil((n * step_clean - lower) / width).astype(np.int64)
     for _ in range(4):  # a rounding step either way at most
-        hi = np.where(llr(hi + 1) >= upper, hi + 1, np.where(llr(hi) < upper, hi - 1, hi))
-        lo = np.where(llr(lo - 1) <= lower, lo - 1, np.where(llr(lo) > lower, lo + 1, lo))
+        new_hi = np.where(llr(hi + 1) >= upper, hi + 1, np.where(llr(hi) < upper, hi - 1, hi))
+        new_lo = np.where(llr(lo - 1) <= lower, lo - 1, np.where(llr(lo) > lower, lo + 1, lo))
+        if np.array_equal(new_hi, hi) and np.array_equal(new_lo, lo):
+            break  # settled: further rounds change nothing
+        hi, lo = new_hi, new_lo
     return hi.tolist(), lo.tolist()
 
 
@@ -109,14 +112,22 @@ def _walk(true_rate: float, step_event: float, step_clean: float, upper: float, 
     ``stop_left`` > 0 it stops once less than that chance is left undecided, and reports it
     as ``p_pruned`` (within ``p_undecided``, not in ``p_fixed``)."""
     x_up, x_low = _thresholds(step_event, step_clean, upper, lower, max_launches)
+    return _walk_counts(true_rate, x_up, x_low, k_max, max_launches, stop_left)
+
+
+def _walk_counts(true_rate: float, x_up: Sequence[int], x_low: Sequence[int],
+                 k_max: Sequence[int], max_launches: int, stop_left: float = 0.0
+                 ) -> OperatingPoint:
+    """:func:`_walk` for the thresholds as event counts (:func:`_thresholds`): the walk
+    depends on ``upper`` and ``lower`` only through them."""
     q = 1.0 - true_rate
     lo, alive = 0, [1.0]
     p_below = p_not = expected = pruned = 0.0
     for n in range(1, max_launches + 1):
-        moved = [w * q for w in alive] + [0.0]
-        if true_rate > 0.0:
-            for i, w in enumerate(alive):
-                moved[i + 1] += w * true_rate
+        # moved[i] = alive[i] q + alive[i - 1] p, in one pass (the same sums as adding the
+        # events' share to the clean share afterwards)
+        moved = ([a * q + b * true_rate for a, b in zip(alive + [0.0], [0.0] + alive)]
+                 if true_rate > 0.0 else [w * q for w in alive] + [0.0])
         k_n = k_max[n]
         below_to, not_from = min(x_up[n], k_n), max(x_low[n], k_n + 1)
         first = max(lo, below_to + 1)
@@ -128,11 +139,13 @@ def _walk(true_rate: float, step_event: float, step_clean: float, upper: float, 
         expected += n * (w_below + w_not)
         alive = moved[first - lo:last + 1 - lo] if first <= last else []
         lo = first
-        left = sum(alive)
-        if not alive or (stop_left > 0.0 and left < stop_left):
-            pruned = left if alive else 0.0
-            alive = []
+        if not alive:
             break
+        if stop_left > 0.0:
+            left = sum(alive)
+            if left < stop_left:
+                pruned, alive = left, []
+                break
     rest = sum(alive)
     at_end = sum(alive[:max(0, k_max[max_launches] + 1 - lo)])
     return OperatingPoint(true_rate, max_launches, p_below, p_not, rest + pruned, at_end,
@@ -184,7 +197,7 @@ def _first_fixed_launch(events: int, step_event: float, step_clean: float, upper
     return first if max_launches is None else min(first, max_launches)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1024)  # plan tries both variants' betas: keep them all
 def _calibrate(ceiling: float, design_rate: float, alpha: float, beta: float,
                max_launches: int) -> tuple[float, float]:
     """Exact SPRT thresholds ``(log upper, log lower)`` for a rule truncated at
@@ -212,10 +225,23 @@ def _calibrate(ceiling: float, design_rate: float, alpha: float, beta: float,
     k_max = k_max_cached(max_launches, ceiling, alpha)
     level = ALPHA_MARGIN * alpha
 
+    walks: dict[tuple[float, bytes, bytes], OperatingPoint] = {}
+    k_arr = np.asarray(k_max, dtype=np.int64)
+    launches = np.arange(max_launches + 1, dtype=np.int64)
+
     def fixed(rate: float, upper: float, lower: float, worst: bool = False) -> float:
-        """The chance of fixed; with ``worst``, counting what the walk left as fixed."""
-        point = _walk(rate, step_event, step_clean, upper, lower, k_max, max_launches,
-                      _CALIBRATION_LEFT)
+        """The chance of fixed; with ``worst``, counting what the walk left as fixed. The
+        walk depends on the thresholds only through their event counts per launch, which
+        stay the same over most of a bisection's last steps: each is walked once."""
+        x_up, x_low = _thresholds(step_event, step_clean, upper, lower, max_launches)
+        # what the walk reads of them: below_to and not_from, clipped to reachable counts
+        below_to = np.clip(np.minimum(x_up, k_arr), -1, None)
+        not_from = np.minimum(np.maximum(x_low, k_arr + 1), launches + 1)
+        key = (rate, below_to.tobytes(), not_from.tobytes())
+        point = walks.get(key)
+        if point is None:
+            point = walks[key] = _walk_counts(rate, x_up, x_low, k_max, max_launches,
+                                              _CALIBRATION_LEFT)
         return point.p_fixed + (point.p_pruned if worst else 0.0)
 
     upper, lower = -math.log(alpha), math.log(beta)
@@ -283,6 +309,10 @@ class SprtDesign:
         baseline_launches: the finished baseline's launches (``None``: the comparison is
             the anytime-valid e-value, for an interleaved run or one without
             ``max_launches``).
+        stop_at_first_below: with ``baseline_launches``, the run stops at its first state
+            "below the ceiling", ``fixed`` where the comparison holds there, else
+            inconclusive (the other variant goes on while only the comparison is missing);
+            :attr:`comparison_alpha` is exact for the variant chosen.
         upper, lower: the log-LR thresholds in use (computed).
         comparison_alpha: with ``baseline_launches``, the level Fisher's one-sided p must
             reach at the stop (computed, at most ``alpha``); else ``None``.
@@ -298,6 +328,7 @@ class SprtDesign:
     beta: float = 0.2
     max_launches: int | None = None
     baseline_launches: int | None = None
+    stop_at_first_below: bool = False
     upper: float = dataclasses.field(init=False, default=0.0)
     lower: float = dataclasses.field(init=False, default=0.0)
     comparison_alpha: float | None = dataclasses.field(init=False, default=None)
@@ -408,8 +439,10 @@ class SprtDesign:
             how = (f"stops with fixed at the first launch with LR >= {math.exp(self.upper):.3g}"
                    f", the bound below the ceiling and compare agreeing, with Fisher's "
                    f"one-sided p against the {self.baseline_launches}-launch baseline at most "
-                   f"the rule's exact level {self.comparison_alpha:.4g}, going on while only "
-                   f"the comparison is missing (false fixed <= "
+                   f"the rule's exact level {self.comparison_alpha:.4g}, "
+                   + ("stopping at the first launch below the ceiling either way"
+                      if self.stop_at_first_below else
+                      "going on while only the comparison is missing") + " (false fixed <= "
                    f"{ALPHA_MARGIN * self.alpha:g} at any common rate below the ceiling)")
         else:
             how = (f"stops with fixed when LR >= {math.exp(self.upper):.3g} and compare agrees "

@@ -36,6 +36,8 @@ class RuleRequest:
             ``baseline`` is then made or continued alongside this run.
         baseline_options: what ``campaign.json`` keeps so that a resume goes on interleaved
             (e.g. ``{"baseline_runtime": "debian"}``).
+        stop_at_first_below: against a finished baseline, the rule's variant that stops at
+            its first "below the ceiling" (:attr:`kit.analysis.sprt.SprtDesign.stop_at_first_below`).
     """
 
     baseline: Path
@@ -44,6 +46,7 @@ class RuleRequest:
     design_rate: float | None = None
     baseline_config: Any = None
     baseline_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    stop_at_first_below: bool = False
 
     @property
     def interleaved(self) -> bool:
@@ -169,7 +172,8 @@ def resume_command(target: str, out: Path | str) -> str:
 
 #: Defaults of the rule's settings (``None`` from a front end means "not given").
 RULE_DEFAULTS: dict[str, Any] = {"signature": DEFAULT_SIGNATURE, "alpha": 0.05,
-                                 "ceiling": 0.05, "beta": 0.2, "design_rate": None}
+                                 "ceiling": 0.05, "beta": 0.2, "design_rate": None,
+                                 "stop_at_first_below": False}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -289,10 +293,11 @@ def resolve_rule(given: Given, kept: RuleMeta | None, out: Any, *, resume: bool,
                            settings=VerdictSettings(signature=full["signature"],
                                                     alpha=full["alpha"],
                                                     ceiling=full["ceiling"]),
-                           beta=full["beta"], design_rate=full["design_rate"])
+                           beta=full["beta"], design_rate=full["design_rate"],
+                           stop_at_first_below=bool(full["stop_at_first_below"]))
     before = {"until_verdict": str(Path(kept.baseline).resolve()), "signature": kept.signature,
               "alpha": kept.alpha, "ceiling": kept.ceiling, "beta": kept.beta,
-              "design_rate": kept.design_rate}
+              "design_rate": kept.design_rate, "stop_at_first_below": kept.stop_at_first_below}
     for key, value in {"until_verdict": baseline, **values}.items():
         if value is None:
             continue
@@ -304,4 +309,5 @@ def resolve_rule(given: Given, kept: RuleMeta | None, out: Any, *, resume: bool,
     return RuleRequest(baseline=Path(kept.baseline),
                        settings=VerdictSettings(signature=kept.signature, alpha=kept.alpha,
                                                 ceiling=kept.ceiling),
-                       beta=kept.beta, design_rate=kept.design_rate)
+                       beta=kept.beta, design_rate=kept.design_rate,
+                       stop_at_first_below=kept.stop_at_first_below)

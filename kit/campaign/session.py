@@ -72,6 +72,10 @@ def _check_rule(request: CampaignRequest, prepared: Sequence[PreparedTarget]) ->
     if Path(rule.baseline).resolve() == Path(request.out).resolve():
         raise UsageError(f"--until-verdict names this run's own --out ({request.out})",
                          "give the baseline campaign's directory")
+    if rule.stop_at_first_below and rule.interleaved:
+        raise UsageError("--stop-at-first-below is a variant of the rule against a finished "
+                         "baseline; an interleaved run compares by the e-value",
+                         "leave out --stop-at-first-below, or run the baseline first")
     for setup in (p.setup for p in prepared):
         witness = setup.witness or f"off: the {request.target} target has no race witness"
         if rule.settings.signature == RACE_WITNESSED and witness != "on":
@@ -98,10 +102,11 @@ def _check_resumed_rule(store: CampaignStore, meta: CampaignMeta,
     s = rule.settings
     mine = {"until_verdict": str(Path(rule.baseline).resolve()), "signature": s.signature,
             "alpha": s.alpha, "ceiling": s.ceiling, "beta": rule.beta,
-            "design_rate": rule.design(meta.launches).design_rate}
+            "design_rate": rule.design(meta.launches).design_rate,
+            "stop_at_first_below": rule.stop_at_first_below}
     theirs = {"until_verdict": str(Path(kept.baseline).resolve()), "signature": kept.signature,
               "alpha": kept.alpha, "ceiling": kept.ceiling, "beta": kept.beta,
-              "design_rate": kept.design_rate}
+              "design_rate": kept.design_rate, "stop_at_first_below": kept.stop_at_first_below}
     for key, value in theirs.items():
         if mine[key] != value:
             raise conflict("other-rule", store.path, key=setting_option(key),
@@ -232,7 +237,8 @@ def stop_rule_for(rule: RuleRequest, target: str | None, launches: int,
                          f"such a pair", "give a baseline campaign of the same target")
     design = rule.design(launches)
     return make_stop_rule(baseline, rule.settings, beta=rule.beta,
-                          design_rate=design.design_rate, max_launches=design.max_launches)
+                          design_rate=design.design_rate, max_launches=design.max_launches,
+                          stop_at_first_below=rule.stop_at_first_below)
 
 
 def _rule_meta(meta: dict[str, Any]) -> RuleMeta:

@@ -271,8 +271,9 @@ def _plan(args: argparse.Namespace) -> int:
                   f"{'launch sees' if see == 1 else 'launches see'} the target at least once "
                   f"with {1 - args.alpha:.0%} probability.")
     beta = f" --beta {design.beta:.3g}" if abs(design.beta - args.beta) > 1e-9 else ""
-    console.print(f"\nSequential rule (`coldstart run ... --launches {cap}{beta} --until-verdict "
-                  f"BASELINE_DIR`): {design.describe()}.")
+    variant = " --stop-at-first-below" if design.stop_at_first_below else ""
+    console.print(f"\nSequential rule (`coldstart run ... --launches {cap}{beta}{variant} "
+                  f"--until-verdict BASELINE_DIR`): {design.describe()}.")
     if result.baseline_launches is not None and result.power is not None:
         ref = result.reference
         console.print(f"Designed for a finished baseline of {result.baseline_launches} "
@@ -293,9 +294,12 @@ def _plan(args: argparse.Namespace) -> int:
                       f"{o.p_not_below:.3f}", f"{o.p_undecided:.3f}", f"{o.p_fixed:.3f}")
     console.print(table)
     if design.finished:
-        console.print("The run stops at its first 'below the ceiling' and says fixed there "
-                      "when Fisher's test against the baseline is within the rule's exact "
-                      "level: that keeps the false-fixed rate at 0.95 alpha whatever the "
+        how = ("stops at its first 'below the ceiling' and says fixed there"
+               if design.stop_at_first_below else
+               "goes on while it is below the ceiling and says fixed at the first launch")
+        console.print(f"The run {how} where Fisher's test against the baseline is within the "
+                      "rule's exact level (plan chose this variant of the rule for its fewer "
+                      "launches): that keeps the false-fixed rate at 0.95 alpha whatever the "
                       "baseline's rate (docs/verdict.md). Interleaved runs compare by the "
                       f"anytime-valid e-value (>= {1 / args.alpha:g}) instead.")
     else:

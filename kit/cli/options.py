@@ -128,6 +128,11 @@ def add_until_verdict_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--ceiling", type=fraction_arg, default=None,
                        help="rate the candidate must be shown below (default 0.05)")
     add_design_options(group, default_beta=None)
+    group.add_argument("--stop-at-first-below", action="store_true", default=None,
+                       help="against a finished baseline with --launches: stop at the first "
+                            "launch below the ceiling, fixed or inconclusive, instead of going "
+                            "on until the comparison holds (`coldstart plan` says which "
+                            "variant needs fewer launches)")
 
 
 def add_design_options(parser: argparse.ArgumentParser | Any, prefix: str = "",

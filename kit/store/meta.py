@@ -106,6 +106,25 @@ class RuleMeta:
             out["baseline_n"] = self.baseline_n
         return out
 
+    @property
+    def stop_at_first_below(self) -> bool:
+        """Whether the finished-baseline rule stops at its first "below the ceiling"
+        (:attr:`kit.analysis.sprt.SprtDesign.stop_at_first_below`): the stored field, else,
+        for a campaign kept before it, what its ``comparison`` says (the rule's first
+        version kept "..., at the first stop below the ceiling").
+
+        Raises:
+            DataError: the stored field is not true or false.
+        """
+        value = self.extra.get("stop_at_first_below")
+        if value is None:
+            return str(self.extra.get("comparison", "")).endswith(
+                "at the first stop below the ceiling")
+        if not isinstance(value, bool):
+            raise DataError(f"until_verdict.stop_at_first_below must be true or false, not "
+                            f"{type_name(value)}", _HINT)
+        return value
+
     def ended(self, stopped: bool | None, why: str) -> "RuleMeta":
         """The same rule with how the run ended."""
         return dataclasses.replace(self, stopped=stopped, why=why)
