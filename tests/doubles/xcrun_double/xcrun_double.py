@@ -206,9 +206,11 @@ def start_app(udid: str, bundle: str, url: str | None, env: dict[str, str], outc
     argv = [sys.executable, "-S", __file__, "__app__", udid, bundle, url or "", outcome,
             "console" if console else "log"]
     repo = str(Path(__file__).resolve().parents[3])  # the app formats lines with kit.protocol
+    # the app runs on the device, never in the host tool's process group: stopping the
+    # console (the kit kills its group) must not kill the app, as on a real device
     return subprocess.Popen(argv, env={**os.environ, "XCRUN_DOUBLE_APP_ENV": json.dumps(env),
                                        "PYTHONPATH": repo},
-                            start_new_session=not console, stdin=subprocess.DEVNULL,
+                            start_new_session=True, stdin=subprocess.DEVNULL,
                             stdout=None if console else subprocess.DEVNULL,
                             stderr=None if console else subprocess.DEVNULL)
 
