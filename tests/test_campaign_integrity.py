@@ -568,3 +568,17 @@ def test_a_fifo_left_where_a_rewrite_goes_never_blocks_it(tmp_path: Path) -> Non
     proc = coldstart("report", str(store.path), "--quiet", "--out", str(out), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads((out / ".coldstart-report.json").read_text())["files"]
+
+
+def test_a_cut_tail_longer_than_the_read_bound_is_not_given_a_size_it_was_not_measured_at(
+        tmp_path: Path) -> None:
+    # a power loss can leave a run of NUL bytes after the last record; the read is bounded,
+    # so a tail longer than one record's bound is named as such, never by the bound's size
+    from kit.store.store import MAX_RECORD_BYTES
+
+    store = _campaign(tmp_path / "c", 2)
+    with open(store.launches_path, "ab") as fh:
+        fh.truncate(store.launches_path.stat().st_size + MAX_RECORD_BYTES + 4096)
+    note = store.cut_tail_note()
+    assert note == (f"dropped an incomplete last line of {store.launches_path} "
+                    f"(more than {MAX_RECORD_BYTES} bytes)")

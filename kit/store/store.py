@@ -308,8 +308,11 @@ class CampaignStore:
         (labels can repeat across campaigns), else ``None``. Raises as
         :meth:`_cut_tail_bytes`."""
         tail = self._cut_tail_bytes()
-        return (f"dropped an incomplete last line of {self.launches_path} ({tail} bytes)"
-                if tail else None)
+        if not tail:
+            return None
+        size = (f"more than {MAX_RECORD_BYTES} bytes" if tail > MAX_RECORD_BYTES else
+                f"{tail} bytes")  # the read is bounded: a longer tail is not measured
+        return f"dropped an incomplete last line of {self.launches_path} ({size})"
 
     def append(self, record: LaunchRecord, *, retry_s: float = WRITE_RETRY_S,
                sleep: Any = time.sleep) -> None:
