@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import UsageError
-from .binomial import (ALPHA_MARGIN, bound_below, k_max_cached, k_max_table,
+from .binomial import (ALPHA_MARGIN, bound_below, k_max_cached,
                        launches_to_bound_with_power)
 from .stats import first_true
 
