@@ -107,21 +107,13 @@ def detect_family(text: str) -> tuple[str, str]:
         return "exit-info", "an 'ApplicationExitInfo #N' entry"
     if ("=" * 20 in text or "Drop box contents:" in text) and _DROPBOX.search(text):
         return "dropbox", "a DropBox entry header (a line of '=' and 'date time tag (')"
-    why = looks_like_hotspot(text)
-    if why:
-        return "hotspot", why
-    why = looks_like_mono(text)
-    if why:
-        return "mono", why
-    why = looks_like_sanitizer(text)
-    if why:
-        return "sanitizer", why
-    why = looks_like_valgrind(text)
-    if why:
-        return "valgrind", why
-    why = crash_text_marks(text)
-    if why:
-        return "crash-text", why
+    for name, looks_like in (("hotspot", looks_like_hotspot), ("mono", looks_like_mono),
+                             ("sanitizer", looks_like_sanitizer),
+                             ("valgrind", looks_like_valgrind),
+                             ("crash-text", crash_text_marks)):
+        why = looks_like(text)
+        if why:
+            return name, why
     if ("thread #" in text or "frame #" in text) and _LLDB.search(text):
         return "lldb", "an lldb stop line ('* thread #N ... stop reason =') or 'frame #N:' lines"
     if looks_like_xcode_threads(text):
