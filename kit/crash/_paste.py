@@ -11,7 +11,8 @@ crash format has:
 * the time stamp a CI service writes before every line of a job's log (GitHub Actions'
   ``2021-04-13T11:54:23.5999584Z ``, an ISO 8601 UTC time and a space);
 * a Markdown table around frames (``| # | image | address | symbol |`` as crash dashboards
-  export them): its rows become the lines they came from;
+  export them, or ``0 | libc.so | abort`` under a ``-- | --`` row, the form GitHub's editor
+  writes for an HTML table pasted into it): its rows become the lines they came from;
 * Markdown bold (``**key:** value``), whole lines or inside one (not Bugsnag's
   ``**Class** in **Context**`` headline, which is its format);
 * the indentation of a Markdown indented code block (four spaces or a tab before every
@@ -40,11 +41,11 @@ _CTEST = re.compile(r"^(\d{1,5}): ")
 _TAG_PREFIX = re.compile(r"^([\w-]{1,32}\.sh|\[[\w.-]{1,32}\]): ")
 # a whole line in Markdown bold ("**java.lang.RuntimeException:** "): a rendered copy
 _BOLD_LINE = re.compile(r"^[ \t]*\*\*(?P<inner>[^*\n]+?)\*\*[ \t]*$", re.M)
-# a Markdown table row ("| 0 | libonnxruntime.so | 0x1a2b | symbol |") and its delimiter
-# row ("|---|:---:|"), https://github.github.com/gfm/#tables-extension-
-_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
-_TABLE_DELIM = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*(?::?-{3,}:?[ \t]*)?"
-                          r"\|?[ \t]*$", re.M)
+# a Markdown table's delimiter row, https://github.github.com/gfm/#tables-extension-: cells
+# of hyphens (one or more, an optional colon each side) between pipes, the outer pipes
+# optional ("|---|:---:|", and "-- | --" as GitHub's editor writes a pasted HTML table)
+_TABLE_DELIM = re.compile(r"^[ \t]*(?:\|[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?"
+                          r"|:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)+\|?)[ \t]*$", re.M)
 # Bugsnag's and consoles' headline "**Class** in **Context**": its marks are its format
 _HEADLINE = re.compile(r"^\s*\*\*[^*\n]+\*\* in \*\*[^*\n]+\*\*\s*$")
 _ENTITY = re.compile(r"&(?:quot|lt|gt|amp|#39|#x27);")
@@ -100,26 +101,39 @@ def _strip_ci_time(lines: list[str]) -> tuple[list[str], bool]:
     return [_CI_TIME.sub("", ln, count=1) for ln in lines], True
 
 
+def _table_cells(line: str) -> list[str]:
+    """A table row's cells, stripped (the outer pipes optional; ``\\|`` is a pipe in a cell)."""
+    row = line.strip()
+    if row.startswith("|"):
+        row = row[1:]
+    if row.endswith("|") and not row.endswith("\\|"):
+        row = row[:-1]
+    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", row)]
+
+
 def _strip_table(lines: list[str]) -> tuple[list[str], int]:
     """A Markdown table's rows as plain lines (cells two spaces apart, in their order: a
     dashboard's frame columns read as the frame line they came from), its delimiter row and
-    the header above it dropped; ``(lines, rows)``."""
-    delims = [i for i, ln in enumerate(lines) if "-" in ln and _TABLE_DELIM.match(ln)]
-    if not delims:
-        return lines, 0
-    drop = set(delims) | {i - 1 for i in delims if i > 0 and _TABLE_ROW.match(lines[i - 1])}
+    the header above it dropped; ``(lines, rows)``. A table is a header row with as many cells
+    as the delimiter row under it, and the rows that follow up to a blank line or a line
+    without a pipe (GFM's tables, whose outer pipes are optional)."""
     out: list[str] = []
     rows = 0
-    for i, line in enumerate(lines):
-        if i in drop:
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if (i + 1 < len(lines) and "|" in line and "-" in lines[i + 1]
+                and _TABLE_DELIM.match(lines[i + 1])
+                and len(_table_cells(line)) == len(_table_cells(lines[i + 1]))):
+            i += 2
+            while i < len(lines) and "|" in lines[i] and lines[i].strip():
+                out.append("  ".join(c for c in _table_cells(lines[i]) if c))
+                rows += 1
+                i += 1
             continue
-        if _TABLE_ROW.match(line) and line.count("|") >= 3:
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            out.append("  ".join(c for c in cells if c))
-            rows += 1
-        else:
-            out.append(line)
-    return out, rows
+        out.append(line)
+        i += 1
+    return (out, rows) if rows else (lines, 0)
 
 
 def _strip_indent(lines: list[str]) -> tuple[list[str], str]:
@@ -157,7 +171,7 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
     runner = ": " in text and _CTEST_ANY.match(text) is not None
     indented = text[:1] in (" ", "\t") and text.lstrip()[:1] != "{"  # JSON: indent is free
     bold = "**" in text and _BOLD_LINE.search(text) is not None
-    table = "|" in text and "--" in text and _TABLE_DELIM.search(text) is not None
+    table = "|" in text and "-" in text and _TABLE_DELIM.search(text) is not None
     marks = table or "**" in text
     if not (quotes or runner or indented or bold or marks or "```" in text or "~~~" in text
             or "`" in text[:4] or "`" in text[-4:] or "&" in text):
@@ -198,7 +212,7 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
             lines = unbold
             if not bold:
                 notes.append("Markdown bold ('**') marks removed")
-    if "|" in text and "--" in text:
+    if table:
         lines, rows = _strip_table(lines)
         if rows:
             plural = "s" if rows != 1 else ""

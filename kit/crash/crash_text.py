@@ -60,11 +60,12 @@ _MARKS = (  # (a substring that must be there, the line's pattern, what it is)
     ("Crashed: ", re.compile(r"^Crashed: \S.*\n(?:EXC_|Fatal Exception:|\d+\s)", re.M),
      "a Crashlytics 'Crashed:' headline over Apple frames"),
 )
-_FRAME_MARK = re.compile(r"^\d{1,4}\s+\S[^\n]*?\s0x[0-9a-fA-F]{4,16}\s+\S", re.M)
+# an address with something after it on its line (the symbol, or "0xBASE + off")
+_FRAME_MARK = re.compile(r"^\d{1,4}[ \t]+\S[^\n]*?[ \t]0x[0-9a-fA-F]{4,16}[ \t]+\S", re.M)
 # the same lines, found from the newline before each (a pattern that starts with a literal is
 # searched for that character, where one that starts with '^' is tried at every position);
 # a match never ends on a newline, so the matches are those of _FRAME_MARK
-_FRAME_MARK_NL = re.compile(r"\n\d{1,4}\s+\S[^\n]*?\s0x[0-9a-fA-F]{4,16}\s+\S")
+_FRAME_MARK_NL = re.compile(r"\n\d{1,4}[ \t]+\S[^\n]*?[ \t]0x[0-9a-fA-F]{4,16}[ \t]+\S")
 
 
 def _two_frame_marks(sample: str) -> bool:

@@ -1,0 +1,54 @@
+"""Crash-paste shapes of issue #24 found in public reports after round 3: GitHub's own
+Markdown table form (no outer pipes, ``-- | --`` delimiter)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kit.crash import detect_family, parse_text
+from kit.crash._paste import tidy_paste
+
+# GitHub's editor turns a pasted HTML table into this form (microsoft-ui-xaml#1635 in the
+# issue's notes holds one from Partner Center): no outer pipes, "--" delimiter cells
+GITHUB_TABLE = ("signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0000000000000008\n"
+                "\n"
+                "Frame | PC | Library | Function\n"
+                "-- | -- | -- | --\n"
+                "#00 | pc 00000000011a4b10 | /data/app/lib/arm64/libfoo.so | (foo+24)\n"
+                "#01 | pc 0000000001a1f0c4 | /data/app/lib/arm64/libfoo.so | (bar+8)\n")
+
+
+def test_githubs_pasted_table_form_is_a_table() -> None:
+    text, notes = tidy_paste(GITHUB_TABLE)
+    assert notes == ["a Markdown table's markup removed (2 rows)"]
+    assert text.splitlines()[2:] == [
+        "#00  pc 00000000011a4b10  /data/app/lib/arm64/libfoo.so  (foo+24)",
+        "#01  pc 0000000001a1f0c4  /data/app/lib/arm64/libfoo.so  (bar+8)"]
+    record = parse_text(GITHUB_TABLE)
+    assert (record.format, record.signal_name) == ("tombstone", "SIGSEGV")
+    assert [(f.module, f.symbol, f.offset) for f in record.frames] == [
+        ("libfoo.so", "foo", 24), ("libfoo.so", "bar", 8)]
+
+
+@pytest.mark.parametrize("delim", ["|---|---|", "| :-- | --: |", "-|-", "--- | ---"])
+def test_a_delimiter_row_of_any_gfm_spelling(delim: str) -> None:
+    text, notes = tidy_paste(f"# | Symbol\n{delim}\n0 | foo\n1 | bar\n")
+    assert (text, notes) == ("0  foo\n1  bar\n", ["a Markdown table's markup removed (2 rows)"])
+
+
+def test_a_table_ends_at_a_blank_line_and_needs_a_header_as_wide_as_its_delimiter() -> None:
+    text, _ = tidy_paste("| # | Symbol |\n|---|---|\n| 0 | foo |\n\na | b | c\n")
+    assert text == "0  foo\n\na | b | c\n"
+    # a header row of three cells over a delimiter of two: not a table (GFM), left as it is
+    odd = "a | b | c\n-- | --\n0 | foo\n"
+    assert tidy_paste(odd) == (odd, [])
+    # an escaped pipe is a pipe in its cell
+    assert tidy_paste("# | Symbol\n--|--\n0 | a \\| b\n")[0] == "0  a | b\n"
+
+
+def test_a_frame_mark_never_reaches_into_the_next_line() -> None:
+    # an address that ends its line is no Apple frame line ("N image 0xADDR symbol"): the
+    # next line's index is not the symbol after it
+    text = ("0  Windows.UI.Xaml.dll  DirectUI::DXamlCore::GetWindowForScaling  0x0000000000000054\n"
+            "1  Windows.UI.Xaml.dll  DirectUI::DXamlCore::QueryScalePercentage  0x0000000000000028\n")
+    assert detect_family(text)[0] != "crash-text"
