@@ -1,11 +1,12 @@
 """Crash-paste shapes of issue #24 found in public reports after round 3: GitHub's own
-Markdown table form (no outer pipes, ``-- | --`` delimiter)."""
+Markdown table form (no outer pipes, ``-- | --`` delimiter), UBSan lines under a log's own
+prefix, and a watchdog ``.ips`` fragment's termination reason."""
 
 from __future__ import annotations
 
 import pytest
 
-from kit.crash import detect_family, parse_text
+from kit.crash import classify, detect_family, parse_text
 from kit.crash._paste import tidy_paste
 
 # GitHub's editor turns a pasted HTML table into this form (microsoft-ui-xaml#1635 in the
@@ -52,3 +53,30 @@ def test_a_frame_mark_never_reaches_into_the_next_line() -> None:
     text = ("0  Windows.UI.Xaml.dll  DirectUI::DXamlCore::GetWindowForScaling  0x0000000000000054\n"
             "1  Windows.UI.Xaml.dll  DirectUI::DXamlCore::QueryScalePercentage  0x0000000000000028\n")
     assert detect_family(text)[0] != "crash-text"
+
+
+@pytest.mark.parametrize("prefix", [
+    "1001.2/step2:",                      # CMSSW's workflow step, glued on (cms-sw#46406)
+    "    961 ",                           # uniq -c's count (cms-sw#35521)
+    "[init -> test-segfault] ",           # Genode's log tag (genodelabs#3072)
+    "Testing: ZIP, WinZip [PBKDF2-SHA1 256/256 AVX2 8x2]... (4xOMP) ",  # john's test line
+    "wrap.sh: "])
+def test_a_ubsan_line_under_a_logs_own_prefix(prefix: str) -> None:
+    text = (prefix + "L1Trigger/CSCTriggerPrimitives/src/PulseArray.cc:34:33: runtime error: "
+            "shift exponent 4294967295 is too large for 32-bit type 'unsigned int'\n")
+    record = parse_text(text)
+    assert (record.format, record.kind, record.message, record.cause) == (
+        "ubsan", "native",
+        "shift exponent 4294967295 is too large for 32-bit type 'unsigned int'",
+        "runtime error at L1Trigger/CSCTriggerPrimitives/src/PulseArray.cc:34")
+    assert "no SUMMARY line: read from UBSan's runtime error line alone" in record.notes
+    assert (record.exception, record.code) == (None, None)  # no SUMMARY says which
+    assert classify(record).crash_class.value == "other-native-crash"
+
+
+def test_a_windows_path_keeps_its_drive_and_gos_runtime_error_is_no_ubsan() -> None:
+    record = parse_text("C:\\src\\a.cc:12:3: runtime error: division by zero\n")
+    assert (record.format, record.cause) == ("ubsan", "runtime error at C:\\src\\a.cc:12")
+    go = ("panic: runtime error: index out of range [5] with length 3\n\n"
+          "goroutine 1 [running]:\nmain.main()\n\t/tmp/x.go:8 +0x1d\nexit status 2\n")
+    assert parse_text(go).format != "ubsan"

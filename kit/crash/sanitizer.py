@@ -31,7 +31,10 @@ UBSan's own line, ``file:line:col: runtime error: what`` (``ubsan_diag.cpp``), g
 message and the cause, also when its ``SUMMARY`` follows on the same line, and in the form
 LeetCode's judge prints (``Line 14: Char 19: runtime error: what (solution.cpp)``, the
 location moved to the front and the file's name to the end; LeetCode-Feedback#20970 in the
-corpus).
+corpus). The line may stand under a log's own prefix, spaced (``wrap.sh: ``, ``[init -> test]
+``, ``uniq -c``'s count) or glued on with a colon (CMSSW's ``1001.2/step2:``, cms-sw#46406 in
+the corpus), and it is a report by itself when no ``SUMMARY`` line came with it (the format
+is ``ubsan``, ``exception`` and ``code`` stay unset: only the summary names them).
 """
 
 from __future__ import annotations
@@ -71,8 +74,11 @@ _BUILD_ID = re.compile(r"\s*\(BuildId: (?P<id>[0-9a-fA-F]+)\)\s*$")
 _SOURCE = re.compile(r"\s(?P<file>(?:[/.\w<>~-][^\s:]*)?\.\w+|<null>):(?P<line>\d+)(?::\d+)?$")
 _FILE_ONLY = re.compile(r"\s(?P<file><null>|[/.\w~-][^\s:()]*\.(?:c|cc|cpp|cxx|c\+\+|h|hh|hpp|hxx|"
                         r"inc|inl|m|mm|rs|go|swift))$")
-_UBSAN = re.compile(r"^\s*(?:\S+: )?(?P<file>[^\s:]+):(?P<line>\d+):(?:\d+:)? runtime error: "
-                    r"(?P<msg>.+?)\s*$")
+# UBSan's line "file:line:col: runtime error: what", found anywhere on its line: a log's own
+# prefix may stand before it, spaced ("wrap.sh: ", a "[init -> test] " tag, uniq -c's count)
+# or glued on with a colon (CMSSW's "1001.2/step2:" workflow step before the path)
+_UBSAN = re.compile(r"(?:^|(?<=[\s:\]]))(?P<file>(?:[A-Za-z]:)?[^\s:]+):(?P<line>\d+):(?:\d+:)? "
+                    r"runtime error: (?P<msg>.+?)\s*$")
 # LeetCode's judge rewrites that location as "Line 22: Char 58: runtime error: what (file.cpp)":
 # the line and column first, the file's name in parentheses at the end of the message
 _UBSAN_JUDGE = re.compile(r"\bLine (?P<line>\d+): Char \d+: runtime error: (?P<msg>.+?)"
@@ -81,6 +87,10 @@ _DETECT = re.compile(r"(?:ERROR|WARNING): (?:" + "|".join(_TOOLS) + r"):|SUMMARY
                      r"freed by thread T\d+(?: \([^()\n]*\))? here:|previously allocated by "
                      r"thread T\d+(?: \([^()\n]*\))? here:|"
                      r"(?:READ|WRITE) of size \d+ at 0x[0-9a-fA-F]+ thread T\d+")
+# a UBSan runtime error without its SUMMARY line is the report's only mark (UBSan's own
+# location form, or LeetCode's judge form of it): Go's "panic: runtime error: ..." has neither
+_DETECT_UBSAN = re.compile(r"(?:^|(?<=[\s:\]]))[^\s:]+:\d+:\d+: runtime error: \S|"
+                           r"\bLine \d+: Char \d+: runtime error: \S")
 _SIGNALS = {"SEGV": "SIGSEGV", "BUS": "SIGBUS", "FPE": "SIGFPE", "ILL": "SIGILL",
             "ABRT": "SIGABRT", "stack-overflow": "SIGSEGV"}
 
@@ -88,11 +98,16 @@ _SIGNALS = {"SEGV": "SIGSEGV", "BUS": "SIGBUS", "FPE": "SIGFPE", "ILL": "SIGILL"
 def looks_like_sanitizer(text: str) -> str:
     """Why the text is a sanitizer report (or a piece of one), or ``""``."""
     sample = text[:2_000_000]
-    if "Sanitizer" not in sample and " of size " not in sample and "freed by" not in sample \
-            and "allocated by thread" not in sample:
-        return ""
-    m = _DETECT.search(sample)
-    return f"a sanitizer's report line ({m.group(0)!r})" if m else ""
+    if "Sanitizer" in sample or " of size " in sample or "freed by" in sample \
+            or "allocated by thread" in sample:
+        m = _DETECT.search(sample)
+        if m is not None:
+            return f"a sanitizer's report line ({m.group(0)!r})"
+    if "runtime error: " in sample:
+        m = _DETECT_UBSAN.search(sample)
+        if m is not None:
+            return f"a UBSan runtime error line ({m.group(0)[:-1].strip()!r}...)"
+    return ""
 
 
 def parse_sanitizer_frame(line: str) -> Frame | None:
@@ -184,7 +199,7 @@ def _read_runtime_error(draft: Draft, lines: Sequence[str]) -> None:
     for line in lines:
         if "runtime error: " not in line:
             continue
-        m = _UBSAN.match(line)
+        m = _UBSAN.search(line)
         if m is not None:
             where = f"{m.group('file')}:{m.group('line')}"
             msg = re.split(r"\s+SUMMARY: \w+Sanitizer: ", m.group("msg"))[0]
@@ -215,8 +230,11 @@ def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
     header = next((m for m in map(_HEADER.search, lines) if m), None)
     summary = next((m for m in map(_SUMMARY.search, lines) if m), None)
     tool = (header.group("tool") if header else summary.group("tool") if summary
-            else "AddressSanitizer")
+            else "UndefinedBehaviorSanitizer" if "runtime error: " in text
+            and _DETECT_UBSAN.search(text) else "AddressSanitizer")
     draft.format = _TOOLS.get(tool, "sanitizer")
+    if header is None and summary is None and tool == "UndefinedBehaviorSanitizer":
+        draft.note("no SUMMARY line: read from UBSan's runtime error line alone")
     what = header.group("what") if header else ""
     head = re.match(r"^(?P<kind>.+?)(?: on | \(|$)", what)
     kind = head.group("kind").strip() if head else (summary.group("kind") if summary else "")
