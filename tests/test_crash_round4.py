@@ -80,3 +80,21 @@ def test_a_windows_path_keeps_its_drive_and_gos_runtime_error_is_no_ubsan() -> N
     go = ("panic: runtime error: index out of range [5] with length 3\n\n"
           "goroutine 1 [running]:\nmain.main()\n\t/tmp/x.go:8 +0x1d\nexit status 2\n")
     assert parse_text(go).format != "ubsan"
+
+
+@pytest.mark.parametrize("extra,message", [
+    (',"reasons":["<RBSTerminateContext| domain:10 code:0x8BADF00D explanation:scene-update '
+     'watchdog transgression: app<com.example>:512 exhausted real (wall clock) time allowance '
+     'of 10.00 seconds","WatchdogEvent: scene-update"],"byProc":"FrontBoard"',
+     "<RBSTerminateContext| domain:10 code:0x8BADF00D explanation:scene-update watchdog "
+     "transgression: app<com.example>:512 exhausted real (wall clock) time allowance of 10.00 "
+     "seconds WatchdogEvent: scene-update"),
+    (',"reasons":[],"indicator":"scene-update watchdog"', "scene-update watchdog"),
+    ("", "FRONTBOARD")])
+def test_an_ips_pieces_watchdog_termination_says_why(extra: str, message: str) -> None:
+    # as a whole .ips does: the reasons' text, else the indicator, else the namespace
+    record = parse_text('"termination" : {"code":2343432205,"flags":6,'
+                        f'"namespace":"FRONTBOARD"{extra}}},\n')
+    assert (record.format, record.kind, record.message) == ("ips-partial", "anr", message)
+    assert record.notes[-1] == "terminated by the system (FRONTBOARD): a watchdog, not a crash"
+    assert classify(record).crash_class.value == "anr"

@@ -8,7 +8,9 @@ section 4):
 
 * ``procName``, ``pid``, ``captureTime``, ``cpuType``, ``bug_type``;
 * ``exception`` ``{type, signal, subtype, codes}`` and ``termination`` ``{namespace, code,
-  indicator, reasons}``; ``vmRegionInfo``'s first line; ``asi`` strings;
+  indicator, reasons}`` (a watchdog's or jetsam's message is its ``reasons`` text, else its
+  ``indicator``, else the namespace, as for a whole report); ``vmRegionInfo``'s first line;
+  ``asi`` strings;
 * frames ``{imageOffset, symbol?, symbolLocation?, imageIndex, sourceFile?, sourceLine?}``
   of the thread marked ``"triggered": true``, else of the first frames run in the piece
   (said in a note, since that may not be the crashing thread);
@@ -83,6 +85,21 @@ def _num(text: str, key: str) -> int | None:
 def _object(text: str, key: str) -> str | None:
     m = _key_pattern(_OBJECT, key).search(text)
     return m.group("v") if m else None
+
+
+_REASON = re.compile(r'\s*"(?P<v>(?:[^"\\]|\\.)*)"\s*(?P<end>\])?\s*,?')
+
+
+def _reasons(termination: str) -> str | None:
+    """The strings of a termination's ``reasons`` array, one space apart (those that are
+    there when the piece is cut inside the array)."""
+    m = re.search(r'"\s*reasons\s*"\s*:\s*\[', termination)
+    values: list[str] = []
+    pos = m.end() if m else -1
+    while pos >= 0 and (v := _REASON.match(termination, pos)) is not None:
+        values.append(_unescape(v.group("v")).strip())
+        pos = -1 if v.group("end") else v.end()
+    return " ".join(v for v in values if v) or None
 
 
 def termination_kind(namespace: str | None, code: int | None, text: str) -> str | None:
@@ -169,7 +186,12 @@ def parse_ips_fragment(draft: Draft, text: str) -> None:
         kind = termination_kind(namespace, code, termination)
         if kind is not None:
             draft.kind = kind
-            draft.set("message", _str(termination, "indicator") or namespace)
+            # as for a whole report: the reasons' text (a watchdog's RBSTerminateContext),
+            # else the indicator, else the namespace
+            draft.set("message", _reasons(termination) or _str(termination, "indicator")
+                      or namespace)
+            draft.note(f"terminated by the system ({namespace}): "
+                       + ("a watchdog, not a crash" if kind == "anr" else "out of memory"))
         if namespace == "SIGNAL" and code is not None:
             draft.set("signal", code)
     region = _str(text, "vmRegionInfo") or _str(text, "vmregioninfo")  # both spellings occur
