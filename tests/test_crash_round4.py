@@ -47,12 +47,18 @@ def test_a_table_ends_at_a_blank_line_and_needs_a_header_as_wide_as_its_delimite
     assert tidy_paste("# | Symbol\n--|--\n0 | a \\| b\n")[0] == "0  a | b\n"
 
 
-def test_a_frame_mark_never_reaches_into_the_next_line() -> None:
+def test_a_numbered_frame_line_with_its_address_last_is_no_apple_or_ide_frame() -> None:
     # an address that ends its line is no Apple frame line ("N image 0xADDR symbol"): the
-    # next line's index is not the symbol after it
+    # next line's index is not the symbol after it; and a symbol never starts with a digit,
+    # so neither is it an IDE frames pane's "symbol 0xADDR"
     text = ("0  Windows.UI.Xaml.dll  DirectUI::DXamlCore::GetWindowForScaling  0x0000000000000054\n"
-            "1  Windows.UI.Xaml.dll  DirectUI::DXamlCore::QueryScalePercentage  0x0000000000000028\n")
+            "1  Windows.UI.Xaml.dll  DirectUI::DXamlCore::QueryScalePercentage  0x0000000000000028\n"
+            "2  Windows.UI.Xaml.dll  DirectUI::DXamlCore::QueryScaleFactor  0x000000000000002F\n")
     assert detect_family(text)[0] != "crash-text"
+    assert parse_text(text).format == "unknown"
+    # the frames pane's own lines still read
+    pane = "abort 0x00000000f1d90700\n__assert2 0x00000000f1d9099a\nfoo() 0x00000000c50bb15e\n"
+    assert [f.symbol for f in parse_text(pane).frames] == ["abort", "__assert2", "foo()"]
 
 
 @pytest.mark.parametrize("prefix", [

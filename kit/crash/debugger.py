@@ -205,7 +205,9 @@ def read_xcode_threads(draft: Draft, lines: Sequence[str]) -> None:
     draft.set("signal", signal_number(draft.get("signal_name"), darwin=True))
 
 
-_IDE_FRAME = re.compile(r"^(?P<sym>\S.*?)\s+(?:(?P<addr>0x[0-9a-fA-F]{6,16})|(?P<file>[\w.+-]+\."
+# a symbol never starts with a digit: "0  libfoo.so  foo  0x54" is a numbered frame line of
+# another layout (a table's row), not a frames pane's "symbol 0xADDR"
+_IDE_FRAME = re.compile(r"^(?P<sym>[^\s\d].*?)\s+(?:(?P<addr>0x[0-9a-fA-F]{6,16})|(?P<file>[\w.+-]+\."
                         r"(?:h|hh|hpp|c|cc|cpp|cxx|m|mm|swift|kt|java|rs|inl|inc)):(?P<line>\d+))"
                         r"\s*$")
 _BIONIC = re.compile(r"^(?:__assert2|__android_log_\w+|art::)")
