@@ -66,7 +66,8 @@ def test_a_numbered_frame_line_with_its_address_last_is_no_apple_or_ide_frame() 
     "    961 ",                           # uniq -c's count (cms-sw#35521)
     "[init -> test-segfault] ",           # Genode's log tag (genodelabs#3072)
     "Testing: ZIP, WinZip [PBKDF2-SHA1 256/256 AVX2 8x2]... (4xOMP) ",  # john's test line
-    "wrap.sh: "])
+    "wrap.sh: ",
+    "["])                                 # a stray bracket (radareorg/radare2#12743)
 def test_a_ubsan_line_under_a_logs_own_prefix(prefix: str) -> None:
     text = (prefix + "L1Trigger/CSCTriggerPrimitives/src/PulseArray.cc:34:33: runtime error: "
             "shift exponent 4294967295 is too large for 32-bit type 'unsigned int'\n")

@@ -31,10 +31,11 @@ UBSan's own line, ``file:line:col: runtime error: what`` (``ubsan_diag.cpp``), g
 message and the cause, also when its ``SUMMARY`` follows on the same line, and in the form
 LeetCode's judge prints (``Line 14: Char 19: runtime error: what (solution.cpp)``, the
 location moved to the front and the file's name to the end; LeetCode-Feedback#20970 in the
-corpus). The line may stand under a log's own prefix, spaced (``wrap.sh: ``, ``[init -> test]
-``, ``uniq -c``'s count) or glued on with a colon (CMSSW's ``1001.2/step2:``, cms-sw#46406 in
-the corpus), and it is a report by itself when no ``SUMMARY`` line came with it (the format
-is ``ubsan``, ``exception`` and ``code`` stay unset: only the summary names them).
+corpus). The line may stand under a log's own prefix: spaced (``wrap.sh: ``, a
+``[init -> test] `` tag, ``uniq -c``'s count), glued on with a colon (CMSSW's
+``1001.2/step2:``, cms-sw#46406 in the corpus) or a bracket (``[esil.c:1183:24: ...``,
+radareorg/radare2#12743). It is a report by itself when no ``SUMMARY`` line came with it
+(format ``ubsan``; ``exception`` and ``code`` stay unset: only the summary names them).
 """
 
 from __future__ import annotations
@@ -76,9 +77,10 @@ _FILE_ONLY = re.compile(r"\s(?P<file><null>|[/.\w~-][^\s:()]*\.(?:c|cc|cpp|cxx|c
                         r"inc|inl|m|mm|rs|go|swift))$")
 # UBSan's line "file:line:col: runtime error: what", found anywhere on its line: a log's own
 # prefix may stand before it, spaced ("wrap.sh: ", a "[init -> test] " tag, uniq -c's count)
-# or glued on with a colon (CMSSW's "1001.2/step2:" workflow step before the path)
-_UBSAN = re.compile(r"(?:^|(?<=[\s:\]]))(?P<file>(?:[A-Za-z]:)?[^\s:]+):(?P<line>\d+):(?:\d+:)? "
-                    r"runtime error: (?P<msg>.+?)\s*$")
+# or glued on with a colon (CMSSW's "1001.2/step2:" workflow step before the path) or an
+# opening bracket (radareorg/radare2#12743's "[esil.c:1183:24: ..."): no path starts with one
+_UBSAN = re.compile(r"(?:^|(?<=[\s:\]\[(]))(?P<file>(?:[A-Za-z]:)?[^\s:\[(][^\s:]*):(?P<line>\d+):"
+                    r"(?:\d+:)? runtime error: (?P<msg>.+?)\s*$")
 # LeetCode's judge rewrites that location as "Line 22: Char 58: runtime error: what (file.cpp)":
 # the line and column first, the file's name in parentheses at the end of the message
 _UBSAN_JUDGE = re.compile(r"\bLine (?P<line>\d+): Char \d+: runtime error: (?P<msg>.+?)"
@@ -89,7 +91,7 @@ _DETECT = re.compile(r"(?:ERROR|WARNING): (?:" + "|".join(_TOOLS) + r"):|SUMMARY
                      r"(?:READ|WRITE) of size \d+ at 0x[0-9a-fA-F]+ thread T\d+")
 # a UBSan runtime error without its SUMMARY line is the report's only mark (UBSan's own
 # location form, or LeetCode's judge form of it): Go's "panic: runtime error: ..." has neither
-_DETECT_UBSAN = re.compile(r"(?:^|(?<=[\s:\]]))[^\s:]+:\d+:\d+: runtime error: \S|"
+_DETECT_UBSAN = re.compile(r"(?:^|(?<=[\s:\]\[(]))[^\s:\[(][^\s:]*:\d+:\d+: runtime error: \S|"
                            r"\bLine \d+: Char \d+: runtime error: \S")
 _SIGNALS = {"SEGV": "SIGSEGV", "BUS": "SIGBUS", "FPE": "SIGFPE", "ILL": "SIGILL",
             "ABRT": "SIGABRT", "stack-overflow": "SIGSEGV"}
