@@ -105,3 +105,12 @@ def test_an_ips_pieces_watchdog_termination_says_why(extra: str, message: str) -
     assert (record.format, record.kind, record.message) == ("ips-partial", "anr", message)
     assert record.notes[-1] == "terminated by the system (FRONTBOARD): a watchdog, not a crash"
     assert classify(record).crash_class.value == "anr"
+
+
+def test_a_hand_formatted_tables_code_spans_are_not_the_frame() -> None:
+    text = ("signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0000000000000008\n\n"
+            "| # | PC | Library | Function |\n|---|---|---|---|\n"
+            "| `#00` | `pc 00000000011a4b10` | `/data/app/lib/arm64/libfoo.so` | **(foo+24)** |\n")
+    assert tidy_paste(text)[0].splitlines()[-1] == (
+        "#00  pc 00000000011a4b10  /data/app/lib/arm64/libfoo.so  (foo+24)")
+    assert [(f.module, f.symbol) for f in parse_text(text).frames] == [("libfoo.so", "foo")]

@@ -113,8 +113,9 @@ def _table_cells(line: str) -> list[str]:
 
 def _strip_table(lines: list[str]) -> tuple[list[str], int]:
     """A Markdown table's rows as plain lines (cells two spaces apart, in their order: a
-    dashboard's frame columns read as the frame line they came from), its delimiter row and
-    the header above it dropped; ``(lines, rows)``. A table is a header row with as many cells
+    dashboard's frame columns read as the frame line they came from; a cell's own code span
+    or bold marks dropped), its delimiter row and the header above it dropped;
+    ``(lines, rows)``. A table is a header row with as many cells
     as the delimiter row under it, and the rows that follow up to a blank line or a line
     without a pipe (GFM's tables, whose outer pipes are optional)."""
     out: list[str] = []
@@ -127,7 +128,8 @@ def _strip_table(lines: list[str]) -> tuple[list[str], int]:
                 and len(_table_cells(line)) == len(_table_cells(lines[i + 1]))):
             i += 2
             while i < len(lines) and "|" in lines[i] and lines[i].strip():
-                out.append("  ".join(c for c in _table_cells(lines[i]) if c))
+                # a cell people format by hand may be a code span or bold ("`libc.so`")
+                out.append("  ".join(unmark(c) for c in _table_cells(lines[i]) if c))
                 rows += 1
                 i += 1
             continue
