@@ -114,3 +114,24 @@ def test_a_hand_formatted_tables_code_spans_are_not_the_frame() -> None:
     assert tidy_paste(text)[0].splitlines()[-1] == (
         "#00  pc 00000000011a4b10  /data/app/lib/arm64/libfoo.so  (foo+24)")
     assert [(f.module, f.symbol) for f in parse_text(text).frames] == [("libfoo.so", "foo")]
+
+
+def test_a_frames_tables_rows_without_addresses_are_read_as_frame_rows() -> None:
+    text = ("| # | Library | Symbol |\n|---|---|---|\n"
+            "| 0 | libsystem_kernel.dylib | __pthread_kill + 8 |\n"
+            "| 1 | libsystem_pthread.dylib | pthread_kill + 268 |\n"
+            "| 2 | libsystem_c.dylib | abort + 128 |\n")
+    record = parse_text(text)
+    assert (record.platform, record.source, record.format, record.kind) == (
+        "ios", "crash-reporter", "frame-rows", "native")
+    assert [(f.index, f.module, f.symbol, f.offset) for f in record.frames] == [
+        (0, "libsystem_kernel.dylib", "__pthread_kill", 8),
+        (1, "libsystem_pthread.dylib", "pthread_kill", 268),
+        (2, "libsystem_c.dylib", "abort", 128)]
+    assert record.notes[1:] == (
+        "frames named .dylib: assumed ios",
+        "frame rows (index, library, symbol), as a crash console's frames table gives them: "
+        "no signal and no addresses in the copy")
+    # an address in the row makes it another layout's (which number it is, its header said)
+    with_hex = "0  libfoo.so  foo  0x0000000000000054\n1  libfoo.so  bar  0x0000000000000028\n"
+    assert parse_text(with_hex).format != "frame-rows"

@@ -15,7 +15,11 @@ They drop most of the platform's report and put a one-line **headline** on top:
   hermes`` with JS frames below;
 * ANRs: ``ANR:  Input dispatching timed out (...)``, ``ANR Input dispatching ...``,
   Bugsnag's ``**ANR** in **MainActivity**`` followed by the reason, then the main
-  thread's frames in any Java frame shape (:mod:`kit.crash._java`).
+  thread's frames in any Java frame shape (:mod:`kit.crash._java`);
+* a console's frames table without its address column, as its rows read once the table's
+  markup is gone (:mod:`kit.crash._paste`): ``0  libhermes.so  facebook::hermes::...()``,
+  an index, the library, the symbol (facebook/hermes#840 in the corpus): format
+  ``frame-rows``, no signal and no addresses in the copy.
 
 The headline is looked for in the first :data:`HEADLINE_LINES` non-empty lines only.
 """
@@ -33,7 +37,8 @@ from .tombstone import parse_frame_line
 
 __all__ = ["HEADLINE_LINES", "find_bare_exception", "read_headline_signal", "find_anr_summary",
            "read_anr_summary", "find_console_exception", "console_exception_block",
-           "read_js_terminal", "read_headline_frames", "looks_like_js_headline", "ANR_REASON"]
+           "read_js_terminal", "read_headline_frames", "looks_like_js_headline", "ANR_REASON",
+           "looks_like_frame_rows", "read_frame_rows"]
 
 #: Non-empty lines at the top of a paste where a console headline may stand.
 HEADLINE_LINES = 8
@@ -245,3 +250,50 @@ def looks_like_js_headline(lines: Sequence[str]) -> int | None:
             return i
     return None
 
+
+
+# a frames table's row once its markup is gone: the index, the library (a shared object's
+# name), the symbol; no address (a row with one, before or after the symbol, is another
+# layout: which number it is, an address or an offset, only its table's header said)
+_ROW = re.compile(r"^\s*#?(?P<idx>\d{1,4})[ \t]+(?P<mod>[\w.+-]+\.(?:so(?:\.\d+)*|dylib))"
+                  r"[ \t]+(?P<sym>[^\s\d].*?)\s*$")
+_ROW_OFFSET = re.compile(r"^(?P<sym>.*?)\s+\+\s+(?P<off>\d+)$")
+_ROW_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
+
+
+def _row(line: str) -> re.Match[str] | None:
+    m = _ROW.match(line)
+    return m if m is not None and _ROW_HEX.search(m.group("sym")) is None else None
+
+
+def looks_like_frame_rows(lines: Sequence[str]) -> bool:
+    """True when at least 2 lines, and 60 % of the non-empty ones, are frame rows
+    (``N  libfoo.so  symbol``)."""
+    body = [ln for ln in lines if ln.strip()][:400]
+    hits = sum(1 for ln in body if (".so" in ln or ".dylib" in ln) and _row(ln))
+    return hits >= 2 and hits * 10 >= len(body) * 6
+
+
+def read_frame_rows(draft: Draft, lines: Sequence[str]) -> None:
+    """Read a frames table's rows (see the module docs): kind ``native``; the platform from
+    the libraries' names (``.so``: Android, ``.dylib``: iOS, both assumed)."""
+    draft.kind = "native"
+    for line in lines:
+        m = _row(line)
+        if m is None:
+            continue
+        symbol, offset = m.group("sym"), None
+        om = _ROW_OFFSET.match(symbol)
+        if om is not None:
+            symbol, offset = om.group("sym"), int(om.group("off"))
+        draft.add_frame(Frame(index=int(m.group("idx")), module=m.group("mod"),
+                              symbol=symbol, offset=offset))
+    modules = {f.module or "" for f in draft.frames}
+    if any(".dylib" in mod for mod in modules):
+        draft.platform = "ios"
+        draft.note("frames named .dylib: assumed ios")
+    elif any(re.search(r"\.so(?:\.\d+)*$", mod) for mod in modules):
+        draft.platform = "android"
+        draft.note("frames named .so: assumed android")
+    draft.note("frame rows (index, library, symbol), as a crash console's frames table "
+               "gives them: no signal and no addresses in the copy")

@@ -27,7 +27,8 @@ fits; ``hint`` skips it); :func:`detect_family` returns the family and why:
    ``Fatal signal``, FATAL EXCEPTION, JavascriptException, a bare stack trace, ANR, lmkd,
    crash-console exports (:mod:`kit.crash.android`, :mod:`kit.crash.console`);
 9. a glibc ``backtrace_symbols`` / gdb backtrace: host (:mod:`kit.crash.host`); an IDE's
-   frame list; console lines of an abort (``libc++abi: terminating``, ``malloc: ***``,
+   frame list; a console's frames table as rows of index, library and symbol
+   (:mod:`kit.crash.console`); console lines of an abort (``libc++abi: terminating``, ``malloc: ***``,
    ``terminated by signal SIGABRT``);
 10. otherwise a record of format ``unknown`` saying so.
 """
@@ -43,6 +44,7 @@ from ._text import decode, signal_name, split_logcat
 from .android import parse_android_log, parse_dropbox
 from .apple import crash_text_marks, parse_ips, read_crash_text
 from .bugsnag import looks_like_bugsnag, read_bugsnag
+from .console import looks_like_frame_rows, read_frame_rows
 from .debugger import (looks_like_ide_frames, looks_like_xcode_threads, read_ide_frames, read_lldb,
                        read_xcode_threads)
 from .exitinfo import ExitReason, parse_exit_info
@@ -61,7 +63,7 @@ __all__ = ["parse_text", "detect_family", "reader_name", "HINTS"]
 #: Values accepted for ``hint`` (a format family).
 HINTS = ("android", "tombstone", "logcat", "dropbox", "exit-info", "ips", "jetsam",
          "crash-text", "lldb", "host", "ips-partial", "sanitizer", "xcode", "ide-frames",
-         "console", "grapheneos", "valgrind", "hotspot", "mono", "faulthandler")
+         "frame-rows", "console", "grapheneos", "valgrind", "hotspot", "mono", "faulthandler")
 
 _DROPBOX = re.compile(r"^(?:={20,}\s*\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(|Drop box contents:)",
                       re.M)
@@ -140,6 +142,7 @@ _READERS: dict[str, tuple[str, str, str, Callable[[Draft, Any], None], bool]] = 
     "lldb": ("ios", "lldb", "lldb", read_lldb, True),
     "xcode": ("ios", "debugger", "xcode-threads", read_xcode_threads, True),
     "ide-frames": ("unknown", "debugger", "ide-frames", read_ide_frames, True),
+    "frame-rows": ("unknown", "crash-reporter", "frame-rows", read_frame_rows, True),
     "host": ("linux", "host-signal", "host-backtrace", read_host_output, True),
     "grapheneos": ("android", "crash-reporter", "grapheneos", read_grapheneos, True),
     "hotspot": ("unknown", "jvm", "hotspot", read_hotspot, True),
@@ -160,6 +163,8 @@ def reader_name(family: str, record: CrashRecord) -> str:
         reader = read_bugsnag
     elif record.format == "ide-frames":
         reader = read_ide_frames
+    elif record.format == "frame-rows":
+        reader = read_frame_rows
     elif record.format.startswith(("host-", "console-")):
         reader = read_host_output
     else:
@@ -244,6 +249,11 @@ def _parse_android_or_host(text: str, notes: list[str], forced: bool) -> Draft:
                     notes=list(notes))
         read_ide_frames(ide, lines)
         return ide
+    if draft.kind == "unknown" and not forced and looks_like_frame_rows(lines):
+        rows = Draft(platform="unknown", source="crash-reporter", format="frame-rows",
+                     notes=list(notes))
+        read_frame_rows(rows, lines)
+        return rows
     if draft.kind == "unknown" and not forced and looks_like_console_abort(text):
         return _console_abort(text, list(notes))
     if draft.kind == "unknown" and not forced and not raw:
