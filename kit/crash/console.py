@@ -255,9 +255,10 @@ def looks_like_js_headline(lines: Sequence[str]) -> int | None:
 # a frames table's row once its markup is gone: the index, the library (a shared object's
 # name), the symbol; no address (a row with one, before or after the symbol, is another
 # layout: which number it is, an address or an offset, only its table's header said)
+# (the symbol ends at its last non-space character, greedily: a lazy one before "\s*$" made
+# a long run of spaces quadratic)
 _ROW = re.compile(r"^\s*#?(?P<idx>\d{1,4})[ \t]+(?P<mod>[\w.+-]+\.(?:so(?:\.\d+)*|dylib))"
-                  r"[ \t]+(?P<sym>[^\s\d].*?)\s*$")
-_ROW_OFFSET = re.compile(r"^(?P<sym>.*?)\s+\+\s+(?P<off>\d+)$")
+                  r"[ \t]+(?P<sym>[^\s\d](?:.*\S)?)\s*$")
 _ROW_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
 
 
@@ -283,9 +284,10 @@ def read_frame_rows(draft: Draft, lines: Sequence[str]) -> None:
         if m is None:
             continue
         symbol, offset = m.group("sym"), None
-        om = _ROW_OFFSET.match(symbol)
-        if om is not None:
-            symbol, offset = om.group("sym"), int(om.group("off"))
+        head, plus, off = symbol.rpartition("+")  # "symbol + 16": an offset in decimal
+        if (plus and off[:1].isspace() and off.strip().isdecimal() and head[-1:].isspace()
+                and head.strip()):
+            symbol, offset = head.rstrip(), int(off.strip())
         draft.add_frame(Frame(index=int(m.group("idx")), module=m.group("mod"),
                               symbol=symbol, offset=offset))
     modules = {f.module or "" for f in draft.frames}

@@ -207,9 +207,25 @@ def read_xcode_threads(draft: Draft, lines: Sequence[str]) -> None:
 
 # a symbol never starts with a digit: "0  libfoo.so  foo  0x54" is a numbered frame line of
 # another layout (a table's row), not a frames pane's "symbol 0xADDR"
-_IDE_FRAME = re.compile(r"^(?P<sym>[^\s\d].*?)\s+(?:(?P<addr>0x[0-9a-fA-F]{6,16})|(?P<file>[\w.+-]+\."
-                        r"(?:h|hh|hpp|c|cc|cpp|cxx|m|mm|swift|kt|java|rs|inl|inc)):(?P<line>\d+))"
-                        r"\s*$")
+# the frame's last word, its address or its source location
+_IDE_TAIL = re.compile(r"(?P<addr>0x[0-9a-fA-F]{6,16})|(?P<file>[\w.+-]+\."
+                       r"(?:h|hh|hpp|c|cc|cpp|cxx|m|mm|swift|kt|java|rs|inl|inc)):(?P<line>\d+)")
+_SYMBOL_START = re.compile(r"[^\s\d]")
+
+
+def _ide_frame(line: str) -> tuple[str, re.Match[str]] | None:
+    """``(symbol, the match of its last word)`` for ``symbol 0xADDR`` or ``symbol
+    file:line``, else ``None``. Split at the last whitespace rather than matched by one
+    pattern: a lazy symbol before the spaces made a line with a long run of spaces take
+    quadratic time."""
+    parts = line.rsplit(None, 1)
+    if len(parts) != 2:
+        return None
+    tail = _IDE_TAIL.fullmatch(parts[1])
+    symbol = parts[0].strip()
+    if tail is None or not _SYMBOL_START.match(symbol):
+        return None
+    return symbol, tail
 _BIONIC = re.compile(r"^(?:__assert2|__android_log_\w+|art::)")
 
 
@@ -217,7 +233,7 @@ def looks_like_ide_frames(lines: Sequence[str]) -> bool:
     """True when at least 3 lines, and 60 % of the non-empty ones, are ``symbol 0xADDR``
     or ``symbol file:line`` frames."""
     body = [ln.strip() for ln in lines if ln.strip()][:400]
-    hits = sum(1 for ln in body if _IDE_FRAME.match(ln))
+    hits = sum(1 for ln in body if _ide_frame(ln))
     return hits >= 3 and hits * 10 >= len(body) * 6
 
 
@@ -225,10 +241,11 @@ def read_ide_frames(draft: Draft, lines: Sequence[str]) -> None:
     """Read an IDE's frames pane copy: kind ``native``, no signal (the pane shows none)."""
     draft.kind = "native"
     for line in lines:
-        m = _IDE_FRAME.match(line.strip())
-        if m is None:
+        found = _ide_frame(line)
+        if found is None:
             continue
-        draft.add_frame(Frame(index=len(draft.frames), symbol=m.group("sym").strip(),
+        symbol, m = found
+        draft.add_frame(Frame(index=len(draft.frames), symbol=symbol,
                               pc=m.group("addr").lower() if m.group("addr") else None,
                               file=m.group("file"), line=parse_int(m.group("line"))))
     if any(f.symbol and _BIONIC.match(f.symbol.lstrip(":")) for f in draft.frames):

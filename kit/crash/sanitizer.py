@@ -78,20 +78,27 @@ _FILE_ONLY = re.compile(r"\s(?P<file><null>|[/.\w~-][^\s:()]*\.(?:c|cc|cpp|cxx|c
 # UBSan's line "file:line:col: runtime error: what", found anywhere on its line: a log's own
 # prefix may stand before it, spaced ("wrap.sh: ", a "[init -> test] " tag, uniq -c's count)
 # or glued on with a colon (CMSSW's "1001.2/step2:" workflow step before the path) or an
-# opening bracket (radareorg/radare2#12743's "[esil.c:1183:24: ..."): no path starts with one
-_UBSAN = re.compile(r"(?:^|(?<=[\s:\]\[(]))(?P<file>(?:[A-Za-z]:)?[^\s:\[(][^\s:]*):(?P<line>\d+):"
-                    r"(?:\d+:)? runtime error: (?P<msg>.+?)\s*$")
+# opening bracket (radareorg/radare2#12743's "[esil.c:1183:24: ..."). The path holds none
+# of the characters a match may start after, so that no two starts scan the same
+# characters (linear in the line; a path that could hold them made a line of "a(a(..."
+# quadratic), and the message ends at its last non-space character the same way
+_UBSAN = re.compile(r"(?:^|(?<=[\s:\]\[(]))(?P<file>(?:[A-Za-z]:)?[^\s:\[\](]+):(?P<line>\d+):"
+                    r"(?:\d+:)? runtime error: (?P<msg>.*\S)\s*$")
 # LeetCode's judge rewrites that location as "Line 22: Char 58: runtime error: what (file.cpp)":
 # the line and column first, the file's name in parentheses at the end of the message
-_UBSAN_JUDGE = re.compile(r"\bLine (?P<line>\d+): Char \d+: runtime error: (?P<msg>.+?)"
-                          r"(?: \((?P<file>[^\s()]+\.\w+)\))?\s*$")
+_UBSAN_JUDGE = re.compile(r"\bLine (?P<line>\d+): Char \d+: runtime error: (?P<msg>.*\S)\s*$")
+# the judge's " (file.cpp)" at the message's end, matched on that end only
+_JUDGE_FILE = re.compile(r"[^\s()]+\.\w+")
+# the one-line form's " SUMMARY: ...Sanitizer: " after the message, from the start of its
+# run of spaces only (each run scanned once: linear in the line)
+_SUMMARY_AFTER = re.compile(r"(?<!\s)\s+SUMMARY: \w+Sanitizer: ")
 _DETECT = re.compile(r"(?:ERROR|WARNING): (?:" + "|".join(_TOOLS) + r"):|SUMMARY: \w+Sanitizer:|"
                      r"freed by thread T\d+(?: \([^()\n]*\))? here:|previously allocated by "
                      r"thread T\d+(?: \([^()\n]*\))? here:|"
                      r"(?:READ|WRITE) of size \d+ at 0x[0-9a-fA-F]+ thread T\d+")
 # a UBSan runtime error without its SUMMARY line is the report's only mark (UBSan's own
 # location form, or LeetCode's judge form of it): Go's "panic: runtime error: ..." has neither
-_DETECT_UBSAN = re.compile(r"(?:^|(?<=[\s:\]\[(]))[^\s:\[(][^\s:]*:\d+:\d+: runtime error: \S|"
+_DETECT_UBSAN = re.compile(r"(?:^|(?<=[\s:\]\[(]))[^\s:\[\](]+:\d+:\d+: runtime error: \S|"
                            r"\bLine \d+: Char \d+: runtime error: \S")
 _SIGNALS = {"SEGV": "SIGSEGV", "BUS": "SIGBUS", "FPE": "SIGFPE", "ILL": "SIGILL",
             "ABRT": "SIGABRT", "stack-overflow": "SIGSEGV"}
@@ -204,13 +211,16 @@ def _read_runtime_error(draft: Draft, lines: Sequence[str]) -> None:
         m = _UBSAN.search(line)
         if m is not None:
             where = f"{m.group('file')}:{m.group('line')}"
-            msg = re.split(r"\s+SUMMARY: \w+Sanitizer: ", m.group("msg"))[0]
+            msg = _SUMMARY_AFTER.split(m.group("msg"), maxsplit=1)[0]
             break
-        judge = _UBSAN_JUDGE.search(re.split(r"\s+SUMMARY: \w+Sanitizer: ", line)[0])
+        judge = _UBSAN_JUDGE.search(_SUMMARY_AFTER.split(line, maxsplit=1)[0])
         if judge is not None:
-            where = (f"{judge.group('file')}:{judge.group('line')}" if judge.group("file")
+            msg, source = judge.group("msg"), None
+            cut = msg.rfind(" (")
+            if msg.endswith(")") and cut > 0 and _JUDGE_FILE.fullmatch(msg[cut + 2:-1]):
+                msg, source = msg[:cut], msg[cut + 2:-1]
+            where = (f"{source}:{judge.group('line')}" if source
                      else f"line {judge.group('line')}")
-            msg = judge.group("msg")
             break
     else:
         return

@@ -1,0 +1,64 @@
+"""Benchmark: the crash readers take time linear in a line's length on hostile pastes.
+
+``crash classify`` reads files of up to 64 MiB; a pattern that backtracks over a long run
+of spaces (a lazy ``.*?`` before ``\\s+``, a token that may start anywhere inside another)
+turns one such line into hours. Each shape below was quadratic once (issue #24's review:
+40,000 characters took 6 to 20 CPU seconds); each is read at two sizes, and the larger, 4
+times longer, may take at most 12 times the CPU time of the smaller (quadratic would be
+16), with a floor of 0.05 s for the timer's grain. Exit 1 when a shape is over.
+
+Usage: ``nice .venv/bin/python benchmarks/bench_crash_linear.py [--size 200000]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kit.crash.parse import parse_text  # noqa: E402
+
+#: the smallest run, for the suite's smoke test (tests/test_benchmarks.py)
+SMOKE = {"args": ["--size", "4000"], "prints": r"ubsan-after-parens +\d", "marks": []}
+
+SHAPES = {
+    "ubsan-after-parens": lambda n: "a(" * (n // 2) + " runtime error: x",
+    "ubsan-message-spaces": lambda n: "f.c:1:2: runtime error: a" + " " * n + "b\n",
+    "ubsan-judge-spaces": lambda n: "Line 3: Char 4: runtime error: a" + " " * n + "b (s.cpp)\n",
+    "frame-rows-spaces": lambda n: "0  libx.so  a" + " " * n + "b\n1  liby.so  c\n",
+    "ide-frame-spaces": lambda n: "a" + " " * n + "x\n",
+    "crash-text-frame-mark": lambda n: "0 x" + " " * n + "0x1234 \n",
+}
+
+
+def _cpu(text: str) -> float:
+    start = time.process_time()
+    parse_text(text)
+    return time.process_time() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size", type=int, default=200_000,
+                        help="characters of the larger input (default 200000)")
+    args = parser.parse_args()
+    over = []
+    print(f"{'shape':24s} {'CPU s at n/4':>12s} {'CPU s at n':>10s} {'ratio':>6s}")
+    for name, make in SHAPES.items():
+        small = min(_cpu(make(args.size // 4)) for _ in range(2))
+        large = _cpu(make(args.size))
+        ratio = large / max(small, 0.05)
+        print(f"{name:24s} {small:12.3f} {large:10.3f} {ratio:6.1f}", flush=True)
+        if ratio > 12:
+            over.append(name)
+    if over:
+        print(f"superlinear: {', '.join(over)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
