@@ -31,6 +31,10 @@ SHAPES = {
     "frame-rows-spaces": lambda n: "0  libx.so  a" + " " * n + "b\n1  liby.so  c\n",
     "ide-frame-spaces": lambda n: "a" + " " * n + "x\n",
     "crash-text-frame-mark": lambda n: "0 x" + " " * n + "0x1234 \n",
+    "faulthandler-spaces": lambda n: "Fatal Python error: a" + " " * n + "b\n",
+    "asan-error-spaces": lambda n: "==1==ERROR: AddressSanitizer: a" + " " * n + "b\n",
+    "mono-assertion-spaces": lambda n: "  * Assertion at a" + " " * n + "b\n",
+    "java-frame-spaces": lambda n: "java.lang.Error: x\n\tat a" + " " * n + "b\n",
 }
 
 

@@ -83,7 +83,7 @@ _ADDRESS_AT = re.compile(r"^\s*(?P<fn>\S+) \(address at\s*(?P<loc>\S*?)@?(?P<lin
 _AT_LOC = re.compile(r"^\s*at (?P<fn>.+?) \((?P<loc>\S+?):(?P<line>\d+):(?P<col>\d+)\)\s*$")
 _AT_BARE = re.compile(r"^\s*at (?P<fn>[\w$.<>\[\]]+(?:\([\w$.]*\))?)\s*$")
 _EXPO = re.compile(r"^\s*at (?P<loc>\S+?|\[native code\]):(?P<line>\d+|null)(?::(?P<col>\d+))? in "
-                   r"(?P<fn>\S.*?)\s*$")
+                   r"(?P<fn>\S(?:.*\S)?)\s*$")
 _COMPONENT = re.compile(r"^\s*in (?P<fn>[\w$.()]+)(?: \(created by [\w$.()]+\))?(?: \(at .*\))?\s*$")
 
 

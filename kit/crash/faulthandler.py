@@ -36,7 +36,7 @@ from .record import Frame
 
 __all__ = ["looks_like_faulthandler", "read_faulthandler"]
 
-_FATAL = re.compile(r"Fatal Python error: (?P<what>.*?)\s*$")
+_FATAL = re.compile(r"Fatal Python error: (?P<what>(?:.*\S)?)\s*$")
 _SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
             "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL"}
 _THREAD = re.compile(r"(?:^|\s|:)(?P<current>Current thread|Thread) (?P<id>0x[0-9a-fA-F]+)"

@@ -51,7 +51,7 @@ _SIGNAL = re.compile(r"^#\s+(?P<name>SIG[A-Z]+|EXCEPTION_\w+) \((?P<num>0x[0-9a-
 _INTERNAL = re.compile(r"^#\s+Internal Error \((?P<where>[^)]*)\)(?:, pid=(?P<pid>\d+))?"
                        r"(?:, tid=(?P<tid>0x[0-9a-fA-F]+|\d+))?")
 _CHECK = re.compile(r"^#\s+(?P<msg>(?:guarantee|assert|fatal|Error: |ShouldNotReachHere|"
-                    r"Out of Memory Error)\b.*?)\s*$")
+                    r"Out of Memory Error)\b(?:.*\S)?)\s*$")
 _OOM = re.compile(r"^#\s+(?P<msg>(?:There is insufficient memory for the Java Runtime "
                   r"Environment to continue\.|Native memory allocation \(\w+\) failed.*?))\s*$")
 _VM = re.compile(r"^#\s+Java VM: .*?\b(?P<os>linux|bsd|windows|solaris|aix)-(?P<arch>\w+)")

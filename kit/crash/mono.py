@@ -56,7 +56,8 @@ _OLD_NATIVE = re.compile(r"^\s*(?P<path>/[^\s(]+)\((?P<sym>[^)+]*)(?:\+(?P<off>0
 _MANAGED = re.compile(r"^\s*at (?:\(wrapper [\w-]+\) )?(?P<sym>[^<\s(][^(<]*?)\s*"
                       r"(?:\((?P<args>[^)]*)\))?\s*(?:\[0x[0-9a-fA-F]+\]\s*)?(?:<0x[0-9a-fA-F]+>)?"
                       r"(?: in (?P<file>.+?):(?P<line>\d+))?\s*$")
-_ASSERT = re.compile(r"^\s*\*\s*(?P<msg>Assertion(?: at | failed).*?|Assertion: .*?)\s*$")
+_ASSERT = re.compile(r"^\s*\*\s*(?P<msg>Assertion(?: at | failed)(?:.*\S)?|Assertion: (?:.*\S)?)"
+                     r"\s*$")
 _HANDLER = re.compile(r"^(?:mono_handle_native_crash|mono_dump_native_crash_info|"
                       r"mono_chain_signal|mono_sigsegv_signal_handler\w*|\w*signal_handler\w*|"
                       r"mono_crash_\w+|mono_summarize_\w+|mono_threads_summarize\w*|"

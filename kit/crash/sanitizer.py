@@ -55,7 +55,7 @@ _TOOLS = {"AddressSanitizer": "asan", "HWAddressSanitizer": "hwasan",
           "ThreadSanitizer": "tsan", "MemorySanitizer": "msan", "LeakSanitizer": "lsan",
           "UndefinedBehaviorSanitizer": "ubsan"}
 _HEADER = re.compile(r"(?:==(?P<pid>\d+)==\s*)?(?:ERROR|WARNING): (?P<tool>" + "|".join(_TOOLS)
-                     + r"): (?P<what>.*?)\s*$")
+                     + r"): (?P<what>(?:.*\S)?)\s*$")
 # the summary line; UBSan's one-line form prints it after the runtime error on the same line
 _SUMMARY = re.compile(r"(?:^|\s)SUMMARY: (?P<tool>\w+Sanitizer): (?P<kind>[\w-]+)")
 _ACCESS = re.compile(r"^\s*(?P<access>(?:Previous )?(?:READ|WRITE|[Rr]ead|[Ww]rite|[Aa]tomic "
@@ -69,7 +69,7 @@ _SECTION = re.compile(r"^\s*(?P<what>freed by thread " + _THREAD_ID + r" here|"
                       r"Thread \S+ .*created by .*|Previous .* by .*|Mutex .* created at|"
                       r"Location is .*):?\s*$")
 _FRAME = re.compile(r"^\s*#(?P<idx>\d{1,4})\s+(?:(?P<addr>0x[0-9a-fA-F]+)\s+)?(?:in\s+)?"
-                    r"(?P<rest>.*?)\s*$")
+                    r"(?P<rest>(?:.*\S)?)\s*$")
 _MODULE = re.compile(r"^\((?P<mod>[^()]+?)\+(?P<off>0x[0-9a-fA-F]+)\)$")
 _BUILD_ID = re.compile(r"\s*\(BuildId: (?P<id>[0-9a-fA-F]+)\)\s*$")
 _SOURCE = re.compile(r"\s(?P<file>(?:[/.\w<>~-][^\s:]*)?\.\w+|<null>):(?P<line>\d+)(?::\d+)?$")
