@@ -85,3 +85,37 @@ def test_extended_from_is_read_typed_and_written_back() -> None:
     for bad in ("12", [0], [1.5], [True], [None], {"a": 1}):
         with pytest.raises(DataError, match="extended_from must be a list of whole numbers"):
             CampaignMeta.from_dict({**base, "extended_from": bad})
+
+
+@pytest.mark.parametrize("first", [False, True])
+def test_fixed_by_count_mixes_into_the_finished_rules_exact_chance(first: bool) -> None:
+    from scipy import stats
+
+    from kit.analysis.finished import fixed_by_count, operating_finished
+    from kit.analysis.sprt import SprtDesign
+
+    design = SprtDesign(0.05, 0.0125, 0.05, 0.2, 200, 15, first)
+    f = fixed_by_count(design, 15, [0.0125, 0.03])
+    assert f.shape == (16, 2) and f[0].tolist() == [0.0, 0.0]  # no event: never fixed
+    assert (f[1:] >= f[:-1] - 1e-15).all()  # more baseline events never lose a fixed
+    for p_b in (0.3, 0.03):
+        weights = stats.binom.pmf(range(16), 15, p_b)
+        for j, p_c in enumerate((0.0125, 0.03)):
+            assert weights @ f[:, j] == pytest.approx(
+                operating_finished(design, 15, p_b, p_c).p_fixed, abs=1e-12)
+
+
+def test_a_baseline_extended_when_weak_would_break_alpha_at_its_own_levels() -> None:
+    # why extension must not keep the exact level: 30 launches, extended to 60 when they
+    # show fewer than 2 events, each size judged at its own exact level, has a false-fixed
+    # chance above alpha, where each size alone keeps 0.95 alpha
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_baseline_extension",
+        Path(__file__).resolve().parent.parent / "benchmarks" / "bench_baseline_extension.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    worst, p_b, p_c, alone = bench.extension_size(0.05, 241, 30, 2, 60, False)
+    assert alone <= 0.0475 + 1e-9
+    assert worst > 0.05 and p_b == p_c

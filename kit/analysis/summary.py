@@ -334,7 +334,7 @@ def size_not_fixed(campaign: Campaign, made: int | None = None) -> str | None:
     rule (its own ``until_verdict``, or the baseline of an interleaved run), or it was
     interrupted short of its plan (:func:`unfinished_note`). The exact comparison against a
     finished baseline (:mod:`kit.analysis.finished`) is computed for a size fixed in
-    advance: a baseline extended because it looked weak reached 0.067 false ``fixed`` at
+    advance: a baseline extended because it looked weak reached 0.068 false ``fixed`` at
     alpha 0.05 (docs/verdict.md), so such a baseline is compared by the anytime-valid
     e-value instead, which holds however its size came about. ``made``: as
     :func:`unfinished_note`'s."""
