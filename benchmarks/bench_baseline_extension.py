@@ -32,6 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kit.analysis.finished import fixed_by_count  # noqa: E402
 from kit.analysis.sprt import SprtDesign  # noqa: E402
 
+#: the smallest run, for the suite's smoke test (tests/test_benchmarks.py)
+SMOKE = {"args": ["--only", "4"], "prints": r"\| 0\.05, 195 \| first below \| 13 -> 20",
+         "marks": ["slow"]}
+
 #: (ceiling, candidate --launches, n1, r, n2, stop at the first "below the ceiling")
 SETTINGS = ((0.05, 241, 30, 2, 60, False), (0.05, 241, 48, 2, 60, False),
             (0.05, 241, 40, 3, 60, False), (0.05, 185, 15, 2, 30, False),
@@ -73,11 +77,14 @@ def extension_size(ceiling: float, cap: int, n1: int, r: int, n2: int, first: bo
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.parse_args()
+    parser.add_argument("--only", type=int, choices=range(len(SETTINGS)), metavar="I",
+                        help=f"only setting I (0..{len(SETTINGS) - 1})")
+    args = parser.parse_args()
     print("| ceiling, candidate --launches | variant | baseline: n1, extended to n2 when "
           "fewer than r events | largest false fixed | at p_b, p_c | each size alone |")
     print("| --- | --- | --- | --- | --- | --- |")
-    for ceiling, cap, n1, r, n2, first in SETTINGS:
+    chosen = SETTINGS if args.only is None else (SETTINGS[args.only],)
+    for ceiling, cap, n1, r, n2, first in chosen:
         worst, p_b, p_c, alone = extension_size(ceiling, cap, n1, r, n2, first)
         print(f"| {ceiling:g}, {cap} | {'first below' if first else 'go on'} | {n1} -> {n2} "
               f"if < {r} | {worst:.4f} | {p_b:.4f}, {p_c:.4f} | {alone:.4f} |", flush=True)
