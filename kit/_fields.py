@@ -125,6 +125,16 @@ class FieldReader:
             raise self.fail(key, "a list of strings")
         return list(value)
 
+    def ints(self, key: str, low: int = 0, high: int | None = None) -> list[int]:
+        """A list of whole numbers, each in ``[low, high]`` (default: empty)."""
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= low
+                and (high is None or v <= high) for v in value):
+            span = f"{low}..{high}" if high is not None else f"at least {low}"
+            raise self.fail(key, f"a list of whole numbers ({span})")
+        return list(value)
+
     def nums(self, key: str) -> list[float]:
         value = self.data.get(key, [])
         if not isinstance(value, list) or not all(

@@ -293,9 +293,14 @@ def _injected(scenario: str) -> str | None:
     return None if inject is None else "@".join(inject)
 
 
-def _rule_design(candidate: Campaign, settings: VerdictSettings, notes: list[str]) -> Any:
+def _rule_design(candidate: Campaign, settings: VerdictSettings, notes: list[str],
+                 baseline: Campaign | None = None, baseline_made: int | None = None) -> Any:
     """The candidate's ``--until-verdict`` design when its settings are these (``None``
-    otherwise, with a note when the settings differ)."""
+    otherwise, with a note when the settings differ). A rule kept with the exact comparison
+    against a finished baseline is judged by the e-value instead, with a note, when
+    ``baseline``'s size was not fixed before it ran
+    (:func:`kit.analysis.summary.size_not_fixed`: extended after the candidate's run;
+    ``baseline_made``: its launch slots, when known)."""
     rule = candidate.meta.until_verdict
     if rule is None:
         return None
@@ -312,6 +317,15 @@ def _rule_design(candidate: Campaign, settings: VerdictSettings, notes: list[str
     finished = (not rule.interleaved and rule.max_launches is not None and rule.baseline_n
                 and rule.extra.get("comparison") in (COMPARISON_FINISHED,
                                                      COMPARISON_FINISHED_FIRST))
+    if finished and baseline is not None:
+        from .summary import size_not_fixed
+
+        why = size_not_fixed(baseline, baseline_made)
+        if why is not None:
+            notes.append(f"the candidate's rule compared with the baseline at an exact level "
+                         f"computed for a baseline size fixed in advance, but the baseline's "
+                         f"was not ({why}): judged by the anytime-valid e-value instead")
+            finished = False
     try:
         return SprtDesign(rule.ceiling, rule.design_rate, rule.alpha, rule.beta,
                           rule.max_launches, rule.baseline_n if finished else None,
@@ -388,7 +402,7 @@ def compare_campaigns(baseline: Campaign, candidate: Campaign,
     for camp in (baseline, candidate):
         for note in camp.notes:
             notes.append(f"{camp.label}: {note}")
-    design = _rule_design(candidate, settings, notes)
+    design = _rule_design(candidate, settings, notes, baseline, len(s_b.slots))
     # a run against a finished baseline under an exact design is judged by that design's
     # level; any other rule run by the anytime-valid e-value (valid however it stopped)
     anytime = (candidate.meta.until_verdict is not None or baseline.meta.interleaved

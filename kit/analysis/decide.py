@@ -444,8 +444,9 @@ def _sequential_block(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictS
                         f"Fisher's one-sided p at most its exact level {level:.4g} (for its "
                         f"{sequential.baseline_launches}-launch baseline): it is "
                         f"{p_text(fisher)}", None,
-                        "make more baseline launches and run a new candidate campaign, or "
-                        "run a fixed-size pair (`coldstart plan`)")
+                        "make a new baseline of more launches (its size fixed before it "
+                        "runs) and a new candidate campaign, or run a fixed-size pair "
+                        "(`coldstart plan`)")
             return None, None, None
     return None, e_value, None
 

@@ -53,7 +53,7 @@ from .binomial import ALPHA_MARGIN, k_max_cached
 from .stats import P_RTOL, fisher_p_vector, stats
 
 __all__ = ["FinishedPoint", "operating_finished", "comparison_level", "max_size",
-           "fixed_chance", "MAX_LEVEL"]
+           "fixed_chance", "fixed_by_count", "MAX_LEVEL"]
 
 #: the grid of common rates on which the size is maximised, before refining
 _GRID = 61
@@ -158,13 +158,17 @@ def _classes(reg: _Regions, level: float) -> np.ndarray:
 
 
 def _run_classes(reg: _Regions, n_b: int, t: np.ndarray, rates: np.ndarray, p_b: np.ndarray,
-                 spread: bool = False) -> tuple[np.ndarray, ...]:
-    """:func:`_run` for the classes ``t`` of :func:`_classes`."""
+                 spread: bool = False, by_class: bool = False) -> tuple[np.ndarray, ...]:
+    """:func:`_run` for the classes ``t`` of :func:`_classes`; with ``by_class``, instead
+    ``(classes, hit)``: each class's least baseline count and its chance of ``fixed`` at
+    each rate (``p_b`` unused)."""
     classes = np.unique(t[t <= reg.xb_top])
     rates = np.asarray(rates, dtype=float)
     fixed = np.zeros(rates.size)
     launches = np.zeros(rates.size)
     if classes.size == 0:
+        if by_class:
+            return classes, np.zeros((0, rates.size))
         return (fixed, launches) + ((np.zeros((rates.size, reg.cap)),) if spread else ())
     # weights of each class: P(u_j <= X_b < u_{j+1}); the last takes the tail above xb_top
     edges = np.concatenate([classes, [n_b + 1]])
@@ -206,6 +210,8 @@ def _run_classes(reg: _Regions, n_b: int, t: np.ndarray, rates: np.ndarray, p_b:
         hit += (moved * into[i][:, None, :]).sum(axis=2)
         moved *= keep[i][:, None, :]
         alive = moved
+    if by_class:
+        return classes, hit
     out = (weight * hit).sum(axis=0), (weight * mean).sum(axis=0)
     return out + ((going.T,) if going is not None else ())
 
@@ -247,6 +253,23 @@ def operating_finished(design: Any, n_b: int, p_b: float, p_c: float,
     f, e, going = _run(reg, n_b, level, np.array([p_c]), np.array([p_b]), spread=True)
     at_least = np.concatenate([[1.0], going[0], [0.0]])  # P(N >= n), n = 0..cap + 1
     return FinishedPoint(float(f[0]), float(e[0]), np.maximum(-np.diff(at_least), 0.0))
+
+
+def fixed_by_count(design: Any, n_b: int, rates: Any) -> np.ndarray:
+    """``f[x, r]``: the exact chance that the run ends ``fixed`` given a finished baseline of
+    ``x`` target events in ``n_b`` launches (``x = 0..n_b``) and a candidate at ``rates[r]``,
+    under ``design`` (its :attr:`comparison_alpha`), by the module's dynamic program.
+    ``operating_finished(...).p_fixed`` is ``sum over x of P(Bin(n_b, p_b) = x) f[x]``; this
+    is what a baseline made some other way than in one fixed-size campaign is judged with
+    (``benchmarks/bench_baseline_extension.py``)."""
+    rates = np.atleast_1d(np.asarray(rates, dtype=float))
+    reg = _regions_for(design, n_b, 1.0)  # every count, up to n_b
+    classes, hit = _run_classes(reg, n_b, _classes(reg, design.comparison_alpha), rates,
+                                rates, by_class=True)
+    out = np.zeros((n_b + 1, rates.size))
+    for j, least in enumerate(classes):
+        out[least:] = hit[j]  # a class takes every count from its least to the next's
+    return out
 
 
 def fixed_chance(design: Any, n_b: int, p_b: float, p_c: float) -> float:

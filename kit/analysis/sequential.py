@@ -53,6 +53,7 @@ from .binomial import bound_below
 from .decide import Verdict, VerdictSettings, decide
 from .sprt import OperatingPoint, SprtDesign, SprtState
 from .stats import first_true, fisher_p_vector, significant
+from .summary import size_not_fixed
 from .target import DEFAULT_SIGNATURE, count_events
 
 __all__ = ["StopRule", "InterleavedRule", "Side", "make_stop_rule", "interleave",
@@ -81,12 +82,17 @@ class StopRule:
     Attributes:
         design: the SPRT; settings: the verdict's settings (signature, alpha, ceiling).
         baseline_events, baseline_n: the baseline's target events and eligible launches.
+        not_exact: why a design with ``max_launches`` compares by the e-value (the
+            baseline's size was not fixed before it ran), else ``None``.
     """
 
     design: SprtDesign
     settings: VerdictSettings
     baseline_events: int
     baseline_n: int
+    #: why the baseline is compared by the e-value although the rule has ``--launches``
+    #: (its size was not fixed in advance: :func:`kit.analysis.summary.size_not_fixed`)
+    not_exact: str | None = None
 
     def decision(self, records: Sequence[LaunchRecord]) -> tuple[bool, str]:
         """``(stop, why)`` for the candidate's ``records``."""
@@ -148,6 +154,9 @@ class StopRule:
             meta.update(comparison=COMPARISON_FINISHED_FIRST if first else COMPARISON_FINISHED,
                         comparison_alpha=self.design.comparison_alpha,
                         stop_at_first_below=first)
+        elif self.not_exact is not None:
+            meta.update(not_exact=f"the baseline's size was not fixed before it ran: "
+                                  f"{self.not_exact}")
         return meta
 
 
@@ -187,16 +196,19 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
                              f"fixed", "give a baseline campaign run with inject=none")
     records = list(baseline.iter_records()) if isinstance(baseline, Campaign) else list(baseline)
     x_b, n_b = count_events(records, settings.signature)
+    # the exact level is computed for a baseline whose size was fixed before it ran
+    not_exact = (size_not_fixed(baseline, len({r.index for r in records}))
+                 if isinstance(baseline, Campaign) and max_launches is not None else None)
     if x_b == 0:
         raise UsageError(f"the baseline never reproduced {settings.signature} ({x_b}/{n_b} "
                          f"launches), so --until-verdict could never stop with fixed",
                          "make the baseline crash first (heap poisoning, more sessions, more "
                          "cores), or run without --until-verdict")
+    exact = max_launches is not None and not_exact is None
     design = SprtDesign(settings.ceiling, design_rate if design_rate is not None else
                         settings.ceiling / 4, settings.alpha, beta, max_launches,
-                        n_b if max_launches is not None else None,
-                        stop_at_first_below and max_launches is not None)
-    rule = StopRule(design, settings, x_b, n_b)
+                        n_b if exact else None, stop_at_first_below and exact)
+    rule = StopRule(design, settings, x_b, n_b, not_exact)
     if design.finished and rule.out_of_reach(0):
         # the exact design cannot reach fixed even at 0/max_launches: the e-value's
         # comparison, which needs more evidence, cannot either, and the refusal says how
@@ -208,8 +220,9 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
         raise UsageError(f"the baseline's {x_b}/{n_b} {settings.signature} could not be shown "
                          f"higher than even a clean candidate of {max_launches} launches "
                          f"(a clean candidate needs {need} for the rule's comparison)",
-                         "give --launches that large, or make more baseline launches "
-                         "(`coldstart run ... --out BASELINE_DIR --resume --launches M`)")
+                         "give --launches that large, or make a new baseline of more launches "
+                         "(a new --out: extending this one after it ran would make the rule "
+                         "compare by the e-value, which needs more evidence)")
     return rule
 
 

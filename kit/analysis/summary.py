@@ -24,8 +24,8 @@ from .stats import Rate, rate
 
 __all__ = ["CountRow", "DeviceRow", "OverlapSummary", "RaceSummary", "DetectorSummary",
            "InfraErrorRow", "SignatureRow", "CampaignSummary", "summarize", "render_summary",
-           "example_frames", "NO_PHASE", "unfinished_note", "SHOWN_ROWS", "more_text",
-           "detector_line"]
+           "example_frames", "NO_PHASE", "unfinished_note", "size_not_fixed", "SHOWN_ROWS",
+           "more_text", "detector_line"]
 
 #: rows of a long table (signatures, infra errors) printed before "and N more"
 SHOWN_ROWS = 20
@@ -325,6 +325,28 @@ def unfinished_note(campaign: Campaign, made: int | None = None) -> str | None:
             return None  # ended under its rule (settled, or nothing more it could do)
     return (f"campaign made {made} of its {planned} planned launches (interrupted: finish it "
             f"with --resume)")
+
+
+def size_not_fixed(campaign: Campaign, made: int | None = None) -> str | None:
+    """Why ``campaign``'s number of launches may depend on its own results, or ``None``
+    where it was fixed before its first launch: its planned launches were raised by a
+    ``--resume`` after launches had been made (``extended_from``), it ran under a sequential
+    rule (its own ``until_verdict``, or the baseline of an interleaved run), or it was
+    interrupted short of its plan (:func:`unfinished_note`). The exact comparison against a
+    finished baseline (:mod:`kit.analysis.finished`) is computed for a size fixed in
+    advance: a baseline extended because it looked weak reached 0.068 false ``fixed`` at
+    alpha 0.05 (docs/verdict.md), so such a baseline is compared by the anytime-valid
+    e-value instead, which holds however its size came about. ``made``: as
+    :func:`unfinished_note`'s."""
+    meta = campaign.meta
+    if meta.extended_from:
+        return (f"its planned launches were raised from {meta.extended_from[0]} to "
+                f"{meta.launches} after launches had been made (--resume --launches)")
+    if meta.until_verdict is not None:
+        return "it ran under --until-verdict, which stopped it on its own results"
+    if meta.interleaved is not None:
+        return "it is the baseline of an interleaved run, which paused it on its results"
+    return unfinished_note(campaign, made)
 
 
 def summarize(campaign_or_records: Campaign | Iterable[LaunchRecord],

@@ -216,7 +216,12 @@ def _write_setup(camp: OpenCampaign, request: CampaignRequest, label: str,
     check_same_setup(camp.path, camp.meta, prepared.build, prepared.options,
                      prepared.learned)
     check_launches(camp.path, camp.meta, camp.records, request.launches)
-    camp.update(launches=request.launches, **setup)
+    extended = {}
+    if request.launches > camp.meta.launches and any(r.counted for r in camp.records):
+        # more launches planned after some were seen: the campaign's size now depends on
+        # what it showed, which the exact comparison against a finished baseline must know
+        extended = {"extended_from": [*camp.meta.extended_from, camp.meta.launches]}
+    camp.update(launches=request.launches, **extended, **setup)
 
 
 def stop_rule_for(rule: RuleRequest, target: str | None, launches: int,
@@ -319,10 +324,16 @@ def _rule_notes(request: CampaignRequest, rule: StopRule, options: dict[str, Any
     assert request.rule is not None
     observer.note(f"until-verdict against {request.rule.baseline} ({rule.baseline_events}/"
                   f"{rule.baseline_n}): {rule.design.describe()}")
-    unfinished = unfinished_note(base)
-    if unfinished:
-        observer.note(f"note: the baseline {unfinished}; the rule takes its counts as they "
-                      f"stand")
+    if rule.not_exact is not None:
+        observer.note(f"note: the baseline's size was not fixed before it ran "
+                      f"({rule.not_exact}): the rule compares the builds by the anytime-valid "
+                      f"e-value, not at the exact level, whose error rate assumes a baseline "
+                      f"size chosen in advance (docs/verdict.md)")
+    else:
+        unfinished = unfinished_note(base)
+        if unfinished:
+            observer.note(f"note: the baseline {unfinished}; the rule takes its counts as "
+                          f"they stand")
     differ = option_differences(base.meta.options, options)
     if differ:
         observer.note(f"note: the baseline ran with other launch options ({'; '.join(differ)})"

@@ -10,6 +10,8 @@ and written back, so a newer kit's campaign survives an older kit's resume. Sche
      "scenario_description": str, "launches": int, "created_at": str (ISO 8601 UTC),
      "devices": [{...}], "build": {...}, "tools": {...}, "options": {...},
      "build_identity": BuildIdentity | absent,   # absent: read from "build" (older kits)
+     "extended_from": [int] | absent,   # the planned launches before each --resume that
+                                        # raised them after launches were made
      "until_verdict": RuleMeta | absent,   # a run under --until-verdict
      "interleaved": {"candidate": str, **RuleMeta} | absent}   # the baseline of such a run
 """
@@ -204,7 +206,11 @@ class CampaignMeta:
     run under ``--until-verdict``; ``interleaved`` marks the baseline of an interleaved
     run. ``build_identity`` is what the target built or installed, typed; given as ``None``
     (a ``campaign.json`` of a kit before it), it is read from ``build``
-    (:meth:`BuildIdentity.from_build`), so it is never ``None`` once made."""
+    (:meth:`BuildIdentity.from_build`), so it is never ``None`` once made.
+    ``extended_from`` lists the planned launches before each ``--resume`` that raised them
+    once launches had been made: the campaign's size then depended on what it had shown,
+    which an exact comparison against it as a finished baseline does not allow
+    (:func:`kit.analysis.sequential.size_not_fixed`)."""
 
     label: str
     target: str
@@ -220,11 +226,12 @@ class CampaignMeta:
     until_verdict: RuleMeta | None = None
     interleaved: PairMeta | None = None
     build_identity: BuildIdentity | None = None
+    extended_from: list[int] = dataclasses.field(default_factory=list)
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     _KNOWN = ("schema", "label", "target", "scenario", "scenario_description", "launches",
               "created_at", "devices", "build", "tools", "options", "until_verdict",
-              "interleaved", "build_identity")
+              "interleaved", "build_identity", "extended_from")
 
     def __post_init__(self) -> None:
         if self.build_identity is None:
@@ -258,6 +265,7 @@ class CampaignMeta:
                        pair, f"{where}: interleaved"),
                    build_identity=None if identity is None else BuildIdentity.from_dict(
                        identity, f"{where}: build_identity"),
+                   extended_from=c.ints("extended_from", low=1, high=MAX_LAUNCHES),
                    extra={k: v for k, v in data.items() if k not in cls._KNOWN})
 
     @property
@@ -284,6 +292,8 @@ class CampaignMeta:
             out["interleaved"] = self.interleaved.to_dict()
         if self.build_identity is not None and self.build_identity.known:
             out["build_identity"] = self.build_identity.to_dict()
+        if self.extended_from:
+            out["extended_from"] = list(self.extended_from)
         out.update(self.extra)
         return out
 
