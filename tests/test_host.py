@@ -203,6 +203,9 @@ def test_poison_sets_glibc_perturb_in_the_record(tmp_path: Path) -> None:
     campaign = load_campaign(tmp_path / "c")
     assert [r.outcome for r in campaign.records] == [Outcome.COMPLETED] * 2
     assert campaign.meta.options["poison"] == "glibc"
+    # planned launches raised after one was made: campaign.json keeps the size it had (an
+    # exact comparison against it as a finished baseline must know: docs/verdict.md)
+    assert campaign.meta.extended_from == [1]
 
 
 def test_tampered_model_is_refused(tmp_path: Path) -> None:
