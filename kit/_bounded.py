@@ -224,14 +224,20 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, durable: bool = T
     fails removes the temp file, and the error names ``path``.
 
     Raises:
-        UsageError: ``<path>.tmp`` or ``path`` is a directory.
+        UsageError: ``<path>.tmp`` or ``path`` is a directory, or ``path`` is a FIFO, a
+            device or a socket (the rename would replace it: ``--out /dev/null`` must not
+            turn the machine's ``/dev/null`` into a file).
         OSError: the write or the rename failed (a full disk: ``filename`` is ``path``).
     """
     target = os.fspath(path)
     tmp = f"{target}.tmp"
-    if lstat_kind(target) == "a directory":
+    kind = lstat_kind(target)
+    if kind == "a directory":
         raise UsageError(f"{_shown(target)} is a directory, not a file the kit can write",
                          "remove it, or choose another directory")
+    if kind not in ("missing", "a regular file", "a symbolic link", "unreadable"):
+        raise UsageError(f"{_shown(target)} is {kind}, not a file the kit can write",
+                         "choose a path for a regular file")
     fd = -1
     for _ in range(5):  # a link put back between unlink and open: unlinked again
         if lstat_kind(tmp) == "a directory":

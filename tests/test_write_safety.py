@@ -127,6 +127,28 @@ def test_write_atomic_replaces_a_link_at_its_temp_name_and_never_blocks_on_a_fif
     assert victim.read_text() == THESIS and not link.is_symlink()
 
 
+def test_write_atomic_never_replaces_a_fifo_a_socket_or_a_device(tmp_path: Path) -> None:
+    # the rename would turn them into a file: `farm testspec --out /dev/null` once did
+    import socket
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    sock = tmp_path / "sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(sock))
+    try:
+        for path, kind in ((fifo, "a FIFO"), (sock, "a socket"),
+                           (Path(os.devnull), "a character device")):
+            with pytest.raises(UsageError, match=f"is {kind}, not a file the kit can write"):
+                write_atomic(path, b"x")
+        assert fifo.is_fifo() and sock.is_socket() and Path(os.devnull).is_char_device()
+        proc = coldstart("farm", "testspec", "--app-id", "org.x", "--out", str(fifo))
+        one_line_error(proc, "is a FIFO, not a file the kit can write")
+        assert fifo.is_fifo()
+    finally:
+        server.close()
+
+
 def test_a_full_disk_names_the_file_and_leaves_no_temp_file(tmp_path: Path) -> None:
     # a file-size limit (RLIMIT_FSIZE) fails the write with EFBIG, as a full disk does
     script = textwrap.dedent(f"""
