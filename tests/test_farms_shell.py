@@ -233,6 +233,33 @@ def test_headspin_refusing_the_token_is_a_note(tmp_path: Path) -> None:
             shells.run_dumps(shell, "org.coldstart.app")
 
 
+def test_headspin_answers_are_read_bounded_and_nested_json_is_plain_text() -> None:
+    # a farm answering without end is read to MAX_DUMP_BYTES, never whole; an answer
+    # nested past the JSON parser is kept as text, never a traceback
+    import httpx
+
+    from kit.redact import Redactor
+
+    sent = []
+
+    def endless():
+        for _ in range(10_000):  # 10,000 MiB if all were read
+            sent.append(1)
+            yield b"x" * (1 << 20)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.content == b"deep":
+            return httpx.Response(200, content=b"[" * 100_000)
+        return httpx.Response(200, content=endless())
+
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    shell = shells.HeadSpinShell(client, "https://api.example", SERIAL, Redactor())
+    out = shell.run(["dumpsys", "dropbox"])
+    assert len(out) == shells.MAX_DUMP_BYTES and set(out) == {"x"}
+    assert len(sent) <= shells.MAX_DUMP_BYTES // (1 << 20) + 2
+    assert shell.run(["deep"]) == "[" * 100_000
+
+
 # -- AWS Device Farm: the test spec's dumps, read back from CUSTOMER_ARTIFACT ----------------
 
 def _spec_commands(text: str, phase: str) -> list[str]:

@@ -131,25 +131,32 @@ class HeadSpinShell:
         import httpx
 
         shown = self.redactor.url(self.url)
-        try:
-            resp = self.client.post(self.url, content=shlex.join(list(argv)).encode())
+        try:  # streamed: at most MAX_DUMP_BYTES of the answer is ever read
+            with self.client.stream("POST", self.url,
+                                    content=shlex.join(list(argv)).encode()) as resp:
+                status = resp.status_code
+                body = bytearray()
+                if status == 200:
+                    for chunk in resp.iter_bytes():
+                        body += chunk[:MAX_DUMP_BYTES - len(body)]
+                        if len(body) >= MAX_DUMP_BYTES:
+                            break
         except httpx.HTTPError as exc:
             raise InfraError(f"HeadSpin adb shell: {shown} did not answer "
                              f"({type(exc).__name__})", "check --farm-api") from None
-        if resp.status_code in (401, 403):
-            raise ShellRefused(f"HeadSpin adb shell: {shown} answered HTTP "
-                               f"{resp.status_code}")
-        if resp.status_code != 200:
-            raise InfraError(f"HeadSpin adb shell: {shown} answered HTTP {resp.status_code}",
+        if status in (401, 403):
+            raise ShellRefused(f"HeadSpin adb shell: {shown} answered HTTP {status}")
+        if status != 200:
+            raise InfraError(f"HeadSpin adb shell: {shown} answered HTTP {status}",
                              "see the HeadSpin session")
-        text = resp.content[:MAX_DUMP_BYTES].decode("utf-8", "replace")
+        text = bytes(body).decode("utf-8", "replace")
         try:  # the answer's shape is not documented: {"stdout": ...} or plain text
             import json
 
             data = json.loads(text)
             if isinstance(data, dict) and isinstance(data.get("stdout"), str):
                 return data["stdout"]
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser
             pass
         return text
 
