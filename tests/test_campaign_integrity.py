@@ -432,6 +432,17 @@ def test_rates_too_small_for_any_launch_count_are_refused(args) -> None:
     one_line_error(proc, "is below 1e-09, the smallest rate", progress=False)
 
 
+@pytest.mark.parametrize("flag, value, want", [
+    ("--alpha", "0.0001", "at least 0.001"), ("--power", "0.9999999999999999", "between 0.5"),
+    ("--power", "0.3", "between 0.5 and 0.99"), ("--beta", "0.99", "at most 0.5")])
+def test_plan_refuses_settings_its_search_would_take_many_minutes_for(flag, value, want) -> None:
+    # found by a hostile review: --alpha 1e-9 or --power 1 - 1e-16 ran for over 400 s
+    proc = coldstart("plan", "--baseline-rate", "0.5", flag, value)
+    line = one_line_error(proc, f"plan's {flag} {value} is outside what it designs for",
+                          progress=False)
+    assert want in line
+
+
 @pytest.mark.parametrize("args, prog", [
     (("run", "host", "--poison", "bogus"), "coldstart run host"),
     (("models", "verify", "m1"), "coldstart models verify"),
