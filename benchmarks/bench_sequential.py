@@ -45,7 +45,7 @@ import time
 import numpy as np
 from scipy import stats
 
-from kit.analysis.finished import max_size, operating_finished
+from kit.analysis.finished import max_size, operating_finished, staged_baseline_mean
 from kit.analysis.plan import plan_sequential
 from kit.analysis.sequential import (InterleavedRule, SprtDesign, StopRule, interleave,
                                      sequential_fixed)
@@ -148,9 +148,13 @@ SMOKE = {"args": ["--only", "0"], "prints": r"summary \(exact", "marks": ["slow"
 
 
 def exact(design: SprtDesign, p_b: float, n_b: int, p_c: float) -> Exact:
-    """The rule's exact figures (:func:`operating_finished`), launches with the baseline's."""
+    """The rule's exact figures (:func:`operating_finished`), launches with the baseline's
+    (a staged baseline's mean, :func:`staged_baseline_mean`, and its most for the 95th
+    percentile)."""
     point = operating_finished(design, n_b, p_b, p_c)
-    return Exact(point.p_fixed, n_b + point.expected_launches, n_b + point.quantile(0.95))
+    base = (float(n_b) if design.baseline_stage is None
+            else staged_baseline_mean(design.baseline_stage, p_b))
+    return Exact(point.p_fixed, base + point.expected_launches, n_b + point.quantile(0.95))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,7 +202,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  candidate at {label:>8}: P(fixed) {cell.p_fixed:.4f}, mean launches "
                   f"{cell.mean:7.1f} ({cell.mean / total:4.1%} of the reference), 95th "
                   f"percentile {cell.p95}", flush=True)
-        if args.by_the_rule:
+        if args.by_the_rule and design.baseline_stage is not None:
+            print("  by the rule itself: a staged baseline is checked state by state in "
+                  "tests/test_baseline_stage.py")
+        elif args.by_the_rule:
             check = finished_exact(design, settings, p_b, n_b, p1)
             print(f"  by the rule itself at the design rate: P(fixed) {check.p_fixed:.6f}, "
                   f"mean {check.mean:.3f}, 95th percentile {check.p95}")

@@ -33,7 +33,7 @@ BEFORE = {
 @pytest.mark.parametrize("setting", sorted(BEFORE))
 def test_the_go_on_variant_is_designed_as_before(setting: tuple[float, float]) -> None:
     p_b, c = setting
-    plan = plan_sequential(p_b, ceiling=c, variants=(False,))
+    plan = plan_sequential(p_b, ceiling=c, variants=(False,), staged=False)
     d = plan.design
     n_b, cap, beta, level, power, mean, upper, lower = BEFORE[setting]
     assert not d.stop_at_first_below
@@ -47,9 +47,9 @@ def test_the_go_on_variant_is_designed_as_before(setting: tuple[float, float]) -
 
 def test_plan_keeps_the_variant_with_fewer_launches_at_the_same_constraints() -> None:
     p_b, c = 0.9, 0.3
-    go_on = plan_sequential(p_b, ceiling=c, variants=(False,))
-    first = plan_sequential(p_b, ceiling=c, variants=(True,))
-    both = plan_sequential(p_b, ceiling=c)
+    go_on = plan_sequential(p_b, ceiling=c, variants=(False,), staged=False)
+    first = plan_sequential(p_b, ceiling=c, variants=(True,), staged=False)
+    both = plan_sequential(p_b, ceiling=c, staged=False)
     assert first.expected_launches < go_on.expected_launches  # 17.46 against 17.72 here
     assert both.design.stop_at_first_below
     assert both.expected_launches == pytest.approx(first.expected_launches, abs=1e-12)

@@ -114,7 +114,7 @@ def test_a_wrong_fixed_stays_under_alpha_by_simulation_too() -> None:
 def test_plan_designs_the_rule_within_its_goals() -> None:
     from kit.analysis.plan import plan_sequential
 
-    plan = plan_sequential(0.9, ceiling=0.3)
+    plan = plan_sequential(0.9, ceiling=0.3, staged=False)  # staged: test_baseline_stage.py
     ref = plan.reference
     assert (ref.baseline_launches, ref.candidate_launches) == (4, 19)  # at the design rate
     assert plan.design.finished and plan.design.baseline_launches == plan.baseline_launches

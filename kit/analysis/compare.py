@@ -317,19 +317,25 @@ def _rule_design(candidate: Campaign, settings: VerdictSettings, notes: list[str
     finished = (not rule.interleaved and rule.max_launches is not None and rule.baseline_n
                 and rule.extra.get("comparison") in (COMPARISON_FINISHED,
                                                      COMPARISON_FINISHED_FIRST))
+    stage = None
     if finished and baseline is not None:
         from .summary import size_not_fixed
 
-        why = size_not_fixed(baseline, baseline_made)
+        why = size_not_fixed(baseline, baseline_made, settings.signature)
         if why is not None:
             notes.append(f"the candidate's rule compared with the baseline at an exact level "
                          f"computed for a baseline size fixed in advance, but the baseline's "
                          f"was not ({why}): judged by the anytime-valid e-value instead")
             finished = False
+        elif baseline.meta.stage is not None:  # staged by design: the whole procedure's level
+            from .stage import staged_design
+
+            stage = staged_design(list(baseline.iter_records()), baseline.meta.stage,
+                                  baseline.meta.launches)
     try:
         return SprtDesign(rule.ceiling, rule.design_rate, rule.alpha, rule.beta,
                           rule.max_launches, rule.baseline_n if finished else None,
-                          bool(finished) and rule.stop_at_first_below)
+                          bool(finished) and rule.stop_at_first_below, stage)
     except UsageError as exc:
         notes.append(f"the candidate's sequential rule cannot be rebuilt ({exc.message})")
         return None

@@ -53,7 +53,8 @@ from .binomial import ALPHA_MARGIN, k_max_cached
 from .stats import P_RTOL, fisher_p_vector, stats
 
 __all__ = ["FinishedPoint", "operating_finished", "comparison_level", "max_size",
-           "fixed_chance", "fixed_by_count", "MAX_LEVEL"]
+           "fixed_chance", "fixed_by_count", "staged_size", "staged_baseline_mean",
+           "MAX_LEVEL"]
 
 #: the grid of common rates on which the size is maximised, before refining
 _GRID = 61
@@ -158,26 +159,65 @@ def _classes(reg: _Regions, level: float) -> np.ndarray:
 
 
 def _run_classes(reg: _Regions, n_b: int, t: np.ndarray, rates: np.ndarray, p_b: np.ndarray,
-                 spread: bool = False, by_class: bool = False) -> tuple[np.ndarray, ...]:
+                 spread: bool = False, by_class: bool = False,
+                 pmf: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """:func:`_run` for the classes ``t`` of :func:`_classes`; with ``by_class``, instead
-    ``(classes, hit)``: each class's least baseline count and its chance of ``fixed`` at
-    each rate (``p_b`` unused)."""
-    classes = np.unique(t[t <= reg.xb_top])
+    ``(classes, hit, mean)``: each class's least baseline count, its chance of ``fixed`` and
+    its mean candidate launches at each rate (``p_b`` unused). ``pmf``: the baseline's
+    count distribution, ``pmf[x, r]`` for ``x = 0..n_b`` (a staged baseline's, which is not
+    binomial), in place of ``Bin(n_b, p_b[r])``."""
     rates = np.asarray(rates, dtype=float)
-    fixed = np.zeros(rates.size)
-    launches = np.zeros(rates.size)
-    if classes.size == 0:
-        if by_class:
-            return classes, np.zeros((0, rates.size))
-        return (fixed, launches) + ((np.zeros((rates.size, reg.cap)),) if spread else ())
-    # weights of each class: P(u_j <= X_b < u_{j+1}); the last takes the tail above xb_top
+    classes, region, weight = _layers(reg, n_b, t, rates, p_b, pmf)
+    if by_class:
+        hit, mean, _going = _passage(reg, region, rates, False)
+        return classes, hit, mean
+    return _weighed(reg, region, weight, rates, spread)
+
+
+def _layers(reg: _Regions, n_b: int, t: np.ndarray, rates: np.ndarray, p_b: np.ndarray,
+            pmf: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(classes, region, weight)``: each class's least baseline count, its region of
+    candidate cells ``(classes, cap + 1, top + 1)`` and its chance at each rate,
+    ``P(u_j <= X_b < u_{j+1})`` (the last takes the tail above ``xb_top``)."""
+    classes = np.unique(t[t <= reg.xb_top])
     edges = np.concatenate([classes, [n_b + 1]])
-    cdf = stats.binom.cdf(edges[:, None] - 1, n_b, p_b[None, :])
-    weight = cdf[1:] - cdf[:-1]
-    weight[-1] = 1.0 - cdf[-2]
+    if pmf is None:
+        cdf = stats.binom.cdf(edges[:, None] - 1, n_b, np.asarray(p_b)[None, :])
+        weight = cdf[1:] - cdf[:-1]
+        if classes.size:
+            weight[-1] = 1.0 - cdf[-2]
+    else:  # P(X_b < k) for k = 0..n_b + 1, at the class edges
+        cdf = np.concatenate([np.zeros((1, rates.size)), np.cumsum(pmf, axis=0)])[edges]
+        weight = cdf[1:] - cdf[:-1]
     region = np.zeros((classes.size,) + reg.below.shape, dtype=bool)
     cn, cx = reg.cells
     region[:, cn, cx] = t[None, :] <= classes[:, None]
+    return classes, region, weight
+
+
+def _weighed(reg: _Regions, region: np.ndarray, weight: np.ndarray, rates: np.ndarray,
+             spread: bool) -> tuple[np.ndarray, ...]:
+    """``(P(fixed), mean launches[, P(N >= n)])`` at each rate for the layers ``region``
+    with chances ``weight``; layers with the same region are run once."""
+    if region.shape[0] == 0:
+        return (np.zeros(rates.size), np.zeros(rates.size)) + (
+            (np.zeros((rates.size, reg.cap)),) if spread else ())
+    flat = region.reshape(region.shape[0], -1)
+    _u, first, which = np.unique(flat, axis=0, return_index=True, return_inverse=True)
+    which = np.asarray(which).reshape(-1)
+    w = np.zeros((first.size, rates.size))
+    np.add.at(w, which, weight)
+    hit, mean, going = _passage(reg, region[first], rates, spread, w)
+    out = (w * hit).sum(axis=0), (w * mean).sum(axis=0)
+    return out + ((going.T,) if going is not None else ())
+
+
+def _passage(reg: _Regions, region: np.ndarray, rates: np.ndarray, spread: bool,
+             weight: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The first-passage program for each layer's region: ``(hit, mean, going)``, each
+    layer's chance of entering its region and mean candidate launches at each rate, and
+    with ``spread`` the ``weight``-ed ``P(N >= n)`` for ``n = 1..cap`` (cap x rates)."""
     # a count above the most events that pass at max_launches can never reach fixed; when
     # the rule stops at its first "below", above the most that pass where they are first so
     if reg.first:
@@ -187,9 +227,10 @@ def _run_classes(reg: _Regions, n_b: int, t: np.ndarray, rates: np.ndarray, p_b:
         reach = np.array([int(np.flatnonzero(r).max(initial=-1)) for r in at_first])
     else:
         reach = np.array([int(np.flatnonzero(r[reg.cap]).max(initial=-1)) for r in region])
-    m, width = classes.size, reg.top + 2
+    m, width = region.shape[0], reg.top + 2
     alive = np.zeros((m, rates.size, width))
-    alive[reach >= 0, :, 0] = 1.0
+    if m:
+        alive[reach >= 0, :, 0] = 1.0
     dead = np.arange(width)[None, :] > reach[:, None]  # (m, width)
     q, p = (1.0 - rates)[None, :, None], rates[None, :, None]
     hit = np.zeros((m, rates.size))
@@ -202,7 +243,7 @@ def _run_classes(reg: _Regions, n_b: int, t: np.ndarray, rates: np.ndarray, p_b:
             into, keep = _masks(reg, region, dead, n, min(reg.cap + 1, n + _BLOCK))
         here = alive.sum(axis=2)
         mean += here
-        if going is not None:
+        if going is not None and weight is not None:
             going[n - 1] = (weight * here).sum(axis=0)
         moved = alive * q
         moved[:, :, 1:] += alive[:, :, :-1] * p
@@ -210,10 +251,7 @@ def _run_classes(reg: _Regions, n_b: int, t: np.ndarray, rates: np.ndarray, p_b:
         hit += (moved * into[i][:, None, :]).sum(axis=2)
         moved *= keep[i][:, None, :]
         alive = moved
-    if by_class:
-        return classes, hit
-    out = (weight * hit).sum(axis=0), (weight * mean).sum(axis=0)
-    return out + ((going.T,) if going is not None else ())
+    return hit, mean, going
 
 
 #: launches whose masks :func:`_masks` makes at once
@@ -247,10 +285,16 @@ def operating_finished(design: Any, n_b: int, p_b: float, p_c: float,
     """Exact chance of ``fixed`` and the distribution of the candidate's launches for a
     finished baseline of ``n_b`` launches at ``p_b`` and a candidate at ``p_c`` under
     ``design`` (its :attr:`comparison_alpha`, or ``level``), by the module's dynamic
-    program."""
+    program. For a design with a ``baseline_stage`` the baseline is that staged one
+    (``n_b`` unused; :func:`staged_baseline_mean` gives its mean launches)."""
     level = design.comparison_alpha if level is None else level
-    reg = _regions_for(design, n_b, max(p_b, design.ceiling))
-    f, e, going = _run(reg, n_b, level, np.array([p_c]), np.array([p_b]), spread=True)
+    stage = getattr(design, "baseline_stage", None)
+    if stage is not None:
+        f, e, going = _staged_run(design, stage, level, np.array([p_c]), np.array([p_b]),
+                                  max(p_b, design.ceiling), spread=True)
+    else:
+        reg = _regions_for(design, n_b, max(p_b, design.ceiling))
+        f, e, going = _run(reg, n_b, level, np.array([p_c]), np.array([p_b]), spread=True)
     at_least = np.concatenate([[1.0], going[0], [0.0]])  # P(N >= n), n = 0..cap + 1
     return FinishedPoint(float(f[0]), float(e[0]), np.maximum(-np.diff(at_least), 0.0))
 
@@ -264,8 +308,8 @@ def fixed_by_count(design: Any, n_b: int, rates: Any) -> np.ndarray:
     (``benchmarks/bench_baseline_extension.py``)."""
     rates = np.atleast_1d(np.asarray(rates, dtype=float))
     reg = _regions_for(design, n_b, 1.0)  # every count, up to n_b
-    classes, hit = _run_classes(reg, n_b, _classes(reg, design.comparison_alpha), rates,
-                                rates, by_class=True)
+    classes, hit, _mean = _run_classes(reg, n_b, _classes(reg, design.comparison_alpha),
+                                       rates, rates, by_class=True)
     out = np.zeros((n_b + 1, rates.size))
     for j, least in enumerate(classes):
         out[least:] = hit[j]  # a class takes every count from its least to the next's
@@ -322,11 +366,17 @@ def comparison_level(design: Any, n_b: int) -> float:
     candidate side (module doc). It can be above ``alpha``: "below the ceiling" is itself a
     strong condition, and the level is that of the whole sequential rejection region, not
     of a fixed-size test. Found by bisection on ``log a_B`` (the size only grows with the
-    level) to 0.1%."""
+    level) to 0.1%. For a design with a ``baseline_stage`` it is the one level of the whole
+    staged procedure (:func:`staged_size`; ``n_b`` unused)."""
     # the design's own class (kit.analysis.sprt.SprtDesign) makes the candidate side, so that
     # this module never imports sprt, which imports it
+    first = bool(getattr(design, "stop_at_first_below", False))
+    stage = getattr(design, "baseline_stage", None)
+    if stage is not None:
+        return _level_staged(type(design), design.ceiling, design.design_rate, design.alpha,
+                             design.beta, design.max_launches, tuple(stage), first)
     return _level(type(design), design.ceiling, design.design_rate, design.alpha, design.beta,
-                  design.max_launches, n_b, bool(getattr(design, "stop_at_first_below", False)))
+                  design.max_launches, n_b, first)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -377,5 +427,201 @@ _WARM = 0.02
 
 def max_size(design: Any, n_b: int, level: float) -> float:
     """The largest exact chance of a wrong ``fixed`` below the ceiling at Fisher level
-    ``level`` (module doc): what :func:`comparison_level` keeps at ``ALPHA_MARGIN * alpha``."""
+    ``level`` (module doc): what :func:`comparison_level` keeps at ``ALPHA_MARGIN * alpha``
+    (for a design with a ``baseline_stage``, the staged procedure's, :func:`staged_size`;
+    ``n_b`` unused)."""
+    stage = getattr(design, "baseline_stage", None)
+    if stage is not None:
+        return staged_size(design, tuple(stage), level)
     return _max_size(design, n_b, level)
+
+
+# -- a baseline staged by design -------------------------------------------------------------
+#
+# The baseline makes n1 launches; with at least r target events among them it stops there
+# (n_b = n1), else it goes on to n2 (n_b = n2), as declared before its first launch
+# (``coldstart run ... --stage n1:r --launches n2``). Its count is then not binomial: with
+# b1 = Bin(n1, p_b),
+#
+#     P(n_b = n1, x_b = x) = b1(x)                                   for x >= r,
+#     P(n_b = n2, x_b = x) = sum over j < r of b1(j) Bin(n2 - n1, p_b)(x - j),
+#
+# and the run against it enters R_n1(x_b) or R_n2(x_b) (the module doc's region, for that
+# size, at one level a_B). The chance of a wrong fixed is the sum of the two branches'
+# first-passage chances. It need not rise with p_b any more (a higher p_b can stop the
+# baseline at n1 with a count whose region is smaller than the one n2 launches would have
+# given), so the size is not argued onto p_b = p_c from the baseline's side. From the
+# candidate's side: for the rule that goes on while only the comparison is missing, a
+# candidate with a higher rate (coupled launch by launch: more events at every n) is at a
+# cell with fewer events at every launch, every region is closed downwards in x at each n,
+# and the stops as not below and out of reach are closed upwards, so its chance of fixed
+# only falls as p_c rises, for every baseline outcome: the largest value over
+# p_b <= p_c is at p_b = p_c, and the diagonal is maximised as for one size. The rule that
+# stops at its first "below the ceiling" has no such order (a lower path can stop early
+# where the comparison fails), so for it the size is maximised over pairs p_b <= p_c.
+# A baseline extended because it looked weak, with no such declared stage and level, is
+# what reached 0.068 (docs/verdict.md); declared and calibrated as one procedure it keeps
+# ALPHA_MARGIN * alpha.
+
+
+def _staged_pmf(stage: tuple[int, int, int], rates: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The staged baseline's count distributions ``(pmf1[x, r], pmf2[x, r])``: stopped at
+    ``n1`` with ``x`` events, and gone on to ``n2`` with ``x`` events, at each rate."""
+    n1, r, n2 = stage
+    x1 = np.arange(n1 + 1)[:, None]
+    b1 = stats.binom.pmf(x1, n1, rates[None, :])
+    pmf1 = np.where(x1 >= r, b1, 0.0)
+    more = stats.binom.pmf(np.arange(n2 - n1 + 1)[:, None], n2 - n1, rates[None, :])
+    pmf2 = np.zeros((n2 + 1, rates.size))
+    for j in range(min(r, n1 + 1)):
+        pmf2[j:j + n2 - n1 + 1] += b1[j][None, :] * more
+    return pmf1, pmf2
+
+
+def staged_baseline_mean(stage: tuple[int, int, int], p_b: float) -> float:
+    """Mean launches of the baseline staged as ``(n1, r, n2)`` at rate ``p_b``:
+    ``n1 + (n2 - n1) P(Bin(n1, p_b) < r)``."""
+    n1, r, n2 = stage
+    return n1 + (n2 - n1) * float(stats.binom.cdf(r - 1, n1, p_b))
+
+
+def _staged_regions(design: Any, stage: tuple[int, int, int], rate: float,
+                    first: bool | None = None) -> tuple[_Regions, _Regions]:
+    n1, _r, n2 = stage
+    return _regions_for(design, n1, rate, first), _regions_for(design, n2, rate, first)
+
+
+def _staged_run(design: Any, stage: tuple[int, int, int], level: float, rates: np.ndarray,
+                p_b: np.ndarray, rate: float, spread: bool = False,
+                first: bool | None = None) -> tuple[np.ndarray, ...]:
+    """:func:`_run` for the staged baseline: both branches' programs at one level, summed
+    (``rate``: the highest baseline rate the counts followed must cover)."""
+    regs = _staged_regions(design, stage, rate, first)
+    return _staged_classes(regs, stage, tuple(_classes(g, level) for g in regs), rates, p_b,
+                           spread)
+
+
+def _staged_classes(regs: tuple[_Regions, _Regions], stage: tuple[int, int, int],
+                    ts: tuple[np.ndarray, ...], rates: np.ndarray, p_b: np.ndarray,
+                    spread: bool = False) -> tuple[np.ndarray, ...]:
+    """Both branches' layers (their candidate cells are the same: one design) run as one
+    program, each weighed by its branch's count distribution."""
+    n1, _r, n2 = stage
+    rates = np.asarray(rates, dtype=float)
+    pmfs = _staged_pmf(stage, np.asarray(p_b, dtype=float))
+    parts = [_layers(g, n, t, rates, p_b, pmf)
+             for g, n, t, pmf in zip(regs, (n1, n2), ts, pmfs)]
+    region = np.concatenate([part[1] for part in parts])
+    weight = np.concatenate([part[2] for part in parts])
+    return _weighed(regs[0], region, weight, rates, spread)
+
+
+def staged_size(design: Any, stage: tuple[int, int, int], level: float,
+                first: bool | None = None) -> float:
+    """The largest exact chance of a wrong ``fixed`` below the ceiling at Fisher level
+    ``level`` with the baseline staged as ``(n1, r, n2)``: ``max over pi < ceiling`` of
+    both branches' chance at ``p_b = p_c = pi`` (the grid of :func:`_max_size`), the counts
+    beyond those followed counted as ``fixed``."""
+    regs = _staged_regions(design, stage, design.ceiling, first)
+    return _staged_size_of(design, regs, stage, tuple(_classes(g, level) for g in regs))
+
+
+def _staged_size_of(design: Any, regs: tuple[_Regions, _Regions],
+                    stage: tuple[int, int, int], ts: tuple[np.ndarray, ...],
+                    pairs: bool | None = None) -> float:
+    """:func:`staged_size` for the classes ``ts``; ``pairs``: maximise over pairs
+    ``p_b <= p_c`` (default: for the first-below rule, comment above), else on the
+    diagonal."""
+    c = design.ceiling
+    big = max(g.cap * g.xb_top for g in regs) >= _BIG
+
+    def at(p_b: np.ndarray, p_c: np.ndarray) -> np.ndarray:
+        pmfs = _staged_pmf(stage, p_b)
+        tail = sum(pmf[g.xb_top + 1:].sum(axis=0) for g, pmf in zip(regs, pmfs))
+        return _staged_classes(regs, stage, ts, p_c, p_b)[0] + tail
+
+    if not (regs[0].first if pairs is None else pairs):  # the diagonal (comment above)
+        grid, fine_n = (25, 9) if big else (_GRID, _FINE)
+        coarse = np.linspace(0.0, c, grid + 1)[1:] * (1 - 1e-12)
+        values = at(coarse, coarse)
+        step = coarse[1] - coarse[0]
+        fine = np.unique(np.concatenate([np.linspace(max(r - step, 1e-9), min(
+            r + step, c * (1 - 1e-12)), fine_n) for r in coarse[np.argsort(values)[-3:]]]))
+        return max(float(values.max(initial=0.0)), float(at(fine, fine).max(initial=0.0)))
+    # pairs p_b <= p_c: a triangle of the grid, then a finer one around its three largest
+    grid, fine_n = (_STAGED_GRID_BIG, 5) if big else (_STAGED_GRID, 7)
+    axis = np.linspace(0.0, c, grid + 1)[1:] * (1 - 1e-12)
+    i, j = np.tril_indices(grid)  # p_b = axis[j] <= p_c = axis[i]
+    values = at(axis[j], axis[i])
+    step = axis[1] - axis[0]
+    best = float(values.max(initial=0.0))
+    for k in np.argsort(values)[-3:]:
+        pc = np.linspace(max(axis[i[k]] - step, 1e-9), min(axis[i[k]] + step, c * (1 - 1e-12)),
+                         fine_n)
+        pb = np.linspace(max(axis[j[k]] - step, 1e-9), min(axis[j[k]] + step, c * (1 - 1e-12)),
+                         fine_n)
+        gb, gc = np.meshgrid(pb, pc)
+        keep = gb <= gc
+        best = max(best, float(at(gb[keep], gc[keep]).max(initial=0.0)))
+    return best
+
+
+#: the staged first-below size's grid of rates per axis (pairs p_b <= p_c of it), and for
+#: big designs (:data:`_BIG`)
+_STAGED_GRID = 24
+_STAGED_GRID_BIG = 14
+
+
+@functools.lru_cache(maxsize=256)
+def _level_staged(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: float,
+                  max_launches: int, stage: tuple[int, int, int], first: bool = False
+                  ) -> float:
+    """:func:`comparison_level` for the staged baseline ``stage``: the bisection of
+    :func:`_level` on :func:`staged_size`. For the first-below rule, whose size is maximised
+    over pairs of rates, the bisection runs on the diagonal (cheaper, and never above the
+    pairs' size) and its level is then checked over the pairs; only where that fails does
+    it go on, over the pairs, below it: the same level as a bisection over the pairs."""
+    design = kind(ceiling, design_rate, alpha, beta, max_launches)
+    goal = ALPHA_MARGIN * alpha
+    regs = _staged_regions(design, stage, ceiling, first)
+    seen: dict[tuple[bytes, bool], bool] = {}
+    known = {False: [-math.inf, math.inf], True: [-math.inf, math.inf]}
+
+    def holds(log_level: float, pairs: bool) -> bool:
+        """Whether the size at ``exp(log_level)`` is at most the goal; answered without the
+        program where the size's growth with the level already tells (as in _level)."""
+        low, high = known[pairs]
+        if log_level <= low:
+            return True
+        if log_level >= high:
+            return False
+        ts = tuple(_classes(g, math.exp(log_level)) for g in regs)
+        key = (b"|".join(t.tobytes() for t in ts), pairs)
+        if key not in seen:
+            seen[key] = _staged_size_of(design, regs, stage, ts, pairs) <= goal
+        known[pairs][0 if seen[key] else 1] = log_level
+        return seen[key]
+
+    def bisect(lo: float, hi: float, pairs: bool) -> float:
+        # the level for another beta or --launches is mostly close: its neighbours, tried
+        # first, answer most steps; the steps are the same, so it ends where it would
+        key = ("staged", kind, ceiling, design_rate, alpha, stage, first, pairs)
+        hint = _HINTS.get(key)
+        if hint is not None and lo < hint - _WARM and hint + _WARM < hi:
+            if holds(hint - _WARM, pairs):
+                holds(hint + _WARM, pairs)
+        while hi - lo > 1e-3:
+            mid = (lo + hi) / 2
+            if holds(mid, pairs):
+                lo = mid
+            else:
+                hi = mid
+        _HINTS[key] = lo
+        return lo
+
+    top, bottom = math.log(MAX_LEVEL), math.log(alpha) - 12.0
+    found = top if holds(top, False) else bisect(bottom, top, False)
+    if first and not holds(found, True):
+        found = bisect(bottom, found, True)
+    return math.exp(found)

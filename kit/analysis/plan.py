@@ -289,7 +289,11 @@ class SequentialPlan:
         reference: the fixed-size design the rule is measured against: at the design rate
             when the baseline's rate is at least twice the ceiling, else ``clean_fixed``.
         baseline_launches: the finished baseline the rule is designed for (make these
-            first, then run the candidate with ``--launches cap --beta design.beta``).
+            first, then run the candidate with ``--launches cap --beta design.beta``); for a
+            staged baseline, its most launches (``--launches``).
+        baseline_stage: ``(n1, r)`` where the baseline is staged by design (``--stage
+            n1:r``: it stops at ``n1`` launches with at least ``r`` target events), else
+            ``None``.
         power: the rule's exact chance of ``fixed`` with that baseline at
             ``baseline_rate`` and a candidate at the design rate (comparison included).
         reference_power: the reference design's power there (Fisher's test, as ``plan``).
@@ -308,6 +312,7 @@ class SequentialPlan:
     power: float | None = None
     reference_power: float | None = None
     expected_launches: float | None = None
+    baseline_stage: tuple[int, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``coldstart plan --json`` prints."""
@@ -319,6 +324,9 @@ class SequentialPlan:
                                "clean_launches": d.clean_launches(), "max_launches": self.cap,
                                "lr_upper": math.exp(d.upper), "lr_lower": math.exp(d.lower),
                                "baseline_launches": self.baseline_launches,
+                               "baseline_stage": (None if self.baseline_stage is None else
+                                                  {"launches": self.baseline_stage[0],
+                                                   "events": self.baseline_stage[1]}),
                                "comparison_alpha": d.comparison_alpha,
                                "stop_at_first_below": d.stop_at_first_below,
                                "power": self.power, "reference_power": self.reference_power,
@@ -356,9 +364,39 @@ def _baseline_sizes(reference: Plan, baseline_rate: float, design_rate: float, g
     return sorted((n for n in sizes if n >= least), key=lambda n: (abs(n - ref), n))
 
 
+#: staged baselines (:func:`_stages`): final sizes as multiples of the best single size, the
+#: most events a first stage asks for, and the chances of meeting it at the baseline's rate
+#: from which the first stage's size is chosen
+_STAGE_FACTORS = (1.0, 1.25, 1.5)
+_STAGE_EVENTS = 3
+_STAGE_MEET = (0.8,)
+
+
+def _stages(n_b: int, baseline_rate: float, least: int) -> list[tuple[int, int, int]]:
+    """The staged baselines ``(n1, r, n2)`` :func:`_design_rule` tries around the best single
+    size ``n_b``: ``n2`` from :data:`_STAGE_FACTORS` times it (every size up to twice it for
+    a small one), ``r`` events from 1 to :data:`_STAGE_EVENTS`, and ``n1`` the fewest
+    launches that show ``r`` events with each chance of :data:`_STAGE_MEET` at
+    ``baseline_rate``; never a final size under ``least``."""
+    finals = {max(2, math.ceil(f * n_b)) for f in _STAGE_FACTORS}
+    if n_b <= 8:
+        finals |= set(range(max(2, n_b), 2 * n_b + 1))
+    found = set()
+    for n2 in sorted(f for f in finals if f >= least):
+        for r in range(1, _STAGE_EVENTS + 1):
+            for meet in _STAGE_MEET:
+                n1 = r
+                while n1 < n2 and stats.binom.sf(r - 1, n1, baseline_rate) < meet:
+                    n1 += 1
+                if r <= n1 < n2:
+                    found.add((n1, r, n2))
+    return sorted(found, key=lambda t: (t[2], t[0], t[1]))
+
+
 def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate: float,
                  beta: float, reference: Plan, goal: float, at_first: bool = False,
-                 beat: float | None = None) -> tuple[Any, float, float] | None:
+                 beat: float | None = None, bases: list[Any] | None = None
+                 ) -> tuple[Any, float, float] | None:
     """The finished-baseline rule with the fewest expected launches at the design rate
     (baseline plus the candidate's exact mean, :func:`kit.analysis.finished.operating_finished`)
     whose exact power there is at least ``goal``, and whose baseline plus ``--launches`` is
@@ -369,9 +407,12 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
     (:attr:`kit.analysis.sprt.SprtDesign.stop_at_first_below`). ``beat``: only a design
     with fewer expected launches than this is wanted (the other variant's best), so that
     sizes and betas that cannot beat it are passed over as they are for the best found.
+    ``bases``: the baselines tried instead of :func:`_baseline_sizes`: sizes, or staged
+    baselines ``(n1, r, n2)`` (:attr:`kit.analysis.sprt.SprtDesign.baseline_stage`; their
+    launches are the staged baseline's mean, :func:`kit.analysis.finished.staged_baseline_mean`).
     ``(design, power, expected launches)``, or ``None`` when no size works (or none beats
     ``beat``)."""
-    from .finished import operating_finished
+    from .finished import operating_finished, staged_baseline_mean
     from .sprt import SprtDesign, suggested_cap
 
     best: tuple[float, Any, float] | None = None
@@ -379,24 +420,48 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
         best = (beat, None, 0.0)  # a bar to beat, never returned
     most = suggested_cap(reference.total_launches)
 
-    def attempt(n_b: int, b: float) -> tuple[float, Any, float] | None:
+    def attempt(base: Any, b: float) -> tuple[float, Any, float] | None:
+        stage = base if isinstance(base, tuple) else None
+        n_b = base if stage is None else stage[0]
         try:
-            design = SprtDesign(ceiling, design_rate, alpha, b, most - n_b, n_b, at_first)
+            design = SprtDesign(ceiling, design_rate, alpha, b, most - _most_of(base), n_b,
+                                at_first, stage)
         except UsageError:
             return None
         point = operating_finished(design, n_b, baseline_rate, design_rate)
-        return n_b + point.expected_launches, design, point.p_fixed
+        return _mean_of(base) + point.expected_launches, design, point.p_fixed
+
+    def _most_of(base: Any) -> int:
+        return base[2] if isinstance(base, tuple) else base
+
+    def _mean_of(base: Any) -> float:
+        if isinstance(base, tuple):
+            return staged_baseline_mean(base, baseline_rate)
+        return float(base)
 
     def beaten(tried: tuple[float, Any, float]) -> bool:
         return best is not None and tried[0] >= best[0]
 
+    def hopeless(prev: tuple[float, Any, float] | None,
+                 last: tuple[float, Any, float] | None) -> bool:
+        """Whether the launches at the goal's power, extrapolated on the line through the
+        last two betas' (power, launches), already reach the best found: launches grow
+        faster than that line as the power nears 1, so lower betas would not beat it."""
+        if best is None or prev is None or last is None or last[2] <= prev[2]:
+            return False
+        slope = (last[0] - prev[0]) / (last[2] - prev[2])
+        return slope > 0 and last[0] + slope * (goal - last[2]) >= best[0]
+
     level = ALPHA_MARGIN * alpha
-    for n_b in _baseline_sizes(reference, baseline_rate, design_rate, goal):
-        if n_b >= most:
+    if bases is None:
+        bases = list(_baseline_sizes(reference, baseline_rate, design_rate, goal))
+    for n_b in bases:
+        if _most_of(n_b) >= most:
             continue
-        if best is not None and least_mean_launches(baseline_rate, n_b, goal, level,
-                                                    design_rate, ceiling) >= best[0]:
-            continue  # Wald's bound: no rule with this baseline can do better
+        if best is not None and _mean_of(n_b) - _most_of(n_b) + least_mean_launches(
+                baseline_rate, _most_of(n_b), goal, level, design_rate, ceiling) >= best[0]:
+            continue  # Wald's bound: no rule with this baseline can do better (a staged
+            # one's candidate side needs at least what its final size's would)
         first = attempt(n_b, beta)
         if first is not None and best is not None and first[0] >= best[0]:
             continue  # a lower beta only adds launches
@@ -405,12 +470,12 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
             # lower beta (more candidate power) until the goal is reached, or until the
             # launches are too few for that beta (``None``): then bisect in between, where
             # the largest beta that reaches the goal lies
-            lo, hi, low = beta, beta, first
+            lo, hi, low, prev = beta, beta, first, None
             while (lo > _BETA_FLOOR and low is not None and low[2] < goal
-                   and not beaten(low)):
-                hi, lo = lo, max(_BETA_FLOOR, lo * _BETA_STEP)
+                   and not beaten(low) and not hopeless(prev, low)):
+                hi, lo, prev = lo, max(_BETA_FLOOR, lo * _BETA_STEP), low
                 low = attempt(n_b, lo)
-            if low is not None and low[2] < goal and beaten(low):
+            if low is not None and low[2] < goal and (beaten(low) or hopeless(prev, low)):
                 continue  # this beta misses the goal, and lower ones add launches
             if low is not None and low[2] >= goal:
                 found.append(low)
@@ -448,7 +513,8 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
                     power: float = 0.8, candidate_rate: float = 0.0, beta: float = 0.2,
                     design_rate: float | None = None,
                     log: Callable[[str], None] = lambda _m: None,
-                    variants: tuple[bool, ...] = (False, True)) -> SequentialPlan:
+                    variants: tuple[bool, ...] = (False, True),
+                    staged: bool = True) -> SequentialPlan:
     """Plan a verdict both ways: a fixed-size design (:func:`plan_launches`) and the
     ``--until-verdict`` rule (:class:`kit.analysis.sprt.SprtDesign`) for a finished
     baseline, designed against a fixed-size reference: the design at the design rate
@@ -460,8 +526,10 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
     (:func:`_design_rule`), for both variants of the rule (going on while only the
     comparison is missing, or stopping at the first "below the ceiling",
     :attr:`kit.analysis.sprt.SprtDesign.stop_at_first_below`): the one with fewer expected
-    launches (``variants``: the ``stop_at_first_below`` values tried, in this order); see
-    :class:`SequentialPlan`. ``log`` hears that it takes a
+    launches (``variants``: the ``stop_at_first_below`` values tried, in this order); then,
+    with ``staged``, baselines staged by design around the best size (:func:`_stages`:
+    stopped at ``n1`` launches with ``r`` events, else made up to ``n2``), kept where they
+    need fewer expected launches; see :class:`SequentialPlan`. ``log`` hears that it takes a
     while.
 
     Raises:
@@ -500,6 +568,17 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
                                   reference, goal, at_first,
                                   None if found is None else found[2])
             found = better if better is not None else found
+        if staged and found is not None:
+            # a staged baseline around the best single size: stopped early where it is
+            # strong, made up to more launches where it is weak (both variants)
+            around = found[0].baseline_launches
+            least = least_baseline_launches(baseline_rate, goal, ALPHA_MARGIN * alpha,
+                                            design_rate)
+            bases: list[Any] = list(_stages(around, baseline_rate, least))
+            for at_first in variants:
+                better = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta,
+                                      reference, goal, at_first, found[2], bases)
+                found = better if better is not None else found
     if found is not None:
         design, rule_power, mean = found
         cap = design.max_launches
@@ -518,6 +597,8 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
         point = operating_finished(design, n_b, baseline_rate, design_rate)
         rule_power, mean = point.p_fixed, n_b + point.expected_launches
     rates = sorted({0.0, candidate_rate, design.design_rate, ceiling, baseline_rate})
+    stage = design.baseline_stage
     return SequentialPlan(baseline_rate, fixed, clean, launches_to_see(baseline_rate, 1 - alpha),
                           cap, design, tuple(design.operating(r, cap) for r in rates),
-                          reference, design.baseline_launches, rule_power, goal, mean)
+                          reference, design.baseline_launches if stage is None else stage[2],
+                          rule_power, goal, mean, None if stage is None else stage[:2])

@@ -53,6 +53,7 @@ from .binomial import bound_below
 from .decide import Verdict, VerdictSettings, decide
 from .sprt import OperatingPoint, SprtDesign, SprtState
 from .stats import first_true, fisher_p_vector, significant
+from .stage import staged_design
 from .summary import size_not_fixed
 from .target import DEFAULT_SIGNATURE, count_events
 
@@ -154,6 +155,8 @@ class StopRule:
             meta.update(comparison=COMPARISON_FINISHED_FIRST if first else COMPARISON_FINISHED,
                         comparison_alpha=self.design.comparison_alpha,
                         stop_at_first_below=first)
+            if self.design.baseline_stage is not None:
+                meta.update(baseline_stage=list(self.design.baseline_stage))
         elif self.not_exact is not None:
             meta.update(not_exact=f"the baseline's size was not fixed before it ran: "
                                   f"{self.not_exact}")
@@ -197,7 +200,7 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
     records = list(baseline.iter_records()) if isinstance(baseline, Campaign) else list(baseline)
     x_b, n_b = count_events(records, settings.signature)
     # the exact level is computed for a baseline whose size was fixed before it ran
-    not_exact = (size_not_fixed(baseline, len({r.index for r in records}))
+    not_exact = (size_not_fixed(baseline, len({r.index for r in records}), settings.signature)
                  if isinstance(baseline, Campaign) and max_launches is not None else None)
     if x_b == 0:
         raise UsageError(f"the baseline never reproduced {settings.signature} ({x_b}/{n_b} "
@@ -205,15 +208,20 @@ def make_stop_rule(baseline: Campaign | str | os.PathLike[str] | Sequence[Launch
                          "make the baseline crash first (heap poisoning, more sessions, more "
                          "cores), or run without --until-verdict")
     exact = max_launches is not None and not_exact is None
+    # a baseline staged by design, made as declared: the level of the whole procedure
+    stage = (staged_design(records, baseline.meta.stage, baseline.meta.launches)
+             if exact and isinstance(baseline, Campaign) and baseline.meta.stage is not None
+             else None)
     design = SprtDesign(settings.ceiling, design_rate if design_rate is not None else
                         settings.ceiling / 4, settings.alpha, beta, max_launches,
-                        n_b if exact else None, stop_at_first_below and exact)
+                        n_b if exact else None, stop_at_first_below and exact, stage)
     rule = StopRule(design, settings, x_b, n_b, not_exact)
     if design.finished and rule.out_of_reach(0):
         # the exact design cannot reach fixed even at 0/max_launches: the e-value's
         # comparison, which needs more evidence, cannot either, and the refusal says how
         # many clean launches it would need
-        rule = StopRule(dataclasses.replace(design, baseline_launches=None), settings, x_b, n_b)
+        rule = StopRule(dataclasses.replace(design, baseline_launches=None, baseline_stage=None),
+                        settings, x_b, n_b)
     if rule.out_of_reach(0):
         more = _clean_launches_needed(x_b, n_b, settings)
         need = f"at least {more}" if more is not None else "more than 10,000,000"

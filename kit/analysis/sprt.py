@@ -313,6 +313,11 @@ class SprtDesign:
             "below the ceiling", ``fixed`` where the comparison holds there, else
             inconclusive (the other variant goes on while only the comparison is missing);
             :attr:`comparison_alpha` is exact for the variant chosen.
+        baseline_stage: ``(n1, r, n2)`` for a baseline staged by design: ``n1`` launches,
+            stopped there with at least ``r`` target events, else made up to ``n2``
+            (``baseline_launches`` is the size it ended at, ``n1`` or ``n2``);
+            :attr:`comparison_alpha` is then the one level of that whole procedure
+            (:func:`kit.analysis.finished.staged_size`).
         upper, lower: the log-LR thresholds in use (computed).
         comparison_alpha: with ``baseline_launches``, the level Fisher's one-sided p must
             reach at the stop (computed, at most ``alpha``); else ``None``.
@@ -329,6 +334,7 @@ class SprtDesign:
     max_launches: int | None = None
     baseline_launches: int | None = None
     stop_at_first_below: bool = False
+    baseline_stage: tuple[int, int, int] | None = None
     upper: float = dataclasses.field(init=False, default=0.0)
     lower: float = dataclasses.field(init=False, default=0.0)
     comparison_alpha: float | None = dataclasses.field(init=False, default=None)
@@ -356,6 +362,13 @@ class SprtDesign:
                 raise UsageError(f"a design for a finished baseline of "
                                  f"{self.baseline_launches} launches needs max_launches and "
                                  f"at least one baseline launch", "give --launches")
+            stage = self.baseline_stage
+            if stage is not None:
+                n1, r, n2 = stage
+                if not (1 <= r <= n1 < n2 and self.baseline_launches in (n1, n2)):
+                    raise UsageError(f"baseline stage {n1}:{r} up to {n2} launches (ended at "
+                                     f"{self.baseline_launches}) is not a staged design",
+                                     "give --stage N:R with 1 <= R <= N < --launches")
             from .finished import comparison_level
 
             object.__setattr__(self, "comparison_alpha",
@@ -433,12 +446,19 @@ class SprtDesign:
         return _walk(true_rate, self.step_event, self.step_clean, self.upper, self.lower,
                      k_max_cached(cap, self.ceiling, self.alpha), cap)
 
+    def _baseline_text(self) -> str:
+        if self.baseline_stage is None:
+            return f"{self.baseline_launches}-launch baseline"
+        n1, r, n2 = self.baseline_stage
+        return (f"{self.baseline_launches}-launch baseline (staged: {n1} launches, on to {n2} "
+                f"with fewer than {r} events)")
+
     def describe(self) -> str:
         """The rule and its error rates in one paragraph."""
         if self.finished:
             how = (f"stops with fixed at the first launch with LR >= {math.exp(self.upper):.3g}"
                    f", the bound below the ceiling and compare agreeing, with Fisher's "
-                   f"one-sided p against the {self.baseline_launches}-launch baseline at most "
+                   f"one-sided p against the {self._baseline_text()} at most "
                    f"the rule's exact level {self.comparison_alpha:.4g}, "
                    + ("stopping at the first launch below the ceiling either way"
                       if self.stop_at_first_below else

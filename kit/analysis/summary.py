@@ -323,11 +323,17 @@ def unfinished_note(campaign: Campaign, made: int | None = None) -> str | None:
     for kept in (campaign.meta.until_verdict, campaign.meta.interleaved):
         if kept is not None and kept.stopped is not None:  # None while running
             return None  # ended under its rule (settled, or nothing more it could do)
+    if campaign.meta.stage is not None:
+        from .stage import StageRule
+
+        if StageRule(campaign.meta.stage).met(campaign.iter_records()):
+            return None  # a staged baseline that met its first stage is finished there
     return (f"campaign made {made} of its {planned} planned launches (interrupted: finish it "
             f"with --resume)")
 
 
-def size_not_fixed(campaign: Campaign, made: int | None = None) -> str | None:
+def size_not_fixed(campaign: Campaign, made: int | None = None,
+                   signature: str | None = None) -> str | None:
     """Why ``campaign``'s number of launches may depend on its own results, or ``None``
     where it was fixed before its first launch: its planned launches were raised by a
     ``--resume`` after launches had been made (``extended_from``), it ran under a sequential
@@ -337,7 +343,12 @@ def size_not_fixed(campaign: Campaign, made: int | None = None) -> str | None:
     advance: a baseline extended because it looked weak reached 0.068 false ``fixed`` at
     alpha 0.05 (docs/verdict.md), so such a baseline is compared by the anytime-valid
     e-value instead, which holds however its size came about. ``made``: as
-    :func:`unfinished_note`'s."""
+    :func:`unfinished_note`'s. A baseline staged by design (``campaign.json``'s ``stage``,
+    :mod:`kit.analysis.stage`) is fixed in this sense when it ended as its stage declared,
+    counting ``signature`` (the rule's event; default the stage's own):
+    :func:`kit.analysis.stage.stage_problem` says why not."""
+    from .stage import stage_problem
+
     meta = campaign.meta
     if meta.extended_from:
         return (f"its planned launches were raised from {meta.extended_from[0]} to "
@@ -346,6 +357,12 @@ def size_not_fixed(campaign: Campaign, made: int | None = None) -> str | None:
         return "it ran under --until-verdict, which stopped it on its own results"
     if meta.interleaved is not None:
         return "it is the baseline of an interleaved run, which paused it on its results"
+    if meta.stage is not None:
+        records = list(campaign.iter_records())
+        if made is None:
+            made = len({r.index for r in records})
+        return stage_problem(records, meta.stage, meta.launches, made,
+                             signature if signature is not None else meta.stage.event)
     return unfinished_note(campaign, made)
 
 

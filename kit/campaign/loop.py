@@ -24,7 +24,8 @@ from ..scenario import Scenario
 from ..store.store import CampaignStore, launch_id_for, utc_now
 
 __all__ = ["CampaignObserver", "RetryPolicy", "Arm", "Step",
-           "Schedule", "CampaignSchedule", "run_arms", "run_campaign", "abandoned_slots"]
+           "Schedule", "CampaignSchedule", "StagedSchedule", "run_arms", "run_campaign",
+           "abandoned_slots"]
 
 
 class CampaignObserver(Protocol):
@@ -141,6 +142,41 @@ class CampaignSchedule:
 
     def settled(self, arm: Arm) -> bool:
         return self.should_stop is not None and self.should_stop(list(arm.records))
+
+
+class StagedSchedule:
+    """A baseline staged by design (:mod:`kit.analysis.stage`): first the slots that can
+    complete its first stage (no more: launchers in parallel must not make launches past
+    it), one more slot at a time while some of them were not eligible for its event; then,
+    when the stage is missed, the rest up to the campaign's launches. ``rule``: a
+    :class:`kit.analysis.stage.StageRule`."""
+
+    def __init__(self, rule: Any) -> None:
+        self.rule = rule
+        self._upto = 0
+        self._rest = False
+
+    def next_step(self, arms: Sequence[Arm]) -> Step | str:
+        (arm,) = arms
+        if arm.halted is not None:
+            return f"{arm.label} stopped: {arm.halted}"
+        if self.rule.met(arm.records):
+            return f"{arm.label} met its stage"
+        if self._rest:
+            return f"{arm.label} reached its launches"
+        from ..analysis.stage import first_stage
+
+        _events, n = first_stage(arm.records, self.rule.stage)
+        want = self.rule.stage.launches
+        upto = max(self._upto, want) if self._upto == 0 else self._upto + (want - n)
+        if n >= want or upto >= arm.launches or upto <= self._upto:
+            self._rest = True  # missed (or no room to complete it): every planned slot
+            return Step(arm, arm.launches)
+        self._upto = upto
+        return Step(arm, upto)
+
+    def settled(self, arm: Arm) -> bool:
+        return bool(self.rule.met(arm.records))
 
 
 def _plan(records: Sequence[LaunchRecord], launches: int, max_attempts: int) -> list[tuple[

@@ -16,12 +16,12 @@ from ..errors import ExitCode
 from ..records import LaunchRecord
 from ..scenario import Scenario
 from .loop import RetryPolicy
-from ..store.meta import CampaignMeta, RuleMeta
+from ..store.meta import CampaignMeta, RuleMeta, StageMeta
 from ..store.store import Campaign
 
 __all__ = ["RuleRequest", "CampaignRequest", "SessionObserver", "CampaignRun",
            "SessionResult", "compare_argv", "resume_command", "Given", "Resolved",
-           "resolve_request", "resolve_rule", "RULE_DEFAULTS"]
+           "resolve_request", "resolve_rule", "resolve_stage", "RULE_DEFAULTS"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +72,8 @@ class CampaignRequest:
         retry: how infra errors are retried.
         resume: go on with the campaign in ``out``.
         rule: ``--until-verdict``, or ``None``.
+        stage: a baseline staged by design (``--stage N:R``, :mod:`kit.analysis.stage`),
+            or ``None``.
     """
 
     target: str
@@ -84,6 +86,7 @@ class CampaignRequest:
     retry: RetryPolicy = RetryPolicy()
     resume: bool = False
     rule: RuleRequest | None = None
+    stage: StageMeta | None = None
 
 
 class SessionObserver(Protocol):
@@ -191,6 +194,7 @@ class Given:
     timeout_s: float | None = None
     until_verdict: str | None = None
     rule: dict[str, Any] = dataclasses.field(default_factory=dict)
+    stage: tuple[int, int] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,6 +206,7 @@ class Resolved:
     launches: int
     timeout_s: float
     rule: RuleRequest | None
+    stage: StageMeta | None = None
 
 
 def resolve_request(given: Given, meta: CampaignMeta | None, out: Any, *,
@@ -233,7 +238,51 @@ def resolve_request(given: Given, meta: CampaignMeta | None, out: Any, *,
     rule = resolve_rule(given, meta.until_verdict if meta is not None else None, out,
                         resume=meta is not None,
                         launches=given.launches if meta is not None else None)
-    return Resolved(scenario, label, launches, timeout_s, rule)
+    stage = resolve_stage(given, meta, out, launches, rule)
+    return Resolved(scenario, label, launches, timeout_s, rule, stage)
+
+
+def resolve_stage(given: Given, meta: CampaignMeta | None, out: Any, launches: int,
+                  rule: RuleRequest | None) -> StageMeta | None:
+    """The baseline stage of ``given`` (``--stage N:R``, counting ``--event``), or on resume
+    the campaign's, which a stage or event given must match.
+
+    Raises:
+        UsageError: a stage with ``--until-verdict`` (a stage makes a baseline; the rule
+            stops the candidate), a first stage not below ``--launches``, or another stage
+            than the campaign's.
+    """
+    from ..analysis.verdict import check_signature
+    from ..errors import UsageError
+    from ..store.resume import conflict
+
+    kept = meta.stage if meta is not None else None
+    event = given.rule.get("signature")
+    if meta is not None:
+        if given.stage is not None and (kept is None or given.stage != (kept.launches,
+                                                                        kept.events)):
+            raise conflict("other", out, key="stage",
+                           old=None if kept is None else f"{kept.launches}:{kept.events}",
+                           new=f"{given.stage[0]}:{given.stage[1]}")
+        if kept is not None and event is not None and event != kept.event:
+            raise conflict("other", out, key="stage's --event", old=kept.event, new=event)
+        return kept
+    if given.stage is None:
+        return None
+    n, r = given.stage
+    if rule is not None:
+        raise UsageError("--stage makes a staged baseline; a run under --until-verdict is the "
+                         "candidate, which its rule stops",
+                         "run the baseline with --stage first, then the candidate with "
+                         "--until-verdict")
+    if n >= launches:
+        raise UsageError(f"--stage {n}:{r} needs --launches above {n} (it goes on to "
+                         f"--launches when the first {n} show fewer than {r} events)",
+                         "give the staged baseline's most launches as --launches, as "
+                         "`coldstart plan` prints them")
+    event = event if event is not None else RULE_DEFAULTS["signature"]
+    check_signature(event)
+    return StageMeta(launches=n, events=r, event=event)
 
 
 def kept_timeout_s(meta: CampaignMeta) -> float:
@@ -276,7 +325,8 @@ def resolve_rule(given: Given, kept: RuleMeta | None, out: Any, *, resume: bool,
     baseline = given.until_verdict
     if kept is None:
         if baseline is None:
-            named = [key for key, value in values.items() if value is not None]
+            named = [key for key, value in values.items() if value is not None
+                     and not (key == "signature" and given.stage is not None)]
             if named:
                 raise UsageError(f"{_flag(named[0])} only applies with --until-verdict",
                                  f"add --until-verdict BASELINE_DIR, or give "

@@ -28,6 +28,7 @@ from typing import Any, Sequence
 
 from ..analysis.decide import setting_option
 from ..analysis.sequential import InterleavedRule, StopRule, make_stop_rule
+from ..analysis.stage import StageRule, first_stage
 from ..analysis.sprt import SLOW_RULE_LAUNCHES
 from ..analysis.verdict import RACE_DETECTED, RACE_WITNESSED, count_events
 from .._bounded import describe_path, path_kind
@@ -35,7 +36,7 @@ from ..errors import UsageError
 from ..records import LaunchRecord
 from ..launch import PreparedTarget, Target
 from .interleave import InterleavedSchedule
-from .loop import Arm, CampaignSchedule, abandoned_slots, run_arms
+from .loop import Arm, CampaignSchedule, StagedSchedule, abandoned_slots, run_arms
 from ..store.meta import CampaignMeta, PairMeta, RuleMeta
 from ..store.opened import OpenCampaign, open_to_resume
 from .request import (CampaignRequest, CampaignRun, RuleRequest, SessionObserver,
@@ -275,8 +276,11 @@ def _run_single(request: CampaignRequest, target: Target, store: CampaignStore,
                           f"{request.launches} launches (this can take a minute)")
         base = load_campaign(request.rule.baseline)  # once: the rule and its notes
         should_stop = stop_rule_for(request.rule, request.target, request.launches, base)
-    kept = {} if should_stop is None else {"until_verdict": _rule_meta(
+    kept: dict[str, Any] = {} if should_stop is None else {"until_verdict": _rule_meta(
         should_stop.to_meta(str(request.rule.baseline), None, "not finished"))}
+    staged = StageRule(request.stage) if request.stage is not None else None
+    if staged is not None:  # declared before the first launch: campaign.json keeps it
+        kept["stage"] = request.stage
     # build, options and rule go into campaign.json as it is made, so that a kill -9 at any
     # moment leaves a campaign that --resume continues as it was started
     before = len(camp.records)
@@ -286,12 +290,15 @@ def _run_single(request: CampaignRequest, target: Target, store: CampaignStore,
     if should_stop is not None:
         assert base is not None
         _rule_notes(request, should_stop, prepared.options, base, observer)
+    if staged is not None:
+        observer.note(f"{staged.describe()} ({request.launches})")
     arm = Arm(store, camp.records, prepared.launchers, request.label, request.scenario,
               request.launches, request.timeout_s, request.retry)
     prepared.open()
     try:
         watcher = _Seeded(observer, request.label, request.launches, camp.records)
-        run_arms([arm], CampaignSchedule(should_stop), observer=watcher)
+        run_arms([arm], CampaignSchedule(should_stop) if staged is None else
+                 StagedSchedule(staged), observer=watcher)
     finally:
         _finish(prepared, camp)
     all_records = camp.records
@@ -301,8 +308,19 @@ def _run_single(request: CampaignRequest, target: Target, store: CampaignStore,
         camp.update(until_verdict=_rule_meta(
             should_stop.to_meta(str(request.rule.baseline), stopped, why)))
         compare = compare_argv(request.rule.baseline, store.path, should_stop.settings)
-    # a run its rule stopped needs no more launches: none of the rest is abandoned
+    if staged is not None:
+        met = staged.met(all_records)
+        events, n = first_stage(all_records, staged.stage)
+        observer.note(f"stage: {events} {staged.stage.event} in the first {n} launches: "
+                      + ("met, the baseline stops there" if met else
+                         "missed, the baseline goes on to its --launches"
+                         if n >= staged.stage.launches else "not made yet"))
+        stopped = True if met else None
+    # a run its rule (or its met stage) stopped needs no more launches: none of the rest is
+    # abandoned
     lost = 0 if stopped else len(abandoned_slots(all_records, request.launches))
+    if staged is not None:
+        stopped = None  # not a rule's stop: the CLI says nothing of an until-verdict
     return SessionResult((_result(camp, request.launches, before, lost),), stopped, why,
                          compare)
 

@@ -296,8 +296,14 @@ def _plan(args: argparse.Namespace) -> int:
                   f"--until-verdict BASELINE_DIR`): {design.describe()}.")
     if result.baseline_launches is not None and result.power is not None:
         ref = result.reference
-        console.print(f"Designed for a finished baseline of {result.baseline_launches} "
-                      f"launches: with a candidate at {design.design_rate:g} it ends fixed "
+        staged = ""
+        if result.baseline_stage is not None:
+            n1, r = result.baseline_stage
+            staged = (f" staged by design (`coldstart run ... --launches "
+                      f"{result.baseline_launches} --stage {n1}:{r} --event EVENT`: it stops "
+                      f"after {n1} launches with at least {r} events)")
+        console.print(f"Designed for a finished baseline of {'at most ' if staged else ''}"
+                      f"{result.baseline_launches} launches{staged}: with a candidate at {design.design_rate:g} it ends fixed "
                       f"with {result.power:.1%} (exact; the fixed-size design "
                       f"{ref.baseline_launches} + {ref.candidate_launches} at that rate: "
                       f"{result.reference_power:.1%}) after {result.expected_launches:.0f} "

@@ -75,7 +75,29 @@ def add_campaign_options(parser: argparse.ArgumentParser, default_timeout_s: flo
                             "1 s doubling up to 30 s")
     group.add_argument("--json", action="store_true",
                        help="print the records of this run as JSON lines on stdout")
+    group.add_argument("--stage", type=stage_arg, default=None, metavar="N:R",
+                       help="a baseline staged by design: stop after N launches when they "
+                            "show at least R of --event, else go on to --launches (`coldstart "
+                            "plan` prints the stage; docs/verdict.md)")
     add_until_verdict_options(parser)
+
+
+def stage_arg(text: str) -> tuple[int, int]:
+    """argparse type for ``--stage N:R`` (:func:`kit.analysis.stage.parse_stage`).
+
+    Raises:
+        argparse.ArgumentTypeError: not ``N:R`` with ``1 <= R <= N`` (argparse prints it).
+    """
+    from ..analysis.stage import parse_stage
+    from ..argtypes import MAX_LAUNCHES
+
+    try:
+        n, r = parse_stage(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if n > MAX_LAUNCHES:
+        raise argparse.ArgumentTypeError(f"--stage {n}:{r}: at most {MAX_LAUNCHES} launches")
+    return n, r
 
 
 #: Defaults of the rule's options on ``coldstart run`` (``None`` there means "not given").
@@ -155,7 +177,8 @@ def given_from_args(args: argparse.Namespace) -> Given:
                  launches=getattr(args, "launches", None),
                  timeout_s=getattr(args, "timeout", None),
                  until_verdict=getattr(args, "until_verdict", None),
-                 rule={key: getattr(args, key, None) for key in RULE_DEFAULTS})
+                 rule={key: getattr(args, key, None) for key in RULE_DEFAULTS},
+                 stage=getattr(args, "stage", None))
 
 
 def rule_from_args(args: argparse.Namespace, kept: RuleMeta | None, out: Any,

@@ -130,7 +130,7 @@ def build_request(target: str, args: argparse.Namespace,
     return CampaignRequest(target=target, config=config, scenario=resolved.scenario,
                            label=resolved.label, out=out, launches=resolved.launches,
                            timeout_s=timeout_s, retry=retry, resume=bool(args.resume),
-                           rule=rule)
+                           rule=rule, stage=resolved.stage)
 
 
 def _run(args: argparse.Namespace) -> int:

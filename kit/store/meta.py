@@ -12,6 +12,9 @@ and written back, so a newer kit's campaign survives an older kit's resume. Sche
      "build_identity": BuildIdentity | absent,   # absent: read from "build" (older kits)
      "extended_from": [int] | absent,   # the planned launches before each --resume that
                                         # raised them after launches were made
+     "stage": {"launches": int, "events": int, "event": str} | absent,   # a baseline
+                                        # staged by design (--stage N:R): it stops at N
+                                        # counted launches with at least R of the event
      "until_verdict": RuleMeta | absent,   # a run under --until-verdict
      "interleaved": {"candidate": str, **RuleMeta} | absent}   # the baseline of such a run
 """
@@ -30,7 +33,7 @@ from ..argtypes import MAX_LAUNCHES
 from ..errors import DataError
 from .identity import BuildIdentity
 
-__all__ = ["SCHEMA_VERSION", "CampaignMeta", "RuleMeta", "PairMeta", "RunSetup",
+__all__ = ["SCHEMA_VERSION", "CampaignMeta", "RuleMeta", "PairMeta", "StageMeta", "RunSetup",
            "BuildIdentity", "read_meta", "write_meta", "merged_meta", "META_MAX_BYTES"]
 
 SCHEMA_VERSION = 1
@@ -200,6 +203,35 @@ class RunSetup:
 
 
 @dataclasses.dataclass(frozen=True)
+class StageMeta:
+    """A baseline staged by design (``coldstart run ... --stage N:R``), as ``campaign.json``
+    keeps it: the campaign stops after ``launches`` counted launches when they show at
+    least ``events`` of ``event``, and else goes on to its planned ``launches``
+    (:mod:`kit.analysis.stage`)."""
+
+    launches: int
+    events: int
+    event: str
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> "StageMeta":
+        """Raises DataError naming ``where`` and the field when a field has the wrong type
+        or the events exceed the launches."""
+        if not isinstance(data, dict):
+            raise DataError(f"{where} must be an object, not {type_name(data)}", _HINT)
+        c = FieldReader(data, where, _HINT)
+        stage = cls(launches=c.int("launches", low=1, high=MAX_LAUNCHES),
+                    events=c.int("events", low=1, high=MAX_LAUNCHES), event=c.str("event"))
+        if stage.events > stage.launches:
+            raise DataError(f"{where}: events ({stage.events}) is more than launches "
+                            f"({stage.launches})", _HINT)
+        return stage
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"launches": self.launches, "events": self.events, "event": self.event}
+
+
+@dataclasses.dataclass(frozen=True)
 class CampaignMeta:
     """A campaign's ``campaign.json`` (module doc). Frozen: change it with
     :func:`dataclasses.replace` and :func:`write_meta`. ``until_verdict`` is the rule of a
@@ -210,7 +242,8 @@ class CampaignMeta:
     ``extended_from`` lists the planned launches before each ``--resume`` that raised them
     once launches had been made: the campaign's size then depended on what it had shown,
     which an exact comparison against it as a finished baseline does not allow
-    (:func:`kit.analysis.sequential.size_not_fixed`)."""
+    (:func:`kit.analysis.summary.size_not_fixed`). ``stage`` is a baseline staged by design
+    (:class:`StageMeta`), whose size follows its results only as declared before it ran."""
 
     label: str
     target: str
@@ -227,11 +260,12 @@ class CampaignMeta:
     interleaved: PairMeta | None = None
     build_identity: BuildIdentity | None = None
     extended_from: list[int] = dataclasses.field(default_factory=list)
+    stage: StageMeta | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     _KNOWN = ("schema", "label", "target", "scenario", "scenario_description", "launches",
               "created_at", "devices", "build", "tools", "options", "until_verdict",
-              "interleaved", "build_identity", "extended_from")
+              "interleaved", "build_identity", "extended_from", "stage")
 
     def __post_init__(self) -> None:
         if self.build_identity is None:
@@ -254,6 +288,7 @@ class CampaignMeta:
         rule = data.get("until_verdict")
         pair = data.get("interleaved")
         identity = data.get("build_identity")
+        stage = data.get("stage")
         return cls(label=c.str("label"), target=c.str("target"), scenario=c.str("scenario"),
                    launches=c.int("launches", low=1, high=MAX_LAUNCHES), schema=schema,
                    scenario_description=c.str("scenario_description", ""),
@@ -266,6 +301,8 @@ class CampaignMeta:
                    build_identity=None if identity is None else BuildIdentity.from_dict(
                        identity, f"{where}: build_identity"),
                    extended_from=c.ints("extended_from", low=1, high=MAX_LAUNCHES),
+                   stage=None if stage is None else StageMeta.from_dict(
+                       stage, f"{where}: stage"),
                    extra={k: v for k, v in data.items() if k not in cls._KNOWN})
 
     @property
@@ -294,6 +331,8 @@ class CampaignMeta:
             out["build_identity"] = self.build_identity.to_dict()
         if self.extended_from:
             out["extended_from"] = list(self.extended_from)
+        if self.stage is not None:
+            out["stage"] = self.stage.to_dict()
         out.update(self.extra)
         return out
 
@@ -334,12 +373,12 @@ def write_meta(path: str | os.PathLike[str], meta: CampaignMeta) -> None:
 
 def merged_meta(meta: CampaignMeta, changes: dict[str, Any]) -> CampaignMeta:
     """``meta`` with ``changes``: field name -> value; ``build``, ``options`` and ``tools``
-    dicts are merged one level deep; ``until_verdict`` and ``interleaved`` take their typed
+    dicts are merged one level deep; ``until_verdict``, ``interleaved`` and ``stage`` take their typed
     value or a dict merged into the old one, ``build_identity`` its typed value; unknown
     names go to ``extra``."""
     updates: dict[str, Any] = {}
     extra = dict(meta.extra)
-    typed = {"until_verdict": RuleMeta, "interleaved": PairMeta}
+    typed = {"until_verdict": RuleMeta, "interleaved": PairMeta, "stage": StageMeta}
     for key, value in changes.items():
         if key in ("build", "options", "tools") and isinstance(value, dict):
             updates[key] = {**getattr(meta, key), **value}
