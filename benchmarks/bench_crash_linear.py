@@ -28,6 +28,11 @@ SHAPES = {
     "ubsan-after-parens": lambda n: "a(" * (n // 2) + " runtime error: x",
     "ubsan-message-spaces": lambda n: "f.c:1:2: runtime error: a" + " " * n + "b\n",
     "ubsan-judge-spaces": lambda n: "Line 3: Char 4: runtime error: a" + " " * n + "b (s.cpp)\n",
+    # the joined-part cut (issue #24 family 9): runs of spaces and ": " before no part
+    "ubsan-joined-spaces": lambda n: ("f.c:1:2: runtime error: a" + " " * n
+                                      + "0xb SUMMARY #0 0x\n"),
+    "ubsan-joined-colons": lambda n: ("f.c:1:2: runtime error: a" + ": " * (n // 2)
+                                      + "0x1: note #1 0x SUMMARY: \n"),
     "frame-rows-spaces": lambda n: "0  libx.so  a" + " " * n + "b\n1  liby.so  c\n",
     "ide-frame-spaces": lambda n: "a" + " " * n + "x\n",
     "crash-text-frame-mark": lambda n: "0 x" + " " * n + "0x1234 \n",

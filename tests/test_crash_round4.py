@@ -135,3 +135,97 @@ def test_a_frames_tables_rows_without_addresses_are_read_as_frame_rows() -> None
     # an address in the row makes it another layout's (which number it is, its header said)
     with_hex = "0  libfoo.so  foo  0x0000000000000054\n1  libfoo.so  bar  0x0000000000000028\n"
     assert parse_text(with_hex).format != "frame-rows"
+
+
+# issue #24 family 9: a one-line UBSan report is a paste that lost newlines, the report's later
+# parts joined onto the runtime error line; the message ends where the first of them starts
+STK_5246 = "public/host/ubsan-stk-5246-joined-note-hexdump.txt"
+RESID_2 = "public/host/ubsan-resid-2-one-line-summary.txt"
+
+
+def _fixture(name: str) -> bytes:
+    from pathlib import Path
+    return (Path(__file__).parent / "data" / "crashes" / name).read_bytes()
+
+
+def test_stk_5246_joined_note_and_hex_dump_are_no_part_of_the_message() -> None:
+    # supertuxkart/stk-code#5246: "0x..: note: pointer points here: be be .." after ": "
+    record = parse_text(_fixture(STK_5246))
+    assert (record.platform, record.source, record.format, record.kind) == (
+        "linux", "sanitizer", "ubsan", "native")
+    assert record.message == ("reference binding to misaligned address 0x6210005ce0b4 for "
+                              "type 'const struct string', which requires 8 byte alignment")
+    assert record.cause == "runtime error at src/scriptengine/script_challenges.cpp:74"
+    assert (record.exception, record.code, record.signal, record.signal_name) == (
+        None, None, None, None)
+    assert (record.fault_address, record.pid, record.tid, record.process) == (
+        None, None, None, None)
+    assert (record.thread_name, record.abort_message, record.abi, record.timestamp) == (
+        None, None, None, None)
+    assert record.frames == ()
+    assert record.notes == ("no SUMMARY line: read from UBSan's runtime error line alone",
+                            "no stack frames in the sanitizer report")
+    result = classify(record)
+    assert (result.crash_class.value, result.rule_id, result.signature) == (
+        "other-native-crash", None, "EMPTY: no frame data available")
+
+
+def test_resid_2_one_line_summary_is_ubsan_and_ends_at_summary() -> None:
+    record = parse_text(_fixture(RESID_2))
+    assert (record.platform, record.source, record.format, record.kind) == (
+        "linux", "sanitizer", "ubsan", "native")
+    assert (record.exception, record.code) == (
+        "UndefinedBehaviorSanitizer: undefined-behavior", "undefined-behavior")
+    assert record.message == ("signed integer overflow: 63904 * 130489 cannot be represented "
+                              "in type 'int'")
+    assert record.cause == "runtime error at .src/libs/resid/sid.cc:919"
+    assert (record.signal, record.fault_address, record.pid, record.process) == (
+        None, None, None, None)
+    assert record.frames == ()
+    assert record.notes == ("no stack frames in the sanitizer report",)
+    assert classify(record).signature == "EMPTY: no frame data available"
+
+
+@pytest.mark.parametrize("joined", [
+    " SUMMARY: UndefinedBehaviorSanitizer: undefined-behavior a.cc:3:5 in",
+    ": 0x6210005ce0b4: note: pointer points here: be be be be c4 e0 5c 00",
+    " 0x6210005ce0b4: note: pointer points here  be be be be",
+    "\t0x10: note: pointer points here",
+])
+def test_a_joined_later_part_ends_the_one_line_ubsan_message(joined: str) -> None:
+    record = parse_text("a.cc:3:5: runtime error: load of misaligned address 0x6210005ce0b4 "
+                        "for type 'int', which requires 4 byte alignment" + joined + "\n")
+    assert (record.format, record.message, record.cause) == (
+        "ubsan", "load of misaligned address 0x6210005ce0b4 for type 'int', which requires 4 "
+        "byte alignment", "runtime error at a.cc:3")
+
+
+def test_joined_frames_are_read_apart_and_end_the_message() -> None:
+    text = ("/src/a.cc:3:5: runtime error: load of null pointer of type 'int' "
+            "#0 0x55d1 in foo(int) /src/a.cc:3:5 #1 0x55d2 in main /src/a.cc:9:1 "
+            "SUMMARY: UndefinedBehaviorSanitizer: undefined-behavior /src/a.cc:3:5 in foo(int)\n")
+    record = parse_text(text)
+    assert (record.format, record.message, record.code) == (
+        "ubsan", "load of null pointer of type 'int'", "undefined-behavior")
+    assert [(f.index, f.symbol, f.pc, f.file, f.line) for f in record.frames] == [
+        (0, "foo(int)", "0x55d1", "/src/a.cc", 3), (1, "main", "0x55d2", "/src/a.cc", 9)]
+    assert classify(record).signature != "EMPTY: no frame data available"
+
+
+def test_leetcodes_judge_line_with_its_summary_joined_ends_at_summary() -> None:
+    # the shape of a LeetCode paste kept in a public solution file's comment
+    record = parse_text("Line 22: Char 58: runtime error: signed integer overflow: -100 - "
+                        "9223372036854775807 cannot be represented in type 'long long' "
+                        "(solution.cpp) SUMMARY: UndefinedBehaviorSanitizer: undefined-behavior "
+                        "prog_joined.cpp:31:58\n")
+    assert (record.format, record.code, record.message, record.cause) == (
+        "ubsan", "undefined-behavior",
+        "signed integer overflow: -100 - 9223372036854775807 cannot be represented in type "
+        "'long long'", "runtime error at solution.cpp:22")
+
+
+def test_a_note_or_hash_inside_the_message_is_kept() -> None:
+    # only a "0x..: note: " part or a "#N 0x.. " frame ends it, not the words alone
+    record = parse_text("a.cc:1:2: runtime error: index 5 out of bounds for type 'int[4]' "
+                        "(see note: 0x10 #3)\n")
+    assert record.message == "index 5 out of bounds for type 'int[4]' (see note: 0x10 #3)"

@@ -28,7 +28,10 @@ it can be told (an access plus a ``freed by`` stack is a use-after-free). A leak
 (LSan) is not a crash: its kind stays ``unknown``.
 
 UBSan's own line, ``file:line:col: runtime error: what`` (``ubsan_diag.cpp``), gives the
-message and the cause, also when its ``SUMMARY`` follows on the same line, and in the form
+message and the cause, also when a paste lost the report's newlines and its later parts
+follow on the same line (the ``SUMMARY``, simonowen/resid#2; the ``0x..: note: pointer
+points here`` line and its hex dump, supertuxkart/stk-code#5246; frames, read apart), the
+message ending where the first of them starts, and in the form
 LeetCode's judge prints (``Line 14: Char 19: runtime error: what (solution.cpp)``, the
 location moved to the front and the file's name to the end; LeetCode-Feedback#20970 in the
 corpus). The line may stand under a log's own prefix: spaced (``wrap.sh: ``, a
@@ -89,9 +92,14 @@ _UBSAN = re.compile(r"(?:^|(?<=[\s:\]\[(]))(?P<file>(?:[A-Za-z]:)?[^\s:\[\](]+):
 _UBSAN_JUDGE = re.compile(r"\bLine (?P<line>\d+): Char \d+: runtime error: (?P<msg>.*\S)\s*$")
 # the judge's " (file.cpp)" at the message's end, matched on that end only
 _JUDGE_FILE = re.compile(r"[^\s()]+\.\w+")
-# the one-line form's " SUMMARY: ...Sanitizer: " after the message, from the start of its
-# run of spaces only (each run scanned once: linear in the line)
-_SUMMARY_AFTER = re.compile(r"(?<!\s)\s+SUMMARY: \w+Sanitizer: ")
+# the later parts of a UBSan report joined onto its runtime error line when a paste lost its
+# newlines: the summary ("SUMMARY: UndefinedBehaviorSanitizer: ..."; simonowen/resid#2), the
+# "0x..: note: pointer points here" line and its hex dump (after ": " or spaces;
+# supertuxkart/stk-code#5246) and stack frames ("#0 0x.. in f a.cc:3"). The cut is matched
+# from the start of its run of spaces only (never after a space or a colon), and what may
+# follow the spaces starts with no space, so each run is scanned once: linear in the line
+_JOINED = re.compile(r"(?<![\s:]):?\s+(?=SUMMARY: \w+Sanitizer: |0x[0-9a-fA-F]+: note: |"
+                     r"#\d{1,4} 0x[0-9a-fA-F]+\s)")
 _DETECT = re.compile(r"(?:ERROR|WARNING): (?:" + "|".join(_TOOLS) + r"):|SUMMARY: \w+Sanitizer:|"
                      r"freed by thread T\d+(?: \([^()\n]*\))? here:|previously allocated by "
                      r"thread T\d+(?: \([^()\n]*\))? here:|"
@@ -203,17 +211,17 @@ def _from_tombstone(draft: Draft, lines: Sequence[str]) -> list[str]:
 def _read_runtime_error(draft: Draft, lines: Sequence[str]) -> None:
     """UBSan's own line, "file:line:col: runtime error: what" (or LeetCode's rewrite of it,
     "Line N: Char M: runtime error: what (file)"), into the message and the cause. The
-    one-line form goes on with " SUMMARY: UndefinedBehaviorSanitizer: ..." on the same line:
-    not part of the message."""
+    line comes here with the report's later parts that were joined onto it (its SUMMARY, a
+    note, frames) already split off (``_unjoin``): none of them is part of the message."""
     for line in lines:
         if "runtime error: " not in line:
             continue
         m = _UBSAN.search(line)
         if m is not None:
             where = f"{m.group('file')}:{m.group('line')}"
-            msg = _SUMMARY_AFTER.split(m.group("msg"), maxsplit=1)[0]
+            msg = m.group("msg")
             break
-        judge = _UBSAN_JUDGE.search(_SUMMARY_AFTER.split(line, maxsplit=1)[0])
+        judge = _UBSAN_JUDGE.search(line)
         if judge is not None:
             msg, source = judge.group("msg"), None
             cut = msg.rfind(" (")
@@ -228,6 +236,20 @@ def _read_runtime_error(draft: Draft, lines: Sequence[str]) -> None:
     draft.set("cause", f"runtime error at {where}")
 
 
+def _unjoin(lines: Sequence[str]) -> list[str]:
+    """The lines with each UBSan runtime error line split where a later part of the report
+    was joined onto it (a paste that lost its newlines; see ``_JOINED``); other lines as
+    they are."""
+    out: list[str] = []
+    for line in lines:
+        if "runtime error: " in line and ("SUMMARY: " in line or ": note: " in line
+                                          or "#" in line):
+            out.extend(_JOINED.split(line))
+        else:
+            out.append(line)
+    return out
+
+
 def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
     """Read a sanitizer report (see the module docs) into ``draft``; a report in logcat
     (Android's wrap script logs it, each line under a logcat prefix) is read from the lines'
@@ -238,6 +260,7 @@ def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
         draft.platform = "android"
     if looks_like_tombstone(lines):
         lines = _from_tombstone(draft, lines)
+    lines = _unjoin(lines)
     text = "\n".join(lines)
     header = next((m for m in map(_HEADER.search, lines) if m), None)
     summary = next((m for m in map(_SUMMARY.search, lines) if m), None)
