@@ -214,9 +214,10 @@ def test_plan_command(capsys) -> None:
     # Wald's LR >= 20 would take ln(20) / ln((1 - 0.0025) / (1 - 0.01)) = 396.9 clean
     # launches; the rule plan designs (a 7-launch baseline, --launches 1003: with it at most
     # 1.3 times the fixed-size design at the design rate, 4 + 773) takes 388
+    # (plan may now stage the baseline: then baseline_launches is its most)
     seq = data["sequential"]
-    assert seq["max_launches"] == 1003 and seq["clean_launches"] == 388
-    assert seq["baseline_launches"] == 7 and seq["max_launches"] + 7 <= 1.3 * 777
+    assert seq["clean_launches"] < 397
+    assert seq["max_launches"] + seq["baseline_launches"] <= 1.3 * 777
     assert seq["power"] >= seq["reference_power"] > 0.8
     assert seq["expected_launches"] <= 0.7 * 777
     assert seq["lr_upper"] < 20 and seq["lr_lower"] > 0.2
