@@ -51,9 +51,9 @@ def first_stage(records: Iterable[LaunchRecord], stage: StageMeta) -> tuple[int,
 
 
 class StageRule:
-    """``should_stop`` for :func:`kit.campaign.run_campaign`: the staged baseline stops once
-    its first stage is made and shows at least ``stage.events`` events. Call with all the
-    records so far (infra errors are not eligible)."""
+    """When a staged baseline stops: once its first stage is made and shows at least
+    ``stage.events`` events (:class:`kit.campaign.loop.StagedSchedule` asks it with all the
+    records so far; infra errors are not eligible)."""
 
     def __init__(self, stage: StageMeta) -> None:
         self.stage = stage
@@ -62,9 +62,6 @@ class StageRule:
         """Whether the first stage is made and shows enough events."""
         events, n = first_stage(records, self.stage)
         return n >= self.stage.launches and events >= self.stage.events
-
-    def __call__(self, records: list[LaunchRecord]) -> bool:
-        return self.met(records)
 
     def describe(self) -> str:
         s = self.stage

@@ -315,12 +315,11 @@ def _run_single(request: CampaignRequest, target: Target, store: CampaignStore,
                       + ("met, the baseline stops there" if met else
                          "missed, the baseline goes on to its --launches"
                          if n >= staged.stage.launches else "not made yet"))
-        stopped = True if met else None
+    else:
+        met = False
     # a run its rule (or its met stage) stopped needs no more launches: none of the rest is
     # abandoned
-    lost = 0 if stopped else len(abandoned_slots(all_records, request.launches))
-    if staged is not None:
-        stopped = None  # not a rule's stop: the CLI says nothing of an until-verdict
+    lost = 0 if stopped or met else len(abandoned_slots(all_records, request.launches))
     return SessionResult((_result(camp, request.launches, before, lost),), stopped, why,
                          compare)
 
