@@ -176,8 +176,8 @@ def load_modelset(models_dir: str | os.PathLike[str] | None = None) -> ModelSet:
     except FileNotFoundError:
         raise UsageError(f"no model set manifest at {manifest}",
                          "pass --models DIR pointing at the checkout's models/ folder") from None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise DataError(f"{manifest} is not a valid manifest: {exc!r}",
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise DataError(f"{manifest} is not a valid manifest: {str(exc)[:80]!r}",
                         "restore it from git") from None
 
 

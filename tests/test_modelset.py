@@ -107,6 +107,14 @@ def test_missing_manifest_is_a_usage_error(tmp_path: Path) -> None:
         modelset.load_modelset(tmp_path)
 
 
+@pytest.mark.parametrize("text", ["[" * 100_000, '{"models": 3}', '{"models": [[]]}', "{"])
+def test_a_corrupt_manifest_is_a_data_error(models_copy: Path, text: str) -> None:
+    (models_copy / "manifest.json").write_text(text)
+    with pytest.raises(DataError, match="is not a valid manifest") as info:
+        modelset.load_modelset(models_copy)
+    assert len(info.value.one_line()) < 400
+
+
 def test_unknown_model_name_lists_the_known_ones() -> None:
     with pytest.raises(UsageError) as info:
         modelset.load_modelset().by_name("alexa")
