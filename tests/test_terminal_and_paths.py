@@ -7,6 +7,9 @@ a ``%`` in ``--out`` reaches valgrind as a literal (its ``--xml-file`` expands `
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,6 +49,29 @@ def test_report_output_carries_no_escape_sequence_from_a_campaign(tmp_path: Path
         shown += (campaign.path / "report" / written).read_text()
     assert "\x1b" not in shown and "\x07" not in shown and BIDI not in shown
     assert "\\x1b" in shown  # the device and the error are still shown, escaped
+
+
+def test_printable_writes_a_lone_surrogate_as_its_byte() -> None:
+    raw = b"runs/r\xff".decode("utf-8", "surrogateescape")  # a non-UTF-8 file name
+    assert printable(raw) == "runs/r\\xff"
+    assert printable("a\ud800b") == "a\\ud800b"
+    printable(raw).encode("utf-8")  # what a report writes: it no longer raises
+
+
+def test_a_report_on_a_non_utf8_path_is_written(tmp_path: Path) -> None:
+    """A campaign in a folder whose name is not UTF-8 (bytes ``r\\xff``): ``report`` writes
+    all four files, the path shown with the byte escaped."""
+    folder = tmp_path / b"r\xff".decode("utf-8", "surrogateescape")
+    campaign = make_campaign(folder, "base", [record("base", 0)], scenario="mode=serial")
+    for locale in ("C.UTF-8", None):  # Python's stdout: surrogateescape, else strict
+        env = {**os.environ, "PYTHONIOENCODING": "utf-8"} if locale is None else {
+            **os.environ, "LC_ALL": locale}
+        proc = subprocess.run([sys.executable, "-m", "kit.cli", "report", str(campaign.path)],
+                              capture_output=True, env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert b"Traceback" not in proc.stderr and b"report.html" in proc.stdout
+    html = (campaign.path / "report" / "report.html").read_text()
+    assert "\\xff" in html and "\udcff" not in html
 
 
 def test_an_error_line_escapes_what_it_echoes(tmp_path: Path) -> None:

@@ -125,6 +125,9 @@ class _PipeGuard:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``coldstart`` console script. Returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    for stream in (sys.stdout, sys.stderr):  # a path that is not UTF-8 never stops a print
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     stdout = sys.stdout
     sys.stdout = _PipeGuard(stdout)  # type: ignore[assignment]
     try:
