@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
 
+from .argtypes import MAX_LAUNCHES, positive_int
+
 if TYPE_CHECKING:  # pragma: no cover
     from .campaign import Campaign
     from .analysis.summary import CampaignSummary
@@ -179,9 +181,16 @@ class Coldstart:
         self.record_property = record_property
 
     def run(self, label: str, *, launches: int | None = None, scenario: str = "",
-            timeout_s: float | None = None, extra: tuple[str, ...] = ()) -> CampaignResult:
+            timeout_s: float | None = None, extra: tuple[str, ...] = (),
+            stage: str | tuple[int, int] | None = None,
+            event: str | None = None) -> CampaignResult:
         """Run one campaign of build ``label`` on the target (a new directory under the out
-        folder) and return it summarised. ``extra`` adds ``coldstart run`` options.
+        folder) and return it summarised. ``extra`` adds the target's ``coldstart run``
+        options. ``stage`` (``"N1:R"`` or ``(N1, R)``, with ``event``, default
+        ``xnnpack-allocator-uaf``) makes a baseline staged by design, as ``coldstart run
+        --stage N1:R --event E`` does (:mod:`kit.analysis.stage`, docs/verdict.md): ``N1``
+        launches, and on to ``launches`` only when they showed fewer than ``R`` events;
+        ``coldstart plan`` prints the three numbers.
 
         Raises:
             pytest.fail: bad target options or input (the CLI's one-line message).
@@ -195,14 +204,18 @@ class Coldstart:
 
         out = self.out_root / label
         try:
+            _check_launches(launches)
+            staged = _stage_value(stage)
             config, timeout, retry, args = _target_config(self.spec, extra, timeout_s)
             resolved = resolve_request(
-                Given(scenario=scenario, label=label, launches=launches or self.launches),
+                Given(scenario=scenario, label=label, launches=launches if launches is not None
+                      else self.launches,
+                      rule={} if event is None else {"signature": event}, stage=staged),
                 None, out, default_launches=20, default_timeout_s=timeout)
             request = CampaignRequest(
                 target=self.spec.name, config=config, scenario=resolved.scenario,
                 label=resolved.label, out=out, launches=resolved.launches,
-                timeout_s=resolved.timeout_s, retry=retry)
+                timeout_s=resolved.timeout_s, retry=retry, stage=resolved.stage)
             result = run_session(get_target(self.spec.name), request, _Quiet())
             farm = _pull_farm(args, out)
         except ColdstartError as exc:
@@ -276,6 +289,45 @@ class Coldstart:
         return comparison
 
 
+def _check_launches(launches: Any) -> None:
+    """``Coldstart.run``'s ``launches``: ``None`` or a whole number in
+    ``1..``:data:`~kit.argtypes.MAX_LAUNCHES`, as ``--launches`` takes.
+
+    Raises:
+        UsageError: anything else.
+    """
+    from .errors import UsageError
+
+    if launches is None:
+        return
+    if type(launches) is not int or not 1 <= launches <= MAX_LAUNCHES:
+        raise UsageError(f"launches={str(launches)[:40]} is not a whole number in "
+                         f"1..{MAX_LAUNCHES}", "give the campaign's launches, e.g. launches=20")
+
+
+def _stage_value(stage: str | tuple[int, int] | None) -> tuple[int, int] | None:
+    """``Coldstart.run``'s ``stage`` as ``(N1, R)`` (:func:`kit.analysis.stage.parse_stage`,
+    the CLI's check), or ``None``.
+
+    Raises:
+        UsageError: not ``"N1:R"`` or a pair of such counts.
+    """
+    from .analysis.stage import parse_stage
+    from .errors import UsageError
+
+    hint = "give stage=\"12:2\" or stage=(12, 2), as `coldstart plan` prints it"
+    if stage is None:
+        return None
+    if isinstance(stage, tuple) and len(stage) == 2 and all(type(v) is int for v in stage):
+        stage = f"{stage[0]}:{stage[1]}"
+    if not isinstance(stage, str):
+        raise UsageError(f"stage {str(stage)[:60]!r} is not N1:R", hint)
+    try:
+        return parse_stage(stage[:100])
+    except ValueError as exc:
+        raise UsageError(str(exc), hint) from None
+
+
 class _Quiet:
     """A session observer that keeps quiet (pytest shows the assertions)."""
 
@@ -345,7 +397,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="a `coldstart run` target with its options, e.g. \"appium --server "
                          "URL --platform android --caps caps.json\"; repeat for several "
                          "targets (tests run once per target; shard with pytest-xdist)")
-    group.addoption("--coldstart-launches", type=int, default=None, metavar="N",
+    group.addoption("--coldstart-launches", type=positive_int, default=None, metavar="N",
                     help="launches per campaign (default: each test's or the target's)")
     group.addoption("--coldstart-out", default=None, metavar="DIR",
                     help="where campaign directories go (default: pytest's tmp dir)")
@@ -357,8 +409,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``coldstart`` marker; refuse an ``--coldstart-out`` or
+    ``--coldstart-report-dir`` that cannot be a directory (empty, a file, /dev/null), as
+    ``coldstart run --out`` does, before any test runs.
+
+    Raises:
+        pytest.UsageError: such an option (one line).
+    """
     config.addinivalue_line("markers", "coldstart: runs cold-launch campaigns on the "
                                        "--coldstart-target targets")
+    from .cli.run import check_directory_arg
+    from .errors import ColdstartError
+
+    for flag, key in (("--coldstart-out", "coldstart_out"),
+                      ("--coldstart-report-dir", "coldstart_report_dir")):
+        value = config.getoption(key, None)
+        if value is None:
+            continue
+        if not str(value).strip():
+            raise pytest.UsageError(f"{flag} is empty (give a directory)")
+        try:
+            check_directory_arg(Path(value), flag)
+        except ColdstartError as exc:
+            raise pytest.UsageError(exc.one_line()) from None
 
 
 def _specs(config: pytest.Config) -> list[TargetSpec]:

@@ -132,3 +132,41 @@ def test_target_ids_never_carry_urls() -> None:
                        match="must start with one of host, android, ios-sim, ios-device, "
                              "appium, not 'windows'"):
         parse_target_spec("windows --serial x")
+
+
+@pytest.mark.parametrize("option, said", [
+    ("--coldstart-launches=0", "argument --coldstart-launches: 0 is out of range 1..1000000"),
+    ("--coldstart-launches=-5", "argument --coldstart-launches: -5 is out of range"),
+    ("--coldstart-launches=x", "argument --coldstart-launches: 'x' is not a whole number"),
+    ("--coldstart-out=", "--coldstart-out is empty (give a directory)"),
+    ("--coldstart-out=/dev/null", "--coldstart-out /dev/null is a character device"),
+    ("--coldstart-report-dir=/dev/null/r", "--coldstart-report-dir /dev/null/r cannot be made: "
+                                           "/dev/null is a character device"),
+])
+def test_bad_plugin_options_are_usage_errors_before_any_test(
+        pytester: pytest.Pytester, option: str, said: str) -> None:
+    pytester.makepyfile(test_farm=TEST_MODULE)
+    result = pytester.runpytest_subprocess(*FLAGS, "--coldstart-target", "host", option)
+    assert result.ret == 4  # pytest's usage error: nothing collected, nothing run
+    assert said in result.stderr.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+@pytest.mark.parametrize("kwargs, said", [
+    ({"launches": 0}, "launches=0 is not a whole number in 1..1000000"),
+    ({"launches": 2.5}, "launches=2.5 is not a whole number"),
+    ({"launches": 3, "stage": "3:4"}, "--stage 3:4: the events R must be between 1 and the "
+                                      "launches N"),
+    ({"launches": 3, "stage": (1, 1, 1)}, "stage '(1, 1, 1)' is not N1:R"),
+    ({"launches": 3, "stage": "5:1"}, "--stage 5:1 needs --launches above 5"),
+    ({"launches": 3, "stage": "1:1", "event": "nope"}, "signature 'nope' is not a crash class"),
+])
+def test_bad_run_arguments_fail_the_test_in_one_line(tmp_path: Path, kwargs: dict[str, Any],
+                                                     said: str) -> None:
+    from kit.pytest_plugin import Coldstart
+
+    session = Coldstart(parse_target_spec("host"), tmp_path, None, None, lambda *a: None)
+    with pytest.raises(pytest.fail.Exception) as info:
+        session.run("baseline", **kwargs)
+    assert said in str(info.value)
+    assert not any(tmp_path.iterdir())  # refused before anything was written

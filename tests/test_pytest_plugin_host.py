@@ -47,3 +47,35 @@ def test_plugin_runs_host_campaigns(pytester: pytest.Pytester, monkeypatch: pyte
     assert len(campaigns) == 1
     lines = (campaigns[0].parent / "launches.jsonl").read_text().splitlines()
     assert len(lines) == 2
+
+
+STAGED = '''
+def test_staged_baseline(coldstart):
+    result = coldstart.run("baseline", scenario="mode=serial&inject=segv@sessions-created",
+                           launches=3, stage="1:1", event="any-crash")
+    assert result.campaign.meta.stage.launches == 1
+    assert result.count() == (1, 1)
+
+def test_bad_stage_fails_with_one_line(coldstart):
+    coldstart.run("other", launches=3, stage=(2, 3))
+'''
+
+
+def test_plugin_runs_a_staged_baseline(pytester: pytest.Pytester,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``coldstart.run(..., stage="1:1", event=...)`` is ``coldstart run --stage 1:1``: a
+    first stage of one launch that crashed meets it, so the campaign stops at one of its
+    three launches; a stage with more events than launches fails the test in one line."""
+    monkeypatch.setenv("COLDSTART_CACHE", str(CACHE))
+    pytester.makepyfile(test_staged_module=STAGED)
+    runs = pytester.path / "runs"
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider",
+                                           "--coldstart-target", "host",
+                                           "--coldstart-out", str(runs), timeout=600)
+    out = result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1, failed=1)
+    assert "coldstart: --stage 2:3: the events R must be between 1 and the launches N" in out
+    campaigns = list(runs.rglob("campaign.json"))
+    assert len(campaigns) == 1
+    lines = (campaigns[0].parent / "launches.jsonl").read_text().splitlines()
+    assert len(lines) == 1
