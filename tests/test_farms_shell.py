@@ -380,6 +380,27 @@ def test_farm_testspec_prints_the_spec_and_refuses_a_bad_package(
     assert "is not a package name" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("line, said", [
+    ("", "--test-command is empty"), ("   ", "--test-command is empty"),
+    ("coldstart run appium\nrm -rf /", "holds a line break or another control character"),
+    ("a\rb", "holds a line break"), ("a\x1b[2Jb", "another control character")])
+def test_farm_testspec_refuses_a_test_command_yaml_would_change(
+        line: str, said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["farm", "testspec", "--app-id", "org.coldstart.app",
+                 "--test-command", line]) == 2
+    captured = capsys.readouterr()
+    assert said in captured.err and captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_farm_testspec_keeps_a_test_command_with_quotes_and_a_tab(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    line = "coldstart run appium --label 'it''s'\t--out \"$DEVICEFARM_LOG_DIR/x\""
+    assert main(["farm", "testspec", "--app-id", "org.coldstart.app",
+                 "--test-command", line]) == 0
+    assert _spec_commands(capsys.readouterr().out, "test") == [line]
+
+
 def test_farm_saucelabs_runs_the_shell_pass_by_itself_and_pulls_after(
         appium_server: AppiumServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

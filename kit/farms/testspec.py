@@ -48,13 +48,23 @@ def render_testspec(package: str, test_commands: list[str] | None = None) -> str
     (default: one that says to put the campaign's command there).
 
     Raises:
-        UsageError: ``package`` is not a package name.
+        UsageError: ``package`` is not a package name, or a test command is blank or holds
+            a line break or another control character (a YAML single-quoted scalar folds a
+            line break into a space, YAML 1.2 section 7.3.2, so the line run would not be
+            the one given).
     """
     from ..argtypes import APP_ID_RE
 
     if not APP_ID_RE.match(package):
         raise UsageError(f"--app-id {package[:80]!r} is not a package name",
                          "e.g. org.coldstart.app")
+    for command in test_commands or ():
+        if not command.strip():
+            raise UsageError("--test-command is empty", "give the line the test phase runs")
+        if any((ord(ch) < 0x20 and ch != "\t") or ord(ch) == 0x7F for ch in command):
+            raise UsageError(f"--test-command {command[:80]!r} holds a line break or another "
+                             "control character",
+                             "give each line of the test phase as its own --test-command")
     tests = test_commands or [
         'echo "put your test command here, e.g. coldstart run appium --server '
         'http://127.0.0.1:4723 --platform android --out $DEVICEFARM_LOG_DIR/coldstart-run"']
