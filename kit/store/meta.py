@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,9 @@ from .._fields import FieldReader, type_name
 from ..argtypes import MAX_LAUNCHES
 from ..errors import DataError
 from .identity import BuildIdentity
+
+#: a build label: the name of a campaign's build (``--label``), also part of its launch ids
+LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 
 __all__ = ["SCHEMA_VERSION", "CampaignMeta", "RuleMeta", "PairMeta", "StageMeta", "RunSetup",
            "BuildIdentity", "read_meta", "write_meta", "merged_meta", "META_MAX_BYTES"]
@@ -289,7 +293,11 @@ class CampaignMeta:
         pair = data.get("interleaved")
         identity = data.get("build_identity")
         stage = data.get("stage")
-        return cls(label=c.str("label"), target=c.str("target"), scenario=c.str("scenario"),
+        label = c.str("label")
+        if not LABEL_RE.match(label):
+            raise DataError(f"{where}: label {label[:60]!r} is not a build label (1-40 of "
+                            "A-Z a-z 0-9 . _ -, starting with a letter or digit)", _HINT)
+        return cls(label=label, target=c.str("target"), scenario=c.str("scenario"),
                    launches=c.int("launches", low=1, high=MAX_LAUNCHES), schema=schema,
                    scenario_description=c.str("scenario_description", ""),
                    created_at=c.str("created_at", ""), devices=c.objs("devices"),

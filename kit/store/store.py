@@ -34,7 +34,6 @@ import errno
 import json
 import os
 import platform
-import re
 import shlex
 import shutil
 import threading
@@ -48,7 +47,7 @@ from ..errors import DataError, InfraError, UsageError
 from ..records import LaunchRecord
 from ..scenario import Scenario, parse_scenario
 from .lock import LOCK_NAME, CampaignLock
-from .meta import SCHEMA_VERSION, CampaignMeta, merged_meta, read_meta, write_meta
+from .meta import LABEL_RE, SCHEMA_VERSION, CampaignMeta, merged_meta, read_meta, write_meta
 from .resume import check_identity, check_launches
 
 __all__ = ["Campaign", "CampaignStore", "load_campaign", "open_campaign", "prepare_store", "update_meta",
@@ -56,7 +55,6 @@ __all__ = ["Campaign", "CampaignStore", "load_campaign", "open_campaign", "prepa
            "iter_campaign_dirs", "check_label", "LABEL_RE", "SCHEMA_VERSION", "launch_id_for",
            "utc_now", "tool_versions", "MAX_RECORD_BYTES", "LOCK_NAME", "check_out_dir"]
 
-LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 #: a record is a few KiB (a crash with all its frames, tens): a longer line is not one
 MAX_RECORD_BYTES = 8 * MiB
 #: how long an append that fails for want of space keeps trying before the campaign stops
