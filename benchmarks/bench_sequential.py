@@ -22,8 +22,13 @@ For each setting (baseline rate ``p_b``, ceiling ``c``, alpha 0.05, power 0.8, d
    (:func:`kit.analysis.finished.max_size`), with two lower bounds on the mean launches
    (:mod:`kit.analysis.wald`): the least *any* rule against a finished baseline needs at
    the reference's power and false ``fixed`` <= 0.95 alpha (Wald's bound on the candidate,
-   Neyman-Pearson's on the baseline, minimised over the baseline's size), and the least any
-   rule needs with this rule's own baseline and exact error rates.
+   Neyman-Pearson's on the baseline, minimised over the baseline's size; a bound for
+   baselines of one fixed size, which a staged one may go under), and the least any rule
+   needs with this rule's own baseline (a staged one at its mean) and exact error rates.
+
+Where ``plan`` stages the baseline (``--stage N1:R``, :mod:`kit.analysis.stage`) the row
+says so; its launches count the staged baseline at its mean and its 95th percentile and
+maximum at its most.
 
 Run: ``nice .venv/bin/python benchmarks/bench_sequential.py [--only I] [--interleaved-runs R]``
 (about 5 minutes on 2 busy cores, most of it ``plan``, whose CPU seconds and chosen variant
@@ -182,9 +187,11 @@ def main(argv: list[str] | None = None) -> int:
         ref, design, n_b = plan.reference, plan.design, plan.baseline_launches
         variant = "first below" if design.stop_at_first_below else "go on"
         total = ref.total_launches
+        staged = ("" if design.baseline_stage is None else
+                  "--stage {}:{} up to ".format(*design.baseline_stage[:2]))
         print(f"\nbaseline {p_b:g}, ceiling {ceiling:g}, design rate {p1:g}: reference "
               f"fixed design {ref.baseline_launches} + {ref.candidate_launches} = {total} "
-              f"(power {plan.reference_power:.4f} at {p1:g}); rule: baseline {n_b}, "
+              f"(power {plan.reference_power:.4f} at {p1:g}); rule: baseline {staged}{n_b}, "
               f"--launches {design.max_launches}, beta {design.beta:.3f}, LR thresholds "
               f"{math.exp(design.upper):.3g} / {math.exp(design.lower):.3g}, Fisher level "
               f"{design.comparison_alpha:.4g}, variant: {variant} (plan took {cpu:.1f} s "
@@ -197,7 +204,11 @@ def main(argv: list[str] | None = None) -> int:
         size = max_size(design, n_b, design.comparison_alpha)
         anyrule, anyrule_nb = least_total_launches(p_b, plan.reference_power, level, p1,
                                                    ceiling)
-        own = least_mean_launches(p_b, n_b, cells["design"].p_fixed, side, p1, ceiling)
+        stage = design.baseline_stage
+        own = (least_mean_launches(p_b, n_b, cells["design"].p_fixed, side, p1, ceiling)
+               if stage is None else
+               least_mean_launches(p_b, stage[2], cells["design"].p_fixed, side, p1, ceiling,
+                                   staged_baseline_mean(stage, p_b)))
         for label, cell in cells.items():
             print(f"  candidate at {label:>8}: P(fixed) {cell.p_fixed:.4f}, mean launches "
                   f"{cell.mean:7.1f} ({cell.mean / total:4.1%} of the reference), 95th "
@@ -224,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
                                        args.interleaved_runs, rng)
                 print(f"  interleaved (e-value, {args.interleaved_runs} simulated runs) at "
                       f"{label}: P(fixed) {f:.3f}, mean launches {n:.1f} ({n / total:.0%})")
-        rows.append((p_b, ceiling, plan, cells, side, size, anyrule, own, variant, cpu))
+        rows.append((p_b, ceiling, plan, cells, side, size, anyrule, own,
+                     f"{variant}, {staged}", cpu))
     print("\nsummary (exact; launches are baseline + candidate, against the reference design)")
     print("| baseline, ceiling | reference (plan) | its power | rule: variant, baseline + max "
           "| power | mean at design rate | 95th pct | clean | false fixed at ceiling (this "
@@ -235,9 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         ref, total = plan.reference, plan.reference.total_launches
         d, h1, clean, at_c = plan.design, cells["design"], cells["clean"], cells["ceiling"]
         print(f"| {p_b:g}, {ceiling:g} | {ref.baseline_launches} + {ref.candidate_launches} "
-              f"= {total} | {plan.reference_power:.3f} | {variant}, {plan.baseline_launches} + "
+              f"= {total} | {plan.reference_power:.4f} | {variant}{plan.baseline_launches} + "
               f"{d.max_launches} ({(plan.baseline_launches + d.max_launches) / total:.2f}x) | "
-              f"{h1.p_fixed:.3f} | {h1.mean:.1f} ({h1.mean / total:.1%}) | {h1.p95} | "
+              f"{h1.p_fixed:.4f} | {h1.mean:.1f} ({h1.mean / total:.1%}) | {h1.p95} | "
               f"{clean.mean:.0f} | {at_c.p_fixed:.4f} / {side:.4f} | {size:.4f} | "
               f"{anyrule:.0f} ({anyrule / total:.0%}) | {own:.0f} ({own / total:.0%}) | "
               f"{cpu:.1f} |")

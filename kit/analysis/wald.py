@@ -61,15 +61,22 @@ def wald_mean_launches(power: float, level: float, p1: float, ceiling: float) ->
 
 
 def least_mean_launches(baseline_rate: float, n_b: int, power: float, level: float,
-                        p1: float, ceiling: float) -> float:
+                        p1: float, ceiling: float,
+                        baseline_mean: float | None = None) -> float:
     """Lower bound on baseline plus mean candidate launches at ``p1`` of any rule against a
     finished baseline of ``n_b`` launches at ``baseline_rate`` whose power there is
     ``power`` and whose candidate side says "below" with chance <= ``level`` at the ceiling
-    (module doc); ``inf`` when the baseline sees the target less often than ``power``."""
+    (module doc); ``inf`` when the baseline sees the target less often than ``power``.
+
+    A staged baseline (:mod:`kit.analysis.stage`) passes its most launches as ``n_b`` and
+    its mean as ``baseline_mean``: it has seen no event only when all ``n_b`` showed none
+    (a stage ends early only on ``R >= 1`` events), so the candidate's bound is the same,
+    and the baseline costs its mean."""
     seen = -math.expm1(n_b * math.log1p(-baseline_rate))
     if seen < power:
         return math.inf
-    return n_b + seen * divergence(min(1.0, power / seen), min(1.0, level / seen)) / (
+    base = float(n_b) if baseline_mean is None else baseline_mean
+    return base + seen * divergence(min(1.0, power / seen), min(1.0, level / seen)) / (
         kl_bernoulli(p1, ceiling))
 
 
