@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from kit.analysis.finished import operating_finished
+from kit.analysis.finished import operating_finished, staged_baseline_mean
 from kit.analysis.sprt import SprtDesign
 from kit.analysis.wald import (least_baseline_launches, least_mean_launches,
                                least_total_launches, np_power, wald_mean_launches)
@@ -47,6 +47,21 @@ def test_the_finished_rule_is_never_under_its_bound() -> None:
         side = design.operating(0.3).p_fixed
         assert 8 + point.expected_launches >= least_mean_launches(p_b, 8, point.p_fixed, side,
                                                                   0.075, 0.3)
+
+
+def test_a_staged_rule_is_never_under_its_bound_at_the_baselines_mean() -> None:
+    """A staged baseline (2:2 up to 5) bounds the candidate as its most launches do, and
+    costs its mean: the rule's exact mean is never under that, at any baseline rate."""
+    stage = (2, 2, 5)
+    design = SprtDesign(0.3, 0.075, 0.05, 0.2, 24, 2, True, stage)
+    side = design.operating(0.3).p_fixed
+    for p_b in (0.4, 0.7, 0.9):
+        point = operating_finished(design, 2, p_b, 0.075)
+        mean = staged_baseline_mean(stage, p_b)
+        bound = least_mean_launches(p_b, 5, point.p_fixed, side, 0.075, 0.3, mean)
+        assert mean + point.expected_launches >= bound
+        assert bound == pytest.approx(least_mean_launches(p_b, 5, point.p_fixed, side, 0.075,
+                                                          0.3) - (5 - mean), rel=1e-12)
 
 
 def test_least_total_launches_minimises_over_the_baseline() -> None:
