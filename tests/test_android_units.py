@@ -293,3 +293,32 @@ def test_a_real_manifest_gives_package_launcher_and_no_link_activity(tmp_path: P
     assert (info.package, info.main_activity, info.link_activity) == (
         "io.appium.settings", "io.appium.settings.Settings", None)
     assert info.debuggable and not info.gwp_asan and info.ort_libraries == ()
+
+
+def test_adb_keys_are_read_bounded_and_named_when_wrong(tmp_path: Path) -> None:
+    """``--adbkey``: a key pair ``adb keygen`` wrote loads; /dev/zero, a missing ``.pub``,
+    a file far larger than a key and one that is not a key are each one UsageError naming
+    the file (the private key was read whole before, so /dev/zero never returned)."""
+    from adb_shell.auth.keygen import keygen
+
+    from kit.targets.android.direct_transport import _load_signer
+
+    key = tmp_path / "adbkey"
+    keygen(str(key))
+    assert _load_signer(key).GetPublicKey() == (tmp_path / "adbkey.pub").read_text()
+    lone = tmp_path / "lone"
+    lone.write_bytes(key.read_bytes())
+    huge = tmp_path / "huge"
+    huge.write_bytes(b"x" * (1 << 20))
+    (tmp_path / "huge.pub").write_bytes(b"x")
+    junk = tmp_path / "junk"
+    junk.write_text("not a key")
+    (tmp_path / "junk.pub").write_text("not a key either")
+    for path, said in ((Path("/dev/zero"), "adb key /dev/zero is a character device"),
+                       (lone, f"adb public key {lone}.pub not found"),
+                       (huge, f"adb key {huge} is larger than"),
+                       (junk, f"adb key {junk} cannot be read"),
+                       (tmp_path / "none", "not found")):
+        with pytest.raises(UsageError) as info:
+            _load_signer(path)
+        assert said in info.value.one_line()

@@ -82,20 +82,39 @@ class SlicedTcpTransport(TcpTransport):
         return super().bulk_write(data, transport_timeout_s or self.write_timeout_s)
 
 
+#: the most bytes of an adb key file read (a 2048-bit PEM key is about 1.7 KB, its .pub 0.7)
+KEY_MAX_BYTES = 64 << 10
+
+
 def _load_signer(key_path: Path) -> Any:
-    """adb-shell's signer for the private key at ``key_path``.
+    """adb-shell's signer for the private key at ``key_path`` and its public half at
+    ``key_path.pub`` (the pair ``adb keygen`` writes), each read bounded
+    (:data:`KEY_MAX_BYTES`; a device such as /dev/zero is refused, never read).
 
     Raises:
-        UsageError: the key is missing or unreadable.
+        UsageError: either file is missing, not a regular file, too large or not a key.
     """
     from adb_shell.auth.sign_pythonrsa import PythonRSASigner
 
+    from ..._bounded import read_bytes_bounded
+    from ...errors import DataError
+
+    public = Path(f"{key_path}.pub")
     try:
-        return PythonRSASigner.FromRSAKeyPath(str(key_path))
-    except FileNotFoundError:
-        raise UsageError(f"adb key {key_path} not found",
-                         "run `adb keygen ~/.android/adbkey` (or any adb command once), or "
-                         "pass --adbkey") from None
+        priv = read_bytes_bounded(key_path, KEY_MAX_BYTES, what="adb key",
+                                  missing=f"adb key {key_path} not found",
+                                  missing_hint="run `adb keygen ~/.android/adbkey` (or any adb "
+                                               "command once), or pass --adbkey")
+        pub = read_bytes_bounded(public, KEY_MAX_BYTES, what="adb public key",
+                                 missing=f"adb public key {public} not found (it sits beside "
+                                         f"the private key {key_path})",
+                                 missing_hint=f"write it with `adb pubkey {key_path} > "
+                                              f"{public}`")
+    except DataError as exc:  # larger than a key
+        raise UsageError(exc.message, "pass the private key adb made (~/.android/adbkey)"
+                         ) from None
+    try:
+        return PythonRSASigner(pub.decode("utf-8"), priv.decode("utf-8"))
     except Exception as exc:
         raise UsageError(f"adb key {key_path} cannot be read ({type(exc).__name__})",
                          "pass the private key adb made (~/.android/adbkey)") from None
