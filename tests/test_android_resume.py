@@ -109,3 +109,52 @@ def test_a_launch_in_flight_at_kill_9_is_redone_cleanly_on_resume(
     assert recs["r-00002"].outcome is Outcome.COMPLETED
     assert load_campaign(out).infra_errors == []
 
+
+def test_a_campaign_resumed_on_another_device_goes_on_there_and_keeps_both(
+        rigs: Rigs, apk: tuple[Path, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # a device farm hands the resumed run another device of the same build: the campaign
+    # goes on there, and campaign.json keeps each device it ran on with its poisoning method
+    script = LaunchScript()
+    first, second = rigs.add(apk[1], script), rigs.add(apk[1], script, model="Pixel 7")
+    out = tmp_path / "c"
+    common = ["--apk", str(apk[0]), "--timeout", f"{LAUNCH_S:g}"]
+    assert run_android(rigs.server, out, "--serial", first.serial, *common, "--launches",
+                       "2", "--label", "d") == 0
+    capsys.readouterr()
+    code = run_android(rigs.server, out, "--serial", second.serial, *common, "--resume",
+                       "--launches", "4")
+    assert code == 0, capsys.readouterr().err
+    campaign = load_campaign(out)
+    assert [(r.launch_id, r.device, r.outcome) for r in campaign.records] == [
+        ("d-00000", first.serial, Outcome.COMPLETED), ("d-00001", first.serial,
+                                                       Outcome.COMPLETED),
+        ("d-00002", second.serial, Outcome.COMPLETED), ("d-00003", second.serial,
+                                                        Outcome.COMPLETED)]
+    assert [(d["id"], d["model"]) for d in campaign.meta.devices] == [
+        (first.serial, "Pixel 8"), (second.serial, "Pixel 7")]
+    assert campaign.meta.options["poison_methods"] == {first.serial: None,
+                                                       second.serial: None}
+
+
+def test_a_device_the_campaign_ran_on_must_keep_its_poisoning_method() -> None:
+    # options.poison_methods maps each device to its method: another device joins the
+    # campaign with its own; the same device with another method is another setup
+    from kit.errors import UsageError
+    from kit.scenario import parse_scenario
+    from kit.store.resume import check_same_setup
+    from kit.store.store import new_meta
+
+    meta = new_meta(label="m", target="android", scenario=parse_scenario("mode=concurrent"),
+                    launches=2, extra={"options": {"poison": "malloc-debug", "poison_methods":
+                                                   {"emulator-5554": "wrap.sh"}}})
+    check_same_setup(Path("c"), meta, {}, {"poison": "malloc-debug", "poison_methods": {
+        "emulator-5556": "wrap-property"}}, per_device=("poison_methods",))
+    with pytest.raises(UsageError) as refused:
+        check_same_setup(Path("c"), meta, {}, {"poison": "malloc-debug", "poison_methods": {
+            "emulator-5554": "wrap-property"}}, per_device=("poison_methods",))
+    assert refused.value.message == (
+        "cannot resume c with other settings: options.poison_methods['emulator-5554'] was "
+        "'wrap.sh', now 'wrap-property'")
+    assert refused.value.hint == ("resume with the campaign's own options, or choose "
+                                  "another --out")
