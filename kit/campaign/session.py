@@ -215,14 +215,29 @@ def _write_setup(camp: OpenCampaign, request: CampaignRequest, label: str,
         camp.made(meta)
         return
     check_same_setup(camp.path, camp.meta, prepared.build, prepared.options,
-                     prepared.learned)
+                     prepared.learned, prepared.per_device)
     check_launches(camp.path, camp.meta, camp.records, request.launches)
     extended = {}
     if request.launches > camp.meta.launches and any(r.counted for r in camp.records):
         # more launches planned after some were seen: the campaign's size now depends on
         # what it showed, which the exact comparison against a finished baseline must know
         extended = {"extended_from": [*camp.meta.extended_from, camp.meta.launches]}
-    camp.update(launches=request.launches, **extended, **setup)
+    camp.update(launches=request.launches, **extended,
+                **{**setup, **_devices_kept(camp.meta, prepared)})
+
+
+def _devices_kept(meta: CampaignMeta, prepared: PreparedTarget) -> dict[str, Any]:
+    """A resumed campaign's ``devices`` and per-device options
+    (:attr:`PreparedTarget.per_device`): each device it ran on before, with this run's
+    devices updated in place or added (resumed on another device, it ran on both)."""
+    new = {d.get("id"): d for d in prepared.devices}
+    devices = [new.pop(d.get("id"), d) for d in meta.devices] + list(new.values())
+    options = dict(prepared.options)
+    for key in prepared.per_device:
+        old, mine = meta.options.get(key), options.get(key)
+        if isinstance(old, dict) and isinstance(mine, dict):
+            options[key] = {**old, **mine}
+    return {"devices": devices, "options": options}
 
 
 def stop_rule_for(rule: RuleRequest, target: str | None, launches: int,
@@ -429,10 +444,10 @@ def _run_interleaved(request: CampaignRequest, target: Target, store: CampaignSt
     _check_rule(request, [baseline, candidate])
     if camp.meta is not None:
         check_same_setup(store.path, camp.meta, candidate.build, candidate.options,
-                         candidate.learned)
+                         candidate.learned, candidate.per_device)
     if base_meta is not None:
         check_same_setup(base_path, base_meta, baseline.build, baseline.options,
-                         baseline.learned)
+                         baseline.learned, baseline.per_device)
 
     def kept(stopped: bool | None, why: str) -> RuleMeta:  # absolute: cwd may change
         m = rule.to_meta(str(base_path.resolve()), stopped, why)

@@ -48,6 +48,10 @@ class PreparedTarget:
             ``build``.
         learned: the ``build`` keys ``finish`` returns: a resumed campaign may learn other
             values for them (they are not part of the setup a resume must match).
+        per_device: the ``options`` keys whose value maps a device id to that device's
+            value (Android's ``poison_methods``): a campaign may be resumed on other
+            devices; it keeps each device's value, and only a device it ran on before must
+            have the same (as ``devices`` keeps every device it ran on).
 
     :attr:`setup` is the typed view of ``options`` (:class:`kit.store.meta.RunSetup`)
     that the session reads (whether a witness or a detector watched the launches).
@@ -62,6 +66,7 @@ class PreparedTarget:
     close: Callable[[], None] = _nothing
     finish: Callable[[Sequence[LaunchRecord]], dict[str, Any]] = lambda _records: {}
     learned: tuple[str, ...] = ()
+    per_device: tuple[str, ...] = ()
     identity: BuildIdentity = BuildIdentity()
 
     @property

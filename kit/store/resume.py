@@ -76,16 +76,24 @@ def check_launches(path: Any, meta: CampaignMeta, records: Sequence[LaunchRecord
 
 
 def check_same_setup(path: Path, meta: CampaignMeta, build: Mapping[str, Any],
-                     options: Mapping[str, Any], learned: Sequence[str] = ()) -> None:
+                     options: Mapping[str, Any], learned: Sequence[str] = (),
+                     per_device: Sequence[str] = ()) -> None:
     """Refuse to resume a campaign with another build or other launch options (a campaign
     holds launches of one setup: ``campaign.json`` describes them all). ``learned`` names
-    build keys a target learns after the launches (they may change on resume)."""
+    build keys a target learns after the launches (they may change on resume);
+    ``per_device`` names options that map a device id to its value: only a device the
+    campaign ran on before is held to its value (another device may join it)."""
     changed = []
     # options first: they are what the user typed (--poison, --witness...)
     for section, new in (("options", options), ("build", build)):
         old = getattr(meta, section)
         for key, value in new.items():
-            if key in old and old[key] != value and key not in learned:
+            if section == "options" and key in per_device and isinstance(value, Mapping) \
+                    and isinstance(old.get(key), Mapping):
+                changed += [(f"options.{key}[{device!r}]", old[key][device], each)
+                            for device, each in value.items()
+                            if device in old[key] and old[key][device] != each]
+            elif key in old and old[key] != value and key not in learned:
                 changed.append((f"{section}.{key}", old[key], value))
     if changed:
         key, old, new = changed[0]

@@ -103,6 +103,9 @@ class AppBehaviour:
             reason 16 ``PACKAGE UPDATED``, as ``pm install -r`` does.
         kill_server: half a phase gap after ``after``, the device calls its
             ``on_kill_server`` (the test runs ``adb kill-server`` on its server).
+        kill_driver: half a phase gap after ``after``, the device calls its
+            ``on_kill_driver`` (the test sends SIGKILL to the ``coldstart`` process that
+            drives it); the app goes on, as an app does when its driver dies.
     """
 
     kind: str = "completed"
@@ -124,6 +127,7 @@ class AppBehaviour:
     clock_back_s: float = 0.0
     foreign_build: "FakeApp | None" = None
     kill_server: bool = False
+    kill_driver: bool = False
 
     def last_phase(self) -> str:
         """The last phase this launch reports (``""``: none; ``after=""`` for ``vanish``)."""
@@ -278,6 +282,7 @@ class FakeAndroidDevice:
         no_boot_id: ``cat /proc/sys/kernel/random/boot_id`` fails (``Permission denied``
             on stderr, exit 1), as on some devices and emulators.
         on_kill_server: called by a ``kill_server`` behaviour.
+        on_kill_driver: called by a ``kill_driver`` behaviour.
     """
 
     def __init__(self, serial_hint: str, apps: tuple[FakeApp, ...], script: LaunchScript,
@@ -287,10 +292,12 @@ class FakeAndroidDevice:
                  on_drop: Callable[[float, bool], None] | None = None,
                  missing_tools: tuple[str, ...] = (), hidden_system_server: bool = False,
                  install_failure: str | None = None, no_boot_id: bool = False,
-                 on_kill_server: Callable[[], None] | None = None) -> None:
+                 on_kill_server: Callable[[], None] | None = None,
+                 on_kill_driver: Callable[[], None] | None = None) -> None:
         self.install_failure = install_failure
         self.no_boot_id = no_boot_id
         self.on_kill_server = on_kill_server
+        self.on_kill_driver = on_kill_driver
         self.install_paths: dict[str, str] = {}  # package -> base.apk, new at each install
         self._booted_at = time.monotonic()
         self._follow_generation = 0  # bumped when every logcat follower dies
@@ -902,6 +909,8 @@ class FakeAndroidDevice:
             self._at(fault_at, lambda: self._foreign_install(foreign))
         if b.kill_server and self.on_kill_server is not None:
             self._at(fault_at, self.on_kill_server)
+        if b.kill_driver and self.on_kill_driver is not None:
+            self._at(fault_at, self.on_kill_driver)
 
     def _kill_followers(self) -> None:
         with self._lock:

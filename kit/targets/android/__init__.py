@@ -227,7 +227,8 @@ class AndroidTarget:
         return PreparedTarget(target=self.name, launchers=launchers, build=build,
                               options=options, devices=[s.to_dict() for s in setups],
                               open=open_all, close=close, finish=_reported_ort,
-                              learned=("ort_versions_reported",), identity=identity)
+                              learned=("ort_versions_reported",),
+                              per_device=("poison_methods",), identity=identity)
 
 
 def _reported_ort(records: Sequence[LaunchRecord]) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from .text import MARKED_VALUES, NO_SERVICE, process_crash_lines
 from .transport import TransportError, shell_join
 
 __all__ = ["LaunchWindow", "Death", "collect_death", "AppStoppedExternally", "CRASH_REASONS",
-           "EXTERNAL_STOPS", "DROPBOX_TAGS", "window_start"]
+           "EXTERNAL_STOPS", "DROPBOX_TAGS", "window_start", "earlier_pids"]
 
 #: exit reasons that are a stop by someone or something else than the app
 EXTERNAL_STOPS = frozenset({ExitReason.USER_REQUESTED, ExitReason.USER_STOPPED,
@@ -183,6 +183,42 @@ def _value(name: str, text: str) -> str:
         if m is not None:
             return m.group(0)
     return ""
+
+
+#: how long after the boot began an exit-info entry must be written to be of that boot (s;
+#: ``date`` has whole seconds)
+_BOOT_SLACK_S = 2.0
+
+
+def earlier_pids(transport: Any, package: str, call_timeout_s: float = 30.0) -> frozenset[int]:
+    """The pids of ``package``'s processes that ran on this boot before now, in one round
+    trip: the one running (``pidof``) and each exit-info entry written since the boot
+    began (``date`` minus ``/proc/uptime``; the ring outlives a reboot and pids start
+    again, so an older boot's pid may be a new launch's). A launcher takes them for
+    processes of earlier launches: where a run was killed mid-launch, the process it left,
+    its late log lines and its reports are never taken for a launch of ``--resume``.
+    An unreadable part gives no pid.
+
+    Raises:
+        TransportError: the device stopped answering.
+    """
+    mark = f"==coldstart-{uuid.uuid4().hex[:12]}=="
+    parts = [["pidof", package], ["date", "+" + _CLOCK], ["cat", UPTIME_PATH],
+             ["dumpsys", "activity", "exit-info", package]]
+    result = transport.shell(shell_join(*[p for part in parts for p in (part, ["echo", mark])]
+                                        [:-1]), call_timeout_s)
+    running, clock, uptime, exit_text = (result.stdout.split(mark + "\n") + [""] * 4)[:4]
+    pids = {int(p) for p in running.split() if p.isdigit()}
+    clock, uptime = _value("date", clock), _value("uptime", uptime)
+    try:
+        booted = _dt.datetime.strptime(clock, _CLOCK) - _dt.timedelta(
+            seconds=float(uptime) - _BOOT_SLACK_S)
+    except ValueError:  # no clock or no uptime: no boot to hold entries to
+        return frozenset(pids)
+    since = booted.strftime(_CLOCK)
+    pids |= {e.pid for e in parse_exit_info(exit_text) if e.pid is not None and
+             (e.process or "").split(":")[0] == package and (e.timestamp or "") >= since}
+    return frozenset(pids)
 
 
 def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,

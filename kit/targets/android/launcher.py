@@ -55,7 +55,7 @@ from ...observe import Observation, ProcessEnd, make_record
 from ...records import LaunchRecord
 from .device import (BOOT_ID_PATH, UPTIME_PATH, WRAP_OPTIONS, ApkInfo, DeviceNotReady,
                      DeviceSetup, wait_until_ready, wrap_property)
-from .evidence import LaunchWindow, collect_death
+from .evidence import LaunchWindow, collect_death, earlier_pids
 from .installed import ForeignBuild, InstalledBuild
 from .text import (NO_SERVICE, AmStartFailed, check_am_start, marked_command,
                    parse_threadtime, read_marked)
@@ -206,6 +206,7 @@ class AndroidLauncher:
         self._need_ready = False
         self._abort = threading.Event()
         self._old_pids: collections.deque[int] = collections.deque(maxlen=256)
+        self._seeded = False  # the app's processes from before this launcher are known
         self._pending: dict[str, Any] = {}
         self._marks = True  # the device's `log` tool works (else: drop what came before)
         #: the campaign's build on this device (checked before every launch)
@@ -261,6 +262,9 @@ class AndroidLauncher:
                 self._rebooted(readiness.boot_id)
         if self._follower is None:
             self._follower = self.transport.stream(FOLLOW_COMMAND, t.call_s)
+        if not self._seeded:  # once, before this launcher's first force-stop
+            self._old_pids.extend(earlier_pids(self._calls, self.package, t.call_s))
+            self._seeded = True
 
     def _rebooted(self, boot_id: str) -> None:
         """Note a reboot (a new boot id): pids start again, a wrap property is set again."""
@@ -306,6 +310,9 @@ class AndroidLauncher:
         marker = f"launch {ctx.launch_id} {uuid.uuid4().hex[:8]}"
         try:
             start = self._begin(marker)
+            # the processes of before, as _begin left them (a reboot noticed there clears
+            # them: pids start again; a first connect adds those of an earlier run)
+            watch.old_pids = frozenset(self._old_pids)
             return self._observe(marker, ctx, watch, start, seen, started_at, t0,
                                  round_trips)
         except ForeignBuild as exc:

@@ -70,7 +70,10 @@ class LaunchWatch:
             event = parse_line(entry.msg).event
             if event is None:
                 return
-            if event.id != self.launch_id:
+            # another launch's line, or this id's from a process of before this launch
+            # (a driver killed mid-launch ran this id, and --resume runs it again)
+            if event.id != self.launch_id or entry.pid in self.old_pids or (
+                    self.pid is not None and entry.pid != self.pid):
                 self.stale += 1
                 return
             self.pid = self.pid if self.pid is not None else entry.pid
