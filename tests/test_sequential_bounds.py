@@ -10,8 +10,9 @@ from scipy import optimize, stats
 
 from kit.analysis.finished import operating_finished, staged_baseline_mean
 from kit.analysis.sprt import SprtDesign
-from kit.analysis.wald import (least_baseline_launches, least_mean_launches,
-                               least_total_launches, np_power, wald_mean_launches)
+from kit.analysis.wald import (least_baseline_launches, least_launches_any_baseline,
+                               least_mean_launches, least_total_launches, np_power,
+                               wald_mean_launches)
 
 
 @pytest.mark.parametrize("n, p0, p1, level", [(8, 0.0125, 0.5, 0.0475), (30, 0.0125, 0.1, 0.0475),
@@ -71,3 +72,36 @@ def test_least_total_launches_minimises_over_the_baseline() -> None:
         assert least_mean_launches(0.9, other, 0.8, 0.0475, 0.075, 0.3) >= bound
     # a baseline that sees the target less often than the power cannot have it
     assert least_mean_launches(0.9, 0, 0.8, 0.0475, 0.075, 0.3) == float("inf")
+
+
+@pytest.mark.parametrize("p_b", [0.05, 0.3, 0.9])
+def test_a_baseline_stopped_at_its_first_event_attains_the_any_baseline_bound(p_b: float
+                                                                               ) -> None:
+    """The baseline's part of the any-baseline bound, power / p_b, is attained by the
+    baseline that stops at its first event or at n launches: its exact mean, summed over
+    the first-event times, is P(seen) / p_b."""
+    for n in (1, 4, 30):
+        k = np.arange(1, n + 1)
+        first = p_b * (1 - p_b) ** (k - 1)  # P(first event at launch k)
+        seen = first.sum()
+        mean = float((k * first).sum() + n * (1 - p_b) ** n)
+        candidate = wald_mean_launches(seen, 0.0475, 0.025, 0.1)
+        assert least_launches_any_baseline(p_b, seen, 0.0475, 0.025, 0.1) == pytest.approx(
+            mean + candidate, rel=1e-12)
+
+
+def test_no_rule_the_kit_designs_is_under_the_any_baseline_bound() -> None:
+    """Staged and single-size baselines, both variants: baseline mean plus the candidate's
+    exact mean at the design rate is never under the bound at the rule's own power and
+    false "below" at the ceiling."""
+    for stage, at_first in (((1, 1, 2), False), ((2, 2, 5), True), (None, False),
+                            (None, True)):
+        n_b = 4 if stage is None else stage[0]
+        design = SprtDesign(0.1, 0.025, 0.05, 0.2, 82, n_b, at_first, stage)
+        side = design.operating(0.1).p_fixed
+        for p_b in (0.5, 0.9):
+            point = operating_finished(design, n_b, p_b, 0.025)
+            mean = float(n_b) if stage is None else staged_baseline_mean(stage, p_b)
+            bound = least_launches_any_baseline(p_b, point.p_fixed, side, 0.025, 0.1)
+            assert mean + point.expected_launches >= bound
+            assert bound > 0.75 * (mean + point.expected_launches)  # and not far under

@@ -25,6 +25,13 @@ against (``benchmarks/bench_sequential.py``, docs/verdict.md) and to prune ``pla
   whose false ``fixed`` there is at most ``a`` has more power than the randomized
   one-sample binomial test of ``p1`` against ``p_b`` at level ``a`` with ``n_b`` launches
   (:func:`np_power`, :func:`least_baseline_launches`).
+* **Any baseline, staged or not** (:func:`least_launches_any_baseline`): a baseline that
+  stops at any time ``T`` of its choosing (a stage, or its first event) has seen the target
+  with chance at most ``E[X_T] = p_b E[T]`` (Wald's identity for the event count ``X_T``),
+  so power ``w`` needs ``E[T] >= w / p_b``; and the candidate's run, whatever it reads of
+  the baseline, needs Wald's ``d(w, a) / KL(p1, c)`` (the bullet above with ``s = 1``:
+  joint convexity over the baseline's data). Their sum bounds every rule the kit could
+  design, whatever its baseline.
 """
 
 from __future__ import annotations
@@ -34,7 +41,8 @@ import math
 from .stats import stats
 
 __all__ = ["divergence", "kl_bernoulli", "wald_mean_launches", "least_mean_launches",
-           "np_power", "least_baseline_launches", "least_total_launches"]
+           "np_power", "least_baseline_launches", "least_total_launches",
+           "least_launches_any_baseline"]
 
 
 def kl_bernoulli(p: float, q: float) -> float:
@@ -117,3 +125,13 @@ def least_total_launches(baseline_rate: float, power: float, level: float, p1: f
             best = (value, n)
         n += 1
     return best
+
+
+def least_launches_any_baseline(baseline_rate: float, power: float, level: float, p1: float,
+                                ceiling: float) -> float:
+    """Lower bound on baseline plus mean candidate launches at ``p1`` of *any* rule, its
+    baseline of any size, staged or stopped at will (module doc): ``power / baseline_rate``
+    for the baseline (it must see the target with chance ``power``) plus Wald's bound
+    (:func:`wald_mean_launches`) for the candidate. Where it is above a goal, no rule reaches
+    that goal."""
+    return power / baseline_rate + wald_mean_launches(power, level, p1, ceiling)
