@@ -77,17 +77,19 @@ def test_least_total_launches_minimises_over_the_baseline() -> None:
 @pytest.mark.parametrize("p_b", [0.05, 0.3, 0.9])
 def test_a_baseline_stopped_at_its_first_event_attains_the_any_baseline_bound(p_b: float
                                                                                ) -> None:
-    """The baseline's part of the any-baseline bound, power / p_b, is attained by the
-    baseline that stops at its first event or at n launches: its exact mean, summed over
-    the first-event times, is P(seen) / p_b."""
+    """The baseline's first part of the any-baseline bound, power / p_b, is attained by the
+    baseline that stops at its first event or at n launches (its exact mean, summed over the
+    first-event times, is P(seen) / p_b); the second is Wald's between p_b and p1."""
     for n in (1, 4, 30):
         k = np.arange(1, n + 1)
         first = p_b * (1 - p_b) ** (k - 1)  # P(first event at launch k)
-        seen = first.sum()
+        seen = float(first.sum())
         mean = float((k * first).sum() + n * (1 - p_b) ** n)
+        assert mean == pytest.approx(seen / p_b, rel=1e-12)
         candidate = wald_mean_launches(seen, 0.0475, 0.025, 0.1)
+        baseline = max(mean, wald_mean_launches(seen, 0.0475, p_b, 0.025))
         assert least_launches_any_baseline(p_b, seen, 0.0475, 0.025, 0.1) == pytest.approx(
-            mean + candidate, rel=1e-12)
+            baseline + candidate, rel=1e-12)
 
 
 def test_no_rule_the_kit_designs_is_under_the_any_baseline_bound() -> None:

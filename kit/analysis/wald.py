@@ -28,10 +28,12 @@ against (``benchmarks/bench_sequential.py``, docs/verdict.md) and to prune ``pla
 * **Any baseline, staged or not** (:func:`least_launches_any_baseline`): a baseline that
   stops at any time ``T`` of its choosing (a stage, or its first event) has seen the target
   with chance at most ``E[X_T] = p_b E[T]`` (Wald's identity for the event count ``X_T``),
-  so power ``w`` needs ``E[T] >= w / p_b``; and the candidate's run, whatever it reads of
-  the baseline, needs Wald's ``d(w, a) / KL(p1, c)`` (the bullet above with ``s = 1``:
-  joint convexity over the baseline's data). Their sum bounds every rule the kit could
-  design, whatever its baseline.
+  so power ``w`` needs ``E[T] >= w / p_b``; and, as in the Neyman-Pearson bullet, the whole
+  run's likelihood ratio between ``p_b = p_c = p1`` and ``(p_b, p1)`` is the baseline's, so
+  Wald's bound gives ``E[T] >= d(w, a) / KL(p_b, p1)`` too. The candidate's run, whatever
+  it reads of the baseline, needs Wald's ``d(w, a) / KL(p1, c)`` (the bullet above with
+  ``s = 1``: joint convexity over the baseline's data). The larger baseline bound plus the
+  candidate's bounds every rule, whatever its baseline.
 """
 
 from __future__ import annotations
@@ -130,8 +132,12 @@ def least_total_launches(baseline_rate: float, power: float, level: float, p1: f
 def least_launches_any_baseline(baseline_rate: float, power: float, level: float, p1: float,
                                 ceiling: float) -> float:
     """Lower bound on baseline plus mean candidate launches at ``p1`` of *any* rule, its
-    baseline of any size, staged or stopped at will (module doc): ``power / baseline_rate``
-    for the baseline (it must see the target with chance ``power``) plus Wald's bound
-    (:func:`wald_mean_launches`) for the candidate. Where it is above a goal, no rule reaches
-    that goal."""
-    return power / baseline_rate + wald_mean_launches(power, level, p1, ceiling)
+    baseline of any size, staged or stopped at will (module doc), whose power at ``p1`` is
+    ``power`` and whose false ``fixed`` is at most ``level`` at the ceiling and at
+    ``p_b = p_c = p1``: for the baseline the larger of ``power / baseline_rate`` (it must
+    see the target with chance ``power``) and Wald's bound between ``baseline_rate`` and
+    ``p1``, plus Wald's bound (:func:`wald_mean_launches`) for the candidate. Where it is
+    above a goal, no rule reaches that goal."""
+    baseline = max(power / baseline_rate,
+                   divergence(power, level) / kl_bernoulli(baseline_rate, p1))
+    return baseline + wald_mean_launches(power, level, p1, ceiling)
