@@ -32,9 +32,9 @@ maximum at its most.
 
 Run: ``nice .venv/bin/python benchmarks/bench_sequential.py [--only I | --setting P_B:C ...]
 [--interleaved-runs R]``
-(about 10 minutes of CPU, 16 on 2 busy cores, most of it ``plan``, whose CPU seconds and chosen variant
-each row prints; ``--interleaved-runs`` adds a small
-simulation of the interleaved mode, which still compares by the anytime-valid e-value).
+(about 11 minutes of CPU, 16 on 2 busy cores, most of it ``plan``, whose CPU seconds and
+chosen variant each row prints; ``--interleaved-runs`` adds a small simulation of the
+interleaved mode, which still compares by the anytime-valid e-value).
 Goals (issue #27): mean launches at the design rate <= 70% of the reference's with at least
 its power; a clean candidate never more launches than the reference; at most 1.3 times its
 launches; exact false ``fixed`` at the ceiling <= 0.95 alpha.

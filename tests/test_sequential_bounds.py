@@ -9,7 +9,7 @@ import pytest
 from scipy import optimize, stats
 
 from kit.analysis.finished import operating_finished, staged_baseline_mean
-from kit.analysis.sprt import SprtDesign
+from kit.analysis.sprt import ALPHA_MARGIN, SprtDesign
 from kit.analysis.wald import (least_baseline_launches, least_launches_any_baseline,
                                least_mean_launches, least_total_launches, np_power,
                                wald_mean_launches)
@@ -94,16 +94,17 @@ def test_a_baseline_stopped_at_its_first_event_attains_the_any_baseline_bound(p_
 
 def test_no_rule_the_kit_designs_is_under_the_any_baseline_bound() -> None:
     """Staged and single-size baselines, both variants: baseline mean plus the candidate's
-    exact mean at the design rate is never under the bound at the rule's own power and
-    false "below" at the ceiling."""
+    exact mean at the design rate is never under the bound at the rule's own power and the
+    false ``fixed`` its calibration guarantees (0.95 alpha at the ceiling and below it)."""
     for stage, at_first in (((1, 1, 2), False), ((2, 2, 5), True), (None, False),
                             (None, True)):
         n_b = 4 if stage is None else stage[0]
         design = SprtDesign(0.1, 0.025, 0.05, 0.2, 82, n_b, at_first, stage)
-        side = design.operating(0.1).p_fixed
+        assert design.operating(0.1).p_fixed <= ALPHA_MARGIN * 0.05
         for p_b in (0.5, 0.9):
             point = operating_finished(design, n_b, p_b, 0.025)
             mean = float(n_b) if stage is None else staged_baseline_mean(stage, p_b)
-            bound = least_launches_any_baseline(p_b, point.p_fixed, side, 0.025, 0.1)
+            bound = least_launches_any_baseline(p_b, point.p_fixed, ALPHA_MARGIN * 0.05,
+                                                0.025, 0.1)
             assert mean + point.expected_launches >= bound
-            assert bound > 0.75 * (mean + point.expected_launches)  # and not far under
+            assert bound > 0.7 * (mean + point.expected_launches)  # and not far under
