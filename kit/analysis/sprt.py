@@ -450,8 +450,9 @@ class SprtDesign:
         if self.baseline_stage is None:
             return f"{self.baseline_launches}-launch baseline"
         n1, r, n2 = self.baseline_stage
-        return (f"{self.baseline_launches}-launch baseline (staged: {n1} launches, on to {n2} "
-                f"with fewer than {r} events)")
+        short = "with no event" if r == 1 else f"with fewer than {r} events"
+        return (f"baseline staged by design ({n1} launch{'' if n1 == 1 else 'es'}, on to {n2} "
+                f"{short})")
 
     def describe(self) -> str:
         """The rule and its error rates in one paragraph."""

@@ -301,13 +301,14 @@ def _plan(args: argparse.Namespace) -> int:
             n1, r = result.baseline_stage
             staged = (f" staged by design (`coldstart run ... --launches "
                       f"{result.baseline_launches} --stage {n1}:{r} --event EVENT`: it stops "
-                      f"after {n1} launches with at least {r} events)")
+                      f"after {n1} launch{'' if n1 == 1 else 'es'} with at least {r} "
+                      f"event{'' if r == 1 else 's'})")
         console.print(f"Designed for a finished baseline of {'at most ' if staged else ''}"
                       f"{result.baseline_launches} launches{staged}: with a candidate at {design.design_rate:g} it ends fixed "
                       f"with {result.power:.1%} (exact; the fixed-size design "
                       f"{ref.baseline_launches} + {ref.candidate_launches} at that rate: "
                       f"{result.reference_power:.1%}) after {result.expected_launches:.0f} "
-                      f"launches on average ({result.expected_launches / ref.total_launches:.0%}"
+                      f"launches on average ({result.expected_launches / ref.total_launches:.1%}"
                       f" of its {ref.total_launches}), at most "
                       f"{result.baseline_launches + cap}.")
     table = Table(title=f"candidate side (its rate against the ceiling), at most {cap} "
