@@ -100,7 +100,8 @@ def test_no_rule_the_kit_designs_is_under_the_any_baseline_bound() -> None:
                             (None, True)):
         n_b = 4 if stage is None else stage[0]
         design = SprtDesign(0.1, 0.025, 0.05, 0.2, 82, n_b, at_first, stage)
-        assert design.operating(0.1).p_fixed <= ALPHA_MARGIN * 0.05
+        # calibrated to 0.95 alpha within its own tolerance (kit.analysis.sprt._calibrate)
+        assert design.operating(0.1).p_fixed <= ALPHA_MARGIN * 0.05 + 1e-12
         for p_b in (0.5, 0.9):
             point = operating_finished(design, n_b, p_b, 0.025)
             mean = float(n_b) if stage is None else staged_baseline_mean(stage, p_b)
