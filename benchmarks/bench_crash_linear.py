@@ -5,7 +5,10 @@ of spaces (a lazy ``.*?`` before ``\\s+``, a token that may start anywhere insid
 turns one such line into hours. Each shape below was quadratic once (issue #24's review:
 40,000 characters took 6 to 20 CPU seconds); each is read at two sizes, and the larger, 4
 times longer, may take at most 12 times the CPU time of the smaller (quadratic would be
-16), with a floor of 0.05 s for the timer's grain. Exit 1 when a shape is over.
+16), with a floor of 0.05 s for the timer's grain. The shapes that once held memory many
+times their size (a long ``.ips`` header, a long sanitizer headline in ``crash
+classify``'s table; issue #46) also have their peak traced memory per input character
+bounded. Exit 1 when a shape is over.
 
 Usage: ``nice .venv/bin/python benchmarks/bench_crash_linear.py [--size 200000]``
 """
@@ -13,16 +16,24 @@ Usage: ``nice .venv/bin/python benchmarks/bench_crash_linear.py [--size 200000]`
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from kit.cli.crash import _render  # noqa: E402
+from kit.crash import classify  # noqa: E402
 from kit.crash.parse import parse_text  # noqa: E402
 
 #: the smallest run, for the suite's smoke test (tests/test_benchmarks.py)
 SMOKE = {"args": ["--size", "4000"], "prints": r"ubsan-after-parens +\d", "marks": []}
+
+IPS_BODY = ('{"procName":"w","exception":{"type":"EXC_BAD_ACCESS","signal":"SIGSEGV"},'
+            '"threads":[{"triggered":true,"frames":[{"imageOffset":1,"imageIndex":0}]}]}\n')
 
 SHAPES = {
     "ubsan-after-parens": lambda n: "a(" * (n // 2) + " runtime error: x",
@@ -40,13 +51,43 @@ SHAPES = {
     "asan-error-spaces": lambda n: "==1==ERROR: AddressSanitizer: a" + " " * n + "b\n",
     "mono-assertion-spaces": lambda n: "  * Assertion at a" + " " * n + "b\n",
     "java-frame-spaces": lambda n: "java.lang.Error: x\n\tat a" + " " * n + "b\n",
+    # issue #46 family 5: one long sanitizer headline, read and shown as `crash classify`'s
+    # table (rich folded the whole headline: 1 MB 2.4 s, 10 MB 92 s)
+    "sanitizer-headline-table": lambda n: "==1==ERROR: AddressSanitizer: " + "a" * n + "\n",
+    # issue #46 family 4: an .ips whose header line is one long string (a pattern for JSON
+    # strings held a backtracking mark per character: 5 MB took 652 MB)
+    "ips-long-header": lambda n: ('{"bug_type":"309","x":"' + "a" * n + '"}\n'
+                                  + IPS_BODY),
+    "ips-header-objects": lambda n: ('{"bug_type":"309","x":[' + "{}," * (n // 3) + '{}]}\n'
+                                     + IPS_BODY),
 }
+#: shapes timed through `crash classify`'s table, not the reader alone
+TABLE = {"sanitizer-headline-table"}
+#: most bytes traced at once per input character (tracemalloc's peak; the input's own
+#: copies are a few bytes a character), for the shapes that once held far more
+MEMORY = {"ips-long-header": 40, "ips-header-objects": 40, "sanitizer-headline-table": 40}
 
 
-def _cpu(text: str) -> float:
+def _read(name: str, text: str) -> None:
+    record = parse_text(text)
+    if name in TABLE:
+        with contextlib.redirect_stdout(io.StringIO()):
+            _render([("f", record, classify(record))], as_json=False)
+
+
+def _cpu(name: str, text: str) -> float:
     start = time.process_time()
-    parse_text(text)
+    _read(name, text)
     return time.process_time() - start
+
+
+def _peak(name: str, text: str) -> int:
+    tracemalloc.start()
+    try:
+        _read(name, text)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def main() -> int:
@@ -57,14 +98,21 @@ def main() -> int:
     over = []
     print(f"{'shape':24s} {'CPU s at n/4':>12s} {'CPU s at n':>10s} {'ratio':>6s}")
     for name, make in SHAPES.items():
-        small = min(_cpu(make(args.size // 4)) for _ in range(2))
-        large = _cpu(make(args.size))
+        small = min(_cpu(name, make(args.size // 4)) for _ in range(2))
+        large = _cpu(name, make(args.size))
         ratio = large / max(small, 0.05)
-        print(f"{name:24s} {small:12.3f} {large:10.3f} {ratio:6.1f}", flush=True)
+        line = f"{name:24s} {small:12.3f} {large:10.3f} {ratio:6.1f}"
         if ratio > 12:
             over.append(name)
+        if name in MEMORY:
+            text = make(args.size)
+            per_char = _peak(name, text) / len(text)
+            line += f"  peak {per_char:.1f} B/char"
+            if per_char > MEMORY[name]:
+                over.append(f"{name} (memory)")
+        print(line, flush=True)
     if over:
-        print(f"superlinear: {', '.join(over)}")
+        print(f"superlinear or over its memory bound: {', '.join(over)}")
         return 1
     return 0
 

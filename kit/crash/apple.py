@@ -31,7 +31,7 @@ from typing import Any
 
 from ._apple import ADDRESS_AT, abi, leb_note, mark_js_fatal, set_apple_signal
 from ._draft import Draft
-from ._text import basename, parse_int, signal_number
+from ._text import basename, json_string_end, parse_int, signal_number
 from .crash_text import crash_text_marks, looks_like_crash_text, read_crash_text
 from .ips_salvage import (looks_like_ips_fragment, parse_ips_fragment, read_jetsam_entry,
                           termination_kind)
@@ -81,24 +81,33 @@ def close_truncated_json(text: str) -> str | None:
 #: Deepest nesting read: real ``.ips`` reports nest under 20 levels; a deeper text is no
 #: report, and refusing it keeps every read linear (issue: 100k brackets took a minute).
 MAX_JSON_DEPTH = 64
+#: Longest ``.ips`` header line read (Apple's one-line JSON header is under 1 KB).
+MAX_HEADER_CHARS = 64 * 1024
 
 
 def json_depth_over(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether brackets outside strings in ``text`` nest deeper than ``limit`` (one linear
-    pass with ``re``; stops at the first level past the limit)."""
+    pass that holds nothing per character; stops at the first level past the limit)."""
     depth = 0
-    for match in _JSON_TOKEN.finditer(text):
+    pos = 0
+    search = _JSON_MARK.search
+    while (match := search(text, pos)) is not None:
         token = match.group()
-        if token in "[{":
+        pos = match.end()
+        if token == '"':
+            pos = json_string_end(text, pos)
+            if pos < 0:
+                break
+        elif token in "[{":
             depth += 1
             if depth > limit:
                 return True
-        elif token in "]}":
+        else:
             depth -= 1
     return False
 
 
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
+_JSON_MARK = re.compile(r'[\[\]{}"]')
 
 
 def _load_json(text: str, what: str, draft: Draft) -> Any:
@@ -172,10 +181,17 @@ def parse_ips(draft: Draft, text: str) -> None:
     header: dict[str, Any] = {}
     body: Any = None
     head_value = None
-    try:
-        head_value = json.loads(first)
-    except (ValueError, RecursionError):
-        head_value = None
+    if len(first) > MAX_HEADER_CHARS and rest.strip():
+        # Apple's header line is a few hundred characters; loading a long one costs memory
+        # many times its size (a 5 MB one took 652 MB; issue #46 family 4): not read
+        draft.note(f"ips header line is {len(first)} characters long (Apple's is under 1 KB): "
+                   f"not read")
+        head_value = {}
+    else:
+        try:
+            head_value = json.loads(first)
+        except (ValueError, RecursionError):
+            head_value = None
     if isinstance(head_value, dict) and rest.strip():
         header = head_value
         if str(header.get("bug_type")) == "109" or not rest.lstrip().startswith("{"):

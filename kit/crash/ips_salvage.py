@@ -28,7 +28,7 @@ import re
 
 from ._draft import Draft
 from ._apple import set_apple_signal
-from ._text import parse_int, signal_number
+from ._text import json_string_end, parse_int, signal_number
 from .record import Frame
 
 __all__ = ["looks_like_ips_fragment", "parse_ips_fragment", "termination_kind",
@@ -44,7 +44,9 @@ _KEY = re.compile(r'"\s*(' + "|".join(_KEYS) + r')\s*"\s*:')
 # blank or a closing token
 _WRAP = re.compile(r'(?<=[^,\[{\s])\n(?=[^\s"}\]])')
 _FRAME = re.compile(r'\{\s*"\s*imageOffset\s*"\s*:\s*(?P<off>\d+)(?P<body>[^{}]*)\}')
-_STR = r'"\s*{key}\s*"\s*:\s*"(?P<v>(?:[^"\\]|\\.)*)"'
+# a string's opening quote; its end is found by json_string_end (linear, no state per
+# character: a pattern for the whole string kept one backtracking mark per character)
+_STR = r'"\s*{key}\s*"\s*:\s*"'
 _NUM = r'"\s*{key}\s*"\s*:\s*(?P<v>-?\d+)'
 _OBJECT = r'"\s*{key}\s*"\s*:\s*\{{(?P<v>[^{{}}]*)\}}'
 
@@ -74,7 +76,12 @@ def _key_pattern(shape: str, key: str) -> re.Pattern[str]:
 
 def _str(text: str, key: str) -> str | None:
     m = _key_pattern(_STR, key).search(text)
-    return _unescape(m.group("v")).strip() or None if m else None
+    if m is None:
+        return None
+    end = json_string_end(text, m.end())
+    if end < 0:
+        return None  # not closed: cut inside the value
+    return _unescape(text[m.end():end - 1]).strip() or None
 
 
 def _num(text: str, key: str) -> int | None:
@@ -87,7 +94,8 @@ def _object(text: str, key: str) -> str | None:
     return m.group("v") if m else None
 
 
-_REASON = re.compile(r'\s*"(?P<v>(?:[^"\\]|\\.)*)"\s*(?P<end>\])?\s*,?')
+_QUOTE = re.compile(r'\s*"')
+_REASON_AFTER = re.compile(r'\s*(?P<end>\])?\s*,?')
 
 
 def _reasons(termination: str) -> str | None:
@@ -96,9 +104,16 @@ def _reasons(termination: str) -> str | None:
     m = re.search(r'"\s*reasons\s*"\s*:\s*\[', termination)
     values: list[str] = []
     pos = m.end() if m else -1
-    while pos >= 0 and (v := _REASON.match(termination, pos)) is not None:
-        values.append(_unescape(v.group("v")).strip())
-        pos = -1 if v.group("end") else v.end()
+    while pos >= 0:
+        start = _QUOTE.match(termination, pos)
+        if start is None:
+            break
+        end = json_string_end(termination, start.end())
+        if end < 0:
+            break  # cut inside the string
+        values.append(_unescape(termination[start.end():end - 1]).strip())
+        after = _REASON_AFTER.match(termination, end)
+        pos = -1 if after is None or after.group("end") else after.end()
     return " ".join(v for v in values if v) or None
 
 

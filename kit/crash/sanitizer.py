@@ -108,6 +108,8 @@ _DETECT = re.compile(r"(?:ERROR|WARNING): (?:" + "|".join(_TOOLS) + r"):|SUMMARY
 # location form, or LeetCode's judge form of it): Go's "panic: runtime error: ..." has neither
 _DETECT_UBSAN = re.compile(r"(?:^|(?<=[\s:\]\[(]))[^\s:\[\](]+:\d+:\d+: runtime error: \S|"
                            r"\bLine \d+: Char \d+: runtime error: \S")
+#: characters kept of a headline's kind ("heap-use-after-free", "attempting double-free")
+_KIND_CHARS = 200
 _SIGNALS = {"SEGV": "SIGSEGV", "BUS": "SIGBUS", "FPE": "SIGFPE", "ILL": "SIGILL",
             "ABRT": "SIGABRT", "stack-overflow": "SIGSEGV"}
 
@@ -273,6 +275,10 @@ def read_sanitizer(draft: Draft, lines: Sequence[str]) -> None:
     what = header.group("what") if header else ""
     head = re.match(r"^(?P<kind>.+?)(?: on | \(|$)", what)
     kind = head.group("kind").strip() if head else (summary.group("kind") if summary else "")
+    if len(kind) > _KIND_CHARS:  # a report's kind is a few words: the rest is not one
+        draft.note(f"the headline's kind is {len(kind)} characters long: its first "
+                   f"{_KIND_CHARS} kept")
+        kind = kind[:_KIND_CHARS]
     if not kind and re.search(r"freed by thread " + _THREAD_ID + " here", text) and any(
             _ACCESS.match(line) for line in lines):
         kind = "heap-use-after-free"
