@@ -60,6 +60,13 @@ SHAPES = {
                                   + IPS_BODY),
     "ips-header-objects": lambda n: ('{"bug_type":"309","x":[' + "{}," * (n // 3) + '{}]}\n'
                                      + IPS_BODY),
+    # issue #45's new readers: minidump_stackwalk frames, Sentry's rows, a Rust panic line
+    "minidump-frame-spaces": lambda n: ("Crash reason:  SIGSEGV" + " " * n + "x\n"
+                                        "Thread 0 (crashed)\n 0  a" + " " * n + "b + 0x1\n"),
+    "sentry-row-spaces": lambda n: ("EXC_BAD_ACCESS: Exception 1, Code 1, Subcode 6 >\n"
+                                    "  h  0x1  a" + " " * n + "b (f.c:1)\n"),
+    "rust-panic-path": lambda n: ("thread 'm' panicked at /" + "a/" * (n // 2) + "\nx\n"),
+    "json-string-lines": lambda n: '"a\\"' * (n // 4) + '",\n"b",\n"c",\n',
 }
 #: shapes timed through `crash classify`'s table, not the reader alone
 TABLE = {"sanitizer-headline-table"}

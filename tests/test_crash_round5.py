@@ -5,7 +5,9 @@ checked in tests/data/crashes/expected.json by test_crash_fixtures.py)."""
 from __future__ import annotations
 
 import io
+import json
 from contextlib import redirect_stdout
+from pathlib import Path
 
 from kit.cli.crash import _CELL_CHARS, _cell, _render
 from kit.crash import classify, parse_text
@@ -59,3 +61,61 @@ def test_a_long_sanitizer_headline_keeps_a_bounded_kind_and_a_bounded_table_cell
     assert _cell("x" * (_CELL_CHARS + 5)) == ("x" * _CELL_CHARS
                                               + "... (5 more characters; see --json)")
     assert _cell("short") == "short"
+
+
+# -- issue #45 family 1: whole formats -------------------------------------------------
+
+PUBLIC = Path(__file__).parent / "data" / "crashes" / "public"
+
+
+def test_minidump_stackwalk_lines_quoted_as_json_strings_read_as_the_plain_text() -> None:
+    """A copy out of a JSON log: every line a JSON string (with or without the array's
+    brackets and commas) reads as the same report, and says it was decoded."""
+    plain_text = (PUBLIC / "host" / "minidump-rdm-30-linux-sigabrt.txt").read_text()
+    plain = parse_text(plain_text)
+    lines = plain_text.rstrip("\n").split("\n")
+    for quoted in ("\n".join(json.dumps(ln) + "," for ln in lines),
+                   "[\n" + ",\n".join("  " + json.dumps(ln) for ln in lines) + "\n]\n"):
+        record = parse_text(quoted)
+        assert record.notes == ("every line a JSON string (a copy from a JSON log): decoded",)
+        assert (record.format, record.signal_name, record.frames) == \
+            (plain.format, plain.signal_name, plain.frames)
+        assert classify(record).signature == classify(plain).signature
+
+
+def test_a_json_log_with_some_string_lines_is_left_alone() -> None:
+    text = '"a"\n"b"\nFatal signal 11 (SIGSEGV), code 1\nx\ny\n'
+    assert parse_text(text).notes[:1] != ("every line a JSON string (a copy from a JSON "
+                                          "log): decoded",)
+
+
+def test_minidump_frame_shapes() -> None:
+    text = ("Operating system: Android\n                  0.0.0 Linux\nCPU: arm64\n\n"
+            "Crash reason:  SIGSEGV /SEGV_MAPERR\nCrash address: 0x0\n\n"
+            "Thread 204 (crashed)\n 0  libc.so + 0x705ac\n    x0 = 0x0\n"
+            "    Found by: given as instruction pointer in context\n"
+            " 1  libonnxruntime.so!xnn_delete_operator + 0x54\n 2  0x7fbe646d0f20\n"
+            " 3  libx.so!f(int) [x.cc : 12 + 0x4]\n\nThread 205\n 0  libc.so + 0x1\n")
+    record = parse_text(text)
+    assert (record.platform, record.signal, record.signal_name, record.code,
+            record.fault_address, record.thread_index) == \
+        ("android", 11, "SIGSEGV", "SEGV_MAPERR", "0x0", 204)
+    assert [(f.module, f.symbol, f.offset, f.pc, f.file, f.line) for f in record.frames] == [
+        ("libc.so", None, None, "0x705ac", None, None),
+        ("libonnxruntime.so", "xnn_delete_operator", 0x54, None, None, None),
+        (None, None, None, "0x7fbe646d0f20", None, None),
+        ("libx.so", "f(int)", None, None, "x.cc", 12)]
+
+
+def test_a_rust_panic_under_a_supervisor_exit_line_is_an_abort() -> None:
+    text = ("thread '<unnamed>' (345813) panicked at /home/u/.cargo/registry/src/"
+            "index.crates.io-1949cf8c6b5b557f/ort-2.0.0-rc.11/src/lib.rs:191:41:\n"
+            "Failed to load ONNX Runtime dylib\n"
+            "Process exited: code=null, signal=SIGABRT\n")
+    record = parse_text(text)
+    assert (record.format, record.signal_name, record.thread_name) == \
+        ("console-abort", "SIGABRT", "<unnamed>")
+    assert record.abort_message == ("thread '<unnamed>' (345813) panicked at "
+                                    "ort-2.0.0-rc.11/src/lib.rs:191:41:\n"
+                                    "Failed to load ONNX Runtime dylib")
+    assert classify(record).crash_class.value == "abort"

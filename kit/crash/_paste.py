@@ -15,6 +15,8 @@ crash format has:
   writes for an HTML table pasted into it): its rows become the lines they came from;
 * Markdown bold (``**key:** value``), whole lines or inside one (not Bugsnag's
   ``**Class** in **Context**`` headline, which is its format);
+* every line quoted as a JSON string (``"Crash reason:  SIGABRT",``), as a report arrives
+  when it is copied out of a JSON log or a JSON array of lines: the strings are decoded;
 * the indentation of a Markdown indented code block (four spaces or a tab before every
   line, https://spec.commonmark.org/0.31.2/#indented-code-blocks), which hides logcat's
   line prefixes from their anchored patterns.
@@ -26,11 +28,13 @@ It never touches a report that has none of them.
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 from collections import Counter
 
 from ._draft import BOLD_SPAN, unmark
+from ._text import json_string_end
 
 __all__ = ["tidy_paste"]
 
@@ -101,6 +105,44 @@ def _strip_ci_time(lines: list[str]) -> tuple[list[str], bool]:
     return [_CI_TIME.sub("", ln, count=1) for ln in lines], True
 
 
+def _json_string(line: str) -> str | None:
+    """The text of a line that is one JSON string (an optional comma after it), or
+    ``None``."""
+    s = line.strip()
+    if not s.startswith('"'):
+        return None
+    end = json_string_end(s, 1)
+    if end < 0 or s[end:].strip() not in ("", ","):
+        return None
+    try:
+        value = json.loads(s[:end])
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _unquote_json_lines(lines: list[str]) -> tuple[list[str], bool]:
+    """Each line that is a JSON string as its text, when at least 80 % of the non-empty
+    lines (and at least three) are one (a JSON array's own brackets dropped); a string's
+    own ``\n`` escapes become lines."""
+    out: list[str] = []
+    strings = body = 0
+    for line in lines:
+        stripped = line.strip()
+        if not stripped or stripped in ("[", "]", "],"):
+            continue
+        body += 1
+        value = _json_string(stripped)
+        if value is None:
+            out.append(line)
+            continue
+        strings += 1
+        out.extend(value.split("\n"))
+    if strings < 3 or strings * 10 < body * 8:
+        return lines, False
+    return out, True
+
+
 def _table_cells(line: str) -> list[str]:
     """A table row's cells, stripped (the outer pipes optional; ``\\|`` is a pipe in a cell)."""
     row = line.strip()
@@ -169,6 +211,11 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
         if timed:
             text = "\n".join(lines)
             notes.append("a CI log's time stamps ('2021-04-13T11:54:23.5999584Z ') removed")
+    if text.lstrip()[:1] in ('"', "["):
+        lines, unquoted = _unquote_json_lines(text.split("\n"))
+        if unquoted:
+            text = "\n".join(lines)
+            notes.append("every line a JSON string (a copy from a JSON log): decoded")
     quotes = ">" in text and _quote_marker(text)
     runner = ": " in text and _CTEST_ANY.match(text) is not None
     indented = text[:1] in (" ", "\t") and text.lstrip()[:1] != "{"  # JSON: indent is free

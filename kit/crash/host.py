@@ -53,8 +53,15 @@ _ABORT_TEXT = re.compile(
     r"double free or corruption.*|corrupted size vs\. prev_size.*|\*\*\* stack smashing .*|"
     r"\*\*\* buffer overflow detected .*|.*Assertion [`'].*' failed\.|"
     r".*malloc: \*\*\* error for object .*|libc\+\+abi(?:\.dylib)?: terminating.*|"
-    r".*\*\*\* Terminating app due to uncaught exception .*)$")
+    r".*\*\*\* Terminating app due to uncaught exception .*|"
+    # libcxxrt (FreeBSD's C++ runtime): "Terminating due to uncaught exception 0x.. of type
+    # T" (libcxxrt/libcxxrt#41); a Rust panic: "thread 'main' (1234) panicked at f.rs:1:2:",
+    # its message on the next line since Rust 1.73
+    r"Terminating due to uncaught exception .*|thread '[^'\n]*'(?: \(\d+\))? panicked at .*)$")
+# "Abort trap" is the BSD shells' word for SIGABRT ("Abort trap: 6" on macOS, "Abort trap
+# (core dumped)" on FreeBSD); "IOT instruction" zsh's (SIGIOT is SIGABRT on Linux)
 _SIGNAL_WORDS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
+                 "Abort trap": "SIGABRT", "IOT instruction": "SIGABRT",
                  "Illegal instruction": "SIGILL", "Floating point exception": "SIGFPE",
                  "Trace/breakpoint trap": "SIGTRAP", "Killed": "SIGKILL"}
 # a shell's job notice: zsh "[1]    2527336 abort (core dumped)  cmd", bash "[1]+  Aborted
@@ -134,8 +141,11 @@ _CONSOLE_ABORT = re.compile(r"^(?:.*\bterminated by signal SIG[A-Z]+|.*malloc: \
                             r"object |\s*libc\+\+abi(?:\.dylib)?: terminating|terminate called |"
                             r".*Assertion [`'].*' failed\.|(?:Segmentation fault|Aborted) \(core "
                             r"dumped\)|Fatal Python error: |\w+: (?:segmentation fault|abort|bus "
-                            r"error|illegal instruction)\b|.*\*\*\* Terminating app due to "
-                            r"uncaught exception|\[\d+\]\s*[+-]?\s*(?:\d+\s+)?(?:abort|segmentation fault|bus error|illegal instruction)\b)", re.M | re.I)
+                            r"error|illegal instruction|iot instruction)\b|.*\*\*\* Terminating "
+                            r"app due to uncaught exception|Terminating due to uncaught exception "
+                            r"|Abort trap\b|thread '[^'\n]*'(?: \(\d+\))? panicked at \S|"
+                            r"\[\d+\]\s*[+-]?\s*(?:\d+\s+)?(?:abort|segmentation fault|bus error|"
+                            r"illegal instruction)\b)", re.M | re.I)
 _GDB_PROMPT = re.compile(r"^\(gdb\) (?:bt|backtrace|where|thread apply all bt)\b")
 _GDB_TAIL = re.compile(r"^(?:at|from) \S")
 
@@ -215,7 +225,7 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
             continue
         if _ABORT_TEXT.match(stripped) and len(abort_lines) < 8:
             abort_lines.append(stripped)
-            wrapped = stripped.endswith(":") and stripped.startswith("libc++abi")
+            wrapped = stripped.endswith(":") and stripped.startswith(("libc++abi", "thread '"))
             continue
         if wrapped:
             abort_lines.append(stripped)
@@ -368,7 +378,7 @@ def console_abort_message(lines: Sequence[str]) -> str | None:
             continue
         if _ABORT_TEXT.match(stripped) and len(out) < 8:
             out.append(stripped)
-            wrapped = stripped.endswith(":") and stripped.startswith("libc++abi")
+            wrapped = stripped.endswith(":") and stripped.startswith(("libc++abi", "thread '"))
         elif wrapped:
             out.append(stripped)
             wrapped = False

@@ -9,13 +9,16 @@ fits; ``hint`` skips it); :func:`detect_family` returns the family and why:
    ``{``: a piece of an ``.ips`` body (:mod:`kit.crash.ips_salvage`);
 3. ``ApplicationExitInfo #N``: ``dumpsys activity exit-info`` (the newest entry);
 4. a line of ``=`` plus ``YYYY-MM-DD HH:MM:SS <tag> (`` or ``Drop box contents:``: DropBox;
+   Breakpad / Crashpad ``minidump_stackwalk`` text (``Crash reason:``, ``Thread N
+   (crashed)``): :mod:`kit.crash.minidump`;
    a Java HotSpot fatal error log (``# A fatal error has been detected by the Java Runtime
    Environment``, ``# Problematic frame:``, ``C  [lib+0x..]`` frames): :mod:`kit.crash.hotspot`;
    a Mono / Xamarin native crash report (``Got a SIGSEGV while executing native code``,
    ``Native stacktrace:``): :mod:`kit.crash.mono`;
 5. a sanitizer's report (ASan, HWASan, TSan, MSan, LSan, UBSan; a piece of one):
    :mod:`kit.crash.sanitizer`; Valgrind's output (``==PID==`` lines of Memcheck, Helgrind,
-   DRD): :mod:`kit.crash.valgrind`;
+   DRD): :mod:`kit.crash.valgrind`; Sentry's issue view of an Apple crash
+   (``EXC_...: Exception N, Code N, Subcode N`` and frame rows): :mod:`kit.crash.sentry`;
 6. legacy Apple ``.crash`` text or a piece of it (``Exception Type:``, ``Termination
    Reason:``, ``Thread N Crashed:``, Apple frame lines ...);
 7. ``* thread #N ... stop reason =`` or ``frame #N: 0x`` lines: lldb; ``Thread N Queue :`` /
@@ -52,10 +55,12 @@ from .faulthandler import looks_like_faulthandler, read_faulthandler
 from .grapheneos import looks_like_grapheneos, read_grapheneos
 from .hotspot import looks_like_hotspot, read_hotspot
 from .host import looks_like_console_abort, looks_like_host_backtrace, read_host_output
+from .minidump import looks_like_minidump, read_minidump
 from .mono import looks_like_mono, read_mono
 from .ips_salvage import looks_like_ips_fragment, parse_ips_fragment
 from .record import CrashRecord
 from .sanitizer import looks_like_sanitizer, read_sanitizer
+from .sentry import looks_like_sentry_apple, read_sentry_apple
 from .valgrind import looks_like_valgrind, read_valgrind
 
 __all__ = ["parse_text", "detect_family", "reader_name", "HINTS"]
@@ -63,7 +68,8 @@ __all__ = ["parse_text", "detect_family", "reader_name", "HINTS"]
 #: Values accepted for ``hint`` (a format family).
 HINTS = ("android", "tombstone", "logcat", "dropbox", "exit-info", "ips", "jetsam",
          "crash-text", "lldb", "host", "ips-partial", "sanitizer", "xcode", "ide-frames",
-         "frame-rows", "console", "grapheneos", "valgrind", "hotspot", "mono", "faulthandler")
+         "frame-rows", "console", "grapheneos", "valgrind", "hotspot", "mono", "faulthandler",
+         "minidump", "sentry")
 
 _DROPBOX = re.compile(r"^(?:={20,}\s*\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(|Drop box contents:)",
                       re.M)
@@ -71,6 +77,9 @@ _LLDB = re.compile(r"^\s*\*?\s*thread #\d+.*stop reason = |^\s*\*?\s*frame #\d+:
                    r"\s*\*?\s*frame #\d+: 0x", re.M)
 _CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS")
 _EXIT_INFO = re.compile(r"^\s*ApplicationExitInfo #\d+", re.M)
+_RUST_PANIC = re.compile(r"^thread '(?P<thread>[^'\n]*)'(?: \(\d+\))? panicked at ", re.M)
+_CARGO_REGISTRY = re.compile(r" panicked at (?:[A-Za-z]:)?[^\s:]*?[/\\]\.cargo[/\\]registry"
+                             r"[/\\]src[/\\][^/\\\s]+[/\\]")
 _TRACES = re.compile(r'^\s*(?:----- pid \d+ at |DALVIK THREADS|"main" prio=\d+ tid=1\b|suspend all '
                      r'histogram:)', re.M)
 
@@ -109,9 +118,11 @@ def detect_family(text: str) -> tuple[str, str]:
         return "exit-info", "an 'ApplicationExitInfo #N' entry"
     if ("=" * 20 in text or "Drop box contents:" in text) and _DROPBOX.search(text):
         return "dropbox", "a DropBox entry header (a line of '=' and 'date time tag (')"
-    for name, looks_like in (("hotspot", looks_like_hotspot), ("mono", looks_like_mono),
+    for name, looks_like in (("minidump", looks_like_minidump),
+                             ("hotspot", looks_like_hotspot), ("mono", looks_like_mono),
                              ("sanitizer", looks_like_sanitizer),
                              ("valgrind", looks_like_valgrind),
+                             ("sentry", looks_like_sentry_apple),
                              ("crash-text", crash_text_marks)):
         why = looks_like(text)
         if why:
@@ -148,6 +159,8 @@ _READERS: dict[str, tuple[str, str, str, Callable[[Draft, Any], None], bool]] = 
     "hotspot": ("unknown", "jvm", "hotspot", read_hotspot, True),
     "mono": ("linux", "mono", "mono", read_mono, True),
     "faulthandler": ("unknown", "python", "faulthandler", read_faulthandler, True),
+    "minidump": ("unknown", "minidump", "minidump-stackwalk", read_minidump, True),
+    "sentry": ("ios", "crash-reporter", "sentry-apple", read_sentry_apple, True),
 }
 
 
@@ -214,6 +227,25 @@ def _console_abort(text: str, notes: list[str]) -> Draft:
         draft.platform = "unknown"
         draft.note("libc++abi's line alone does not say the platform (Apple, Android or a "
                    "libc++ build)")
+    elif "Terminating due to uncaught exception " in text:
+        # libcxxrt's wording: FreeBSD's C++ runtime (libcxxrt/libcxxrt#41), not the
+        # platforms the kit runs on
+        draft.platform = "unknown"
+        draft.note("libcxxrt's line (FreeBSD's C++ runtime): not a platform the kit knows")
+    panic = _RUST_PANIC.search(draft.get("abort_message") or "")
+    if panic is not None:
+        draft.set("thread_name", panic.group("thread") or None)
+        draft.note("a Rust panic: the panicking thread and where it panicked")
+        message = draft.get("abort_message")
+        if " panicked at /Users/" in message:
+            draft.platform = "macos"  # cargo's registry under a macOS home directory
+        # a crate's path in cargo's registry is the same panic on every machine: the home
+        # directory and registry index before the crate are dropped ("ort-2.0.0-rc.11/...")
+        short = _CARGO_REGISTRY.sub(" panicked at ", message, count=1)
+        if short != message:
+            draft.set("abort_message", short, override=True)
+            draft.note("the panic's path starts at its crate (cargo's registry directory "
+                       "dropped)")
     if draft.get("abort_message"):
         draft.kind = "native"
         if "no signal and no backtrace: the workload did not crash by a signal" in draft.notes:
