@@ -67,6 +67,9 @@ SHAPES = {
                                     "  h  0x1  a" + " " * n + "b (f.c:1)\n"),
     "rust-panic-path": lambda n: ("thread 'm' panicked at /" + "a/" * (n // 2) + "\nx\n"),
     "json-string-lines": lambda n: '"a\\"' * (n // 4) + '",\n"b",\n"c",\n',
+    # an .ips piece's object read to its closing brace or the end (issue #45 family 2)
+    "ips-object-braces": lambda n: ('"procName" : "w",\n"termination" : {'
+                                    + '{"a":"\\"",' * (n // 12) + "\n"),
 }
 #: shapes timed through `crash classify`'s table, not the reader alone
 TABLE = {"sanitizer-headline-table"}

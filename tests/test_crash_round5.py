@@ -119,3 +119,47 @@ def test_a_rust_panic_under_a_supervisor_exit_line_is_an_abort() -> None:
                                     "ort-2.0.0-rc.11/src/lib.rs:191:41:\n"
                                     "Failed to load ONNX Runtime dylib")
     assert classify(record).crash_class.value == "abort"
+
+
+# -- issue #45 family 2: ANR tells ------------------------------------------------------
+
+def test_a_play_console_anr_cut_after_its_native_frames_is_still_an_anr() -> None:
+    """Rajkumarbhakta/GDealz#6 up to its last native frame: the '"main" tid=1 Native'
+    header is the dump's only tell (no Java frame, no signal)."""
+    text = (PUBLIC / "android" / "anr-play-console-main-tid1-native-gdealz-6.txt").read_text()
+    cut = "\n".join(text.split("\n")[:7])
+    record = parse_text(cut)
+    assert (record.kind, record.format, record.thread_name, len(record.frames)) == \
+        ("anr", "anr-stack", "main", 4)
+    assert record.notes[-1] == ("the main thread's header ('\"main\" tid=1 Native') over native "
+                                "frames and no signal: a thread dump (Play Console ANR export), "
+                                "read as an ANR")
+    assert classify(record).crash_class.value == "anr"
+
+
+def test_native_frames_under_another_thread_stay_a_native_report() -> None:
+    text = ('"RenderThread" tid=12 Native\n'
+            "  #00  pc 0x00000000000a2c4c  /apex/com.android.runtime/lib64/bionic/libc.so "
+            "(__epoll_pwait+12)\n"
+            "  #01  pc 0x0000000000017ea8  /system/lib64/libutils.so "
+            "(android::Looper::pollInner+184)\n")
+    assert parse_text(text).kind == "native"
+
+
+def test_a_termination_object_cut_before_its_closing_brace_is_read() -> None:
+    """Automattic/pocket-casts-ios#556's piece cut inside the termination's reasons."""
+    text = (PUBLIC / "ios" / "ips-fragment-pocket-casts-556-frontboard-termination.ips"
+            ).read_text()
+    for cut in (text[:text.index('"ProcessState')], text[:text.index(") reportType")]):
+        record = parse_text(cut)
+        assert record.kind == "anr"
+        assert record.message.startswith("<RBSTerminateContext| domain:10 code:0x8BADF00D "
+                                         "explanation:scene-update watchdog transgression")
+        assert classify(record).crash_class.value == "anr"
+
+
+def test_a_nested_object_inside_termination_is_skipped_over() -> None:
+    text = ('"procName" : "w",\n"termination" : {"details":{"a":{"b":"}"}},"code":2343432205,'
+            '"namespace":"FRONTBOARD","indicator":"scene-create watchdog"},\n"pid" : 4\n')
+    record = parse_text(text)
+    assert (record.kind, record.message, record.pid) == ("anr", "scene-create watchdog", 4)

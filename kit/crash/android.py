@@ -46,6 +46,9 @@ _TRACES_HEAD = re.compile(r"^----- pid (?P<pid>\d+) at (?P<time>.*?) -----\s*$")
 #: where an ANR traces dump (or a piece of one) starts: its pid block, its thread list
 _TRACES_START = re.compile(r'^(?:----- pid \d+ at .* -----|DALVIK THREADS\b.*|suspend all '
                            r'histogram:.*|"main" prio=\d+ tid=1\b.*)\s*$')
+# the main thread's header in a thread dump: ART's '"main" prio=5 tid=1 Native', and Play
+# Console's shorter '"main" tid=1 Native' (no priority); a crash report has neither
+_MAIN_THREAD = re.compile(r'^\s*"main" (?:prio=\d+ )?tid=1 [A-Z][A-Za-z]*\b')
 _THREAD_HEAD = re.compile(r'^"(?P<name>[^"]*)"(?P<rest>.*)$')
 _DROPBOX_HEAD = re.compile(r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?P<tag>\S+)"
                            r"(?: \((?P<what>.*)\))?\s*$")
@@ -462,15 +465,21 @@ def _thread_dump_as_anr(draft: Draft, msgs: Sequence[str]) -> None:
     crash report: it is how Play Console exports an ANR (the main thread's stack)."""
     after = [m for m in msgs if not FRAME_LINE.match(m)]
     java = [f for f in (java_frame(0, m) for m in after if JAVA_FRAME_HINT.match(m)) if f]
-    if not java:
+    main = next((m for m in after[:200] if _MAIN_THREAD.match(m)), None)
+    if not java and main is None:
         return
     draft.kind = "anr"
     draft.format = "anr-stack"
     for frame in java:
         draft.add_frame(Frame(**{**frame.__dict__, "index": len(draft.frames)}))
     draft.notes.remove("no signal line")
-    draft.note("native frames then Java frames and no signal: a thread dump (Play Console "
-               "ANR export), read as an ANR")
+    if java:
+        draft.note("native frames then Java frames and no signal: a thread dump (Play "
+                   "Console ANR export), read as an ANR")
+    else:
+        draft.set("thread_name", "main")
+        draft.note(f"the main thread's header ({main.strip()[:40]!r}) over native frames and "
+                   "no signal: a thread dump (Play Console ANR export), read as an ANR")
 
 
 #: a header of ActivityManagerService.addErrorToDropBox (``Frozen``, ``Installer``,

@@ -48,7 +48,8 @@ _FRAME = re.compile(r'\{\s*"\s*imageOffset\s*"\s*:\s*(?P<off>\d+)(?P<body>[^{}]*
 # character: a pattern for the whole string kept one backtracking mark per character)
 _STR = r'"\s*{key}\s*"\s*:\s*"'
 _NUM = r'"\s*{key}\s*"\s*:\s*(?P<v>-?\d+)'
-_OBJECT = r'"\s*{key}\s*"\s*:\s*\{{(?P<v>[^{{}}]*)\}}'
+_OBJECT = r'"\s*{key}\s*"\s*:\s*\{{'
+_BRACE = re.compile(r'[{}"]')
 
 
 def looks_like_ips_fragment(text: str) -> bool:
@@ -90,8 +91,25 @@ def _num(text: str, key: str) -> int | None:
 
 
 def _object(text: str, key: str) -> str | None:
+    """The inside of the object that ``key`` opens: up to its closing brace, nested objects
+    and arrays included (strings skipped with their escapes), or up to the end of the piece
+    when it is cut inside the object (a piece pasted up to the middle of ``termination``)."""
     m = _key_pattern(_OBJECT, key).search(text)
-    return m.group("v") if m else None
+    if m is None:
+        return None
+    depth = 1
+    pos = m.end()
+    while (mark := _BRACE.search(text, pos)) is not None:
+        if mark.group() == '"':
+            pos = json_string_end(text, mark.end())
+            if pos < 0:
+                break
+            continue
+        pos = mark.end()
+        depth += 1 if mark.group() == "{" else -1
+        if depth == 0:
+            return text[m.end():mark.start()]
+    return text[m.end():]
 
 
 _QUOTE = re.compile(r'\s*"')
