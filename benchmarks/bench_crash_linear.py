@@ -70,6 +70,10 @@ SHAPES = {
     # an .ips piece's object read to its closing brace or the end (issue #45 family 2)
     "ips-object-braces": lambda n: ('"procName" : "w",\n"termination" : {'
                                     + '{"a":"\\"",' * (n // 12) + "\n"),
+    "elision-lines": lambda n: ("backtrace:\n  #00 pc 0011  /l/libx.so\n" + "...\n" * (n // 4)
+                                + "  #01 pc 0022  /l/libx.so\n"),
+    "install-path-cut": lambda n: ("backtrace:\n  #00 pc 0011  /data/app/~~" + "a/" * (n // 2)
+                                   + "\n"),
 }
 #: shapes timed through `crash classify`'s table, not the reader alone
 TABLE = {"sanitizer-headline-table"}

@@ -65,7 +65,8 @@ def test_a_long_sanitizer_headline_keeps_a_bounded_kind_and_a_bounded_table_cell
 
 # -- issue #45 family 1: whole formats -------------------------------------------------
 
-PUBLIC = Path(__file__).parent / "data" / "crashes" / "public"
+DATA = Path(__file__).parent / "data" / "crashes"
+PUBLIC = DATA / "public"
 
 
 def test_minidump_stackwalk_lines_quoted_as_json_strings_read_as_the_plain_text() -> None:
@@ -163,3 +164,97 @@ def test_a_nested_object_inside_termination_is_skipped_over() -> None:
             '"namespace":"FRONTBOARD","indicator":"scene-create watchdog"},\n"pid" : 4\n')
     record = parse_text(text)
     assert (record.kind, record.message, record.pid) == ("anr", "scene-create watchdog", 4)
+
+
+# -- issue #45 family 3: frame runs that survive paste artefacts ------------------------
+
+TOMBSTONE_ELIDED = """\
+*** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***
+pid: 4242, tid: 4290, name: pool-3-thread-1  >>> com.example.app <<<
+signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0000000000000018
+backtrace:
+      #00 pc 00000000011f2b10  /data/app/lib/arm64/libonnxruntime.so (xnn_delete_operator+84)
+      #01 pc 00000000011e2a04  /data/app/lib/arm64/libonnxruntime.so (onnxruntime::Foo::Bar()+20)
+      {elision}
+      #05 pc 00000000000e1234  /apex/com.android.runtime/lib64/bionic/libc.so (__pthread_start(void*)+204)
+      #06 pc 0000000000074abc  /apex/com.android.runtime/lib64/bionic/libc.so (__start_thread+64)
+"""
+
+
+def test_an_elision_line_does_not_end_a_tombstone_frame_run() -> None:
+    for elision in ("...", "…", "[...]", "(...)", "... 3 more frames"):
+        record = parse_text(TOMBSTONE_ELIDED.format(elision=elision))
+        assert [f.index for f in record.frames] == [0, 1, 5, 6], elision
+        assert "a '...' line among the frames: frames left out by the paster" in record.notes
+    # any other line still ends the run
+    record = parse_text(TOMBSTONE_ELIDED.format(elision="some other text"))
+    assert [f.index for f in record.frames] == [0, 1]
+
+
+def test_an_elision_line_does_not_end_a_gdb_frame_run() -> None:
+    text = ("Segmentation fault (core dumped)\n"
+            "#0  0x00007f1 in xnn_delete_operator () from /usr/lib/libonnxruntime.so\n"
+            "#1  0x00007f2 in onnxruntime::Foo::Bar() () from /usr/lib/libonnxruntime.so\n"
+            "...\n#5  0x00007f5 in start_thread () from /lib/libc.so.6\n")
+    record = parse_text(text)
+    assert [f.symbol for f in record.frames] == ["xnn_delete_operator",
+                                                  "onnxruntime::Foo::Bar()", "start_thread"]
+
+
+IDE_COPY = """\
+art_sigsegv_fault 0x00000076a0d53a14
+art::FaultManager::HandleSigsegvFault(int, siginfo*, void*) 0x00000076a0d53b80
+art::SignalChain::Handler(int, siginfo*, void*) 0x0000007a2b1c0e24
+__restore_rt 0x0000007a2f6f0868
+mylib::Decoder::step(int) 0x00000076c11f2b10
+mylib::Decoder::run() 0x00000076c1a33c44
+Java_com_example_Decoder_run 0x00000076c11e2a04
+"""
+
+
+def test_signal_delivery_frames_give_the_signal_and_leave_the_signature() -> None:
+    record = parse_text(IDE_COPY)
+    assert (record.signal, record.signal_name) == (11, "SIGSEGV")
+    assert record.notes[-1] == ("no signal line: SIGSEGV from ART's fault handler frames "
+                                "(art_sigsegv_fault)")
+    result = classify(record)
+    assert result.signature == ("mylib::Decoder::step | mylib::Decoder::run | "
+                                "Java_com_example_Decoder_run")
+    assert result.crash_class.value == "other-native-crash"
+    bus = parse_text(IDE_COPY.replace("art_sigsegv_fault", "art_sigbus_fault"))
+    assert (bus.signal, bus.signal_name) == (7, "SIGBUS")
+
+
+def test_a_path_cut_inside_the_install_directory_is_no_module() -> None:
+    record = parse_text((PUBLIC / "android" / "ort-22780-studio-path-cut.txt").read_text())
+    assert record.frames[0].module is None
+    assert record.frames[0].path == "/data/app/~~WysbYd12p1drZY0tzOF3"
+    assert "frame #00: its path is cut before the module's name" in record.notes
+    whole = ("signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0\nbacktrace:\n"
+             "  #00 pc 0011 /data/app/~~Ab==/com.x-Cd==/lib/arm64/libonnxruntime.so\n"
+             "  #01 pc 0022 /data/app/~~Ab==/com.x-Cd==/base.apk!libfoo.so\n"
+             "  #02 pc 0033 /data/app/~~Ab==/com.x-Cd==/oat/arm64/base.odex\n"
+             "  #03 pc 0044 /data/app/~~Ab==/com.x-Cd\n")
+    assert [f.module for f in parse_text(whole).frames] == [
+        "libonnxruntime.so", "base.apk!libfoo.so", "base.odex", None]
+
+
+# -- issue #45 family 4: Android Studio's logcat of an abort ------------------------------
+
+def test_studio_process_column_and_libcxxabi_line_above_fatal_signal() -> None:
+    text = (DATA / "android" / "logcat-studio-cxx-terminating-ort-exception.txt").read_text()
+    record = parse_text(text)
+    assert record.process == "com.coldstart.wakeword"
+    assert record.abort_message.startswith("terminating due to uncaught exception of type "
+                                           "Ort::Exception: Non-zero status code")
+    # another process's line is not this abort's; a bare "terminating" says nothing
+    other = text.replace("12345-12390 libc++abi", "999-999 libc++abi")
+    assert parse_text(other).abort_message is None
+    bare = text.replace("terminating due to uncaught exception of type Ort::Exception: "
+                        "Non-zero status code returned while running Softmax node. "
+                        "Name:'Softmax_12'", "terminating")
+    assert parse_text(bare).abort_message is None
+    # Studio's "pid-N" for a process it did not know is no name: the 15-character one stays
+    unknown = text.replace("com.coldstart.wakeword               A  Fatal",
+                           "pid-12345                            A  Fatal")
+    assert parse_text(unknown).process == "ldstart.wakeword"

@@ -27,7 +27,8 @@ from collections import Counter
 from typing import Iterable
 
 __all__ = ["decode", "LogLine", "split_logcat", "signal_number", "signal_name",
-           "parse_int", "basename", "matching_open_paren", "clip", "json_string_end"]
+           "parse_int", "basename", "matching_open_paren", "clip", "json_string_end",
+           "ELISION", "ELIDED_NOTE"]
 
 #: Most characters of user input echoed in an error line or a note (issue #13).
 ECHO_CHARS = 200
@@ -83,15 +84,19 @@ class LogLine:
     pid: int | None = None
     tid: int | None = None
     time: str | None = None
+    #: the process column of Android Studio's logcat (its package name, or ``pid-N`` /
+    #: ``?`` when Studio did not know it)
+    process: str | None = None
 
     @classmethod
     def bare(cls, msg: str, tag: str | None = None, level: str | None = None,
              pid: int | None = None, tid: int | None = None,
-             time: str | None = None) -> "LogLine":
-        """``LogLine(msg, ...)``, made without the frozen ``__init__``'s six
+             time: str | None = None, process: str | None = None) -> "LogLine":
+        """``LogLine(msg, ...)``, made without the frozen ``__init__``'s seven
         ``object.__setattr__`` calls (the parsers make one per line of a report)."""
         line = object.__new__(cls)
-        line.__dict__.update(msg=msg, tag=tag, level=level, pid=pid, tid=tid, time=time)
+        line.__dict__.update(msg=msg, tag=tag, level=level, pid=pid, tid=tid, time=time,
+                             process=process)
         return line
 
 
@@ -105,7 +110,7 @@ _BRIEF = re.compile(r"^" + _LEVEL + r"/(?P<tag>[^(\n]*?)\s*\(\s*(?P<pid>\d+)\): 
 # 2024-05-01 12:00:01.234  1234-1250  libc   com.example.app   A  Fatal signal 11 ...
 _STUDIO = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+)\s+(?P<pid>\d+)-(?P<tid>\d+)\s+"
-    r"(?P<tag>\S+)\s+(?:\S+\s+)?" + _LEVEL + r"\s{1,3}(?P<msg>.*)$")
+    r"(?P<tag>\S+)\s+(?:(?P<proc>\S+)\s+)?" + _LEVEL + r"\s{1,3}(?P<msg>.*)$")
 # 2024-05-01 12:00:01.234 1234-1250/com.example.app A/libc: Fatal signal 11 ...
 _STUDIO_OLD = re.compile(
     r"^(?P<time>(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+)\s+(?P<pid>\d+)-(?P<tid>\d+)/\S*\s+"
@@ -161,7 +166,7 @@ def _line(m: re.Match[str]) -> LogLine:
     tid = groups.get("tid")
     return LogLine.bare(groups["msg"], (groups.get("tag") or "").strip() or None,
                         groups.get("level"), int(pid) if pid else None,
-                        int(tid) if tid else None, groups.get("time"))
+                        int(tid) if tid else None, groups.get("time"), groups.get("proc"))
 
 
 def split_logcat(lines: Iterable[str]) -> tuple[str, list[LogLine]]:
@@ -320,3 +325,10 @@ def json_string_end(text: str, start: int) -> int:
         if (quote - back) % 2 == 0:
             return quote + 1
         pos = quote + 1
+
+
+#: a line a paster put where they left frames out (``...``, ``…``, ``[...]``, ``(...)``,
+#: ``... 12 more frames``): a frame run goes on after it (issue #45 family 3)
+ELIDED_NOTE = "a '...' line among the frames: frames left out by the paster"
+ELISION = re.compile(r"^\s*(?:\.{3,}|…|\[\s*(?:\.{3}|…)\s*\]|\(\s*(?:\.{3}|…)\s*\)|<\s*(?:\.{3}|…)\s*>"
+                     r"|(?:\.{3}|…)\s*\(?\d+ (?:more |other )?(?:frames?|lines?)(?: \w+)?\)?)\s*$")

@@ -443,6 +443,11 @@ def _read_native(draft: Draft, lines: Sequence[LogLine], tomb: list[str], fatal_
                  headline: int | None, msgs: list[str]) -> None:
     draft.kind = "native"
     if fatal_at is not None:
+        column = lines[fatal_at].process
+        if column and _PACKAGE.match(column):
+            # Android Studio's process column names the process whole; the 'Fatal signal'
+            # line's own name is its last 15 characters (a tombstone's pid line wins later)
+            draft.short_process = column
         read_fatal_signal(draft, lines[fatal_at].msg)
         # libc logs the line from the crashing process: its prefix's pid is that process's
         # (Android 4's line names no pid; a tombstone's pid line wins later)
@@ -451,6 +456,9 @@ def _read_native(draft: Draft, lines: Sequence[LogLine], tomb: list[str], fatal_
         console.read_headline_signal(draft, msgs)
         draft.format = "crash-console"
     read_tombstone(draft, tomb)
+    if fatal_at is not None and draft.get("abort_message") is None and \
+            draft.get("signal_name") == "SIGABRT":
+        _abort_from_cxx_runtime(draft, lines, fatal_at)
     if headline is not None and not draft.frames:
         console.read_headline_frames(draft, msgs, headline)
     if fatal_at is not None and not any(t.strip() for t in tomb if "Fatal signal" not in t):
@@ -458,6 +466,32 @@ def _read_native(draft: Draft, lines: Sequence[LogLine], tomb: list[str], fatal_
     if draft.get("signal") is None and headline is None and "no tombstone header (star line / " \
             "pid line): frames only" in draft.notes:
         _thread_dump_as_anr(draft, msgs)
+
+
+# a package name ("com.example.app", with a ":service" suffix for a process of its own), not
+# Studio's "pid-1234" or "?" for a process it did not know
+_PACKAGE = re.compile(r"^[A-Za-z][\w]*(?:\.[A-Za-z_][\w]*)+(?::[\w.]+)?$")
+# libc++abi's last words (abort_message.cpp): "terminating due to uncaught exception of type
+# T: what" (LLVM 15+) or "terminating with uncaught exception of type T: what"; the bare
+# "terminating" says nothing of the cause
+_CXX_TERMINATING = re.compile(r"^(?:libc\+\+abi(?:\.dylib)?: )?terminating (?:due to|with) "
+                              r"uncaught exception\b")
+
+
+def _abort_from_cxx_runtime(draft: Draft, lines: Sequence[LogLine], fatal_at: int) -> None:
+    """An abort with no ``Abort message:`` line: libc++abi's ``terminating due to uncaught
+    exception of type T: what``, logged by the same process just above ``Fatal signal 6``
+    (Android Studio's logcat shows it under the tag ``libc++abi``), is its message."""
+    pid = lines[fatal_at].pid
+    for line in reversed(lines[max(0, fatal_at - 20):fatal_at]):
+        if pid is not None and line.pid is not None and line.pid != pid:
+            continue
+        msg = line.msg.strip()
+        if (line.tag == "libc++abi" or msg.startswith("libc++abi")) and \
+                _CXX_TERMINATING.match(msg):
+            draft.set("abort_message", msg)
+            draft.note("the abort message is libc++abi's line above 'Fatal signal 6'")
+            return
 
 
 def _thread_dump_as_anr(draft: Draft, msgs: Sequence[str]) -> None:

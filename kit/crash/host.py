@@ -30,7 +30,7 @@ from typing import Sequence
 
 from ._demangle import demangle_all
 from ._draft import Draft
-from ._text import (basename, decode, matching_open_paren, parse_int, signal_name,
+from ._text import (ELIDED_NOTE, ELISION, basename, decode, matching_open_paren, parse_int, signal_name,
                     signal_number)
 from .record import CrashRecord, Frame
 
@@ -197,7 +197,7 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
     """
     frames: list[Frame] = []
     abort_lines: list[str] = []
-    in_run = done = False
+    in_run = done = elided = False
     all_lines = list(lines)
     lines = _join_gdb_lines(all_lines)
     for line in lines:
@@ -213,8 +213,12 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
         if frame is not None:
             in_run = True
             frames.append(frame)
+        elif in_run and ELISION.match(stripped):
+            elided = True  # frames the paster left out: the run goes on
         elif in_run:
             done = True
+    if elided:
+        draft.note(ELIDED_NOTE)
     wrapped = False  # the last abort line ends "...of type X:": its what() is on the next
     for line in all_lines[:4000]:
         if "Thread " in line or "LWP " in line:

@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 from ._draft import Draft
 from ._paste import tidy_paste
-from ._text import decode, signal_name, split_logcat
+from ._text import decode, signal_name, signal_number, split_logcat
 from .android import parse_android_log, parse_dropbox
 from .apple import crash_text_marks, parse_ips, read_crash_text
 from .bugsnag import looks_like_bugsnag, read_bugsnag
@@ -210,7 +210,33 @@ def _parse(text: str | bytes, hint: str | None) -> CrashRecord:
         reader(draft, text.split("\n") if by_lines else text)
     else:
         draft = _parse_android_or_host(text, notes, forced=forced)
+    _signal_from_delivery_frames(draft)
     return draft.build()
+
+
+# ART's fault handler and the kernel's signal trampoline at the top of a stack: the signal
+# was delivered to this thread (libsigchain's art::SignalChain::Handler, ART's FaultManager;
+# https://android.googlesource.com/platform/art/+/refs/heads/main/sigchainlib/ and
+# runtime/fault_handler.cc)
+_DELIVERY_SIGNAL = re.compile(r"^(?:art_(?P<a>sigsegv|sigbus)_fault|art::FaultManager::Handle"
+                              r"(?P<b>Sigsegv|Sigbus)Fault)\b")
+
+
+def _signal_from_delivery_frames(draft: Draft) -> None:
+    """A report with no signal whose top frames are ART's fault handler for SIGSEGV or
+    SIGBUS: that signal, with a note (the frames are skipped for the signature)."""
+    if draft.get("signal_name") is not None or draft.kind not in ("native", "unknown"):
+        return
+    for frame in draft.frames[:8]:
+        m = _DELIVERY_SIGNAL.match((frame.symbol or "").lstrip(":"))
+        if m is not None:
+            name = (m.group("a") or m.group("b")).upper()
+            draft.set("signal_name", name)
+            draft.set("signal", signal_number(name))
+            draft.kind = "native"
+            draft.note(f"no signal line: {name} from ART's fault handler frames "
+                       f"({frame.symbol[:40]})")
+            return
 
 
 def _console_abort(text: str, notes: list[str]) -> Draft:

@@ -24,7 +24,7 @@ from typing import Sequence
 
 from ._demangle import demangle_all
 from ._draft import Draft
-from ._text import basename, matching_open_paren, parse_int, signal_name, signal_number
+from ._text import ELIDED_NOTE, ELISION, basename, matching_open_paren, parse_int, signal_name, signal_number
 from .record import Frame
 
 __all__ = ["parse_frame_line", "read_tombstone", "read_fatal_signal", "looks_like_tombstone",
@@ -145,8 +145,27 @@ def parse_frame_line(line: str) -> tuple[Frame | None, str | None]:
     if path is not None and path.endswith(" (deleted)"):
         path = path[:-len(" (deleted)")]
     module = basename(path) if path else None
+    if path is not None and _cut_install_path(path):
+        module = None
+        note = note or f"frame #{index:02d}: its path is cut before the module's name"
     return Frame(index=index, module=module, symbol=symbol or None, offset=offset,
                  pc="0x" + pc, build_id=build_id, path=path), note
+
+
+# a file a frame can be in (a library, an APK and the library inside it, ART's files)
+_MODULE_FILE = re.compile(r"\.(?:so|apk|oat|odex|vdex|dex|art|jar)\b|!|\]$")
+
+
+def _cut_install_path(path: str) -> bool:
+    """Whether a frame's path ends inside an app's install directory (Android 11+'s
+    ``/data/app/~~<random>==/<package>-<random>==/...``): a paste cut it before the module's
+    name, so its last part is no module (``~~WysbYd12p1drZY0tzOF3``)."""
+    parts = path.split("/")
+    last = parts[-1]
+    if not last or last.startswith("~~"):
+        return path.startswith("/")
+    at = next((i for i, part in enumerate(parts) if part.startswith("~~")), None)
+    return at is not None and len(parts) == at + 2 and _MODULE_FILE.search(last) is None
 
 
 def _hex_address(text: str | None) -> str | None:
@@ -220,7 +239,7 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
     allocation and free stacks, other threads and the memory map are skipped. Never raises.
     """
     saw_star = saw_pid = saw_backtrace = saw_signal = False
-    in_frames = done_frames = False
+    in_frames = done_frames = elided = False
     total_frames = None
     abort_lines: list[str] | None = None
     for line in lines:
@@ -252,6 +271,9 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
                 # a blank line does not end the run: consoles (Play, Crashlytics) put one
                 # between frames; the next line that is not a frame does
                 if stripped.startswith("NOTE:") or not stripped:
+                    continue
+                if ELISION.match(stripped):  # frames the paster left out: the run goes on
+                    elided = True
                     continue
                 in_frames = False
                 done_frames = True
@@ -325,6 +347,8 @@ def read_tombstone(draft: Draft, lines: Sequence[str]) -> None:
     draft.set("process", draft.short_process)
     if saw_backtrace and not draft.frames:
         draft.note("'backtrace:' is followed by no frames (report cut?)")
+    if elided:
+        draft.note(ELIDED_NOTE)
     if total_frames is not None and 0 < len(draft.frames) < total_frames:
         draft.note(f"{len(draft.frames)} of {total_frames} frames present (report cut?)")
     if not saw_star and not saw_pid and saw_signal:
