@@ -74,6 +74,8 @@ SHAPES = {
                                 + "  #01 pc 0022  /l/libx.so\n"),
     "install-path-cut": lambda n: ("backtrace:\n  #00 pc 0011  /data/app/~~" + "a/" * (n // 2)
                                    + "\n"),
+    "table-row-spaces": lambda n: ("Thread 0 Crashed:\n0  a b" + " b" * (n // 4) + "  x"
+                                   + " " * (n // 2) + "y + 1\n"),
 }
 #: shapes timed through `crash classify`'s table, not the reader alone
 TABLE = {"sanitizer-headline-table"}

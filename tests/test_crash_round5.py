@@ -258,3 +258,32 @@ def test_studio_process_column_and_libcxxabi_line_above_fatal_signal() -> None:
     unknown = text.replace("com.coldstart.wakeword               A  Fatal",
                            "pid-12345                            A  Fatal")
     assert parse_text(unknown).process == "ldstart.wakeword"
+
+
+GITHUB_TABLE = """\
+Exception Type: EXC_CRASH (SIGABRT)
+
+0 | libsystem_kernel.dylib | __pthread_kill + 8
+-- | -- | --
+1 | libsystem_pthread.dylib | pthread_kill + 268
+2 | libsystem_c.dylib | abort + 180
+3 | hermes | 0x1047a0000 + 123456
+4 | hermes | hermes::vm::JSObject::addOwnPropertyImpl + 168
+5 | MyApp | main + 96
+"""
+
+
+def test_a_github_table_of_frames_without_outer_pipes_keeps_every_row() -> None:
+    """GitHub's editor form of a pasted HTML table: the first row (frame 0) made the
+    header, a '-- | --' delimiter, 'image | symbol + off' rows beside 'image | 0xLOAD + off'
+    ones: every row is a frame, in order."""
+    record = parse_text(GITHUB_TABLE)
+    assert [(f.index, f.module, f.symbol, f.offset, f.pc) for f in record.frames] == [
+        (0, "libsystem_kernel.dylib", "__pthread_kill", 8, None),
+        (1, "libsystem_pthread.dylib", "pthread_kill", 268, None),
+        (2, "libsystem_c.dylib", "abort", 180, None),
+        (3, "hermes", None, None, hex(123456)),
+        (4, "hermes", "hermes::vm::JSObject::addOwnPropertyImpl", 168, None),
+        (5, "MyApp", "main", 96, None)]
+    assert record.notes[0] == "a Markdown table's markup removed (6 rows)"
+    assert "hermes::vm::JSObject::addOwnPropertyImpl" in classify(record).signature

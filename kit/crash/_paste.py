@@ -168,6 +168,11 @@ def _strip_table(lines: list[str]) -> tuple[list[str], int]:
         if (i + 1 < len(lines) and "|" in line and "-" in lines[i + 1]
                 and _TABLE_DELIM.match(lines[i + 1])
                 and len(_table_cells(line)) == len(_table_cells(lines[i + 1]))):
+            if _table_cells(line)[0].isdecimal():
+                # a frame's index in the header cell: GitHub's editor makes a pasted HTML
+                # table's first row (frame 0) the header; it is a row like the others
+                out.append("  ".join(unmark(c) for c in _table_cells(line) if c))
+                rows += 1
             i += 2
             while i < len(lines) and "|" in lines[i] and lines[i].strip():
                 # a cell people format by hand may be a code span or bold ("`libc.so`")

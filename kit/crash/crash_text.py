@@ -35,6 +35,11 @@ _KEY_CASE = {"Exception type": "Exception Type", "Exception subtype": "Exception
              "Exception codes": "Exception Codes", "Triggered by thread": "Triggered by Thread"}
 _TEXT_FRAME = re.compile(r"^(?P<idx>\d{1,4})\s+(?:(?P<image>\S.*?)\s+)??(?P<addr>0x[0-9a-fA-F]{1,16})"
                          r"(?:\s+(?P<rest>.*))?$")
+# a console table's row once its markup is gone (GitHub's editor form of a pasted HTML
+# table): index, image, then "symbol + off" or "0xLOAD + off", and no instruction address
+# (the image's name may hold single spaces; cells stand two spaces apart)
+_TABLE_ROW = re.compile(r"^(?P<idx>\d{1,4})[ \t]+(?P<image>[^\s\d]\S*(?: \S+)*)(?:[ \t]{2,}|\t)"
+                        r"(?P<rest>[^\s0-9](?:.*\S)? \+ \d+)\s*$")
 _SYM_OFF = re.compile(r"^(?P<sym>.*?) \+ (?P<off>\d+)(?: \((?P<file>[^()]*?):(?P<line>\d+)\))?\s*$")
 _COMMENT = re.compile(r"^0x[0-9a-fA-F]+ \+ (?P<off>0x[0-9a-fA-F]+|\d+)\s*//\s*(?P<sym>.*?)"
                       r"(?: \+ (?P<soff>0x[0-9a-fA-F]+|\d+))?\s*$")
@@ -208,6 +213,10 @@ def _frame(draft: Draft, images: dict[str, tuple[int, str, str]],
     rest = (rest or "").strip()
     if rest.startswith("[inlined] "):
         rest = rest[len("[inlined] "):]
+    if rest.startswith("+ ") and rest[2:].isdecimal():
+        # a table row's "0xLOAD + offset" (no instruction address): the offset in the image
+        return Frame(index=idx, module=image or None, pc=hex(int(rest[2:])), build_id=uuid,
+                     path=path or None)
     cm = _COMMENT.match(rest)
     if cm is not None:  # jailbreak symbolicators: "0xBASE + 0xOFF  // symbol + 0xN"
         pc = hex(parse_int(cm.group("off"), 16 if cm.group("off").startswith("0x") else 10)
@@ -296,6 +305,12 @@ def read_crash_text(draft: Draft, lines: Sequence[str]) -> None:
                 images.setdefault(words[0], images[name])
             continue
         f = _TEXT_FRAME.match(line.strip()) if current is not None and "0x" in line else None
+        if f is None and current is not None and " + " in line and line[:1].isdigit():
+            row = _TABLE_ROW.match(line.strip())
+            if row is not None:
+                blocks.setdefault(current, []).append(
+                    (int(row.group("idx")), row.group("image"), -1, row.group("rest")))
+                continue
         if f is not None and current is not None and (f.group("image") or f.group("rest")):
             blocks.setdefault(current, []).append(
                 (int(f.group("idx")), (f.group("image") or "").strip(), int(f.group("addr"), 16),
