@@ -1,7 +1,7 @@
 """Breakpad / Crashpad ``minidump_stackwalk`` text: a minidump processed into a report.
 
 Layout (Breakpad's ``processor/stackwalk_common.cc``, ``PrintProcessState`` and
-``PrintStack``; the same tool reads Crashpad's minidumps; docs/formats.md section 12)::
+``PrintStack``; the same tool reads Crashpad's minidumps; docs/formats.md section 9)::
 
     Operating system: Linux
                       0.0.0 Linux 3.19.0-25-generic ...

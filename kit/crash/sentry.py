@@ -2,7 +2,7 @@
 
 Layout (Sentry's issue page for a native Apple event: the exception's headline, the
 mechanism's description, then the crashed thread's frames, innermost first, one row per
-frame with inlined frames repeating their address; docs/formats.md section 13, and
+frame with inlined frames repeating their address; docs/formats.md section 10, and
 react-native#53774 in the corpus)::
 
     EXC_BAD_ACCESS: Exception 1, Code 1, Subcode 6 >
