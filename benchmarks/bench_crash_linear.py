@@ -76,6 +76,7 @@ SHAPES = {
                                    + "\n"),
     "table-row-spaces": lambda n: ("Thread 0 Crashed:\n0  a b" + " b" * (n // 4) + "  x"
                                    + " " * (n // 2) + "y + 1\n"),
+    "minidump-records": lambda n: "Crash|SIGSEGV|0x0|0\n" + "0|1|m|f|||0x1\n" * (n // 16),
 }
 #: shapes timed through `crash classify`'s table, not the reader alone
 TABLE = {"sanitizer-headline-table"}

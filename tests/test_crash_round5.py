@@ -287,3 +287,22 @@ def test_a_github_table_of_frames_without_outer_pipes_keeps_every_row() -> None:
         (5, "MyApp", "main", 96, None)]
     assert record.notes[0] == "a Markdown table's markup removed (6 rows)"
     assert "hermes::vm::JSObject::addOwnPropertyImpl" in classify(record).signature
+
+
+def test_minidump_stackwalk_machine_readable_records() -> None:
+    text = ("OS|Android|0.0.0 Linux 4.14.186 #1 SMP PREEMPT aarch64\nCPU|arm64||8\nGPU|||\n"
+            "Crash|SIGSEGV /SEGV_MAPERR|0x18|3\n"
+            "Module|libonnxruntime.so||libonnxruntime.so|0123ABCD|0x7a00000000|0x7a01ffffff|1\n"
+            "3|0|libonnxruntime.so|xnn_delete_operator|||0x54\n"
+            "3|1|libonnxruntime.so||||0x11e2a04\n"
+            "3|2|libc.so|__pthread_start(void*)|pthread_create.cpp|364|0xcc\n"
+            "4|0|libc.so|syscall|||0x1c\n")
+    record = parse_text(text)
+    assert (record.format, record.platform, record.signal_name, record.code,
+            record.fault_address, record.thread_index) == \
+        ("minidump-stackwalk-m", "android", "SIGSEGV", "SEGV_MAPERR", "0x18", 3)
+    assert [(f.index, f.module, f.symbol, f.offset, f.pc, f.file, f.line)
+            for f in record.frames] == [
+        (0, "libonnxruntime.so", "xnn_delete_operator", 0x54, None, None, None),
+        (1, "libonnxruntime.so", None, None, "0x11e2a04", None, None),
+        (2, "libc.so", "__pthread_start(void*)", 0xcc, None, "pthread_create.cpp", 364)]

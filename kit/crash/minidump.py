@@ -22,6 +22,11 @@ Layout (Breakpad's ``processor/stackwalk_common.cc``, ``PrintProcessState`` and
      ...
     Loaded modules:
 
+With ``-m`` (machine-readable, ``PrintProcessStateMachineReadable``) the same is one record
+a line, fields split by ``|``: ``OS|Linux|<version>``, ``Crash|SIGSEGV /SEGV_MAPERR|0x0|<crashed
+thread>``, ``Module|...`` lines, then frames ``<thread>|<frame>|<module>|<function>|<file>|
+<line>|<offset>`` (the offset in the function when there is one, else in the module).
+
 The crashed thread's frames are read (registers and ``Found by`` lines skipped); the
 reason gives the signal (``SIGABRT``, ``SIGSEGV /SEGV_MAPERR``: name and code) or Apple's
 exception and its code; the operating system line the platform. A copy from a JSON log
@@ -50,10 +55,21 @@ _OS = {"linux": "linux", "android": "android", "mac os x": "macos", "macos": "ma
        "ios": "ios"}
 
 
+_MR_CRASH = re.compile(r"^Crash\|(?P<reason>[^|]*)\|(?P<addr>[^|]*)\|(?P<thread>\d+)\s*$")
+_MR_FRAME = re.compile(r"^(?P<thread>\d+)\|(?P<idx>\d+)\|(?P<module>[^|]*)\|(?P<function>[^|]*)\|"
+                       r"(?P<file>[^|]*)\|(?P<line>\d*)\|(?P<off>0x[0-9a-fA-F]+)?\s*$")
+
+
 def looks_like_minidump(text: str) -> str:
     """Why the text is ``minidump_stackwalk`` output (a ``Crash reason:`` line and a
-    ``Thread N (crashed)`` line), or ``""``."""
+    ``Thread N (crashed)`` line, or ``-m``'s ``Crash|...`` line and frame records), or
+    ``""``."""
     sample = text[:2_000_000]
+    if "Crash|" in sample:
+        lines = sample.split("\n")
+        if any(_MR_CRASH.match(ln.strip()) for ln in lines) and \
+                sum(1 for ln in lines if _MR_FRAME.match(ln.strip())) >= 1:
+            return "minidump_stackwalk -m's 'Crash|reason|address|thread' line and frame records"
     if "Crash reason:" not in sample or "(crashed)" not in sample:
         return ""
     lines = sample.split("\n")
@@ -88,6 +104,9 @@ def read_minidump(draft: Draft, lines: Sequence[str]) -> None:
     """Read ``minidump_stackwalk`` text into ``draft`` (see the module docs)."""
     draft.format = "minidump-stackwalk"
     draft.kind = "native"
+    if any(_MR_CRASH.match(ln.strip()) for ln in lines[:4000] if ln.startswith("Crash|")):
+        _read_machine_readable(draft, lines)
+        return
     in_crashed = False
     for i, line in enumerate(lines):
         if line.startswith("Operating system:"):
@@ -135,3 +154,37 @@ def _reason(draft: Draft, reason: str) -> None:
         return
     draft.set("exception", head)
     draft.set("code", code or None)
+
+
+def _read_machine_readable(draft: Draft, lines: Sequence[str]) -> None:
+    """``minidump_stackwalk -m`` records (see the module docs)."""
+    draft.format = "minidump-stackwalk-m"
+    crashed = None
+    for line in lines:
+        line = line.strip()
+        if line.startswith("OS|"):
+            name = line.split("|")[1].strip().lower()
+            draft.platform = _OS.get(name, "unknown")
+            continue
+        crash = _MR_CRASH.match(line) if line.startswith("Crash|") else None
+        if crash is not None and crashed is None:
+            _reason(draft, crash.group("reason"))
+            draft.set("fault_address", crash.group("addr").strip().lower() or None)
+            crashed = crash.group("thread")
+            draft.set("thread_index", parse_int(crashed))
+            continue
+        frame = _MR_FRAME.match(line) if crashed is not None and line[:1].isdigit() else None
+        if frame is None or frame.group("thread") != crashed:
+            continue
+        off = parse_int(frame.group("off"), 16) if frame.group("off") else None
+        function = frame.group("function") or None
+        draft.add_frame(Frame(index=parse_int(frame.group("idx")) or 0,
+                              module=frame.group("module") or None, symbol=function,
+                              offset=off if function else None,
+                              pc=hex(off) if off is not None and not function else None,
+                              file=frame.group("file") or None,
+                              line=parse_int(frame.group("line") or None)))
+    if draft.dropped_frames:
+        draft.note(f"{draft.dropped_frames} deeper frames not kept")
+    if not draft.frames:
+        draft.note("no frames of the crashed thread in the text")
