@@ -76,7 +76,8 @@ def test_minidump_stackwalk_lines_quoted_as_json_strings_read_as_the_plain_text(
     plain = parse_text(plain_text)
     lines = plain_text.rstrip("\n").split("\n")
     for quoted in ("\n".join(json.dumps(ln) + "," for ln in lines),
-                   "[\n" + ",\n".join("  " + json.dumps(ln) for ln in lines) + "\n]\n"):
+                   "[\n" + ",\n".join("  " + json.dumps(ln) for ln in lines) + "\n]\n",
+                   "```json\n" + "\n".join(json.dumps(ln) + "," for ln in lines) + "\n```\n"):
         record = parse_text(quoted)
         assert record.notes == ("every line a JSON string (a copy from a JSON log): decoded",)
         assert (record.format, record.signal_name, record.frames) == \

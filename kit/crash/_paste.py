@@ -121,6 +121,16 @@ def _json_string(line: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _first_line(text: str) -> str:
+    """The first line of ``text`` that is neither blank nor a Markdown fence, stripped (from
+    its first 50 lines)."""
+    for line in text.split("\n", 50)[:50]:
+        stripped = line.strip()
+        if stripped and not _FENCE.match(stripped):
+            return stripped
+    return ""
+
+
 def _unquote_json_lines(lines: list[str]) -> tuple[list[str], bool]:
     """Each line that is a JSON string as its text, when at least 80 % of the non-empty
     lines (and at least three) are one (a JSON array's own brackets dropped); a string's
@@ -130,6 +140,9 @@ def _unquote_json_lines(lines: list[str]) -> tuple[list[str], bool]:
     for line in lines:
         stripped = line.strip()
         if not stripped or stripped in ("[", "]", "],"):
+            continue
+        if _FENCE.match(stripped):
+            out.append(line)
             continue
         body += 1
         value = _json_string(stripped)
@@ -216,7 +229,7 @@ def tidy_paste(text: str) -> tuple[str, list[str]]:
         if timed:
             text = "\n".join(lines)
             notes.append("a CI log's time stamps ('2021-04-13T11:54:23.5999584Z ') removed")
-    if text.lstrip()[:1] in ('"', "["):
+    if _first_line(text)[:1] in ('"', "["):
         lines, unquoted = _unquote_json_lines(text.split("\n"))
         if unquoted:
             text = "\n".join(lines)
