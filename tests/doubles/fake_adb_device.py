@@ -106,6 +106,22 @@ class AppBehaviour:
         kill_driver: half a phase gap after ``after``, the device calls its
             ``on_kill_driver`` (the test sends SIGKILL to the ``coldstart`` process that
             drives it); the app goes on, as an app does when its driver dies.
+        logd_restart_s: half a phase gap after ``after``, logd restarts (``stop logd;
+            start logd``, or logd killed by the low-memory killer): every running
+            ``logcat`` ends (``logcat: Unexpected EOF!``, exit 1), the ring buffers are
+            lost, and for this many seconds a new ``logcat`` is refused (liblog's connect
+            to ``/dev/socket/logdr`` fails: ``logcat: Logcat read failure: Connection
+            refused``, exit 1; ``logcat -c``: ``failed to clear the 'main' log``) and what
+            is logged meanwhile is dropped. Exit-info, DropBox and tombstones are kept
+            by other services and are written as ever.
+        tombstone_late_s: a ``native-crash`` logs its ``Fatal signal`` line at once,
+            but crash_dump's tombstone (the ``DEBUG`` lines, ``tombstoned``'s line) and
+            the DropBox entries come this many seconds after the death (a slow or busy
+            device: tombstoned queues dumps).
+        uninstall: half a phase gap after ``after``, someone else removes the app (an
+            MDM, ``adb uninstall``): its process is killed, ``pm path`` prints nothing,
+            and its exit-info records go with it (AppExitInfoTracker drops a removed
+            package's records); no crash report.
     """
 
     kind: str = "completed"
@@ -128,6 +144,9 @@ class AppBehaviour:
     foreign_build: "FakeApp | None" = None
     kill_server: bool = False
     kill_driver: bool = False
+    logd_restart_s: float = 0.0
+    tombstone_late_s: float = 0.0
+    uninstall: bool = False
 
     def last_phase(self) -> str:
         """The last phase this launch reports (``""``: none; ``after=""`` for ``vanish``)."""
@@ -174,7 +193,8 @@ class LaunchScript:
         launched: ``(launch_id, device serial)`` for every cold start, in order.
     """
 
-    def __init__(self, behaviours: dict[str, AppBehaviour] | None = None,
+    def __init__(self, behaviours: dict[str, "AppBehaviour | tuple[AppBehaviour, ...]"]
+                 | None = None,
                  default: AppBehaviour | None = None, together: int = 1,
                  together_s: float = 60.0) -> None:
         self.behaviours = dict(behaviours or {})
@@ -195,9 +215,15 @@ class LaunchScript:
                                    self.together_s)
 
     def take(self, launch_id: str, device: str) -> AppBehaviour:
+        """The behaviour of the next cold start of ``launch_id``: a tuple of behaviours
+        gives one per attempt (the last one repeats)."""
         with self._lock:
+            tries = sum(1 for made, _ in self.launched if made == launch_id)
             self.launched.append((launch_id, device))
-            return self.behaviours.get(launch_id, self.default)
+            found = self.behaviours.get(launch_id, self.default)
+            if isinstance(found, tuple):
+                return found[min(tries, len(found) - 1)]
+            return found
 
     def unused(self) -> list[str]:
         """Scripted launch ids that no ``am start`` asked for."""
@@ -283,6 +309,11 @@ class FakeAndroidDevice:
             on stderr, exit 1), as on some devices and emulators.
         on_kill_server: called by a ``kill_server`` behaviour.
         on_kill_driver: called by a ``kill_driver`` behaviour.
+        earlier_boot_tombstone: ``(pid, ahead_s)``: the device rebooted before the
+            campaign with its clock set back: DropBox keeps a SYSTEM_TOMBSTONE of an
+            earlier boot (an abort in other code of this package, of ``pid``, which the new
+            boot hands out again: pids start at 4000) stamped ``ahead_s`` after the
+            device's present.
     """
 
     def __init__(self, serial_hint: str, apps: tuple[FakeApp, ...], script: LaunchScript,
@@ -293,7 +324,8 @@ class FakeAndroidDevice:
                  missing_tools: tuple[str, ...] = (), hidden_system_server: bool = False,
                  install_failure: str | None = None, no_boot_id: bool = False,
                  on_kill_server: Callable[[], None] | None = None,
-                 on_kill_driver: Callable[[], None] | None = None) -> None:
+                 on_kill_driver: Callable[[], None] | None = None,
+                 earlier_boot_tombstone: tuple[int, float] | None = None) -> None:
         self.install_failure = install_failure
         self.no_boot_id = no_boot_id
         self.on_kill_server = on_kill_server
@@ -350,6 +382,9 @@ class FakeAndroidDevice:
         self.system_pid = 1400
         self._system_down_until = 0.0  # monotonic: activity/package services missing
         self._log_pids = itertools.count(21000)
+        self._logd_down_until = 0.0  # monotonic: logd restarting (readers refused)
+        if earlier_boot_tombstone is not None:
+            self._stale_tombstone(*earlier_boot_tombstone)
         threading.Thread(target=self._timer_loop, daemon=True, name=f"{serial_hint}-timeline"
                          ).start()
 
@@ -426,7 +461,10 @@ class FakeAndroidDevice:
             action()
 
     def log(self, buffer: str, pid: int, tid: int, level: str, tag: str, msg: str) -> None:
-        """Append one line to a ring buffer (and wake followers)."""
+        """Append one line to a ring buffer (and wake followers); dropped while logd is
+        down."""
+        if time.monotonic() < self._logd_down_until:
+            return
         with self._lock:
             self._entries.append(_Entry(next(self._seq), buffer, self.now(), pid, tid, level,
                                         tag, msg))
@@ -759,6 +797,10 @@ class FakeAndroidDevice:
         pkg = (component or "").split("/")[0] or package or ""
         app = self.installed.get(pkg)
         shown = component or pkg
+        if app is None and component is not None:  # an explicit component of no package
+            out.write(reports.am_start_error(shown, data, f"Activity class {{{component}}} "
+                                             "does not exist."))
+            return 0
         if app is None:
             out.write(reports.am_start_error(shown, data, "Activity not started, unable to "
                                              "resolve Intent { act=android.intent.action.VIEW "
@@ -911,6 +953,42 @@ class FakeAndroidDevice:
             self._at(fault_at, self.on_kill_server)
         if b.kill_driver and self.on_kill_driver is not None:
             self._at(fault_at, self.on_kill_driver)
+        if b.logd_restart_s:
+            self._at(fault_at, lambda: self._logd_restart(b.logd_restart_s))
+        if b.uninstall:
+            self._at(fault_at, lambda: self._uninstalled(app.package))
+
+    def _logd_restart(self, down_s: float) -> None:
+        """logd restarts (see :attr:`AppBehaviour.logd_restart_s`)."""
+        with self._lock:
+            self._entries.clear()
+            self._logd_down_until = time.monotonic() + down_s
+            self._follow_generation += 1
+            self._changed.notify_all()
+
+    def _uninstalled(self, package: str) -> None:
+        """Someone else removes ``package`` (see :attr:`AppBehaviour.uninstall`)."""
+        with self._lock:
+            self._running.pop(package, None)
+            self.installed.pop(package, None)
+            self.install_paths.pop(package, None)
+            self._exit_raw.pop(package, None)
+            self._changed.notify_all()
+
+    def _stale_tombstone(self, pid: int, ahead_s: float) -> None:
+        """An earlier boot's SYSTEM_TOMBSTONE (see ``earlier_boot_tombstone``)."""
+        app = next(iter(self.apps.values()))
+        when = self.now() + _dt.timedelta(seconds=ahead_s)
+        tomb = reports.Tombstone(pid=pid, tid=pid + 61, thread="mqt_native_modu",
+                                 process=app.package, uid=app.uid, abi=self.tomb_abi,
+                                 fingerprint=self.props["ro.build.fingerprint"], when=when,
+                                 signal=6, signal_name="SIGABRT", code=-1, code_name="SI_QUEUE",
+                                 fault_addr="--------",
+                                 backtrace=tuple(reports.other_native_stack(self.tomb_abi)),
+                                 cause=None, abort_message="terminating due to uncaught "
+                                 "exception of type std::out_of_range: vector")
+        self._dropbox.append((when, "SYSTEM_TOMBSTONE", "\n".join(tomb.lines(full=True)) +
+                              "\n"))
 
     def _kill_followers(self) -> None:
         with self._lock:
@@ -963,15 +1041,24 @@ class FakeAndroidDevice:
                  f"Fatal signal {sig} ({sig_name}), code {code} ({code_name}), fault addr "
                  f"{fault} in tid {tid} ({thread}), pid {pid} ({app.package[:15]})")
         dump_pid = pid + 400
-        self.log("main", dump_pid, dump_pid, "I", "crash_dump64",
-                 "obtaining output fd from tombstoned, type: kDebuggerdTombstoneProto")
-        self.log("main", 588, 588, "I", "tombstoned", f"received crash request for pid {pid}")
-        self.log("main", dump_pid, dump_pid, "I", "crash_dump64",
-                 f"performing dump of process {pid} (target tid = {tid})")
-        for line in tomb.lines():
-            self.log("crash", dump_pid, dump_pid, "F", "DEBUG", line)
-        self.log("main", 588, 588, "E", "tombstoned",
-                 f"Tombstone written to: tombstone_{number:02d}")
+
+        def dumped() -> None:
+            self.log("main", dump_pid, dump_pid, "I", "crash_dump64",
+                     "obtaining output fd from tombstoned, type: kDebuggerdTombstoneProto")
+            self.log("main", 588, 588, "I", "tombstoned",
+                     f"received crash request for pid {pid}")
+            self.log("main", dump_pid, dump_pid, "I", "crash_dump64",
+                     f"performing dump of process {pid} (target tid = {tid})")
+            for line in tomb.lines():
+                self.log("crash", dump_pid, dump_pid, "F", "DEBUG", line)
+            self.log("main", 588, 588, "E", "tombstoned",
+                     f"Tombstone written to: tombstone_{number:02d}")
+
+        late_s = b.tombstone_late_s * self.slowness
+        if late_s:
+            self._at(late_s, dumped)
+        else:
+            dumped()
         with self._lock:
             self._running.pop(app.package, None)
             self._add_exit(app, pid, 5, 0, "UNKNOWN", sig, "crash")
@@ -994,7 +1081,7 @@ class FakeAndroidDevice:
                      f"Copying /data/tombstones/tombstone_{number:02d} to DropBox "
                      "(SYSTEM_TOMBSTONE)")
 
-        self._at(self.report_delay_s * self.slowness, reports_written)
+        self._at(late_s + self.report_delay_s * self.slowness, reports_written)
 
     def _java_crash(self, app: FakeApp, pid: int, b: AppBehaviour) -> None:
         with self._lock:
@@ -1082,6 +1169,13 @@ class FakeAndroidDevice:
             buffers = ["main", "system", "crash"]
         if "all" in buffers:
             buffers = ["main", "system", "crash", "events", "radio"]
+        if time.monotonic() < self._logd_down_until:  # logd restarting: no socket yet
+            if clear:  # logcat.cpp reports each buffer it could not clear
+                for name in buffers:
+                    out.write(f"failed to clear the '{name}' log\n", fd=2)
+                return 1
+            out.write("logcat: Logcat read failure: Connection refused\n", fd=2)
+            return 1
         if clear:
             with self._lock:
                 self._entries = [e for e in self._entries if e.buffer not in buffers]

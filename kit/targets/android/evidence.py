@@ -11,16 +11,27 @@ and the device clock, again until the report for that pid is written (at most
   is measured against ``/proc/uptime`` and allowed for, :func:`window_start`); with no pid
   known, the newest entry written since then by a process of no earlier launch that is not
   a force-stop (the kit's own force-stop of the previous process falls in that window);
-* the report parsed is a DropBox entry of this pid (tombstone first), else this pid's lines
-  of the crash buffer, else this pid's exit-info entry when its reason is a crash
-  (:data:`CRASH_REASONS`); with none, the evidence says that no report was found, and
-  nothing of another process is ever borrowed;
+* every entry (exit-info, DropBox) must be stamped within the launch's window by the
+  device's own clock: not before the launch began (nor before this boot began: ``date``
+  minus ``/proc/uptime``), and not after the device's present (issue #44: after a reboot
+  with the clock a day back, an earlier boot's tombstone of a reused pid was stamped after
+  the device's "now"; :func:`window_end`);
+* the report parsed is a DropBox entry of this pid that names the app (a tombstone first
+  when the launch's own ``data_app_native_crash`` holds the same crash, else the
+  ``data_app_native_crash``), else this pid's lines of the crash buffer, else this pid's
+  exit-info entry when its reason is a crash (:data:`CRASH_REASONS`); with none, the
+  evidence says that no report was found, and nothing of another process is ever
+  borrowed. A bare ``Fatal signal`` line with no frames (its tombstone came later than
+  the report wait) is a crash with no class: it is no evidence against the target
+  signature (issue #44; the iOS counterpart, a report that comes too late, is the same);
 * an entry whose reason is a stop by someone else (:data:`EXTERNAL_STOPS`: force-stop,
   user stop, package update) with no crash report makes the launch an infra error
   (:class:`AppStoppedExternally`); so does a reboot (the boot id changed) or a system
   server that went down (``Can't find service``, or system_server has a new pid: a runtime
   restart kills every app and leaves no record of it). Such entries never become crash
-  signatures.
+  signatures. An app that is no longer installed (``pm path`` prints nothing: removed by
+  someone else, which also drops its exit-info records) with no crash report is the same
+  kind of infra error (:class:`AppStoppedExternally`), never a crash (issue #44).
 """
 
 from __future__ import annotations
@@ -35,13 +46,14 @@ from typing import Any
 from ...crash import ExitInfo, ExitReason, parse_exit_info
 from ...crash.dumpsys import CRASH_REASONS, DROPBOX_TAGS, dropbox_entries, exit_info_block
 from ...errors import InfraError
-from ...observe import CrashEvidence, ProcessEnd, crash_evidence
+from ...observe import CrashEvidence, ProcessEnd, crash_evidence, signal_name
 from .device import BOOT_ID_PATH, UPTIME_PATH, DeviceNotReady
 from .text import MARKED_VALUES, NO_SERVICE, process_crash_lines
 from .transport import TransportError, shell_join
 
 __all__ = ["LaunchWindow", "Death", "collect_death", "AppStoppedExternally", "CRASH_REASONS",
-           "EXTERNAL_STOPS", "DROPBOX_TAGS", "window_start", "earlier_pids"]
+           "EXTERNAL_STOPS", "DROPBOX_TAGS", "window_start", "window_end", "earlier_pids",
+           "package_missing"]
 
 #: exit reasons that are a stop by someone or something else than the app
 EXTERNAL_STOPS = frozenset({ExitReason.USER_REQUESTED, ExitReason.USER_STOPPED,
@@ -113,6 +125,51 @@ def window_start(window: LaunchWindow, clock_now: str, uptime_now: float | None)
     return (start + _dt.timedelta(seconds=jump - _JUMP_SLACK_S)).strftime(_CLOCK)
 
 
+def window_end(window: LaunchWindow, clock_now: str, uptime_now: float | None) -> str:
+    """The latest device time an entry of this launch may carry: the device's present
+    (``clock_now``), moved on by a clock set back during the launch (entries written before
+    the jump carry the earlier, later-running clock), plus ``date``'s whole-second slack.
+    An entry stamped after it was written under another notion of "now" (an earlier boot,
+    before the clock was set back; issue #44). ``""`` (no bound) when the clock is
+    unreadable. Never raises."""
+    try:
+        now = _dt.datetime.strptime(clock_now, _CLOCK)
+    except ValueError:
+        return ""
+    jump = 0.0
+    if window.device_start and window.device_uptime is not None and uptime_now is not None:
+        try:
+            start = _dt.datetime.strptime(window.device_start[:19], _CLOCK)
+            jump = (now - start).total_seconds() - (uptime_now - window.device_uptime)
+        except ValueError:
+            jump = 0.0
+    ahead = max(0.0, -jump) + _JUMP_SLACK_S
+    return (now + _dt.timedelta(seconds=ahead)).strftime(_CLOCK)
+
+
+def _boot_start(clock_now: str, uptime_now: float | None) -> str:
+    """When this boot began by the device's present clock (``""`` when unknown)."""
+    if uptime_now is None:
+        return ""
+    try:
+        now = _dt.datetime.strptime(clock_now, _CLOCK)
+    except ValueError:
+        return ""
+    return (now - _dt.timedelta(seconds=uptime_now + _BOOT_SLACK_S)).strftime(_CLOCK)
+
+
+def _in_window(stamp: str, since: str, until: str) -> bool:
+    stamp = stamp[:19]
+    return stamp >= since[:19] and (not until or stamp <= until)
+
+
+def package_missing(pm_path_output: str) -> bool:
+    """Whether ``pm path <package>``'s output says the package is not installed (it
+    prints nothing and exits 1; an installed one prints ``package:<path>``)."""
+    return not any(line.strip().startswith("package:")
+                   for line in pm_path_output.splitlines())
+
+
 @dataclasses.dataclass(frozen=True)
 class Death:
     """What :func:`collect_death` found.
@@ -136,12 +193,13 @@ class Death:
     artifacts: tuple[str, ...]
 
 
-def _own_exit(entries: list[ExitInfo], window: LaunchWindow, pid: int | None, since: str
-              ) -> ExitInfo | None:
-    # written since the launch began: pids start again after a reboot, and the ring is
-    # kept across boots, so a pid alone could name an older process
+def _own_exit(entries: list[ExitInfo], window: LaunchWindow, pid: int | None, since: str,
+              until: str = "") -> ExitInfo | None:
+    # written since the launch began and not after the device's present: pids start again
+    # after a reboot, and the ring is kept across boots, so a pid alone could name an
+    # older process
     mine = [e for e in entries if (e.process or "").split(":")[0] == window.package and
-            (e.timestamp or "") >= since]
+            _in_window(e.timestamp or "", since, until)]
     if pid is not None:
         return next((e for e in mine if e.pid == pid), None)
     for entry in mine:  # newest first
@@ -153,15 +211,45 @@ def _own_exit(entries: list[ExitInfo], window: LaunchWindow, pid: int | None, si
     return None
 
 
-def _reports(sections: list[str], pid: int | None, since: str) -> list[tuple[str, str]]:
-    """``(tag, entry)`` DropBox entries of ``pid`` written since ``since``, best first."""
+def _names_app(entry: str, pid: int, package: str) -> bool:
+    """A DropBox entry of ``pid`` of ``package``: a tombstone's ``pid: P, tid: T, name: X
+    >>> package <<<`` line, or the ``Process: package`` / ``PID: P`` header AMS writes."""
+    if f"PID: {pid}\n" in entry and f"Process: {package}\n" in entry:
+        return True
+    return any(line.startswith(f"pid: {pid},") and f">>> {package}" in line
+               for line in (ln.strip() for ln in entry.splitlines()))
+
+
+def _crash_line(entry: str) -> tuple[str, str]:
+    """The tombstone's ``pid: .., tid: ..`` and ``signal ..`` lines (what names one crash)."""
+    lines = [ln.strip() for ln in entry.splitlines()]
+    return (next((ln for ln in lines if ln.startswith("pid: ")), ""),
+            next((ln for ln in lines if ln.startswith("signal ")), ""))
+
+
+def _reports(sections: list[str], pid: int | None, since: str, until: str = "",
+             package: str = "") -> list[tuple[str, str]]:
+    """``(tag, entry)`` DropBox entries of ``pid`` (of ``package``, when given) stamped
+    within ``[since, until]``, best first: a ``SYSTEM_TOMBSTONE`` before the
+    ``data_app_native_crash`` only when that entry holds the same crash (the same ``pid:
+    .., tid: ..`` and ``signal`` lines); AMS writes ``data_app_native_crash`` for this
+    app's process at its death, so it is the launch's own."""
     if pid is None:
         return []
     found = [(tag, entry) for text in sections for when, tag, entry in dropbox_entries(text)
-             if when >= since[:19] and
-             (f"pid: {pid}," in entry or f"PID: {pid}\n" in entry)]
-    return sorted(found, key=lambda item: DROPBOX_TAGS.index(item[0])
-                  if item[0] in DROPBOX_TAGS else len(DROPBOX_TAGS))
+             if _in_window(when, since, until) and
+             (f"pid: {pid}," in entry or f"PID: {pid}\n" in entry) and
+             (not package or _names_app(entry, pid, package))]
+    own = [entry for tag, entry in found if tag == "data_app_native_crash"]
+
+    def rank(item: tuple[str, str]) -> int:
+        tag, entry = item
+        if tag == "SYSTEM_TOMBSTONE" and own and not any(
+                _crash_line(entry) == _crash_line(o) for o in own):
+            return len(DROPBOX_TAGS)  # not the crash AMS recorded for this process
+        return DROPBOX_TAGS.index(tag) if tag in DROPBOX_TAGS else len(DROPBOX_TAGS)
+
+    return sorted(found, key=rank)
 
 
 def _have_report(reason: ExitReason | None, trigger: str, pid_lines: str,
@@ -240,6 +328,7 @@ def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,
     parts: list[list[str]] = [["dumpsys", "activity", "exit-info", window.package],
                               ["logcat", "-d", "-v", "threadtime", "-b", "crash"]]
     parts += [["dumpsys", "dropbox", "--print", tag] for tag in DROPBOX_TAGS]
+    parts += [["pm", "path", window.package]]
     parts += [["cat", BOOT_ID_PATH], ["pidof", "system_server"], ["date", "+" + _CLOCK],
               ["cat", UPTIME_PATH]]
     command = shell_join(*[p for part in parts for p in (part, ["echo", mark])][:-1])
@@ -254,7 +343,10 @@ def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,
         boot_id, system_pid, clock_now, uptime_now = (
             _value(name, text) for name, text in zip(
                 ("boot_id", "system_pid", "date", "uptime"), sections[-4:]))
-        since = window_start(window, clock_now, float(uptime_now) if uptime_now else None)
+        uptime = float(uptime_now) if uptime_now else None
+        since = max(window_start(window, clock_now, uptime), _boot_start(clock_now, uptime))
+        until = window_end(window, clock_now, uptime)
+        removed = package_missing(sections[2 + len(DROPBOX_TAGS)])
         if boot_id and window.boot_id and boot_id != window.boot_id:
             raise TransportError(f"{what} rebooted during the launch (boot id {window.boot_id}"
                                  f" -> {boot_id})", "the launch is retried once the device "
@@ -266,14 +358,15 @@ def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,
             raise DeviceNotReady(f"{what}: the system server went down during the launch "
                                  f"({why})", "the launch is retried once the device is up",
                                  evidence=out[-4000:])
-        exit_entry = _own_exit(parse_exit_info(exit_text), window, pid, since)
+        exit_entry = _own_exit(parse_exit_info(exit_text), window, pid, since, until)
         if pid is None and exit_entry is not None:
             pid = exit_entry.pid
         reason = exit_entry.reason_enum if exit_entry is not None else None
         pid_lines = process_crash_lines(crash_text, pid) if pid is not None else ""
-        reports = _reports(sections[2:2 + len(DROPBOX_TAGS)], pid, since)
+        reports = _reports(sections[2:2 + len(DROPBOX_TAGS)], pid, since, until,
+                           window.package)
         have = _have_report(reason, trigger, pid_lines, reports)
-        if reason in EXTERNAL_STOPS and not reports:
+        if (reason in EXTERNAL_STOPS or removed) and not reports:
             break
         if (have and (exit_entry is not None or not expect_exit_info)) or \
                 time.monotonic() >= give_up:
@@ -285,6 +378,12 @@ def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,
     entry_text = exit_info_block(exit_text, exit_entry.index) if exit_entry is not None and \
         exit_entry.index is not None else ""
     crash_report = "Fatal signal" in pid_lines or "FATAL EXCEPTION" in pid_lines
+    if removed and not reports and not crash_report and reason not in CRASH_REASONS:
+        raise AppStoppedExternally(
+            f"{what}: the app was removed by someone else during the launch (`pm path "
+            f"{window.package}` finds no package), pid {pid}", "keep other tools (an MDM, "
+            "`adb uninstall`) off the device during a campaign; the kit installs its APK "
+            "again and the launch is retried", evidence=entry_text or exit_text[-2000:])
     if reason in EXTERNAL_STOPS and not reports and not crash_report:
         raise AppStoppedExternally(
             f"{what}: the app was stopped by someone else ({exit_entry.reason_text or reason})"
@@ -307,6 +406,15 @@ def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,
         evidence, rel = crash_evidence(source[0], artifacts_dir, artifacts_rel, source[1],
                                        hint=source[2])
         kept.insert(0, rel)
+        if not reports and evidence.crash is not None and not evidence.crash.get("frames") \
+                and evidence.signal is not None:
+            # a signal with no frames (the tombstone came later than the report wait) is
+            # no evidence against the target signature: a crash, with no class (issue #44)
+            evidence = dataclasses.replace(
+                evidence, crash_class=None, signature=None,
+                note=f"{signal_name(evidence.signal)} with no frames: no tombstone or DropBox "
+                     f"entry for pid {pid} was written within {report_wait_s:g} s, so the "
+                     f"crash has no class{said}")
     else:
         who = f"pid {pid}" if pid is not None else "this launch's process"
         evidence = CrashEvidence(note=f"no crash report for {who} was found within "

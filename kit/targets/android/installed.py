@@ -93,6 +93,33 @@ class InstalledBuild:
             return None
         found = f"sha256 {sha[:16]}..." if sha else "its sha256 could not be read"
         calls.note(f"another build of {self.package} is installed at {path}: {found}")
+        return self._install_again(calls, found, call_timeout_s, poison_method)
+
+    def missing(self, calls: Any, call_timeout_s: float, poison_method: str | None = None
+                ) -> dict[str, Any]:
+        """The app is not installed (``pm path`` printed nothing: removed by someone else,
+        an MDM or ``adb uninstall``; issue #44): the campaign's APK is installed again, as
+        for another build (:meth:`check`).
+
+        Returns:
+            ``{"replaced": "not installed", "reinstalls": N}``.
+
+        Raises:
+            ForeignBuild: no APK to install, or the install failed. TransportError: the
+                device stopped answering.
+        """
+        calls.note(f"{self.package} is not installed (`pm path` finds no package)")
+        return self._install_again(calls, "not installed", call_timeout_s, poison_method)
+
+    def _install_again(self, calls: Any, found: str, call_timeout_s: float,
+                       poison_method: str | None) -> dict[str, Any]:
+        """Install the campaign's APK in place of what ``found`` describes."""
+        if self.apk is None and found == "not installed":
+            raise ForeignBuild(
+                f"{self.device}: {self.package} is no longer installed (removed by someone "
+                "else) and the kit has no APK to install again: the campaign stops and its "
+                "remaining launches are abandoned", "keep other tools off the device; pass "
+                "--apk so that the kit can install it again, then run again with --resume")
         if self.apk is None:
             raise ForeignBuild(
                 f"{self.device}: another build of {self.package} is installed ({found}; "
@@ -100,14 +127,16 @@ class InstalledBuild:
                 "every later launch would run it, so the campaign stops and its remaining "
                 "launches are abandoned", "keep other tools off the device; pass --apk so "
                 "that the kit can install its build again, then run again with --resume")
-        self.log(f"{self.device}: another build of {self.package} was installed ({found}): "
-                 f"installing {self.apk.path.rsplit('/', 1)[-1]} again")
+        what = (f"{self.package} was removed" if found == "not installed" else
+                f"another build of {self.package} was installed ({found})")
+        self.log(f"{self.device}: {what}: installing "
+                 f"{self.apk.path.rsplit('/', 1)[-1]} again")
         try:
             install_apk(calls.transport, self.apk, self.package,
                         call_timeout_s=call_timeout_s, downgrade=True)
         except UsageError as exc:
-            raise ForeignBuild(f"{self.device}: another build of {self.package} is installed "
-                               f"and the campaign's APK could not be installed again "
+            raise ForeignBuild(f"{self.device}: {what} and the "
+                               f"campaign's APK could not be installed again "
                                f"({exc.message}): the campaign stops and its remaining "
                                "launches are abandoned", exc.hint) from None
         self.reinstalls += 1

@@ -55,7 +55,7 @@ from ...observe import Observation, ProcessEnd, make_record
 from ...records import LaunchRecord
 from .device import (BOOT_ID_PATH, UPTIME_PATH, WRAP_OPTIONS, ApkInfo, DeviceNotReady,
                      DeviceSetup, wait_until_ready, wrap_property)
-from .evidence import LaunchWindow, collect_death, earlier_pids
+from .evidence import LaunchWindow, collect_death, earlier_pids, package_missing
 from .installed import ForeignBuild, InstalledBuild
 from .text import (NO_SERVICE, AmStartFailed, check_am_start, marked_command,
                    parse_threadtime, read_marked)
@@ -72,8 +72,13 @@ FOLLOW_COMMAND = shell_join(["logcat", "-v", "threadtime", "-b", "main", "-b", "
                              "-b", "crash", *_FOLLOW_SPECS])
 _PREP_MARK = "==coldstart-prep=="
 _NO_LOG_TOOL = re.compile(r"\blog: (?:inaccessible or not found|not found|No such file)")
-#: how often one launch starts its log follower again after it died under it
-_FOLLOWER_RESTARTS = 3
+#: the waits (s) before each start of a log follower that died under a launch: the first
+#: at once (a logcat that hit ``Unexpected EOF!``), then backing off, so that a logd that
+#: restarts (readers refused for about 2 s; issue #44) is waited out, not spent in 24 ms
+_FOLLOWER_BACKOFF_S = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+#: what ``logcat`` prints while logd is not up (liblog cannot reach its socket:
+#: logcat.cpp's ``Logcat read failure``; ``-c``: ``failed to clear the '<buffer>' log``)
+_LOGD_DOWN = re.compile(r"Logcat read failure|failed to clear the '\w+' log")
 
 
 def _prep_command(package: str, marker: str) -> str:
@@ -124,39 +129,85 @@ class AndroidTimeouts:
 
 
 class _Follow:
-    """The log follower of one launch, started again when it dies under the launch."""
+    """The log follower of one launch, started again when it dies under the launch, with
+    backoff (:data:`_FOLLOWER_BACKOFF_S`).
+
+    A restarted follower first replays the buffers: what it delivers before the launch's
+    marker is held back and dropped at the marker (lines of before the launch); a replay
+    that never shows the marker (logd restarted and lost its buffers) is released once it
+    goes quiet, and every line read before is skipped when it comes again."""
+
+    #: quiet time (s) after which a replay with no marker is taken as complete
+    REPLAY_QUIET_S = 0.5
 
     def __init__(self, launcher: "AndroidLauncher", marker: str) -> None:
         self.launcher = launcher
         self.marker = marker
         self.restarts = 0
+        self.next_try = 0.0  # monotonic time of the next start allowed
+        self.why = ""  # how the last follower ended
+        self.held: list[str] | None = None  # a replay's lines until the marker
+        self.held_at = 0.0
         self._replayed: collections.Counter[str] = collections.Counter()
 
+    @property
+    def exhausted(self) -> bool:
+        """Every start the backoff allows was made in this launch."""
+        return self.restarts >= len(_FOLLOWER_BACKOFF_S)
+
+    def due(self, now: float) -> bool:
+        return not self.exhausted and now >= self.next_try
+
     def restart(self, seen: list[str], skip: bool = True) -> None:
-        """Start a new follower in place of the dead one; with ``skip``, read its replay
-        up to the launch's marker (when the device has markers) and skip ``seen`` lines
-        when they come again.
+        """Start a new follower in place of the dead one (waiting out the backoff); with
+        ``skip``, hold its replay back up to the launch's marker (when the device has
+        markers) and skip ``seen`` lines when they come again.
 
         Raises:
-            TransportError: too many restarts, or the new follower cannot be started (the
-                device is gone: the launch is an infra error).
+            TransportError: every start was made, or the new follower cannot be started
+                (the device is gone: the launch is an infra error).
         """
         lr = self.launcher
         old = lr._follower
-        why = old.end_reason if old is not None else "no follower"
-        if self.restarts >= _FOLLOWER_RESTARTS:
-            raise TransportError(f"{lr.device}: the log stream ended ({why}), "
+        self.why = old.end_reason if old is not None else "no follower"
+        if self.exhausted:
+            raise TransportError(f"{lr.device}: the log stream ended ({self.why}), "
                                  f"{self.restarts} times in this launch", state="offline")
+        wait = self.next_try - time.monotonic()
+        if wait > 0:
+            lr._abort.wait(wait)
         self.restarts += 1
-        lr._calls.note(f"the log stream ended ({why}): starting it again")
+        delay = _FOLLOWER_BACKOFF_S[min(self.restarts, len(_FOLLOWER_BACKOFF_S) - 1)]
+        self.next_try = time.monotonic() + delay
+        lr._calls.note(f"the log stream ended ({self.why}): starting it again")
         if old is not None:
             old.close()
         lr._follower = None
         lr._follower = lr.transport.stream(FOLLOW_COMMAND, lr.timeouts.call_s)
         if skip:
             if lr._marks:
-                lr._skip_to(self.marker, self)
+                self.held, self.held_at = [], time.monotonic()
             self._replayed = collections.Counter(seen)
+
+    def hold(self, line: str) -> bool:
+        """True when ``line`` is part of a replay held back (see the class doc)."""
+        if self.held is None:
+            return False
+        entry = parse_threadtime(line)
+        if entry is not None and entry.tag == _MARK_TAG and entry.msg == self.marker:
+            self.held = None  # what came before the marker is of before the launch
+        else:
+            self.held.append(line)
+            self.held_at = time.monotonic()
+        return True
+
+    def release(self, now: float) -> list[str]:
+        """A held replay that went quiet without the marker (logd lost its buffers): its
+        lines, to be read (``[]`` while it is still coming, or none is held)."""
+        if self.held is None or now - self.held_at < self.REPLAY_QUIET_S:
+            return []
+        lines, self.held = self.held, None
+        return lines
 
     def fresh(self, line: str) -> bool:
         """False for a line a restarted follower replays that was read before."""
@@ -371,6 +422,7 @@ class AndroidLauncher:
                 self._connect()
                 result = self._calls.shell(_prep_command(self.package, marker),
                                            self.timeouts.call_s)
+                result = self._logd_up(result, marker)
             except TransportError:
                 if last or reconnecting:  # a reconnect already waited reconnect_s
                     raise
@@ -407,13 +459,34 @@ class AndroidLauncher:
                 continue
             if self._system_pid == "":
                 self._system_pid = system_pid
-            reinstalled = self.build.check(self._calls, values.get("apk_path", ""),
-                                           self.timeouts.call_s, self.setup.poison_method)
+            if package_missing(_after_mark(result.stdout, f"{_PREP_MARK}:apk_path")):
+                # removed by someone else (issue #44): installed again, as another build is
+                reinstalled = self.build.missing(self._calls, self.timeouts.call_s,
+                                                 self.setup.poison_method)
+            else:
+                reinstalled = self.build.check(self._calls, values.get("apk_path", ""),
+                                               self.timeouts.call_s, self.setup.poison_method)
             if reinstalled is not None:
                 self._pending["reinstalled"] = reinstalled
             uptime = values.get("uptime", "")
             return _Start(values.get("date", ""), float(uptime) if uptime else None)
         raise DeviceNotReady(f"{self.device} kept rebooting", "the launch is retried")
+
+    def _logd_up(self, result: Any, marker: str) -> Any:
+        """The prep's result once logd is up: while ``logcat`` says logd is not (it is
+        restarting: its readers are refused and the marker just logged is dropped), the
+        prep is made again with backoff, for up to ``reconnect_s``; then it goes on as it
+        stands (issue #44)."""
+        waited, delay = 0.0, 0.25
+        while _LOGD_DOWN.search(result.output) and waited < self.timeouts.reconnect_s and \
+                not self._abort.is_set():
+            self._calls.note(f"logd is not up: waiting {delay:g} s")
+            self._abort.wait(delay)
+            waited += delay
+            delay = min(delay * 2, 2.0)
+            result = self._calls.shell(_prep_command(self.package, marker),
+                                       self.timeouts.call_s)
+        return result
 
     def _observe(self, marker: str, ctx: LaunchContext, watch: LaunchWatch, start: _Start,
                  seen: list[str], started_at: str, t0: float, round_trips: int
@@ -492,7 +565,7 @@ class AndroidLauncher:
                     return
                 continue
             if not follower.alive:
-                follow.restart([], skip=False)
+                follow.restart([], skip=False)  # waits out the backoff; raises when spent
                 give_up = time.monotonic() + wait_s
                 continue
             if time.monotonic() >= give_up:
@@ -524,8 +597,8 @@ class AndroidLauncher:
             if watch.death is not None:
                 return False
             if watch.done:  # lines already here still count (a crash in teardown)
-                for line in follower.drain():
-                    if follow.fresh(line):
+                for line in follower.drain() + follow.release(float("inf")):
+                    if not follow.hold(line) and follow.fresh(line):
                         seen.append(line)
                         watch.take(line, now)
                 if watch.death is None:
@@ -535,18 +608,33 @@ class AndroidLauncher:
                 else None
             if now >= deadline or (grace_end is not None and now >= grace_end):
                 self._check_alive(watch)
+                if watch.death is None and not follower.alive:
+                    # the app lives on, but with no log its done or error is unknown
+                    raise TransportError(
+                        f"{self.device}: the log stream ended ({follow.why or 'ended'}) and "
+                        f"could not be started again ({follow.restarts} tries); the app "
+                        "still runs: the launch could not be observed", state="offline")
                 return watch.death is None and now >= deadline and grace_end is None
             until = deadline if grace_end is None else min(deadline, grace_end)
             line = follower.get(min(t.poll_s, until - now, 0.25))
             if line is None:
+                for held in follow.release(time.monotonic()):
+                    if follow.fresh(held):
+                        seen.append(held)
+                        watch.take(held, time.monotonic())
                 if not follower.alive:
-                    follow.restart(seen)
-                    continue
+                    # a dead log is not a dead app: start it again with backoff, and
+                    # meanwhile pidof watches the process (its death is then read from
+                    # exit-info, DropBox and the tombstone; issue #44)
+                    if follow.due(time.monotonic()):
+                        follow.restart(seen)
+                        continue
+                    self._abort.wait(min(0.1, max(0.0, until - time.monotonic())))
                 if time.monotonic() - quiet_since >= t.poll_s:
                     quiet_since = time.monotonic()
                     self._check_alive(watch)
                 continue
-            if not follow.fresh(line):
+            if follow.hold(line) or not follow.fresh(line):
                 continue
             seen.append(line)
             quiet_since = time.monotonic()
@@ -581,6 +669,22 @@ class AndroidLauncher:
                               self.timeouts.call_s)
         except TransportError:
             self._broken = True
+
+
+def _after_mark(stdout: str, mark: str) -> str:
+    """What ``stdout`` holds after the line ``mark`` (up to the next marker line); ``"package:"``
+    when the mark is missing (nothing is known: nothing is concluded)."""
+    lines = stdout.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == mark)
+    except StopIteration:
+        return "package:"
+    rest = []
+    for line in lines[start + 1:]:
+        if line.strip().startswith("==coldstart"):
+            break
+        rest.append(line)
+    return "\n".join(rest)
 
 
 def _int_or_none(text: str | None) -> int | None:
