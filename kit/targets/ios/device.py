@@ -19,13 +19,22 @@ One launch:
 4. a console that ended early is a death only when the device is still reachable; a
    device that dropped off makes the launch an infra error (never counted), and a launch
    request devicectl refused with no line from the app is one too, and so is a timeout
-   when the device is no longer reachable (a console that went quiet). After a death, the
-   device's ``systemCrashLogs`` entries that are new, name the app (or are a
+   when the device is no longer reachable (a console that went quiet), and a timeout with
+   no line and no process of the app on the device (devicectl's launch request hung: a
+   tool failure, not the app hanging; issue #44). A console that ended with devicectl's
+   own error (``CoreDeviceError error 4``: the relay was interrupted) while the app still
+   runs is not the launch's end: the app's process is watched (``device info
+   processes``) until it ends or the launch's timeout, and a death then waits for its
+   ``.ips`` like any other (issue #44: the crash that followed 0.1 s later was lost);
+   still running at the timeout, the launch could not be observed (infra error). After a
+   death, the device's ``systemCrashLogs`` entries that are new, name the app (or are a
    ``JetsamEvent`` that names it) and this launch's pid are awaited for up to
    ``report_wait_s``, copied and parsed.
 
 The app is left running after ``done`` (the next launch's ``--terminate-existing`` stops
-it; :meth:`DeviceLauncher.close` after the last): one devicectl command per launch.
+it; :meth:`DeviceLauncher.close` after the last): one devicectl command per launch. An
+app left running by a launch that was given up (an infra error) is terminated before the
+next launch request (a request that hangs would not stop it).
 """
 
 from __future__ import annotations
@@ -175,6 +184,8 @@ class DeviceLauncher:
         self._app_url: str | None = None
         #: installs of the app again after it was removed or replaced
         self.reinstalls = 0
+        self._deadline = 0.0  # the launch in flight's timeout (monotonic)
+        self._left_running = False  # a given-up launch may have left the app running
 
     def abort(self) -> None:
         """Stop the launch in flight (Ctrl-C)."""
@@ -241,6 +252,9 @@ class DeviceLauncher:
         t0 = time.monotonic()
         try:
             self._ready()
+            if self._left_running:  # stopped before the next request (issue #44)
+                self._terminate_app()
+                self._left_running = False
             self._check_app()
             if self._known is None:
                 self._known = set(self.devicectl.crash_logs(self.phone.identifier))
@@ -250,6 +264,7 @@ class DeviceLauncher:
                               started_at=started_at, t0=t0)
         except InfraError:
             self._suspect = True
+            self._left_running = True
             raise
         text = console.text()
         (ctx.artifacts_dir / "console.txt").write_text(text)
@@ -265,8 +280,13 @@ class DeviceLauncher:
             infra = (f"device {self.phone.name} ({self.device}) stopped answering during the "
                      "launch (the console went quiet, the device is unreachable): the app's "
                      "fate is unknown")
+        elif end is ProcessEnd.TIMED_OUT and not events and not self._app_started():
+            infra = (f"devicectl's launch request did not start the app within "
+                     f"{ctx.timeout_s:g} s (no line from the app, no process of it on the "
+                     "device): a tool failure, not the app hanging")
         if infra is not None:
             self._suspect = True
+            self._left_running = True
             end = ProcessEnd.LOST
         if end is ProcessEnd.TIMED_OUT:
             self._terminate_app()
@@ -279,6 +299,45 @@ class DeviceLauncher:
                            observation=observation, started_at=started_at,
                            wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=artifacts,
                            pid=pid)
+
+    def _app_started(self) -> bool:
+        """Whether a process of the app that no earlier launch ran is on the device (one
+        ``device info processes``; ``True`` when it cannot be told: the launch then stays
+        the app's)."""
+        try:
+            return self._new_app_pid(strict=True) is not None
+        except InfraError:
+            return True
+
+    def _new_app_pid(self, strict: bool = False) -> int | None:
+        """The pid of a process of the app that no earlier launch ran (one ``device info
+        processes``), else ``None``; a device that does not answer gives ``None``, or,
+        with ``strict``, raises InfraError."""
+        try:
+            running = self.devicectl.processes(self.phone.identifier)
+        except InfraError:
+            if strict:
+                raise
+            return None
+        for proc in running:
+            pid = proc.get("processIdentifier")
+            if str(proc.get("executable") or "").rstrip("/").endswith(
+                    f"/{self.app.executable}") and isinstance(pid, int) and \
+                    pid not in self._past_pids:
+                return pid
+        return None
+
+    def _wait_gone(self, pid: int) -> bool:
+        """Watch the app's process (``device info processes`` every half second) until it
+        is gone (``True``) or the launch's timeout passes (``False``); a check that cannot
+        be made counts as still running."""
+        while True:
+            if self._gone_at_done(pid):
+                return True
+            left = self._deadline - time.monotonic()
+            if left <= 0 or self._abort.is_set():
+                return False
+            self._abort.wait(min(0.5, left))
 
     def _check_app(self) -> None:
         """Before a launch: the installed app is the campaign's build (issue #23). Every
@@ -368,6 +427,7 @@ class DeviceLauncher:
         consumed = 0
         error_at: float | None = None
         deadline = t0 + ctx.timeout_s
+        self._deadline = deadline
         ended = False
         try:
             while True:
@@ -438,16 +498,19 @@ class DeviceLauncher:
         tool_failed = console.exit_status() not in (0, None) and own_error is not None
         if not self._reachable():
             return dropped, None, None
-        if tool_failed and not events:  # devicectl refused the request: nothing started
+        if tool_failed and not events and pid is None:
+            pid = self._new_app_pid()  # the relay died before the app's first line?
+        if tool_failed and not events and pid is None:  # refused: nothing started
             raise infra_error(f"devicectl could not launch the app: {own_error[:200]}",
                               "unlock the device and check the app is installed",
                               evidence=text)
-        if tool_failed and pid is not None and not self._gone_at_done(pid):
-            # the console died under a running app: its fate cannot be seen from here, and
-            # no crash report will come (no report wait; issue #23)
+        if tool_failed and pid is not None and not self._wait_gone(pid):
+            # the console died under an app that ran on to the launch's timeout: its fate
+            # cannot be seen from here, and no crash report will come (no report wait).
+            # One that ends before is a death, its report awaited below (issue #44)
             return (f"the console ended with devicectl's own error ({own_error[:200]}) while "
-                    "the app still runs: the launch could not be observed to its end"), \
-                None, None
+                    "the app still runs (watched to the launch's timeout): the launch could "
+                    "not be observed to its end"), None, None
         found = self._collect_crash(ctx, pid)
         if found is not None:
             return None, found[0], found[1]

@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import threading
+import time
 from typing import Callable, Sequence
 
 from .app import RN_LOG_SUBSYSTEM
@@ -308,6 +309,27 @@ class Simctl:
             if len(parts) == 3 and parts[2].startswith(label):
                 return int(parts[0]) if parts[0].strip().isdigit() else None
         return None
+
+    def log_show(self, udid: str, since_epoch: float, limit_bytes: int = 8 * 1024 * 1024
+                 ) -> tuple[list[LogLine], str]:
+        """The unified log's React Native records since ``since_epoch`` (host time, given
+        to ``log show`` as local ``YYYY-MM-DD HH:MM:SS``): ``simctl spawn <udid> log show
+        --style ndjson --info --start <time> --predicate 'subsystem == "..."'`` (Apple's
+        ``log help show``). The log keeps what a ``log stream`` that died did not deliver
+        (issue #44). Returns the records that carry a protocol line and the raw text (cut
+        at ``limit_bytes``).
+
+        Raises:
+            XcrunError: the simulator did not answer.
+        """
+        start = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since_epoch))
+        proc = self.xcrun.run("simctl", "spawn", udid, "log", "show", "--style", "ndjson",
+                              "--info", "--start", start, "--predicate",
+                              f'subsystem == "{RN_LOG_SUBSYSTEM}"', timeout_s=60.0)
+        raw = proc.stdout[:limit_bytes]
+        records = [r for r in (parse_ndjson(line) for line in raw.splitlines()[:200000])
+                   if r is not None and "COLDSTART " in r.message]
+        return records, raw
 
     def log_stream(self, udid: str, on_line: Callable[[], None] | None = None,
                    level: str = "info") -> LogStream:

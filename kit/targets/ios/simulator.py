@@ -23,8 +23,12 @@ each launch reads the lines of its own launch id). One launch:
    ordinary host process of the Mac, see :mod:`.procwatch`) wakes it. Only where the host
    gives no process-exit event is ``simctl spawn <udid> launchctl list`` asked, every
    ``poll_s``; and while no line has named the pid, once a second;
-   A log stream that ends while the simulator stays booted is started again; the launch
-   then counts only as a crash with its report (lines may have been lost);
+   A log stream that ends while the simulator stays booted is started again, and the
+   unified log is read again over the launch's window (``simctl spawn <udid> log show
+   --start ...``, :meth:`~.simctl.Simctl.log_show`): the lines the dying stream did not
+   deliver are taken from there (issue #44: a crash is placed at its phase, a ``done``
+   logged before the new stream started ends the launch at once). Only when that read
+   fails does the launch count only as a crash with its report (lines may be lost);
 4. it ends at ``done``, after one look at the app's process (its exit event, checked at
    once, or ``launchctl list`` where the host gives none): an app that died in teardown,
    its last lines delivered after its death (the unified log is asynchronous), is a death;
@@ -66,10 +70,18 @@ from .app import POISON_ENV, SCENARIO_ARGUMENT, AppBundle, bundle_for_id, read_a
 from .installed import ForeignBuild, InstalledApp
 from .procwatch import ProcessWatch
 from .reports import DEFAULT_REPORT_WAIT_S, DiagnosticReports, report_matcher
-from .simctl import BOOTED, SETTLING_STATES, LogStream, SimDevice, Simctl
+from .simctl import BOOTED, SETTLING_STATES, LogLine, LogStream, SimDevice, Simctl
 from .xcrun import Xcrun, XcrunError, infra_error, wait_until
 
 __all__ = ["Delivery", "SimulatorLauncher", "setup_simulator", "ForeignBuild"]
+
+
+#: how long a ``log stream`` that ends at once is tried again (with backoff) before a
+#: launch, s
+_STREAM_START_S = 15.0
+#: how far before a launch's start the unified log is read again (s; ``log show --start``
+#: takes whole seconds)
+_REREAD_MARGIN_S = 2.0
 
 
 class Delivery(str, enum.Enum):
@@ -92,13 +104,26 @@ class _Seen:
     infra: str | None = None
     consumed: int = 0  # protocol lines of the window read so far
     stream_lost: bool = False  # the log stream ended under the launch (lines may be lost)
+    reread: bool = False  # ... and the unified log was read again since (none is lost)
     earlier_raw: str = ""  # the window of the stream that ended
+    shown_raw: str = ""  # what the last read of the unified log gave
+    recovered: list[LogLine] = dataclasses.field(default_factory=list)  # from that read
+    read_lines: set[tuple[str, int | None]] = dataclasses.field(default_factory=set)
 
     def take(self, stream: LogStream, launch_id: str) -> list[tuple[ProtocolEvent, int | None]]:
-        """This launch's events among the stream's new lines, with each line's pid."""
+        """This launch's events among the stream's new lines and the lines a read of the
+        unified log recovered, each line once, with each line's pid."""
         lines = stream.protocol_lines(self.consumed)
         self.consumed += len(lines)
-        new = [(event, line.pid) for line in lines
+        lines = lines + self.recovered
+        self.recovered = []
+        fresh = []
+        for line in lines:
+            key = (line.message, line.pid)
+            if key not in self.read_lines:
+                self.read_lines.add(key)
+                fresh.append(line)
+        new = [(event, line.pid) for line in fresh
                for event in iter_events([line.message], launch_id)]
         self.events.extend(event for event, _pid in new)
         return new
@@ -234,11 +259,18 @@ class SimulatorLauncher:
             self._stream = None
         if self._env_set and (booted or restarted):
             self.simctl.launchctl_setenv(self.device, POISON_ENV)
-        stream = self.simctl.log_stream(self.device, on_line=self._wake.set)
-        if not stream.wait_ready(30.0):
+        delay, give_up = 0.25, time.monotonic() + _STREAM_START_S
+        while True:  # a stream that ends at once (logd unreachable) is tried again
+            stream = self.simctl.log_stream(self.device, on_line=self._wake.set)
+            if stream.wait_ready(30.0):
+                break
             stream.stop()
-            raise InfraError(f"`log stream` did not start on simulator {self.device}",
-                             "check the simulator is booted (`xcrun simctl list devices`)")
+            if time.monotonic() + delay > give_up or self._abort.is_set():
+                raise InfraError(f"`log stream` did not start on simulator {self.device}",
+                                 "check the simulator is booted (`xcrun simctl list "
+                                 "devices`)")
+            self._abort.wait(delay)
+            delay = min(delay * 2, 4.0)
         self._stream = stream
         self._suspect = False
         self._check_app = True
@@ -282,7 +314,12 @@ class SimulatorLauncher:
         payloads: dict[str, Any] = {}
         if seen.end in (ProcessEnd.DIED, ProcessEnd.TIMED_OUT, None) and seen.infra is None:
             seen.infra = self._shut_down_note()
-        if seen.infra is None and seen.stream_lost and seen.end not in (ProcessEnd.DIED, None):
+        if seen.stream_lost and seen.infra is None:
+            self._reread(seen, t0)  # the unified log has what the dead stream missed
+            if self._stream is not None:
+                seen.take(self._stream, ctx.launch_id)
+        if seen.infra is None and seen.stream_lost and not seen.reread and \
+                seen.end not in (ProcessEnd.DIED, None):
             seen.infra = ("the simulator's log stream ended during the launch: lines may be "
                           "lost, and the app did not die with a crash report")
         if seen.infra is not None:
@@ -306,7 +343,7 @@ class SimulatorLauncher:
                 # no report: a lost stream or another build's install says it was no crash
                 seen.infra = ("the simulator's log stream ended during the launch and no "
                               "crash report of the app appeared: its fate is unknown") \
-                    if seen.stream_lost else self.installed.replaced()
+                    if seen.stream_lost and not seen.reread else self.installed.replaced()
                 self._check_app = self._check_app or seen.infra is not None
                 when = "after" if any(e.phase == "done" for e in seen.events) else "before"
                 if seen.infra is not None:
@@ -320,6 +357,9 @@ class SimulatorLauncher:
             seen.take(stream, ctx.launch_id)  # lines that were still on their way
         window = seen.earlier_raw + (stream.raw_window() if stream is not None else "\n")
         (ctx.artifacts_dir / "log.ndjson").write_text(window)
+        if seen.shown_raw:
+            (ctx.artifacts_dir / "log-show.ndjson").write_text(seen.shown_raw)
+            artifacts.append(f"{ctx.artifacts_rel}/log-show.ndjson")
         if seen.end is None:  # never seen, no report: a setup problem, not a crash
             self._suspect = True
             raise infra_error(
@@ -438,6 +478,21 @@ class SimulatorLauncher:
         seen.consumed, seen.stream_lost = 0, True
         return stream
 
+    def _reread(self, seen: _Seen, t0: float) -> None:
+        """Read the unified log again over the launch's window (from its start by the
+        host clock as it is now, less ``date``'s whole second and a margin) into
+        ``seen.recovered``; ``seen.reread`` says whether it worked (module doc, step 3)."""
+        since = time.time() - (time.monotonic() - t0) - _REREAD_MARGIN_S
+        try:
+            lines, raw = self.simctl.log_show(self.device, since)
+        except InfraError as exc:
+            seen.reread = False
+            seen.earlier_raw += f"[coldstart: log show failed: {exc.message}]\n"
+            return
+        seen.recovered.extend(lines)
+        seen.shown_raw = raw
+        seen.reread = True
+
     def _shut_down_note(self) -> str | None:
         """Why the launch could not be observed when the simulator is no longer booted
         (``None`` when it is)."""
@@ -473,6 +528,8 @@ class SimulatorLauncher:
         error_at: float | None = None
         watch: ProcessWatch | None = None
         done = False
+        unstreamed = False  # the log stream could not be started again: log show instead
+        next_reread = 0.0
 
         def follow(new_pid: int) -> None:
             nonlocal watch, next_poll
@@ -517,17 +574,34 @@ class SimulatorLauncher:
                 if now >= deadline and error_at is None:  # an error line ends by its grace
                     seen.end = ProcessEnd.TIMED_OUT if (seen.pid or seen.events) else None
                     return seen
-                if not stream.alive:
+                if not stream.alive and not unstreamed:
                     # a dead log stream is not a dead app: with the simulator booted the
                     # stream is started again and the app's process and report are still
-                    # watched (issue #23); only a crash report can then end it counted
+                    # watched (issue #23), and the unified log is read again (issue #44)
                     seen.infra = self._shut_down_note()
                     restarted = self._restart_stream(seen) if seen.infra is None else None
+                    if restarted is None and seen.infra is None:
+                        # no new stream: the unified log is read again every second, and
+                        # the process watched by launchctl (issue #44)
+                        seen.stream_lost = True
+                        self._reread(seen, t0)
+                        if seen.reread:
+                            unstreamed = True
+                            next_reread = time.monotonic() + 1.0
+                            if seen.pid is not None and watch is None and next_poll is None:
+                                next_poll = time.monotonic()
+                            continue
                     if restarted is None:
                         seen.infra = seen.infra or (
-                            "the simulator's log stream ended during the launch")
+                            "the simulator's log stream ended during the launch and could "
+                            "not be started again")
                         return seen
                     stream = restarted
+                    self._reread(seen, t0)  # after the new stream started: no gap
+                    continue
+                if unstreamed and now >= next_reread:
+                    self._reread(seen, t0)
+                    next_reread = time.monotonic() + 1.0
                     continue
                 if seen.pid is None and not seen.events:
                     last = now >= start_deadline
@@ -546,6 +620,8 @@ class SimulatorLauncher:
                     wake_at.append(next_poll)
                 if seen.pid is None and not seen.events:
                     wake_at += [next_lookup, start_deadline]
+                if unstreamed:
+                    wake_at.append(next_reread)
                 self._wake.wait(max(0.0, min(wake_at) - time.monotonic()))
                 self._wake.clear()
         finally:

@@ -11,7 +11,9 @@ texts and public scripts, docs/formats.md section D5, docs/formats.md sections 4
   the variables set with ``launchctl setenv``), ``spawn <udid> launchctl list|setenv|unsetenv``
   (``PID<TAB>Status<TAB>Label`` with ``UIKitApplication:<bundle>[xxxx][rb-legacy]``), ``spawn
   <udid> log stream --style ndjson`` (a non-JSON header line, then one JSON record per
-  os_log event with ``eventMessage``, ``subsystem``, ``category``, ``processID``...);
+  os_log event with ``eventMessage``, ``subsystem``, ``category``, ``processID``...), ``spawn
+  <udid> log show --style ndjson --info --start 'YYYY-MM-DD HH:MM:SS' --predicate ...``
+  (the unified log's records since that local time, the same JSON, no header);
   commands on a shut-down simulator fail with CoreSimulator's "Unable to lookup in current
   state: Shutdown" (domain=com.apple.CoreSimulator.SimError, code=405), exit 149.
 * ``devicectl list devices``, ``device install app``, ``device process launch --console``
@@ -52,7 +54,15 @@ tells a test what was not played):
   ``Simulator device failed to open <url>``, NSOSStatusErrorDomain -10814),
   ``logend-crash@PHASE`` (after PHASE every ``log stream`` of the simulator ends, as a
   ``simctl spawn`` whose logd connection went away does; half a second later the app
-  crashes as ``crash@PHASE``'s next phase would), ``foreign@PHASE`` (after PHASE someone
+  crashes as ``crash@PHASE``'s next phase would), ``logdrop-crash@PHASE`` (every ``log
+  stream`` ends just as PHASE is logged, without delivering that line, which the unified
+  log keeps (``log show`` has it); half a second later the app crashes as ``crash@PHASE``
+  would), ``logdrop-done@PHASE`` (the same, and the app logs PHASE and every later phase
+  through ``done`` at once, before any new stream can start, and runs on),
+  ``logdown-crash@PHASE:S`` (as ``logdrop-crash@PHASE``, and for S seconds every new ``log
+  stream`` ends at once with no header line, exit 1, while ``log show`` still reads the
+  stored log),
+  ``foreign@PHASE`` (after PHASE someone
   else installs another build of the app: its executable differs, and the running app is
   terminated with no crash report, as an install over a running app does);
 * both: ``clockback@PHASE:S`` (after PHASE the device's clock is set back by S seconds,
@@ -66,6 +76,12 @@ tells a test what was not played):
   unlocked")`` ... ``BSErrorCodeDescription
   = Locked``, exit 1), ``console-exit@PHASE`` (after PHASE devicectl's console dies with its
   own error while the device stays reachable; the app runs on and completes, unseen),
+  ``console-lost-crash@PHASE`` (after PHASE the console relay dies: ``ERROR: The connection
+  to the device's console was interrupted. (com.apple.dt.CoreDeviceError error 4 (0x4))``,
+  exit 1, the device reachable; 0.15 s later the app crashes as ``crash@PHASE`` would, its
+  ``.ips`` written as ever), ``launch-hang`` (devicectl's launch request hangs: no process
+  is started, nothing is printed, the app a previous launch left running is not
+  terminated, and devicectl never exits by itself),
   ``drop@PHASE:S`` (it drops off after PHASE: the console ends with devicectl's error),
   ``mute@PHASE:S`` (it drops off after PHASE and the console just goes quiet).
 
@@ -273,6 +289,22 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
                               str(log_path)], stdin=subprocess.DEVNULL,
                              env={**os.environ, "XCRUN_DOUBLE_LATE_LINE": text_of(phase)})
             break
+        if kind in ("logdrop-crash", "logdrop-done", "logdown-crash") and phase == at:
+            with locked_state() as state:  # no stream reads (nor starts) meanwhile
+                gens = state.setdefault("log_generation", {})
+                gens[udid] = gens.get(udid, 0) + 1
+                if kind == "logdown-crash":
+                    state.setdefault("log_down_until", {})[udid] = time.time() + float(
+                        arg or 5)
+                for later in PHASES[PHASES.index(phase):] if kind == "logdrop-done" \
+                        else (phase,):
+                    say(later, **fields.get(later, {}))
+            if kind == "logdrop-done":
+                kind = "completed"
+                break
+            time.sleep(0.5)
+            kind = "crash"
+            break
         say(phase, **fields.get(phase, {}))
         if phase != at:
             continue
@@ -318,6 +350,14 @@ def app_main(udid: str, bundle: str, url: str, outcome: str, mode: str) -> None:
                                              f"Application/{str(uuid.uuid4()).upper()}/"
                                              "ColdstartApp.app/")
             os.kill(pid, signal.SIGKILL)
+        if kind == "console-lost-crash":  # the console relay dies; the app crashes soon
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            os.kill(os.getppid(), signal.SIGUSR2)
+            time.sleep(0.15)
+            kind = "crash"
+            break
         if kind == "console-exit":  # devicectl's console dies; the app goes on unseen
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
@@ -540,6 +580,8 @@ def simctl(args: list[str]) -> None:
             launchctl(udid, tool_args)
         elif tool == "log" and tool_args[:1] == ["stream"]:
             log_stream(udid, tool_args[1:])
+        elif tool == "log" and tool_args[:1] == ["show"]:
+            log_show(udid, tool_args[1:])
         else:
             fail(f"spawn: {tool}: not supported by the double\n", 2)
         return
@@ -572,6 +614,10 @@ def log_stream(udid: str, args: list[str]) -> None:
     path = HOME / f"sim-{udid}" / "log.ndjson"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.touch()
+    with locked_state(write=False) as state:
+        down = time.time() < state.get("log_down_until", {}).get(udid, 0)
+    if down:  # the simulator's logd cannot be reached: the stream ends at once
+        sys.exit(1)
     print(f'Filtering the log data using "{predicate}"', flush=True)
     next_check = time.monotonic() + 0.2
     parent = os.getppid()
@@ -595,8 +641,32 @@ def log_stream(udid: str, args: list[str]) -> None:
                 continue
             record = json.loads(line)
             if f'"{record.get("subsystem")}"' in predicate:
+                with locked_state(write=False) as state:
+                    if state.get("log_generation", {}).get(udid, 0) != generation:
+                        return  # its logd connection went away: this line is not delivered
                 sys.stdout.write(line)
                 sys.stdout.flush()
+
+
+def log_show(udid: str, args: list[str]) -> None:
+    """The simulator's log records since ``--start`` (local time) that the predicate names
+    (``log show --style ndjson``)."""
+    import calendar
+
+    predicate = args[args.index("--predicate") + 1] if "--predicate" in args else ""
+    start = args[args.index("--start") + 1] if "--start" in args else "1970-01-01 00:00:00"
+    try:
+        since = time.mktime(time.strptime(start, "%Y-%m-%d %H:%M:%S"))
+    except ValueError:
+        fail(f"log: Could not parse start date: {start}\n", 64)
+    path = HOME / f"sim-{udid}" / "log.ndjson"
+    if not path.exists():
+        return
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        stamp = calendar.timegm(time.strptime(record["timestamp"][:19], "%Y-%m-%d %H:%M:%S"))
+        if stamp >= since and f'"{record.get("subsystem")}"' in predicate:
+            sys.stdout.write(line + "\n")
 
 
 # --------------------------------------------------------------------------- devicectl
@@ -642,6 +712,15 @@ def connection_lost(*_args: object) -> None:
     os._exit(1)
 
 
+def console_interrupted(*_args: object) -> None:
+    """SIGUSR2 from the app: the console relay died, the device still reachable (see
+    ``console-lost-crash``)."""
+    sys.stderr.write("ERROR: The connection to the device's console was interrupted. "
+                     "(com.apple.dt.CoreDeviceError error 4 (0x4))\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
 def devicectl(args: list[str]) -> None:
     if args[:2] == ["list", "devices"]:
         with locked_state(write=False) as state:
@@ -676,7 +755,7 @@ def devicectl(args: list[str]) -> None:
             kind, at, arg, _delay = split_outcome(outcome)
             udid = device["udid"]
             old = state.setdefault("running", {}).get(f"device-{udid}")
-            if alive(old) and "--terminate-existing" in args:
+            if alive(old) and "--terminate-existing" in args and kind != "launch-hang":
                 os.kill(old, signal.SIGKILL)
             if kind == "drop" and not at:
                 device["gone_until"] = time.time() + float(arg or 5)
@@ -702,10 +781,14 @@ def devicectl(args: list[str]) -> None:
             sys.stderr.write("ERROR: The device is not connected. (com.apple.dt."
                              "CoreDeviceError error 4000 (0xFA0))\n")
             sys.exit(1)
+        if kind == "launch-hang":  # the request never starts a process, nor ends
+            while True:
+                time.sleep(1)
         env = json.loads(option(args, "--environment-variables") or "{}")
         url = option(args, "--payload-url")
         bundle = args[-1]
         signal.signal(signal.SIGUSR1, connection_lost)
+        signal.signal(signal.SIGUSR2, console_interrupted)
         with locked_state() as state:  # listed before the app (which reads the state
             # under this lock first) can print anything
             proc = start_app(udid, bundle, url, env, outcome, console="--console" in args)
