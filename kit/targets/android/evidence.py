@@ -48,6 +48,7 @@ from ...crash.dumpsys import CRASH_REASONS, DROPBOX_TAGS, dropbox_entries, exit_
 from ...errors import InfraError
 from ...observe import CrashEvidence, ProcessEnd, crash_evidence, signal_name
 from .device import BOOT_ID_PATH, UPTIME_PATH, DeviceNotReady
+from .installed import not_listed
 from .text import MARKED_VALUES, NO_SERVICE, process_crash_lines
 from .transport import TransportError, shell_join
 
@@ -378,7 +379,8 @@ def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,
     entry_text = exit_info_block(exit_text, exit_entry.index) if exit_entry is not None and \
         exit_entry.index is not None else ""
     crash_report = "Fatal signal" in pid_lines or "FATAL EXCEPTION" in pid_lines
-    if removed and not reports and not crash_report and reason not in CRASH_REASONS:
+    if removed and not reports and not crash_report and reason not in CRASH_REASONS and \
+            not_listed(transport, window.package, call_timeout_s):  # a second look
         raise AppStoppedExternally(
             f"{what}: the app was removed by someone else during the launch (`pm path "
             f"{window.package}` finds no package), pid {pid}", "keep other tools (an MDM, "

@@ -18,9 +18,27 @@ from .device import WRAP_OPTIONS, ApkInfo, install_apk, wrap_property
 from .text import marked_command, read_marked
 from .transport import shell_join
 
-__all__ = ["ForeignBuild", "InstalledBuild"]
+__all__ = ["ForeignBuild", "InstalledBuild", "not_listed"]
 
 _MARK = "==coldstart-build=="
+
+
+def not_listed(shell: Any, package: str, call_timeout_s: float) -> bool:
+    """``pm list packages <package>`` worked (exit status 0) and does not list ``package``
+    (its filter is a substring: names are compared exactly): the app is not installed. A
+    ``pm`` that failed says nothing (``False``), so a passing failure never turns a death
+    into a removal.
+
+    Args:
+        shell: anything with :meth:`~kit.targets.android.transport.AdbTransport.shell`.
+
+    Raises:
+        TransportError: the device stopped answering.
+    """
+    listed = shell.shell(shell_join(["pm", "list", "packages", package]), call_timeout_s)
+    names = {line.strip()[len("package:"):] for line in listed.stdout.splitlines()
+             if line.strip().startswith("package:")}
+    return listed.exit_code == 0 and package not in names
 
 
 class ForeignBuild(InfraError):
@@ -96,19 +114,24 @@ class InstalledBuild:
         return self._install_again(calls, found, call_timeout_s, poison_method)
 
     def missing(self, calls: Any, call_timeout_s: float, poison_method: str | None = None
-                ) -> dict[str, Any]:
-        """The app is not installed (``pm path`` printed nothing: removed by someone else,
-        an MDM or ``adb uninstall``; issue #44): the campaign's APK is installed again, as
-        for another build (:meth:`check`).
+                ) -> dict[str, Any] | None:
+        """``pm path`` printed nothing: when ``pm list packages <package>`` (exit status 0)
+        does not list the package either, the app is not installed (removed by someone
+        else, an MDM or ``adb uninstall``; issue #44) and the campaign's APK is installed
+        again, as for another build (:meth:`check`). A ``pm`` that fails concludes
+        nothing.
 
         Returns:
-            ``{"replaced": "not installed", "reinstalls": N}``.
+            ``{"replaced": "not installed", "reinstalls": N}`` after an install, else
+            ``None``.
 
         Raises:
             ForeignBuild: no APK to install, or the install failed. TransportError: the
                 device stopped answering.
         """
-        calls.note(f"{self.package} is not installed (`pm path` finds no package)")
+        if not not_listed(calls, self.package, call_timeout_s):
+            return None
+        calls.note(f"{self.package} is not installed (`pm path`, `pm list packages`)")
         return self._install_again(calls, "not installed", call_timeout_s, poison_method)
 
     def _install_again(self, calls: Any, found: str, call_timeout_s: float,

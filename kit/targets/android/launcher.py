@@ -16,7 +16,9 @@ One launch (docs/formats.md sections D2 and D6):
    new follower's replay of the buffers, is taken for this one); read, each after its own
    marker, ``sys.boot_completed``, the boot id, the device clock and uptime (crash
    evidence is matched by pid and by device time, never host time) and ``pm path``: the
-   installed build must be the campaign's (:class:`~.installed.InstalledBuild`);
+   installed build must be the campaign's (:class:`~.installed.InstalledBuild`), and an
+   app that is no longer installed (removed by someone else) is installed again; a logd
+   that is restarting (``logcat -c`` cannot reach it) is waited for first;
 3. ``am start -W -a VIEW -d <scenario URL> -n <component>``;
    :func:`~kit.targets.android.text.check_am_start` turns a launch that was not made (exit
    status, ``Can't find service``, no ``Status: ok`` / ``LaunchState``) into an infra
@@ -25,7 +27,9 @@ One launch (docs/formats.md sections D2 and D6):
    lines (tag ``ReactNativeJS``; other launch ids are stale and ignored), ``ActivityManager``
    process starts and deaths, ``libc`` fatal signals and ``AndroidRuntime`` fatal
    exceptions; when the log is quiet for ``poll_s`` a ``pidof`` checks the process; a
-   follower that dies under the launch is started again and replays from the marker;
+   follower that dies under the launch is started again and replays from the marker, with
+   backoff (a logd that restarts refuses readers for about 2 s), while ``pidof`` goes on
+   watching the process: a death meanwhile is read from exit-info and DropBox (issue #44);
 5. the observation ends at ``done`` (lines already received are still read, then one
    ``pidof``: a crash in teardown, its lines still on their way, counts), at a death, at
    the timeout (the app is force-stopped), or ``error_grace_s`` after an ``error`` line: a
@@ -672,8 +676,8 @@ class AndroidLauncher:
 
 
 def _after_mark(stdout: str, mark: str) -> str:
-    """What ``stdout`` holds after the line ``mark`` (up to the next marker line); ``"package:"``
-    when the mark is missing (nothing is known: nothing is concluded)."""
+    """What ``stdout`` holds after the line ``mark`` (up to the next marker line);
+    ``"package:"`` when the mark is missing (nothing is known: nothing is concluded)."""
     lines = stdout.splitlines()
     try:
         start = next(i for i, line in enumerate(lines) if line.strip() == mark)
