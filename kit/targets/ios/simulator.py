@@ -27,8 +27,9 @@ each launch reads the lines of its own launch id). One launch:
    unified log is read again over the launch's window (``simctl spawn <udid> log show
    --start ...``, :meth:`~.simctl.Simctl.log_show`): the lines the dying stream did not
    deliver are taken from there (issue #44: a crash is placed at its phase, a ``done``
-   logged before the new stream started ends the launch at once). Only when that read
-   fails does the launch count only as a crash with its report (lines may be lost);
+   logged before the new stream started ends the launch at once); a stream that cannot
+   be started again is replaced by that read once a second. Only when that read fails
+   does the launch count only as a crash with its report (lines may be lost);
 4. it ends at ``done``, after one look at the app's process (its exit event, checked at
    once, or ``launchctl list`` where the host gives none): an app that died in teardown,
    its last lines delivered after its death (the unified log is asynchronous), is a death;
@@ -110,10 +111,12 @@ class _Seen:
     recovered: list[LogLine] = dataclasses.field(default_factory=list)  # from that read
     read_lines: set[tuple[str, int | None]] = dataclasses.field(default_factory=set)
 
-    def take(self, stream: LogStream, launch_id: str) -> list[tuple[ProtocolEvent, int | None]]:
-        """This launch's events among the stream's new lines and the lines a read of the
-        unified log recovered, each line once, with each line's pid."""
-        lines = stream.protocol_lines(self.consumed)
+    def take(self, stream: LogStream | None, launch_id: str
+             ) -> list[tuple[ProtocolEvent, int | None]]:
+        """This launch's events among the stream's new lines (none without a stream) and
+        the lines a read of the unified log recovered, each line once, with each line's
+        pid."""
+        lines = stream.protocol_lines(self.consumed) if stream is not None else []
         self.consumed += len(lines)
         lines = lines + self.recovered
         self.recovered = []
@@ -316,8 +319,7 @@ class SimulatorLauncher:
             seen.infra = self._shut_down_note()
         if seen.stream_lost and seen.infra is None:
             self._reread(seen, t0)  # the unified log has what the dead stream missed
-            if self._stream is not None:
-                seen.take(self._stream, ctx.launch_id)
+            seen.take(self._stream, ctx.launch_id)
         if seen.infra is None and seen.stream_lost and not seen.reread and \
                 seen.end not in (ProcessEnd.DIED, None):
             seen.infra = ("the simulator's log stream ended during the launch: lines may be "
