@@ -12,11 +12,12 @@ import contextlib
 import errno
 import os
 import stat
+from pathlib import Path
 from typing import Iterable, Iterator
 
 from .errors import DataError, UsageError
 
-__all__ = ["open_regular", "open_regular_if_exists", "open_regular_rw", "lstat_kind",
+__all__ = ["check_directory_arg", "open_regular", "open_regular_if_exists", "open_regular_rw", "lstat_kind",
            "check_writable_entries",
            "read_tail_bounded", "write_atomic", "read_bytes_bounded", "iter_lines_bounded",
            "path_kind", "describe_path", "MiB", "Line"]
@@ -333,3 +334,21 @@ def iter_lines_bounded(path: str | os.PathLike[str], max_line: int, *, what: str
         if skipping or buf:
             number += 1
             yield Line(number, b"" if skipping else bytes(buf), skipping, False)
+
+
+def check_directory_arg(path: Path, flag: str) -> None:
+    """Refuse a directory option that cannot become a directory: empty, or the path (or the
+    nearest part of it that exists) is not a directory.
+
+    Raises:
+        UsageError: ``flag is empty``, ``flag PATH is a file`` or ``... PART is a file``.
+    """
+    if not str(path).strip():
+        raise UsageError(f"{flag} is empty", "give a directory")
+    for part in (path, *path.parents):
+        if path_kind(part) != "missing":
+            if path_kind(part) != "a directory":
+                what = f"{flag} {path} {describe_path(part)}" if part == path else \
+                    f"{flag} {path} cannot be made: {part} {describe_path(part)}"
+                raise UsageError(what, "choose a directory")
+            return

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import re
 import shlex
 from pathlib import Path
@@ -195,9 +194,9 @@ class Coldstart:
         Raises:
             pytest.fail: bad target options or input (the CLI's one-line message).
         """
-        from .campaign.request import Given, resolve_request
-        from .campaign.session import CampaignRequest, run_session
-        from .targets.registry import get_target
+        from .campaign.build import build_request, parse_run_args
+        from .campaign.session import run_session
+        from .targets.registry import get_plugin
         from .errors import ColdstartError
         from .redact import redact_text
         from .analysis.summary import summarize
@@ -206,17 +205,17 @@ class Coldstart:
         try:
             _check_launches(launches)
             staged = _stage_value(stage)
-            config, timeout, retry, args = _target_config(self.spec, extra, timeout_s)
-            resolved = resolve_request(
-                Given(scenario=scenario, label=label, launches=launches if launches is not None
-                      else self.launches,
-                      rule={} if event is None else {"signature": event}, stage=staged),
-                None, out, default_launches=20, default_timeout_s=timeout)
-            request = CampaignRequest(
-                target=self.spec.name, config=config, scenario=resolved.scenario,
-                label=resolved.label, out=out, launches=resolved.launches,
-                timeout_s=resolved.timeout_s, retry=retry, stage=resolved.stage)
-            result = run_session(get_target(self.spec.name), request, _Quiet())
+            plugin = get_plugin(self.spec.name)
+            launches = launches if launches is not None else self.launches
+            argv = [*self.spec.argv[1:], *extra, f"--label={label}", f"--out={out}"]
+            argv += [f"--launches={launches}"] if launches is not None else []
+            argv += [f"--scenario={scenario}"] if scenario else []
+            argv += [f"--timeout={timeout_s!r}"] if timeout_s is not None else []
+            argv += [f"--stage={staged[0]}:{staged[1]}"] if staged is not None else []
+            argv += [f"--event={event}"] if event is not None else []
+            args = parse_run_args(plugin, argv, prog=f"--coldstart-target {plugin.name}")
+            request = build_request(plugin, args)
+            result = run_session(plugin, request, _Quiet())
             farm = _pull_farm(args, out)
         except ColdstartError as exc:
             pytest.fail(f"coldstart: {redact_text(exc.one_line())}", pytrace=False)
@@ -341,11 +340,6 @@ class _Quiet:
         pass
 
 
-class _OptionsParser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # argparse's exit would end pytest
-        raise pytest.UsageError(f"--coldstart-target: {message}")
-
-
 def _pull_farm(args: argparse.Namespace, out: Path) -> Any:
     """``--farm NAME`` in an appium target's options: pull the campaign's farm evidence
     as ``coldstart run appium --farm`` does (:func:`kit.farms.pull.pull_campaign`); its
@@ -359,34 +353,6 @@ def _pull_farm(args: argparse.Namespace, out: Path) -> Any:
     from .redact import install_log_redaction
 
     return pull_campaign(out, settings_from_args(args), redactor=install_log_redaction())
-
-
-def _target_config(spec: TargetSpec, extra: tuple[str, ...], timeout_s: float | None
-                   ) -> tuple[Any, float, Any, argparse.Namespace]:
-    """The target's typed config from the spec's options (and ``extra``), read by the
-    target's own option parser (plus ``--timeout``, ``--max-attempts``,
-    ``--infra-budget`` and, for ``appium``, the ``--farm`` options), the launch timeout,
-    the retry policy and the parsed options."""
-    from .campaign.loop import RetryPolicy
-    from .argtypes import positive_float, positive_int
-    from .targets.registry import target_entry
-
-    module = importlib.import_module(target_entry(spec.name).options_module)
-    parser = _OptionsParser(prog=f"--coldstart-target {spec.name}", add_help=False)
-    module.add_arguments(parser, spec.name)
-    parser.add_argument("--timeout", type=positive_float, default=None)
-    parser.add_argument("--max-attempts", type=positive_int, default=3)
-    parser.add_argument("--infra-budget", type=positive_int, default=None)
-    if spec.name == "appium":  # --farm NAME: the evidence is pulled at the campaign's end
-        from .farms.options import add_farm_arguments
-
-        add_farm_arguments(parser, required=False)
-    args = parser.parse_args([*spec.argv[1:], *extra])
-    args.out = None
-    default = args.timeout if args.timeout is not None else module.default_timeout_s(spec.name)
-    timeout_s = timeout_s if timeout_s is not None else default
-    retry = RetryPolicy(max_attempts=args.max_attempts, budget=args.infra_budget)
-    return module.config_from_args(spec.name, args, None, timeout_s), timeout_s, retry, args
 
 
 # ------------------------------------------------------------------------------- hooks
@@ -418,7 +384,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     config.addinivalue_line("markers", "coldstart: runs cold-launch campaigns on the "
                                        "--coldstart-target targets")
-    from .cli.run import check_directory_arg
+    from ._bounded import check_directory_arg
     from .errors import ColdstartError
 
     for flag, key in (("--coldstart-out", "coldstart_out"),

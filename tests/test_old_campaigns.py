@@ -55,10 +55,10 @@ def test_old_campaigns_compare_and_name_the_option_that_differs(old: Path) -> No
 
 
 def _request(target: str, argv: list[str]):
-    from kit.cli import build_parser
-    from kit.cli.run import build_request
+    from kit.campaign.build import request_from_argv
+    from kit.targets.registry import get_plugin
 
-    return build_request(target, build_parser().parse_args(["run", target, *argv]))
+    return request_from_argv(get_plugin(target), argv)
 
 
 def test_an_old_campaign_resumes_as_it_ran(old: Path) -> None:
@@ -81,13 +81,59 @@ def test_an_old_campaign_refuses_another_runtime_on_resume(old: Path) -> None:
     assert "it ran on runtime debian" in proc.stderr.strip().splitlines()[-1]
 
 
-@pytest.mark.host
-def test_an_old_campaign_resumes_for_real(old: Path) -> None:
-    proc = coldstart("run", "host", "--resume", "--out", str(old / "base"), "--launches",
-                     "4", "--json")
-    assert proc.returncode == 0, proc.stderr
-    lines = [json.loads(x) for x in (old / "base" / "launches.jsonl").read_text().splitlines()]
-    assert [x["index"] for x in lines] == [0, 1, 2, 3]
-    meta = json.loads((old / "base" / "campaign.json").read_text())
-    assert meta["launches"] == 4 and meta["options"]["poison"] == "glibc"
-    assert meta["build"]["runtime"] == "debian"
+class _SameRuntime:
+    """The host plug-in, its ``prepare`` answered as on the runtime the old campaign ran on
+    (its ``build`` and ``options`` as that kit wrote them, the setup as this kit types it),
+    with a scripted launcher (tests/doubles/scripted_launcher.py): the session's resume of
+    an old ``campaign.json`` without the shared runtime, which other runs rebuild."""
+
+    def __new__(cls, old_meta: dict):
+        from kit.launch import PreparedTarget
+        from kit.store.meta import RunSetup
+        from kit.targets.host.options import HostPlugin
+        from tests.doubles.scripted_launcher import ScriptedLauncherDouble
+
+        class Plugin(HostPlugin):
+            def prepare(self, config, scenario, log):
+                self.config = config
+                launcher = ScriptedLauncherDouble(lambda i, a: "completed", device="host:vm")
+                options = dict(old_meta["options"])
+                return PreparedTarget(
+                    target="host", launchers=[launcher], build=dict(old_meta["build"]),
+                    options=options, devices=[{"id": "host:vm", "kind": "host"}],
+                    setup=RunSetup(witness=options["witness"], timeout_s=config.timeout_s,
+                                   poison="glibc" if config.poison else None,
+                                   compared={k: options[k] for k in
+                                             ("poison", "env", "witness", "model_set")}))
+
+        return Plugin()
+
+
+def test_an_old_campaign_resumes_and_keeps_its_config_and_setup(old: Path) -> None:
+    from kit.campaign.build import request_from_argv
+    from kit.campaign.session import run_session
+    from kit.store.store import load_campaign
+
+    class Quiet:
+        def note(self, message): pass
+        def started(self, title, total, records): pass
+        def recorded(self, record): pass
+
+    meta_path = old / "base" / "campaign.json"
+    plugin = _SameRuntime(json.loads(meta_path.read_text()))
+    request = request_from_argv(plugin, ["--resume", "--out", str(old / "base"),
+                                         "--launches", "5"])
+    result = run_session(plugin, request, Quiet())
+    assert plugin.config.poison is True and plugin.config.runtime == "debian"
+    assert (result.campaigns[0].planned, result.campaigns[0].counted) == (5, 5)
+    camp = load_campaign(old / "base")
+    assert [r.index for r in camp.records] == [0, 1, 2, 3, 4]
+    meta = json.loads(meta_path.read_text())
+    assert meta["config"]["runtime"] == "debian" and meta["config"]["poison"] is True
+    assert meta["setup"]["poison"] == "glibc" and meta["setup"]["witness"] == "on"
+    assert meta["setup"]["compared"]["env"] == {
+        "MALLOC_PERTURB_": "85", "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}
+    # resumed once more, the stored config is what is kept
+    request = request_from_argv(plugin, ["--resume", "--out", str(old / "base")])
+    assert (request.config.poison, request.config.runtime, request.launches) == (
+        True, "debian", 5)

@@ -35,8 +35,6 @@ __all__ = ["ArmResult", "DeviceResult", "MovedCrash", "Check", "Comparison",
 
 #: Outcomes other than crashes that can "move" into a candidate (e.g. a fix that deadlocks).
 _MOVED_OUTCOMES = (Outcome.HUNG, Outcome.APP_ERROR, Outcome.WRONG_OUTPUT)
-#: ``campaign.json`` options that change what a launch does, and so confound a comparison
-_LAUNCH_OPTIONS = ("poison", "env", "witness", "delivery", "model_set")
 #: notes kept in a comparison; the rest are counted in one last note
 MAX_NOTES = 10
 
@@ -216,14 +214,14 @@ def _moved(base: Scan, cand: Scan, signature: str, alpha: float) -> tuple[MovedC
 
 
 def option_differences(baseline: Any, candidate: Any) -> list[str]:
-    """``["poison: baseline None, candidate 'glibc'", ...]`` for the launch-shaping options
-    (:data:`_LAUNCH_OPTIONS`) that two campaigns' ``options`` (from ``campaign.json``) set
-    differently; options only one campaign records are left out (older campaigns)."""
+    """``["poison: baseline None, candidate 'glibc'", ...]`` for the launch options that
+    two campaigns' run setups (:attr:`kit.store.meta.RunSetup.compared`, each target's
+    own) set differently, in the baseline's order; options only one campaign records are
+    left out (older campaigns)."""
     if not isinstance(baseline, dict) or not isinstance(candidate, dict):
         return []
     return [f"{key}: baseline {baseline[key]!r}, candidate {candidate[key]!r}"
-            for key in _LAUNCH_OPTIONS
-            if key in baseline and key in candidate and baseline[key] != candidate[key]]
+            for key in baseline if key in candidate and baseline[key] != candidate[key]]
 
 
 def _identities(*metas: CampaignMeta) -> list[BuildIdentity]:
@@ -375,7 +373,7 @@ def compare_campaigns(baseline: Campaign, candidate: Campaign,
     confidence = 1.0 - settings.alpha
     b_arm, c_arm = _arm(baseline, s_b, confidence), _arm(candidate, s_c, confidence)
     notes: list[str] = []
-    differ = option_differences(baseline.meta.options, candidate.meta.options)
+    differ = option_differences(baseline.meta.setup.compared, candidate.meta.setup.compared)
     same = same_build(baseline.meta, candidate.meta)
     change = _scenario_change(b_arm.scenario, c_arm.scenario, differ)
     kind = BUILD if same is None else (SCENARIO if change else NO_CHANGE)

@@ -17,9 +17,9 @@ from ..records import LaunchRecord
 from ..scenario import Scenario
 from .loop import RetryPolicy
 from ..store.meta import CampaignMeta, RuleMeta, StageMeta
-from ..store.store import Campaign
+from ..store.store import Campaign, check_label
 
-__all__ = ["RuleRequest", "CampaignRequest", "SessionObserver", "CampaignRun",
+__all__ = ["RuleRequest", "CampaignRequest", "check_out_arg", "SessionObserver", "CampaignRun",
            "SessionResult", "compare_argv", "resume_command", "Given", "Resolved",
            "resolve_request", "resolve_rule", "resolve_stage", "RULE_DEFAULTS"]
 
@@ -62,7 +62,7 @@ class CampaignRequest:
     """One ``coldstart run``: what to launch, where, how often, and when to stop.
 
     Attributes:
-        target: the target's name (:func:`kit.targets.registry.get_target`).
+        target: the target's name (:func:`kit.targets.registry.get_plugin`).
         config: the target's own typed configuration.
         scenario: what each launch does (no ``id``: launch ids are the kit's).
         label: the build label.
@@ -87,6 +87,24 @@ class CampaignRequest:
     resume: bool = False
     rule: RuleRequest | None = None
     stage: StageMeta | None = None
+
+    def __post_init__(self) -> None:
+        """A request is checked as it is made, whoever makes it (the front ends, a library
+        caller): a build label (:func:`kit.store.store.check_label`) and an ``out``."""
+        check_label(self.label)
+        check_out_arg(self.out)
+
+
+def check_out_arg(out: Any) -> None:
+    """Refuse an empty ``--out`` (``""``, blanks or ``.``).
+
+    Raises:
+        UsageError: ``--out is empty``.
+    """
+    from ..errors import UsageError
+
+    if out is not None and (not str(out).strip() or str(out) == "."):
+        raise UsageError("--out is empty", "give the campaign's directory, e.g. runs/baseline")
 
 
 class SessionObserver(Protocol):

@@ -11,7 +11,7 @@ changes nothing):
    against a finished baseline, build the stopping rule;
 2. take the campaign's lock (two processes never write one campaign);
 3. on resume, check that the campaign is this request's (label, target, scenario, rule);
-4. prepare the target (:meth:`kit.launch.Target.prepare`) and, on resume, check that
+4. prepare the target (:meth:`kit.launch.TargetPlugin.prepare`) and, on resume, check that
    its build and launch options are the campaign's;
 5. make (or reopen) the campaign with its whole ``campaign.json``, open the target, run the
    launches (one campaign, or two interleaved), close the target, record the provenance the
@@ -34,7 +34,7 @@ from ..analysis.verdict import RACE_DETECTED, RACE_WITNESSED, count_events
 from .._bounded import describe_path, path_kind
 from ..errors import UsageError
 from ..records import LaunchRecord
-from ..launch import PreparedTarget, Target
+from ..launch import PreparedTarget, TargetPlugin
 from .interleave import InterleavedSchedule
 from .loop import Arm, CampaignSchedule, StagedSchedule, abandoned_slots, run_arms
 from ..store.meta import CampaignMeta, PairMeta, RuleMeta
@@ -42,7 +42,7 @@ from ..store.opened import OpenCampaign, open_to_resume
 from .request import (CampaignRequest, CampaignRun, RuleRequest, SessionObserver,
                       SessionResult, compare_argv, resume_command)
 from ..store.resume import check_identity, check_launches, check_same_setup, conflict
-from ..store.store import (Campaign, CampaignStore, check_label, check_out_dir, create_campaign,
+from ..store.store import (Campaign, CampaignStore, check_out_dir, create_campaign,
                     load_campaign, new_meta)
 
 __all__ = ["RuleRequest", "CampaignRequest", "SessionObserver", "CampaignRun",
@@ -79,7 +79,7 @@ def _check_rule(request: CampaignRequest, prepared: Sequence[PreparedTarget]) ->
                          "leave out --stop-at-first-below, or run the baseline first")
     for setup in (p.setup for p in prepared):
         witness = setup.witness or f"off: the {request.target} target has no race witness"
-        if rule.settings.signature == RACE_WITNESSED and witness != "on":
+        if rule.settings.signature == RACE_WITNESSED and not setup.witnessed:
             raise UsageError(f"--event race-witnessed counts only launches the race "
                              f"witness watched, and this run has none ({witness})",
                              "run with the witness on the host, or give a crash class as "
@@ -139,10 +139,10 @@ def _lock(store: CampaignStore, made: list[_Made]) -> None:
     store.lock()
 
 
-def run_session(target: Target, request: CampaignRequest, observer: SessionObserver,
+def run_session(target: TargetPlugin[Any], request: CampaignRequest, observer: SessionObserver,
                 opened: OpenCampaign | None = None) -> SessionResult:
     """Run one request (module doc) on ``target`` (the registry's target named
-    ``request.target``, :func:`kit.targets.registry.get_target`). ``opened``: the campaign
+    ``request.target``, :func:`kit.targets.registry.get_plugin`). ``opened``: the campaign
     ``request.out`` as the caller already opened it to resume
     (:func:`kit.store.opened.open_to_resume`, so that it is read once); the session unlocks
     it when it ends.
@@ -155,14 +155,12 @@ def run_session(target: Target, request: CampaignRequest, observer: SessionObser
     """
     if target.name != request.target:
         raise ValueError(f"target {target.name!r} given for a request of {request.target!r}")
+    if opened is None and request.resume:  # opened here: the one store the session unlocks
+        opened = open_to_resume(request.out)
     store = opened.store if opened is not None else CampaignStore(request.out)
     stores: list[CampaignStore] = [store]
     made: list[_Made] = []
     try:
-        check_label(request.label)
-        if not str(request.out).strip() or str(request.out) in (".", ""):
-            raise UsageError("--out is empty", "give the campaign's directory, e.g. "
-                                               "runs/baseline")
         if request.rule is not None and request.rule.interleaved:
             base_store = CampaignStore(request.rule.baseline)
             stores.append(base_store)
@@ -183,7 +181,8 @@ def _open_for_run(request: CampaignRequest, store: CampaignStore, made: list[_Ma
     """Lock ``store``; check what is there. On resume, the campaign read once (``opened``
     when the caller read it), else one with no meta yet."""
     if request.resume:
-        camp = opened if opened is not None else open_to_resume(store.path)
+        assert opened is not None  # run_session opened it
+        camp = opened
         meta = camp.meta
         assert meta is not None
         check_identity(store.path, meta, label=request.label, target=request.target,
@@ -199,9 +198,13 @@ def _open_for_run(request: CampaignRequest, store: CampaignStore, made: list[_Ma
     return OpenCampaign(store, None, [])
 
 
-def _setup_fields(prepared: PreparedTarget) -> dict[str, Any]:
+def _setup_fields(target: TargetPlugin[Any], config: Any,
+                  prepared: PreparedTarget) -> dict[str, Any]:
+    """What ``campaign.json`` keeps of a prepared target: the typed config (JSON) and run
+    setup, and the target's provenance."""
     return {"build": prepared.build, "devices": prepared.devices, "options": prepared.options,
-            "build_identity": prepared.identity}
+            "build_identity": prepared.identity, "config": target.config_to_json(config),
+            "run_setup": prepared.setup}
 
 
 def _write_setup(camp: OpenCampaign, request: CampaignRequest, label: str,
@@ -277,7 +280,7 @@ def _finish(prepared: PreparedTarget, camp: OpenCampaign) -> None:
         camp.update(build=learned)
 
 
-def _run_single(request: CampaignRequest, target: Target, store: CampaignStore,
+def _run_single(request: CampaignRequest, target: TargetPlugin[Any], store: CampaignStore,
                 observer: SessionObserver, made: list[_Made],
                 opened: OpenCampaign | None) -> SessionResult:
     camp = _open_for_run(request, store, made, opened)
@@ -299,12 +302,13 @@ def _run_single(request: CampaignRequest, target: Target, store: CampaignStore,
     # build, options and rule go into campaign.json as it is made, so that a kill -9 at any
     # moment leaves a campaign that --resume continues as it was started
     before = len(camp.records)
-    _write_setup(camp, request, request.label, prepared, {**_setup_fields(prepared), **kept})
+    _write_setup(camp, request, request.label, prepared,
+                 {**_setup_fields(target, request.config, prepared), **kept})
     observer.note(f"{request.target} campaign {request.label}: {request.scenario.describe()} "
                   f"-> {store.path}")
     if should_stop is not None:
         assert base is not None
-        _rule_notes(request, should_stop, prepared.options, base, observer)
+        _rule_notes(request, should_stop, prepared, base, observer)
     if staged is not None:
         observer.note(f"{staged.describe()} ({request.launches})")
     arm = Arm(store, camp.records, prepared.launchers, request.label, request.scenario,
@@ -348,7 +352,7 @@ def _result(camp: OpenCampaign, planned: int, before: int, abandoned: int) -> Ca
                        sum(1 for r in new if not r.counted), camp.campaign())
 
 
-def _rule_notes(request: CampaignRequest, rule: StopRule, options: dict[str, Any],
+def _rule_notes(request: CampaignRequest, rule: StopRule, prepared: PreparedTarget,
                 base: Campaign, observer: SessionObserver) -> None:
     from ..analysis.summary import unfinished_note
     from ..analysis.verdict import option_differences
@@ -366,7 +370,7 @@ def _rule_notes(request: CampaignRequest, rule: StopRule, options: dict[str, Any
         if unfinished:
             observer.note(f"note: the baseline {unfinished}; the rule takes its counts as "
                           f"they stand")
-    differ = option_differences(base.meta.options, options)
+    differ = option_differences(base.meta.setup.compared, prepared.setup.compared)
     if differ:
         observer.note(f"note: the baseline ran with other launch options ({'; '.join(differ)})"
                       f": the verdict will compare them as well as the builds")
@@ -407,7 +411,7 @@ def _check_baseline_dir(base: CampaignStore, meta: CampaignMeta | None,
                          "drop the baseline build option to run against it as it is")
 
 
-def _run_interleaved(request: CampaignRequest, target: Target, store: CampaignStore,
+def _run_interleaved(request: CampaignRequest, target: TargetPlugin[Any], store: CampaignStore,
                      base_store: CampaignStore, observer: SessionObserver,
                      made: list[_Made], opened: OpenCampaign | None) -> SessionResult:
     """Make both builds' launches, alternating, until the verdict is settled (the candidate
@@ -459,9 +463,11 @@ def _run_interleaved(request: CampaignRequest, target: Target, store: CampaignSt
 
     before = (len(base_camp.records), len(camp.records))
     _write_setup(camp, request, request.label, candidate,
-                 {**_setup_fields(candidate), "until_verdict": kept(None, "not finished")})
+                 {**_setup_fields(target, request.config, candidate),
+                  "until_verdict": kept(None, "not finished")})
     _write_setup(base_camp, request, base_label, baseline,
-                 {**_setup_fields(baseline), "interleaved": pair(None, "not finished")})
+                 {**_setup_fields(target, rule_req.baseline_config, baseline),
+                  "interleaved": pair(None, "not finished")})
     observer.note(f"{request.target} campaigns {base_label} -> {base_path} and "
                   f"{request.label} -> {out}, interleaved: {request.scenario.describe()}")
     observer.note(f"until-verdict, both builds at most {request.launches} launches: "

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..campaign import iter_campaign_dirs
-from .options import add_event_option, fraction_arg
+from ..campaign.options import add_event_option, fraction_arg
 from .run import check_directory_arg, stderr_console
 from .._bounded import check_writable_entries, describe_path
 from ..errors import ExitCode, UsageError
@@ -81,7 +81,7 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     _settings_options(plan, signature=False)
     plan.add_argument("--candidate-rate", type=_rate_or_zero, default=0.0,
                       help="the candidate's assumed true rate (default 0: the fix works)")
-    from .options import add_design_options
+    from ..campaign.options import add_design_options
 
     add_design_options(plan, prefix="sequential rule: ")
     plan.add_argument("--json", action="store_true", help="print JSON")

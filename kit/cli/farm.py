@@ -10,9 +10,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..farms.options import add_farm_arguments, settings_for_campaign
+from ..farms.options import add_farm_arguments
 
-__all__ = ["register", "pull_after_run"]
+__all__ = ["register"]
 
 
 def register(commands: argparse._SubParsersAction, run_targets: argparse._SubParsersAction
@@ -61,23 +61,12 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _pull_into(out: Path, args: argparse.Namespace, console: Any) -> int:
-    from ..farms.pull import pull_campaign
-    from ..redact import install_log_redaction
-
-    redactor = install_log_redaction()
+    from ..farms.options import pull_into
 
     def log(message: str) -> None:
-        console.print(redactor.text(message), markup=False, highlight=False, soft_wrap=True)
+        console.print(message, markup=False, highlight=False, soft_wrap=True)
 
-    settings = settings_for_campaign(args, _stored_farm(out))
-    report = pull_campaign(out, settings, redactor=redactor, log=log)
-    for line in report.lines():
-        log(line)
-    if report.exit_code:
-        log(f"farm {settings.name}: the evidence is incomplete (an infrastructure error of "
-            f"the evidence step; the launch records are kept): run `coldstart farm pull "
-            f"{out}` later")
-    return report.exit_code
+    return pull_into(out, args, _stored_farm(out), log)
 
 
 def _stored_farm(out: Path) -> Any:
@@ -90,8 +79,3 @@ def _stored_farm(out: Path) -> Any:
         return CampaignStore(out).read_meta().options.get("farm")
     except ColdstartError:
         return None
-
-
-def pull_after_run(args: argparse.Namespace, out: Path, console: Any) -> int:
-    """``run appium --farm NAME``: the pull at the end of the campaign (its exit code)."""
-    return _pull_into(out, args, console)

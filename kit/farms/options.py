@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 from ..argtypes import positive_seconds
 from .base import FarmSettings
 
-__all__ = ["add_farm_arguments", "settings_from_args", "settings_for_campaign", "STORED"]
+__all__ = ["add_farm_arguments", "settings_from_args", "settings_for_campaign", "STORED",
+           "pull_into"]
 
 #: the farm settings ``run appium --farm`` keeps in ``campaign.json`` (``options.farm``)
 STORED = ("api", "region", "ref", "steps")
@@ -71,3 +73,28 @@ def settings_from_args(args: argparse.Namespace) -> FarmSettings:
     return FarmSettings(name=args.farm, api=args.farm_api, region=args.farm_region,
                         deadline_s=float(args.farm_deadline), env=dict(os.environ),
                         ref=args.farm_ref, steps=args.farm_steps)
+
+
+def pull_into(out: Path, args: argparse.Namespace, stored: Any,
+              log: Callable[[str], None]) -> int:
+    """Pull the farm evidence of the campaign in ``out`` with the farm options in ``args``
+    (else ``stored``, what ``run appium --farm`` kept) and report it through ``log``
+    (credentials redacted); returns the pull's exit code (3: evidence incomplete, the
+    records kept)."""
+    from ..redact import install_log_redaction
+    from .pull import pull_campaign
+
+    redactor = install_log_redaction()
+
+    def say(message: str) -> None:
+        log(redactor.text(message))
+
+    settings = settings_for_campaign(args, stored)
+    report = pull_campaign(out, settings, redactor=redactor, log=say)
+    for line in report.lines():
+        say(line)
+    if report.exit_code:
+        say(f"farm {settings.name}: the evidence is incomplete (an infrastructure error of "
+            f"the evidence step; the launch records are kept): run `coldstart farm pull "
+            f"{out}` later")
+    return report.exit_code

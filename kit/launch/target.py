@@ -15,6 +15,7 @@ from ..records import LaunchRecord
 from ..scenario import Scenario
 from ..store.identity import BuildIdentity
 from ..store.meta import RunSetup
+from .launcher import Launcher
 
 __all__ = ["LogFn", "Target", "PreparedTarget"]
 
@@ -46,32 +47,35 @@ class PreparedTarget:
         finish: called after the launches with every record of the campaign; returns
             provenance known only then (e.g. the ORT version the app reported), merged into
             ``build``.
-        learned: the ``build`` keys ``finish`` returns: a resumed campaign may learn other
-            values for them (they are not part of the setup a resume must match).
-        per_device: the ``options`` keys whose value maps a device id to that device's
-            value (Android's ``poison_methods``): a campaign may be resumed on other
-            devices; it keeps each device's value, and only a device it ran on before must
-            have the same (as ``devices`` keeps every device it ran on).
-
-    :attr:`setup` is the typed view of ``options`` (:class:`kit.store.meta.RunSetup`)
-    that the session reads (whether a witness or a detector watched the launches).
+        setup: the run setup, typed (:class:`kit.store.meta.RunSetup`: witness, detector,
+            timeout, poison, the launch options two compared campaigns must share, the
+            ``build`` keys ``finish`` learns, the per-device ``options`` keys); everything
+            outside the target reads it, never ``build`` or ``options`` by key.
     """
 
     target: str
-    launchers: list[Any]
+    launchers: list[Launcher]
     build: dict[str, Any]
     options: dict[str, Any]
     devices: list[dict[str, Any]]
+    setup: RunSetup
     open: Callable[[], None] = _nothing
     close: Callable[[], None] = _nothing
     finish: Callable[[Sequence[LaunchRecord]], dict[str, Any]] = lambda _records: {}
-    learned: tuple[str, ...] = ()
-    per_device: tuple[str, ...] = ()
     identity: BuildIdentity = BuildIdentity()
 
     @property
-    def setup(self) -> RunSetup:
-        return RunSetup.from_options(self.options)
+    def learned(self) -> tuple[str, ...]:
+        """The ``build`` keys ``finish`` returns: a resumed campaign may learn other values
+        for them (they are not part of the setup a resume must match)."""
+        return self.setup.learned
+
+    @property
+    def per_device(self) -> tuple[str, ...]:
+        """The ``options`` keys whose value maps a device id to that device's value
+        (Android's ``poison_methods``): a campaign may be resumed on other devices; it
+        keeps each device's value, and only a device it ran on before must have the same."""
+        return self.setup.per_device
 
 
 class Target(Protocol):

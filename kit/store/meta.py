@@ -30,7 +30,7 @@ from typing import Any
 
 from .._bounded import describe_path, path_kind, read_bytes_bounded, write_atomic
 from .._fields import FieldReader, type_name
-from ..argtypes import MAX_LAUNCHES
+from ..argtypes import MAX_LAUNCHES, MAX_TIMEOUT_S
 from ..errors import DataError
 from .identity import BuildIdentity
 
@@ -173,9 +173,10 @@ class PairMeta:
 
 @dataclasses.dataclass(frozen=True)
 class RunSetup:
-    """What a target prepared for a campaign, typed (:class:`kit.launch.PreparedTarget`
-    writes it; ``campaign.json`` keeps it in ``build`` and ``options``). Everything outside
-    the target reads these fields, never the dicts' keys.
+    """What a target prepared for a campaign, typed: the target writes it
+    (:attr:`kit.launch.PreparedTarget.setup`) and ``campaign.json`` keeps it under
+    ``setup``. Everything outside the target reads these fields, never the keys of the
+    target's ``build`` or ``options`` (its own provenance).
 
     Attributes:
         witness: the race witness: ``"on"``, ``"off: <why>"``, or ``None`` (the target has
@@ -183,17 +184,35 @@ class RunSetup:
         detector: the race detector's tool (``drd``, ``helgrind``), or ``None``.
         timeout_s: seconds before a launch counts as hung, or ``None`` when not kept.
         poison: the heap poisoning (``glibc``...), or ``None``.
+        compared: the launch options that change what a launch does, by name (JSON
+            values): two compared campaigns that differ in one are told so
+            (:func:`kit.analysis.compare.option_differences`).
+        learned: the ``build`` keys the target's ``finish`` fills in after the launches
+            (a resume may see them change).
+        per_device: the ``options`` keys that map a device id to its value (a resume on
+            other devices adds to them).
     """
 
     witness: str | None = None
     detector: str | None = None
     timeout_s: float | None = None
     poison: str | None = None
+    compared: dict[str, Any] = dataclasses.field(default_factory=dict)
+    learned: tuple[str, ...] = ()
+    per_device: tuple[str, ...] = ()
+
+    #: what a kit before the typed setup kept in ``options`` that changes a launch
+    LEGACY_COMPARED = ("poison", "env", "witness", "delivery", "model_set")
+
+    @property
+    def witnessed(self) -> bool:
+        """The race witness watched the launches."""
+        return self.witness == "on"
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> "RunSetup":
-        """Read from ``campaign.json``'s ``options`` (a value of the wrong type reads as
-        unknown: a newer kit's campaign still resumes)."""
+        """Read from the ``options`` of a ``campaign.json`` written by a kit before the
+        typed setup (a value of the wrong type reads as unknown)."""
         witness = options.get("witness")
         tool = options.get("detector")
         tool = tool.get("tool") if isinstance(tool, dict) else None
@@ -203,7 +222,27 @@ class RunSetup:
                    detector=tool if isinstance(tool, str) and tool else None,
                    timeout_s=float(timeout) if isinstance(timeout, (int, float))
                    and not isinstance(timeout, bool) else None,
-                   poison=poison if isinstance(poison, str) and poison else None)
+                   poison=poison if isinstance(poison, str) and poison else None,
+                   compared={k: options[k] for k in cls.LEGACY_COMPARED if k in options})
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> "RunSetup":
+        """Raises DataError naming ``where`` and the field of the wrong type."""
+        if not isinstance(data, dict):
+            raise DataError(f"{where} must be an object, not {type_name(data)}", _HINT)
+        c = FieldReader(data, where, _HINT)
+        timeout = data.get("timeout_s")
+        return cls(witness=c.opt_str("witness"), detector=c.opt_str("detector"),
+                   timeout_s=None if timeout is None else c.num(
+                       "timeout_s", None, 0.0, MAX_TIMEOUT_S, low_inclusive=False),
+                   poison=c.opt_str("poison"), compared=c.obj("compared"),
+                   learned=tuple(c.strs("learned")), per_device=tuple(c.strs("per_device")))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"witness": self.witness, "detector": self.detector,
+                "timeout_s": self.timeout_s, "poison": self.poison,
+                "compared": dict(self.compared), "learned": list(self.learned),
+                "per_device": list(self.per_device)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,11 +304,13 @@ class CampaignMeta:
     build_identity: BuildIdentity | None = None
     extended_from: list[int] = dataclasses.field(default_factory=list)
     stage: StageMeta | None = None
+    config: dict[str, Any] | None = None
+    run_setup: RunSetup | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     _KNOWN = ("schema", "label", "target", "scenario", "scenario_description", "launches",
               "created_at", "devices", "build", "tools", "options", "until_verdict",
-              "interleaved", "build_identity", "extended_from", "stage")
+              "interleaved", "build_identity", "extended_from", "stage", "config", "setup")
 
     def __post_init__(self) -> None:
         if self.build_identity is None:
@@ -293,6 +334,8 @@ class CampaignMeta:
         pair = data.get("interleaved")
         identity = data.get("build_identity")
         stage = data.get("stage")
+        config = data.get("config")
+        setup = data.get("setup")
         label = c.str("label")
         if not LABEL_RE.match(label):
             raise DataError(f"{where}: label {label[:60]!r} is not a build label (1-40 of "
@@ -311,11 +354,17 @@ class CampaignMeta:
                    extended_from=c.ints("extended_from", low=1, high=MAX_LAUNCHES),
                    stage=None if stage is None else StageMeta.from_dict(
                        stage, f"{where}: stage"),
+                   config=None if config is None else c.obj("config"),
+                   run_setup=None if setup is None else RunSetup.from_dict(
+                       setup, f"{where}: setup"),
                    extra={k: v for k, v in data.items() if k not in cls._KNOWN})
 
     @property
     def setup(self) -> RunSetup:
-        """What the target prepared, typed (:class:`RunSetup`)."""
+        """What the target prepared, typed (:class:`RunSetup`): ``campaign.json``'s
+        ``setup``, or for a campaign of a kit before it, read from its ``options``."""
+        if self.run_setup is not None:
+            return self.run_setup
         return RunSetup.from_options(self.options)
 
     @property
@@ -341,6 +390,10 @@ class CampaignMeta:
             out["extended_from"] = list(self.extended_from)
         if self.stage is not None:
             out["stage"] = self.stage.to_dict()
+        if self.config is not None:
+            out["config"] = dict(self.config)
+        if self.run_setup is not None:
+            out["setup"] = self.run_setup.to_dict()
         out.update(self.extra)
         return out
 

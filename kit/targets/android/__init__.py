@@ -29,6 +29,7 @@ from ...redact import redact_text
 from ...scenario import Scenario
 from ...launch import LogFn, PreparedTarget
 from ...store.identity import BuildIdentity
+from ...store.meta import RunSetup
 from .device import (APP_SCHEME, PACKAGE_RE, REMOTE_APK_DIR, ApkInfo, DeviceNotReady,
                      DeviceSetup, PoisonMode, Readiness, inspect_apk, prepare_device,
                      read_readiness, state_error, wait_until_ready)
@@ -227,8 +228,12 @@ class AndroidTarget:
         return PreparedTarget(target=self.name, launchers=launchers, build=build,
                               options=options, devices=[s.to_dict() for s in setups],
                               open=open_all, close=close, finish=_reported_ort,
-                              learned=("ort_versions_reported",),
-                              per_device=("poison_methods",), identity=identity)
+                              setup=RunSetup(timeout_s=config.timeout_s,
+                                             poison=config.poison or None,
+                                             compared={"poison": config.poison},
+                                             learned=("ort_versions_reported",),
+                                             per_device=("poison_methods",)),
+                              identity=identity)
 
 
 def _reported_ort(records: Sequence[LaunchRecord]) -> dict[str, Any]:

@@ -5,14 +5,16 @@ line and the pytest plugin."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
+from ...launch import LogFn, PreparedTarget, TargetPlugin
+from ...scenario import Scenario
+from ...store.meta import CampaignMeta
 from ...targets import android
 from ...targets.android import AndroidConfig
 from ...argtypes import positive_seconds
 
-__all__ = ["add_arguments", "add_connection_options", "config_from_args", "description",
-           "default_timeout_s"]
+__all__ = ["AndroidPlugin", "PLUGIN", "add_arguments", "add_connection_options",
+           "config_from_args"]
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
@@ -30,16 +32,30 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
                             "key (default 30)")
 
 
-def description(name: str) -> str:
-    return ("Install the APK, then cold-launch it with the scenario as a deep link, once per "
-            "launch; several --serial values run in parallel into one campaign.")
+class AndroidPlugin(TargetPlugin[AndroidConfig]):
+    """Android devices and emulators over adb."""
+
+    name = "android"
+    help = "cold-launch the app on Android devices and emulators over adb"
+    description = ("Install the APK, then cold-launch it with the scenario as a deep link, "
+                   "once per launch; several --serial values run in parallel into one "
+                   "campaign.")
+    default_timeout_s = 60.0
+    config_type = AndroidConfig
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_arguments(parser)
+
+    def config_from_args(self, args: argparse.Namespace, kept: CampaignMeta | None,
+                         timeout_s: float) -> AndroidConfig:
+        return config_from_args(args, timeout_s)
+
+    def prepare(self, config: AndroidConfig, scenario: Scenario,
+                log: LogFn) -> PreparedTarget:
+        return android.AndroidTarget().prepare(config, scenario, log)
 
 
-def default_timeout_s(name: str) -> float:
-    return 60.0
-
-
-def add_arguments(run: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(run: argparse.ArgumentParser) -> None:
     """The options of ``run android``."""
     run.add_argument("--serial", action="append", default=[], metavar="S",
                      help="device serial from `coldstart devices` (repeatable; default: the "
@@ -68,8 +84,7 @@ def add_arguments(run: argparse.ArgumentParser, name: str) -> None:
                              "(default 3)")
 
 
-def config_from_args(name: str, args: argparse.Namespace, meta: Any,
-                     timeout_s: float) -> AndroidConfig:
+def config_from_args(args: argparse.Namespace, timeout_s: float) -> AndroidConfig:
     """The :class:`~kit.targets.android.AndroidConfig` of ``run android``."""
     return AndroidConfig(serials=tuple(args.serial), direct=tuple(args.direct),
                          adb_server=args.adb_server, adbkey=args.adbkey,
@@ -77,3 +92,7 @@ def config_from_args(name: str, args: argparse.Namespace, meta: Any,
                          poison=args.poison, poll_s=args.poll, report_wait_s=args.report_wait,
                          reconnect_s=args.reconnect_timeout, error_grace_s=args.error_grace,
                          timeout_s=timeout_s)
+
+
+#: the Android target's plug-in (the registry's entry)
+PLUGIN = AndroidPlugin()

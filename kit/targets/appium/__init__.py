@@ -22,6 +22,7 @@ from ...errors import InfraError, UsageError
 from ...scenario import Scenario
 from ...launch import LogFn, PreparedTarget
 from ...store.identity import BuildIdentity
+from ...store.meta import RunSetup
 from .config import (DEFAULT_ERROR_GRACE_S, DEFAULT_REPORT_WAIT_S, STATUS_TEST_ID,
                      AppiumConfig, Platform, build_capabilities)
 from .launcher import AppiumLauncher
@@ -44,7 +45,7 @@ class AppiumRunConfig:
         timeout_s: a launch's timeout (kept in the campaign's options).
     """
 
-    session: Any
+    session: AppiumConfig
     timeout_s: float = 90.0
 
 
@@ -107,6 +108,9 @@ class AppiumTarget:
         build = redactor.value({"app": cfg.app, "app_id": cfg.app_id})
         return PreparedTarget(target=self.name, launchers=[launcher], build=build,
                               options=options, devices=devices, close=launcher.close,
+                              setup=RunSetup(timeout_s=config.timeout_s,
+                                             poison=options["poison"],
+                                             compared={"poison": options["poison"]}),
                               identity=BuildIdentity(artifact="app",
                                                      path=build["app"] or build["app_id"]))
 

@@ -12,28 +12,70 @@ import argparse
 import json
 from typing import Any, Callable
 
+from pathlib import Path
+
 from ...errors import UsageError
 from ...targets import appium
 from ...targets.appium import AppiumRunConfig, AppiumTarget
-from ...launch import PreparedTarget
+from ...launch import LogFn, PreparedTarget, TargetPlugin
+from ...scenario import Scenario
+from ...store.meta import CampaignMeta
 from ...argtypes import positive_seconds, seconds_arg
 
-__all__ = ["add_arguments", "config_from_args", "setup_target", "load_caps", "description",
-           "default_timeout_s"]
+__all__ = ["AppiumPlugin", "PLUGIN", "add_arguments", "config_from_args", "setup_target",
+           "load_caps"]
 
 
-def description(name: str) -> str:
-    return ("One session per device; per launch: terminate, start with the scenario's deep "
-            "link (iOS: launch arguments and environment with --poison), poll the status "
-            "element, the app state and the platform log, and collect the crash text of any "
-            "death.")
+class AppiumPlugin(TargetPlugin[AppiumRunConfig]):
+    """The app through an Appium server (local, grid or device farm)."""
+
+    name = "appium"
+    help = ("cold-launch the app through an Appium server (UiAutomator2, XCUITest; local, "
+            "grid or device farm)")
+    description = ("One session per device; per launch: terminate, start with the "
+                   "scenario's deep link (iOS: launch arguments and environment with "
+                   "--poison), poll the status element, the app state and the platform log, "
+                   "and collect the crash text of any death.")
+    default_timeout_s = 90.0
+    config_type = AppiumRunConfig
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        from ...farms.options import add_farm_arguments
+
+        add_arguments(parser)
+        # --farm NAME: the farm's crash evidence is pulled at the end (:meth:`after_run`)
+        add_farm_arguments(parser, required=False)
+
+    def config_from_args(self, args: argparse.Namespace, kept: CampaignMeta | None,
+                         timeout_s: float) -> AppiumRunConfig:
+        return config_from_args(args, timeout_s)
+
+    def prepare(self, config: AppiumRunConfig, scenario: Scenario,
+                log: LogFn) -> PreparedTarget:
+        return AppiumTarget().prepare(config, scenario, log)
+
+    def config_to_json(self, config: AppiumRunConfig) -> dict[str, Any]:
+        """The config without secrets: the server URL's credentials and secret-looking
+        capabilities redacted (:mod:`kit.redact`)."""
+        from ...redact import Redactor
+
+        redactor = Redactor(urls=[config.session.server_url])
+        redactor.add_secrets_from(config.session.caps)
+        return dict(redactor.value(super().config_to_json(config)))
+
+    def after_run(self, args: argparse.Namespace, out: Path, console: Any) -> int:
+        """``--farm NAME``: pull the farm's crash evidence into the campaign."""
+        if not getattr(args, "farm", None):
+            return 0
+        from ...farms.options import pull_into
+
+        def log(message: str) -> None:
+            console.print(message, markup=False, highlight=False, soft_wrap=True)
+
+        return pull_into(out, args, None, log)
 
 
-def default_timeout_s(name: str) -> float:
-    return 90.0
-
-
-def add_arguments(run: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(run: argparse.ArgumentParser) -> None:
     """The options of ``run appium``."""
     run.add_argument("--server", required=True, metavar="URL",
                      help="Appium server URL, e.g. http://127.0.0.1:4723 or "
@@ -73,8 +115,7 @@ def add_arguments(run: argparse.ArgumentParser, name: str) -> None:
                           "(default %(default)g)")
 
 
-def config_from_args(name: str, args: argparse.Namespace, meta: Any,
-                     timeout_s: float) -> AppiumRunConfig:
+def config_from_args(args: argparse.Namespace, timeout_s: float) -> AppiumRunConfig:
     """The :class:`~kit.targets.appium.AppiumRunConfig` of ``run appium``.
 
     Raises:
@@ -155,6 +196,10 @@ def setup_target(args: argparse.Namespace, log: Callable[[str], None] = lambda _
     """
     from ...scenario import parse_scenario
 
-    timeout_s = args.timeout if args.timeout is not None else default_timeout_s("appium")
-    return AppiumTarget().prepare(config_from_args("appium", args, None, timeout_s),
+    timeout_s = args.timeout if args.timeout is not None else PLUGIN.default_timeout_s
+    return AppiumTarget().prepare(config_from_args(args, timeout_s),
                                   parse_scenario(args.scenario or ""), log)
+
+
+#: the Appium target's plug-in (the registry's entry)
+PLUGIN = AppiumPlugin()

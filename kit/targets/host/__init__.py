@@ -20,6 +20,7 @@ from ...errors import UsageError
 from ...scenario import Scenario
 from ...launch import LogFn, PreparedTarget
 from ...store.identity import BuildIdentity, OrtVariant
+from ...store.meta import RunSetup
 from .runtime import (DEBIAN_SUITE, DEFAULT_MIRROR, DEFAULT_RUNTIME, POISON_ENV, Runtime,
                       build_workload, check_scenario, load_runtime, prepare_runtime,
                       run_compiler, runtime_dir)
@@ -164,8 +165,12 @@ class HostTarget:
             options["resource_limits"] = limits
         if found is not None:
             options["detector"] = found.describe()
-        return PreparedTarget(target=self.name, launchers=launchers, build=build,
-                              options=options,
+        setup = RunSetup(witness=witness_note, detector=config.detector if found else None,
+                         timeout_s=config.timeout_s, poison=options["poison"],
+                         compared={k: options[k] for k in ("poison", "env", "witness",
+                                                           "model_set")})
+        return PreparedTarget(target=self.name, launchers=list(launchers), build=build,
+                              options=options, setup=setup,
                               devices=[{"id": launcher.device, "kind": "host"}],
                               identity=identity)
 

@@ -1,5 +1,6 @@
-"""The options of ``coldstart run host`` (:class:`kit.targets.host.HostConfig`), read the
-same way by the command line and the pytest plugin."""
+"""The host target's plug-in (:class:`HostPlugin`): the options of ``coldstart run host``
+(:class:`kit.targets.host.HostConfig`), read the same way by the command line and the
+pytest plugin, and its ``prepare``."""
 
 from __future__ import annotations
 
@@ -10,22 +11,49 @@ from typing import Any
 
 from ...store.meta import CampaignMeta
 from ...errors import UsageError
+from ...launch import BaselineBuild, LogFn, PreparedTarget, TargetPlugin
+from ...scenario import Scenario
 from ...targets import host
 from ...argtypes import positive_int
 
-__all__ = ["add_arguments", "add_detector_options", "config_from_args", "baseline_from_args",
-           "description", "default_timeout_s"]
+__all__ = ["HostPlugin", "PLUGIN", "add_arguments", "add_detector_options"]
 
 
-def description(name: str) -> str:
-    return "One fresh workload process per launch, on the prepared runtime."
+class HostPlugin(TargetPlugin[host.HostConfig]):
+    """The host target: one fresh workload process per launch on a prepared runtime."""
+
+    name = "host"
+    help = "cold-launch the native workload on this machine"
+    description = "One fresh workload process per launch, on the prepared runtime."
+    default_timeout_s = 30.0
+    config_type = host.HostConfig
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_arguments(parser)
+
+    def config_from_args(self, args: argparse.Namespace, kept: CampaignMeta | None,
+                         timeout_s: float) -> host.HostConfig:
+        return config_from_args(args, self._kept(kept), timeout_s)
+
+    def baseline_from_args(self, args: argparse.Namespace, kept: CampaignMeta | None,
+                           timeout_s: float, rule: Any
+                           ) -> BaselineBuild[host.HostConfig] | None:
+        return baseline_from_args(args, kept, self._kept(kept), timeout_s, rule)
+
+    def prepare(self, config: host.HostConfig, scenario: Scenario,
+                log: LogFn) -> PreparedTarget:
+        return host.HostTarget().prepare(config, scenario, log)
+
+    def _kept(self, kept: CampaignMeta | None) -> host.HostConfig | None:
+        """The resumed campaign's config: stored, or read from the provenance a kit before
+        the stored config wrote (:func:`_legacy_config`)."""
+        config = self.kept_config(kept)
+        if config is None and kept is not None:
+            return _legacy_config(kept)
+        return config
 
 
-def default_timeout_s(name: str) -> float:
-    return 30.0
-
-
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``run host``."""
     # its own --runtime, not the `runtime` commands' parent: parents share their actions
     parser.add_argument("--runtime", "--name", dest="runtime", default=None, metavar="NAME",
@@ -72,34 +100,37 @@ def add_detector_options(parser: argparse.ArgumentParser, target: str = "host") 
                                  "of cores)")
 
 
-def _kept(meta: CampaignMeta | None) -> tuple[str | None, bool | None, bool | None,
-                                              str | None]:
-    """The runtime, poison, witness and detector a campaign ran with (``None`` each:
-    unknown)."""
-    if meta is None:
-        return None, None, None, None
+def _legacy_config(meta: CampaignMeta) -> host.HostConfig:
+    """The config of a host campaign written by a kit that kept none: the runtime from this
+    target's own ``build``, poison, witness and detector from its setup (a witness that was
+    off by choice reads as off; off for another reason, or unknown, as the default)."""
     from . import witness
 
     runtime = meta.build.get("runtime")  # the host target's own build key
     setup = meta.setup
-    kept_witness = True if setup.witness == "on" else (
+    kept_witness = True if setup.witnessed else (
         False if setup.witness == f"off: {witness.OFF_REASON}" else None)
-    return (runtime if isinstance(runtime, str) and runtime else None,
-            setup.poison == "glibc", kept_witness, setup.detector)
+    return host.HostConfig(runtime=runtime if isinstance(runtime, str) and runtime
+                           else host.DEFAULT_RUNTIME, poison=setup.poison == "glibc",
+                           witness=kept_witness, detector=setup.detector,
+                           timeout_s=setup.timeout_s or 30.0)
 
 
-def config_from_args(name: str, args: argparse.Namespace, meta: CampaignMeta | None,
+def config_from_args(args: argparse.Namespace, kept: host.HostConfig | None,
                      timeout_s: float) -> host.HostConfig:
-    """``--runtime``, ``--poison`` and ``--witness`` left out: with ``--resume``, as the
-    campaign ran (``campaign.json``'s build and options), else the defaults.
+    """``--runtime``, ``--poison``, ``--witness`` and ``--detector`` left out: with
+    ``--resume``, as the campaign ran (``kept``, its config), else the defaults.
 
     Raises:
         UsageError: ``--runtime`` other than the resumed campaign's.
     """
-    runtime, poison, witness, tool = _kept(meta)
+    runtime = kept.runtime if kept is not None else None
     if args.runtime is not None and runtime is not None and args.runtime != runtime:
         raise UsageError(f"cannot resume {args.out} with --runtime {args.runtime}: it ran on "
                          f"runtime {runtime}", "resume without --runtime")
+    poison = kept.poison if kept is not None else None
+    witness = kept.witness if kept is not None else None
+    tool = kept.detector if kept is not None else None
     return host.HostConfig(runtime=args.runtime or runtime or host.DEFAULT_RUNTIME,
                            models=args.models,
                            poison=bool(args.poison if args.poison is not None else poison),
@@ -109,9 +140,9 @@ def config_from_args(name: str, args: argparse.Namespace, meta: CampaignMeta | N
                            jobs=args.detector_jobs)
 
 
-def baseline_from_args(name: str, args: argparse.Namespace, meta: CampaignMeta | None,
-                       timeout_s: float, rule: Any) -> tuple[host.HostConfig,
-                                                             dict[str, Any]] | None:
+def baseline_from_args(args: argparse.Namespace, meta: CampaignMeta | None,
+                       kept_config: host.HostConfig | None, timeout_s: float,
+                       rule: Any) -> BaselineBuild[host.HostConfig] | None:
     """The baseline build of an interleaved run (``--baseline-runtime``, or the resumed
     campaign's), as a config and what ``campaign.json`` keeps of it; ``None`` for a run
     against a finished baseline (or without a rule).
@@ -141,11 +172,15 @@ def baseline_from_args(name: str, args: argparse.Namespace, meta: CampaignMeta |
     if rule is None:
         raise UsageError("--baseline-runtime needs --until-verdict DIR, the directory for the "
                          "baseline's campaign", "add --until-verdict runs/baseline")
-    candidate = config_from_args(name, args, meta, timeout_s)
+    candidate = config_from_args(args, kept_config, timeout_s)
     if base == candidate.runtime:
         raise UsageError(f"--baseline-runtime is this run's own runtime ({base})",
                          "give the runtime of the build to compare against, e.g. "
                          "--runtime patched --baseline-runtime debian")
     host.load_runtime(base)  # prepared, or a one-line error before any build
-    return (dataclasses.replace(candidate, runtime=base),
-            {"baseline_runtime": base})
+    return BaselineBuild(dataclasses.replace(candidate, runtime=base),
+                         {"baseline_runtime": base})
+
+
+#: the host target's plug-in (the registry's entry)
+PLUGIN = HostPlugin()

@@ -25,6 +25,7 @@ from ...errors import InfraError, UsageError
 from ...scenario import Scenario
 from ...launch import LogFn, PreparedTarget
 from ...store.identity import BuildIdentity
+from ...store.meta import RunSetup
 from .app import (BUNDLE_ID_RE, POISON_ENV, RN_LOG_SUBSYSTEM, SCENARIO_ARGUMENT, UDID_RE,
                   AppBundle, bundle_for_id, check_bundle_id, read_app_bundle)
 from .device import DeviceLauncher, setup_device
@@ -98,11 +99,16 @@ class DeviceConfig:
 
 
 def _prepared(name: str, launcher: SimulatorLauncher | DeviceLauncher, app: AppBundle,
-              poison: bool, device: dict[str, object], **options: object) -> PreparedTarget:
+              poison: bool, device: dict[str, object], *, timeout_s: float, delivery: str,
+              **options: object) -> PreparedTarget:
     """The :class:`PreparedTarget` of one simulator or device."""
+    mode = "apple-malloc" if poison else None
+    launch = {"poison": mode,
+              "env": dict(POISON_ENV) if poison else {}, "delivery": delivery}
     return PreparedTarget(target=name, launchers=[launcher], build=app.provenance(),
-                          options={"poison": "apple-malloc" if poison else None,
-                                   "env": dict(POISON_ENV) if poison else {}, **options},
+                          options={**launch, "timeout_s": timeout_s, **options},
+                          setup=RunSetup(timeout_s=timeout_s, poison=mode,
+                                         compared=launch),
                           devices=[device], close=launcher.close,
                           identity=BuildIdentity(artifact="app",
                                                  path=app.path or app.bundle_id))

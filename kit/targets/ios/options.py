@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
+from ...launch import LogFn, PreparedTarget, TargetPlugin
+from ...scenario import Scenario
+from ...store.meta import CampaignMeta
 from ...targets import ios
 from ...targets.ios import DeviceConfig, SimulatorConfig
 from ...argtypes import seconds_arg
 
-__all__ = ["add_arguments", "config_from_args", "description", "default_timeout_s"]
+__all__ = ["SimulatorPlugin", "DevicePlugin", "SIMULATOR", "DEVICE", "add_arguments",
+           "config_from_args"]
 
 
 def _udid(text: str) -> str:
@@ -19,18 +22,54 @@ def _udid(text: str) -> str:
     return text
 
 
-def description(name: str) -> str:
-    if name == "ios-sim":
-        return ("Boot the simulator if needed, install the app, then per launch: terminate, "
-                "launch with the scenario, read the COLDSTART lines from the unified log, and "
-                "collect the .ips crash report of any death.")
-    return ("Install the app, then per launch: launch with the scenario and the environment "
-            "through devicectl, read the relayed console, and copy the device's crash report "
-            "of any death.")
+class SimulatorPlugin(TargetPlugin[SimulatorConfig]):
+    """One iOS simulator (xcrun simctl)."""
+
+    name = "ios-sim"
+    help = "cold-launch the app on an iOS simulator (xcrun simctl)"
+    description = ("Boot the simulator if needed, install the app, then per launch: "
+                   "terminate, launch with the scenario, read the COLDSTART lines from the "
+                   "unified log, and collect the .ips crash report of any death.")
+    default_timeout_s = 60.0
+    config_type = SimulatorConfig
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_arguments(parser, self.name)
+
+    def config_from_args(self, args: argparse.Namespace, kept: CampaignMeta | None,
+                         timeout_s: float) -> SimulatorConfig:
+        config = config_from_args(self.name, args, timeout_s)
+        assert isinstance(config, SimulatorConfig)
+        return config
+
+    def prepare(self, config: SimulatorConfig, scenario: Scenario,
+                log: LogFn) -> PreparedTarget:
+        return ios.SimulatorTarget().prepare(config, scenario, log)
 
 
-def default_timeout_s(name: str) -> float:
-    return 60.0 if name == "ios-sim" else 90.0
+class DevicePlugin(TargetPlugin[DeviceConfig]):
+    """One physical iOS device (xcrun devicectl)."""
+
+    name = "ios-device"
+    help = "cold-launch the app on an iOS device (xcrun devicectl)"
+    description = ("Install the app, then per launch: launch with the scenario and the "
+                   "environment through devicectl, read the relayed console, and copy the "
+                   "device's crash report of any death.")
+    default_timeout_s = 90.0
+    config_type = DeviceConfig
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_arguments(parser, self.name)
+
+    def config_from_args(self, args: argparse.Namespace, kept: CampaignMeta | None,
+                         timeout_s: float) -> DeviceConfig:
+        config = config_from_args(self.name, args, timeout_s)
+        assert isinstance(config, DeviceConfig)
+        return config
+
+    def prepare(self, config: DeviceConfig, scenario: Scenario,
+                log: LogFn) -> PreparedTarget:
+        return ios.DeviceTarget().prepare(config, scenario, log)
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -88,7 +127,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                              "(default %(default)g)")
 
 
-def config_from_args(name: str, args: argparse.Namespace, meta: Any,
+def config_from_args(name: str, args: argparse.Namespace,
                      timeout_s: float) -> SimulatorConfig | DeviceConfig:
     """The target's config from parsed ``run ios-sim`` / ``run ios-device`` arguments."""
     if name == "ios-sim":
@@ -103,3 +142,8 @@ def config_from_args(name: str, args: argparse.Namespace, meta: Any,
                         install=not args.no_install, poison=args.poison,
                         report_wait_s=args.report_wait, error_grace_s=args.error_grace,
                         reconnect_s=args.reconnect_timeout, timeout_s=timeout_s)
+
+
+#: the iOS targets' plug-ins (the registry's entries)
+SIMULATOR = SimulatorPlugin()
+DEVICE = DevicePlugin()

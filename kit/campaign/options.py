@@ -14,9 +14,9 @@ from typing import Any
 from ..analysis.sequential import InterleavedRule, StopRule
 from ..analysis.verdict import DEFAULT_SIGNATURE, MIN_FRACTION
 from ..store.meta import RuleMeta
-from ..campaign.request import RULE_DEFAULTS as _RULE_DEFAULTS
-from ..campaign.request import Given, resolve_rule
-from ..campaign.session import RuleRequest
+from .request import RULE_DEFAULTS as _RULE_DEFAULTS
+from .request import Given, resolve_rule
+from .request import RuleRequest
 from ..argtypes import number as _number
 from ..argtypes import positive_float as _positive_float
 from ..argtypes import positive_int as _positive_int
@@ -199,7 +199,7 @@ def stop_rule_from_args(args: argparse.Namespace, target: str | None = None
         UsageError: bad settings, a missing baseline, one of another target, or one without
             a positive control.
     """
-    from ..campaign.session import stop_rule_for
+    from .session import stop_rule_for
 
     rule = rule_from_args(args, None, getattr(args, "out", None))
     if rule is None:
