@@ -95,7 +95,9 @@ class TargetPlugin(Generic[C]):
 
     def config_to_json(self, config: C) -> dict[str, Any]:
         """``config`` as ``campaign.json`` keeps it (no secrets: override to redact)."""
-        return config_to_json(config)
+        data = config_to_json(config)
+        assert isinstance(data, dict)
+        return data
 
     def config_from_json(self, data: Any) -> C:
         """The config ``campaign.json`` keeps.

@@ -54,7 +54,7 @@ class PreparedTarget:
     """
 
     target: str
-    launchers: list[Launcher]
+    launchers: Sequence[Launcher]
     build: dict[str, Any]
     options: dict[str, Any]
     devices: list[dict[str, Any]]
