@@ -19,6 +19,12 @@ def type_name(value: Any) -> str:
                                          dict: "an object"}.get(type(value), type(value).__name__)
 
 
+#: the builtins, for annotations inside :class:`FieldReader` (whose methods are named
+#: ``str`` and ``int``)
+_str = str
+_int = int
+
+
 class FieldReader:
     """Reads typed fields from one JSON object.
 
@@ -45,20 +51,20 @@ class FieldReader:
         shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
         return DataError(f"{self.where}: {key} must be {want}, not {shown}", self.hint)
 
-    def str(self, key: str, default: str | None = None) -> str:
+    def str(self, key: _str, default: _str | None = None) -> _str:
         value = self.data.get(key, default)
         if not isinstance(value, str):
             raise self.fail(key, "a string")
         return value
 
-    def opt_str(self, key: str) -> str | None:
+    def opt_str(self, key: _str) -> _str | None:
         value = self.data.get(key)
         if value is not None and not isinstance(value, str):
             raise self.fail(key, "a string or null")
         return value
 
-    def int(self, key: str, default: int | None = None, low: int = 0,
-            high: int | None = None) -> int:
+    def int(self, key: _str, default: _int | None = None, low: _int = 0,
+            high: _int | None = None) -> _int:
         value = self.data.get(key, default)
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise self.fail(key, f"a whole number >= {low}")
@@ -66,7 +72,7 @@ class FieldReader:
             raise self.out_of_range(key, f"a whole number in {low}..{high}")
         return value
 
-    def opt_int(self, key: str, low: int | None = None, high: int | None = None) -> int | None:
+    def opt_int(self, key: _str, low: _int | None = None, high: _int | None = None) -> _int | None:
         value = self.data.get(key)
         if value is None:
             return None
@@ -77,7 +83,7 @@ class FieldReader:
             raise self.out_of_range(key, f"a whole number in {low or 0}..{high} or null")
         return value
 
-    def num(self, key: str, default: float | None = None, low: float | None = None,
+    def num(self, key: _str, default: float | None = None, low: float | None = None,
             high: float | None = None, low_inclusive: bool = True) -> float:
         """A finite number; with ``low``/``high``, inside them (``low`` excluded unless
         ``low_inclusive``)."""
@@ -92,40 +98,40 @@ class FieldReader:
                                          f"{high if high is not None else 'inf'}]")
         return float(value)
 
-    def opt_num(self, key: str) -> float | None:
+    def opt_num(self, key: _str) -> float | None:
         return None if self.data.get(key) is None else self.num(key)
 
-    def opt_bool(self, key: str) -> bool | None:
+    def opt_bool(self, key: _str) -> bool | None:
         value = self.data.get(key)
         if value is not None and not isinstance(value, bool):
             raise self.fail(key, "true, false or null")
         return value
 
-    def obj(self, key: str) -> dict[str, Any]:
+    def obj(self, key: _str) -> dict[_str, Any]:
         value = self.data.get(key, {})
         if not isinstance(value, dict):
             raise self.fail(key, "an object")
         return dict(value)
 
-    def opt_obj(self, key: str) -> dict[str, Any] | None:
+    def opt_obj(self, key: _str) -> dict[_str, Any] | None:
         value = self.data.get(key)
         if value is not None and not isinstance(value, dict):
             raise self.fail(key, "an object or null")
         return value
 
-    def objs(self, key: str) -> list[dict[str, Any]]:
+    def objs(self, key: _str) -> list[dict[_str, Any]]:
         value = self.data.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
             raise self.fail(key, "a list of objects")
         return [dict(v) for v in value]
 
-    def strs(self, key: str) -> list[str]:
+    def strs(self, key: _str) -> list[_str]:
         value = self.data.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.fail(key, "a list of strings")
         return list(value)
 
-    def ints(self, key: str, low: int = 0, high: int | None = None) -> list[int]:
+    def ints(self, key: _str, low: _int = 0, high: _int | None = None) -> list[_int]:
         """A list of whole numbers, each in ``[low, high]`` (default: empty)."""
         value = self.data.get(key, [])
         if not isinstance(value, list) or not all(
@@ -135,7 +141,7 @@ class FieldReader:
             raise self.fail(key, f"a list of whole numbers ({span})")
         return list(value)
 
-    def nums(self, key: str) -> list[float]:
+    def nums(self, key: _str) -> list[float]:
         value = self.data.get(key, [])
         if not isinstance(value, list) or not all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 if [ -x scripts/setup-appium.sh ]; then scripts/setup-appium.sh; fi
 printf '\n== Type check (mypy, strict on the target contract)\n'
-.venv/bin/python -m mypy --follow-imports=silent kit/launch kit/campaign/build.py kit/targets/registry.py
+.venv/bin/python -m mypy --strict --follow-imports=silent kit/launch kit/campaign/build.py \
+  kit/targets/registry.py
 printf '\n== Python tests\n'
 .venv/bin/python -m pytest -q -n 2 "$@"
 if [ -x scripts/test-rn.sh ]; then
