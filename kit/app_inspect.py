@@ -201,6 +201,7 @@ def _elf_facts(data: bytes) -> tuple[list[str], list[tuple[str, bool]], list[str
     from elftools.elf.dynamic import DynamicSection
     from elftools.elf.elffile import ELFFile
     from elftools.elf.gnuversions import GNUVerDefSection
+    from elftools.elf.sections import SymbolTableSection
 
     verdefs: list[str] = []
     symbols: list[tuple[str, bool]] = []
@@ -211,11 +212,12 @@ def _elf_facts(data: bytes) -> tuple[list[str], list[tuple[str, bool]], list[str
             if isinstance(section, GNUVerDefSection):
                 for _verdef, auxiliaries in section.iter_versions():
                     verdefs.extend(aux.name for aux in auxiliaries)
-            elif section.name == ".dynsym":
+            elif section.name == ".dynsym" and isinstance(section, SymbolTableSection):
                 symbols.extend((sym.name, sym["st_shndx"] != "SHN_UNDEF")
                                for sym in section.iter_symbols() if sym.name)
             elif isinstance(section, DynamicSection):
-                needed.extend(tag.needed for tag in section.iter_tags()
+                # pyelftools sets ``needed`` on a DT_NEEDED tag (dynamic.py: DynamicTag)
+                needed.extend(getattr(tag, "needed") for tag in section.iter_tags()
                               if tag.entry.d_tag == "DT_NEEDED")
     except (ELFError, ValueError, KeyError, IndexError, AssertionError):
         pass

@@ -43,7 +43,7 @@ import enum
 import math
 import signal as _signal
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, TypeGuard, Callable, Iterable, Sequence
 
 from .protocol import ProtocolEvent
 from .records import PERSISTENT_INFRA_KEY, LaunchRecord, Outcome, SessionTiming
@@ -176,7 +176,7 @@ class EventFold:
         return Phase.DONE.value in self.phases
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
         value)
 
@@ -310,6 +310,7 @@ def observe(obs: Observation) -> Observed:
     exited_early = (obs.end is ProcessEnd.EXITED and not fold.done and fold.error is None)
     exited_badly = (obs.end is ProcessEnd.EXITED and fold.done and obs.exit_code not in (0, None))
     if died or exited_early or exited_badly:
+        why: str | None
         if fold.error is not None:
             why = fold.error
         elif died:

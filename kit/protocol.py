@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import Any, Iterable, Iterator
+from typing import Any, TypeGuard, Iterable, Iterator
 
 from .scenario import PHASES
 
@@ -72,7 +72,7 @@ class ParseResult:
     reason: str | None = None
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
         value)
 

@@ -141,7 +141,7 @@ class CampaignResult:
                         if rec.outcome.value == "crashed" and
                         (crash_class is None or rec.crash_class == crash_class)][:3]
             pytest.fail(f"{x}/{n} launches crashed{f' with {crash_class}' if crash_class else ''}"
-                        f" ({100 * r.value:.1f}% [{100 * r.low:.1f}%, {100 * r.high:.1f}%]); "
+                        f" ({100 * (r.value or 0.0):.1f}% [{100 * r.low:.1f}%, {100 * r.high:.1f}%]); "
                         f"{'; '.join(examples)}; campaign: {self.path}", pytrace=False)
 
     def assert_rate_below(self, ceiling: float, crash_class: str | None = None,

@@ -240,7 +240,7 @@ def _crash_class(value: str | None, where: str) -> CrashClass | None:
     try:
         return None if value is None else CrashClass(value)
     except ValueError:
-        raise DataError(f"{where}: crash_class {value[:40]!r} is not one of "
+        raise DataError(f"{where}: crash_class {str(value)[:40]!r} is not one of "
                         f"{', '.join(c.value for c in CrashClass)}", _REPAIR_HINT) from None
 
 

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 if [ -x scripts/setup-appium.sh ]; then scripts/setup-appium.sh; fi
-printf '\n== Type check (mypy, strict on the target contract)\n'
+printf '\n== Type check (mypy: kit/, and strict on the target contract)\n'
+.venv/bin/python -m mypy kit
 .venv/bin/python -m mypy --strict --follow-imports=silent kit/launch kit/campaign/build.py \
   kit/targets/registry.py
 printf '\n== Python tests\n'

@@ -305,7 +305,7 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
         w["cand"] = f"the candidate ({change})"
     passed, failed = (Verdict.REMOVED, Verdict.NOT_REMOVED) if scen else (Verdict.FIXED,
                                                                           Verdict.NOT_FIXED)
-    made = dict(tier=tier(sig), kind=kind, change=change)
+    made: dict[str, Any] = dict(tier=tier(sig), kind=kind, change=change)
 
     def out(verdict: Verdict, reason: str, advice: str | None, test: RateTest | None = None,
             p: float | None = None, needed: Needed | None = None,
@@ -381,6 +381,7 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
             elif change:
                 what = f"the build change ({change}) fixes {sig}: " + what
             if anytime:
+                assert e_value is not None  # computed for an anytime-valid comparison
                 what += (f"; anytime-valid e-value {e_text(e_value, 1 / alpha)} >= "
                          f"{1 / alpha:g}")
             elif getattr(sequential, "comparison_alpha", None) is not None:
@@ -417,6 +418,7 @@ def _sequential_block(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictS
     exact = getattr(sequential, "comparison_alpha", None) is not None
     e_value = None if exact and not anytime else math.exp(min(log_e, 700.0))
     if anytime and log_e < -math.log(alpha) - 1e-12:
+        assert e_value is not None  # computed for an anytime-valid comparison
         return (f"the fixed-size tests pass ({x_b}/{n_b} vs {x_c}/{n_c}), but these launches "
                 f"were made under a sequential rule, whose comparison must hold at any "
                 f"launch: its anytime-valid e-value is {e_text(e_value, 1 / alpha)}, under "

@@ -253,6 +253,7 @@ def sequential_fixed(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSe
     if design.state(x_c, n_c) is not SprtState.BELOW_CEILING and (cap is None or n_c < cap):
         return False
     if design.finished:
+        assert design.comparison_alpha is not None  # a finished design has one
         if not significant(_fisher_p(x_b, n_b, x_c, n_c), design.comparison_alpha):
             return False
     elif not e_reaches(x_b, n_b, x_c, n_c, alpha=alpha, ceiling=ceiling):

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -45,7 +45,7 @@ class _ScipyStats:
     """``scipy.stats``, imported on first use: the import takes seconds, and every
     ``coldstart`` command (and each campaign's start-up) imports this module."""
 
-    def __getattr__(self, name: str) -> object:
+    def __getattr__(self, name: str) -> Any:
         import scipy.stats
 
         return getattr(scipy.stats, name)
@@ -406,7 +406,8 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def fisher_p_vector(x_b: np.ndarray, n_b: int, x_c: np.ndarray, n_c: int) -> np.ndarray:
+def fisher_p_vector(x_b: np.ndarray | int, n_b: np.ndarray | int, x_c: np.ndarray | int,
+                    n_c: np.ndarray | int) -> np.ndarray:
     """One-sided Fisher p (baseline > candidate) for arrays of counts, broadcast together.
 
     Fisher's one-sided p is ``P(X >= x_b)`` for ``X ~ hypergeom(n_b + n_c, x_b + x_c, n_b)``
@@ -414,8 +415,9 @@ def fisher_p_vector(x_b: np.ndarray, n_b: int, x_c: np.ndarray, n_c: int) -> np.
     ``hypergeom.sf(x_b - 1, n_b + n_c, x_b + x_c, n_b)``; a test checks it against
     ``scipy.stats.fisher_exact``. Used for power, where thousands of tables are needed.
     """
-    x_b, x_c = np.broadcast_arrays(np.asarray(x_b), np.asarray(x_c))
-    return stats.hypergeom.sf(x_b - 1, n_b + n_c, x_b + x_c, n_b)
+    xb, xc = np.broadcast_arrays(np.asarray(x_b), np.asarray(x_c))
+    p: np.ndarray = stats.hypergeom.sf(xb - 1, n_b + n_c, xb + xc, n_b)
+    return p
 
 
 def k_max_range(lo: int, hi: int, ceiling: float, alpha: float) -> np.ndarray:

@@ -294,8 +294,9 @@ def _run_single(request: CampaignRequest, target: TargetPlugin[Any], store: Camp
                           f"{request.launches} launches (this can take a minute)")
         base = load_campaign(request.rule.baseline)  # once: the rule and its notes
         should_stop = stop_rule_for(request.rule, request.target, request.launches, base)
+    baseline_dir = str(request.rule.baseline) if request.rule is not None else ""
     kept: dict[str, Any] = {} if should_stop is None else {"until_verdict": _rule_meta(
-        should_stop.to_meta(str(request.rule.baseline), None, "not finished"))}
+        should_stop.to_meta(baseline_dir, None, "not finished"))}
     staged = StageRule(request.stage) if request.stage is not None else None
     if staged is not None:  # declared before the first launch: campaign.json keeps it
         kept["stage"] = request.stage
@@ -325,8 +326,8 @@ def _run_single(request: CampaignRequest, target: TargetPlugin[Any], store: Camp
     if should_stop is not None:
         stopped, why = should_stop.decision([r for r in all_records if r.counted])
         camp.update(until_verdict=_rule_meta(
-            should_stop.to_meta(str(request.rule.baseline), stopped, why)))
-        compare = compare_argv(request.rule.baseline, store.path, should_stop.settings)
+            should_stop.to_meta(baseline_dir, stopped, why)))
+        compare = compare_argv(baseline_dir, store.path, should_stop.settings)
     if staged is not None:
         met = staged.met(all_records)
         events, n = first_stage(all_records, staged.stage)

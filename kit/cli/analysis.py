@@ -158,6 +158,7 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
     from ..analysis.verdict import p_text
 
     if dec.test is not None:
+        assert dec.p is not None  # a decision with a test has its p
         line = (f"one-sided p = {p_text(dec.p, s.alpha)} (Fisher "
                 f"{p_text(dec.test.fisher_p, s.alpha)}")
         if dec.test.boschloo_p is not None:
@@ -294,8 +295,10 @@ def _plan(args: argparse.Namespace) -> int:
     variant = " --stop-at-first-below" if design.stop_at_first_below else ""
     console.print(f"\nSequential rule (`coldstart run ... --launches {cap}{beta}{variant} "
                   f"--until-verdict BASELINE_DIR`): {design.describe()}.")
-    if result.baseline_launches is not None and result.power is not None:
+    if result.baseline_launches is not None and result.power is not None and \
+            result.expected_launches is not None:
         ref = result.reference
+        assert ref is not None  # planned with the power: its fixed-size reference too
         staged = ""
         if result.baseline_stage is not None:
             n1, r = result.baseline_stage

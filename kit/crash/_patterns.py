@@ -39,7 +39,8 @@ class PatternTimeout(Exception):
 class Pattern(Protocol):
     """What a rule needs of a compiled pattern (``re.Pattern`` and :class:`UserPattern`)."""
 
-    pattern: str
+    @property
+    def pattern(self) -> str: ...
 
     def search(self, string: str) -> object | None: ...
 

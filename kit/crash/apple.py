@@ -49,7 +49,7 @@ def close_truncated_json(text: str) -> str | None:
     with their escapes, so brackets inside strings do not count.
     """
     stack: list[str] = []
-    best: tuple[int, str] | None = None
+    best: tuple[int, int] | None = None
     in_string = escape = False
     for i, ch in enumerate(text):
         if in_string:

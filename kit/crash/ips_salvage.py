@@ -170,7 +170,7 @@ def _frames(text: str) -> tuple[list[Frame], str]:
             chosen, how = after[0], "frames of the thread marked triggered"
     if not chosen:
         chosen = next((r for r in runs if r), [])
-    frames = []
+    frames: list[Frame] = []
     for m in chosen:
         body = m.group("body")
         offset = parse_int(m.group("off"))

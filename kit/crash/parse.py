@@ -168,6 +168,7 @@ def reader_name(family: str, record: CrashRecord) -> str:
     """The function that read ``record`` (``kit.crash.hotspot.read_hotspot``), for a report
     detection took for ``family``; the Android/host family picks its reader by the text,
     so its record's ``format`` names it."""
+    reader: Callable[..., Any]
     if family in _READERS:
         reader = _READERS[family][3]
     elif family == "exit-info" or record.format == "exit-info":

@@ -111,11 +111,11 @@ NAME_CACHE_SIZE = 65536
 def _name_cache(owner: object, key: str, patterns: Sequence[Pattern]) -> dict[str, bool] | None:
     """``owner``'s cache of name -> searched-and-found for ``patterns``, or ``None`` when one
     is a user's pattern (its search can time out, so its outcome is not kept)."""
-    cache = owner.__dict__.get(key)
+    cache: dict[str, bool] | bool | None = owner.__dict__.get(key)
     if cache is None:
         cache = {} if all(isinstance(p, re.Pattern) for p in patterns) else False
         object.__setattr__(owner, key, cache)
-    return cache if cache is not False else None
+    return cache if isinstance(cache, dict) else None
 
 
 def _remember(cache: dict[str, bool], name: str, hit: bool) -> None:

@@ -405,9 +405,9 @@ def _clock_offset(lines: Sequence[LogLine], launches: Iterable[LaunchSpan],
     over the launches with a marker, of the device time of its process start (``Start
     proc``; else its first marker: ``first``) minus the launch's start as the kit recorded
     it. ``None`` without such a launch."""
-    diffs = sorted(lines[first[s.launch_id]].clock - _kit_clock(s.start)
+    diffs = sorted(clock - _kit_clock(s.start)
                    for s in launches if s.start is not None and s.launch_id in first
-                   and lines[first[s.launch_id]].clock is not None)
+                   and (clock := lines[first[s.launch_id]].clock) is not None)
     return diffs[len(diffs) // 2] if diffs else None
 
 

@@ -29,6 +29,7 @@ run ARN).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Callable
@@ -105,7 +106,7 @@ class AwsDeviceFarm:
             if token:
                 kwargs["nextToken"] = token
             page = self._call(ctx, ctx.deadline, "ListJobs",
-                              lambda kw=kwargs: self.client.list_jobs(**kw))
+                              functools.partial(self.client.list_jobs, **kwargs))
             arns.extend(str(j["arn"]) for j in page.get("jobs", []) if j.get("arn"))
             token = page.get("nextToken")
             if not token:
@@ -139,7 +140,7 @@ class AwsDeviceFarm:
                 if token:
                     kwargs["nextToken"] = token
                 page = self._call(ctx, ctx.deadline, "ListArtifacts",
-                                  lambda kw=kwargs: self.client.list_artifacts(**kw))
+                                  functools.partial(self.client.list_artifacts, **kwargs))
                 for item in page.get("artifacts", []):
                     kind = KEPT_TYPES.get(str(item.get("type")))
                     if kind is None or not item.get("url") or item.get("arn") in seen:

@@ -93,9 +93,11 @@ class FirebaseTestLab:
             if kind is None:
                 continue
             url = f"{self.storage}/storage/v1/b/{quote(bucket)}/o/{quote(name, safe='')}"
-            art = ctx.http.poll(f"FTL object {name}", lambda _d, u=url, n=name, k=kind:
-                                ctx.download(f"{u}?alt=media", safe_name(n[len(prefix):], 120),
-                                             k, "FTL object"), ctx.deadline)
+            def fetch(_d: Any, u: str = url, n: str = name, k: str = kind) -> Any:
+                return ctx.download(f"{u}?alt=media", safe_name(n[len(prefix):], 120), k,
+                                    "FTL object")
+
+            art = ctx.http.poll(f"FTL object {name}", fetch, ctx.deadline)
             ev.artifacts.append(art)
         if self.steps:
             self._issues(ctx, ev)

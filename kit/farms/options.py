@@ -58,7 +58,7 @@ def settings_for_campaign(args: argparse.Namespace, stored: Any) -> FarmSettings
                          f"leave --farm out, or give --farm {name}")
     if not args.farm and not name:
         raise UsageError("the campaign names no farm", "give --farm NAME")
-    values = {"farm": args.farm or name}
+    values: dict[str, Any] = {"farm": args.farm or name}
     for key in STORED:
         given = getattr(args, f"farm_{key}", None)
         value = kept.get(key) if isinstance(kept.get(key), str) else None

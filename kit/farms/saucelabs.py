@@ -153,9 +153,11 @@ class SauceVirtual:
         if not wanted:
             ev.notes.append("the job lists no logcat.log / ios-syslog.log asset")
         for name in wanted:
-            art = ctx.http.poll(f"Sauce asset {name}", lambda _d, n=name: ctx.download(
-                f"{base}/assets/{quote(n, safe='')}", n, "device-log", f"Sauce asset {n}"),
-                ctx.deadline)
+            def fetch(_d: Any, n: str = name) -> Any:
+                return ctx.download(f"{base}/assets/{quote(n, safe='')}", n, "device-log",
+                                    f"Sauce asset {n}")
+
+            art = ctx.http.poll(f"Sauce asset {name}", fetch, ctx.deadline)
             ev.artifacts.append(art)
         return ev
 

@@ -166,6 +166,7 @@ class BuildIdentity:
         ``ort_build``, Android's ``apk``/``apk_sha256``. Lenient, as that dict was free: a
         value of the wrong type reads as unknown (an ``ort_build`` that does not read is
         left out)."""
+        artifact: str | None
         for artifact in ("ort_library", "apk"):
             sha = _text(build.get(f"{artifact}_sha256"))
             path = _text(build.get(artifact))

@@ -439,7 +439,8 @@ def merged_meta(meta: CampaignMeta, changes: dict[str, Any]) -> CampaignMeta:
     names go to ``extra``."""
     updates: dict[str, Any] = {}
     extra = dict(meta.extra)
-    typed = {"until_verdict": RuleMeta, "interleaved": PairMeta, "stage": StageMeta}
+    typed: dict[str, Any] = {"until_verdict": RuleMeta, "interleaved": PairMeta,
+                             "stage": StageMeta}
     for key, value in changes.items():
         if key in ("build", "options", "tools") and isinstance(value, dict):
             updates[key] = {**getattr(meta, key), **value}

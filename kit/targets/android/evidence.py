@@ -388,7 +388,8 @@ def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,
             "again and the launch is retried", evidence=entry_text or exit_text[-2000:])
     if reason in EXTERNAL_STOPS and not reports and not crash_report:
         raise AppStoppedExternally(
-            f"{what}: the app was stopped by someone else ({exit_entry.reason_text or reason})"
+            f"{what}: the app was stopped by someone else "
+            f"({(exit_entry.reason_text if exit_entry is not None else None) or reason})"
             f", pid {pid}", "keep other tools off the device during a campaign; the launch "
             "is retried", evidence=entry_text)
     for n, (tag, entry) in enumerate(reports[1:], 1):
@@ -396,6 +397,7 @@ def collect_death(transport: Any, window: LaunchWindow, artifacts_dir: Path,
         kept.append(f"{artifacts_rel}/dropbox-{n}-{tag}.txt")
     status = exit_entry.status if exit_entry is not None else None
     said = f"; exit-info: {exit_entry.reason_text or reason}" if exit_entry is not None else ""
+    source: tuple[str, str, str | None] | None
     if reports:
         source = (reports[0][1], f"dropbox-0-{reports[0][0]}.txt", None)
     elif crash_report:

@@ -403,8 +403,8 @@ class AndroidLauncher:
         except OSError:
             pass
         before = getattr(exc, "evidence", None)
-        exc.evidence = (f"{before}\n\n" if before else "") + \
-            f"-- adb calls on {self.device} --\n{log}"  # type: ignore[attr-defined]
+        setattr(exc, "evidence", (f"{before}\n\n" if before else "") +
+                f"-- adb calls on {self.device} --\n{log}")
 
     def _begin(self, marker: str) -> _Start:
         """Make the device usable, force-stop the app, clear the logs, check that the

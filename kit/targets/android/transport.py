@@ -159,7 +159,7 @@ class LineStream:
 
     def drain(self) -> list[str]:
         """Every line waiting now."""
-        out = []
+        out: list[str] = []
         while True:
             try:
                 line = self._lines.get_nowait()

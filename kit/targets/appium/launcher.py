@@ -249,7 +249,7 @@ class AppiumLauncher:
 
         while True:
             text = session.status_text()
-            if _shown_event(text, ctx.launch_id) is not None:
+            if text is not None and _shown_event(text, ctx.launch_id) is not None:
                 status_seen.append(text)
             if log_type in self.log_types:
                 lines.extend(self._read_log(session, log_type))
@@ -519,7 +519,7 @@ class AppiumLauncher:
         if last is not None and last.phase in ("done", "error"):
             return
         text = session.status_text()
-        if _shown_event(text, launch_id) is not None:
+        if text is not None and _shown_event(text, launch_id) is not None:
             status_seen.append(text)
 
     def _collect_crash(self, session: AppiumSession, ctx: LaunchContext, lines: list[str],

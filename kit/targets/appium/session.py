@@ -311,6 +311,7 @@ class AppiumSession:
         from selenium.common.exceptions import (NoSuchElementException,
                                                 StaleElementReferenceException)
 
+        by: str
         if self.config.platform is Platform.ANDROID:
             by, value = AppiumBy.ID, self.config.status_test_id
         else:

@@ -152,21 +152,22 @@ class HostTarget:
             program=runtime.workload, program_sha256=runtime.workload_hash,
             version=ort_build.source.get("version") if ort_build is not None else None,
             ort_build=ort_build)
-        build = {"runtime": runtime.name, "kind": runtime.kind,
+        build: dict[str, Any] = {"runtime": runtime.name, "kind": runtime.kind,
                  "ort_library": runtime.ort_library, "ort_library_sha256": library_sha256,
                  "xnnpack_library": runtime.xnnpack_library, "workload": runtime.workload,
                  "workload_hash": runtime.workload_hash, "witness_library": witness_lib}
         if runtime.build is not None:  # built by `coldstart runtime build-ort`
             build["ort_build"] = runtime.build
-        options = {"poison": "glibc" if config.poison else None, "timeout_s": config.timeout_s,
-                   "env": dict(POISON_ENV) if config.poison else {},
-                   "witness": witness_note, "model_set": ms.fingerprint()}
+        poison = "glibc" if config.poison else None
+        options: dict[str, Any] = {"poison": poison, "timeout_s": config.timeout_s,
+                                   "env": dict(POISON_ENV) if config.poison else {},
+                                   "witness": witness_note, "model_set": ms.fingerprint()}
         if limits:
             options["resource_limits"] = limits
         if found is not None:
             options["detector"] = found.describe()
         setup = RunSetup(witness=witness_note, detector=config.detector if found else None,
-                         timeout_s=config.timeout_s, poison=options["poison"],
+                         timeout_s=config.timeout_s, poison=poison,
                          compared={k: options[k] for k in ("poison", "env", "witness",
                                                            "model_set")})
         return PreparedTarget(target=self.name, launchers=list(launchers), build=build,

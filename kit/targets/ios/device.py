@@ -501,14 +501,14 @@ class DeviceLauncher:
         if tool_failed and not events and pid is None:
             pid = self._new_app_pid()  # the relay died before the app's first line?
         if tool_failed and not events and pid is None:  # refused: nothing started
-            raise infra_error(f"devicectl could not launch the app: {own_error[:200]}",
+            raise infra_error(f"devicectl could not launch the app: {(own_error or '')[:200]}",
                               "unlock the device and check the app is installed",
                               evidence=text)
         if tool_failed and pid is not None and not self._wait_gone(pid):
             # the console died under an app that ran on to the launch's timeout: its fate
             # cannot be seen from here, and no crash report will come (no report wait).
             # One that ends before is a death, its report awaited below (issue #44)
-            return (f"the console ended with devicectl's own error ({own_error[:200]}) while "
+            return (f"the console ended with devicectl's own error ({(own_error or '')[:200]}) while "
                     "the app still runs (watched to the launch's timeout): the launch could "
                     "not be observed to its end"), None, None
         found = self._collect_crash(ctx, pid)
@@ -522,7 +522,7 @@ class DeviceLauncher:
                               "never have started", "check the app is installed and opens "
                               "coldstart:// URLs", evidence=text)
         if tool_failed:
-            return (f"the console ended with devicectl's own error ({own_error[:200]}) and no "
+            return (f"the console ended with devicectl's own error ({(own_error or '')[:200]}) and no "
                     "crash report appeared: the app's fate is unknown"), None, None
         replaced = self._replaced()
         if replaced is not None:

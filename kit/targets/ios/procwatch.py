@@ -18,6 +18,10 @@ import select
 import threading
 from typing import Any, Callable
 
+#: ``select`` untyped for its kqueue names, which exist on macOS and the BSDs only (the
+#: type checker reads the module of the platform it runs on)
+_kq: Any = select
+
 __all__ = ["ProcessWatch"]
 
 
@@ -69,13 +73,13 @@ class ProcessWatch:
         return ("pidfd", os.pidfd_open(self.pid))  # type: ignore[attr-defined]
 
     def _open_kqueue(self) -> Any:
-        kq = select.kqueue()
+        kq = _kq.kqueue()
         try:
-            kq.control([select.kevent(self.pid, filter=select.KQ_FILTER_PROC,
-                                      flags=select.KQ_EV_ADD | select.KQ_EV_ONESHOT,
-                                      fflags=select.KQ_NOTE_EXIT),
-                        select.kevent(self._cancel_r, filter=select.KQ_FILTER_READ,
-                                      flags=select.KQ_EV_ADD)], 0)
+            kq.control([_kq.kevent(self.pid, filter=_kq.KQ_FILTER_PROC,
+                                      flags=_kq.KQ_EV_ADD | _kq.KQ_EV_ONESHOT,
+                                      fflags=_kq.KQ_NOTE_EXIT),
+                        _kq.kevent(self._cancel_r, filter=_kq.KQ_FILTER_READ,
+                                      flags=_kq.KQ_EV_ADD)], 0)
         except OSError:
             kq.close()
             raise
@@ -90,7 +94,7 @@ class ProcessWatch:
                 ended = handle in ready
             else:
                 events = handle.control(None, 2, None)
-                ended = any(e.filter == select.KQ_FILTER_PROC for e in events)
+                ended = any(e.filter == _kq.KQ_FILTER_PROC for e in events)
         except (OSError, ValueError):
             ended = False
         if ended:

@@ -147,7 +147,8 @@ def _race(error: Element, kind: str, frames: int) -> Race | None:
         match = _HG_RE.search(error.findtext("xwhat/text") or "")
         if match is None:
             return None
-        stack = other_stack = None
+        stack: Element | None = None
+        other_stack: Element | None = None
         other_thread = None
         after_other = False
         for child in error:
@@ -167,12 +168,12 @@ def _race(error: Element, kind: str, frames: int) -> Race | None:
     match = _DRD_RE.search(error.findtext("what") or "")
     if match is None:
         return None
-    other = error.find("other_segment_end/stack")
-    if other is None:
-        other = error.find("other_segment_start/stack")
+    segment = error.find("other_segment_end/stack")
+    if segment is None:
+        segment = error.find("other_segment_start/stack")
     return Race(kind, match.group(1), int(match.group(3), 16), int(match.group(4)),
                 int(match.group(2)), None, _frames(error.find("stack"), frames),
-                _frames(other, frames), where)
+                _frames(segment, frames), where)
 
 
 class _Collector:

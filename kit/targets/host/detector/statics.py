@@ -108,6 +108,7 @@ def objdump_command(runtime: Any) -> list[str] | None:
 def _elf_facts(path: Path) -> tuple[str | None, tuple[tuple[str, int, int], ...], int]:
     from elftools.elf.constants import SH_FLAGS
     from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import NoteSection
 
     with open(path, "rb") as fh:
         elf = ELFFile(fh)
@@ -122,7 +123,7 @@ def _elf_facts(path: Path) -> tuple[str | None, tuple[tuple[str, int, int], ...]
                    if seg["p_type"] == "PT_LOAD"), default=0)
         note = elf.get_section_by_name(".note.gnu.build-id")
         build_id = None
-        if note is not None:
+        if isinstance(note, NoteSection):
             build_id = next((n["n_desc"] for n in note.iter_notes()
                              if n["n_type"] == "NT_GNU_BUILD_ID"), None)
     return build_id, tuple(sections), end

@@ -155,6 +155,7 @@ def _link_debuginfo(root: Path, lib_dir: Path, out: Path) -> int:
     for every object in ``lib_dir`` that has one. Returns how many links exist."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import NoteSection
 
     build_ids = _root_paths(root)["debug"]
     count = 0
@@ -167,7 +168,7 @@ def _link_debuginfo(root: Path, lib_dir: Path, out: Path) -> int:
                 elf = ELFFile(fh)
                 link = elf.get_section_by_name(".gnu_debuglink")
                 note = elf.get_section_by_name(".note.gnu.build-id")
-                if link is None or note is None:
+                if link is None or not isinstance(note, NoteSection):
                     continue
                 name = link.data().split(b"\0", 1)[0].decode("ascii", "replace")
                 build_id = next((n["n_desc"] for n in note.iter_notes()
