@@ -39,6 +39,29 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kit.cli.app",
     "kit.cli.farm",
 )
+#: Each command's module and its line in ``coldstart --help``, in that order: a command
+#: line imports only the module of its command (``coldstart --help`` none), so that the
+#: help of the kit comes at once (benchmarks/bench_help.py). A module's ``register`` adds
+#: the commands listed here for it (tests/test_cli_lazy.py checks the two agree).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("kit.cli.run", "run a campaign of cold launches on a target"),
+    "models": ("kit.cli.models", "fetch and verify the openWakeWord model set"),
+    "crash": ("kit.cli.crash", "parse, symbolize and classify crash reports"),
+    "runtime": ("kit.cli.targets.host", "prepare the host's onnxruntime with XNNPACK and "
+                                        "build the native workload"),
+    "devices": ("kit.cli.targets.android", "list reachable Android devices with model, ABI, "
+                                           "SDK level and state"),
+    "compare": ("kit.cli.analysis", "baseline vs candidate: fixed, not-fixed or "
+                                    "inconclusive"),
+    "plan": ("kit.cli.analysis", "launches needed for a verdict, and the sequential "
+                                 "stopping rule"),
+    "report": ("kit.cli.analysis", "write summary.json, junit.xml, report.html and "
+                                   "summary.md"),
+    "repair": ("kit.cli.repair", "drop unreadable and repeated records from a campaign "
+                                 "(keeps a backup)"),
+    "app": ("kit.cli.app", "inspect a built app (APK, IPA, .app)"),
+    "farm": ("kit.cli.farm", "device-farm crash evidence"),
+}
 #: the longest message line printed (echoed input is cut to fit)
 MAX_ERROR_CHARS = 400
 
@@ -65,8 +88,36 @@ def _cut(text: str, limit: int = MAX_ERROR_CHARS) -> str:
                                            f"characters)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (every registered command)."""
+class _Only:
+    """The ``commands`` subparsers as a module's ``register`` sees them when only some of
+    its commands are wanted: the others go to a parser that is thrown away."""
+
+    def __init__(self, commands: argparse._SubParsersAction[Any], wanted: set[str]) -> None:
+        self.commands = commands
+        self.wanted = wanted
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        if name in self.wanted:
+            parser: argparse.ArgumentParser = self.commands.add_parser(name, **kwargs)
+            return parser
+        kwargs.pop("help", None)
+        kwargs.pop("aliases", None)
+        return _Parser(prog=name, **kwargs)
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command of a command line (its first word that is not an option)."""
+    for word in argv:
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser: every registered command, or with ``argv`` only the command it
+    names (the other commands are listed, with their line of help, and not imported)."""
     parser = _Parser(prog="coldstart", description="Cold-launch an app or workload many "
                      "times, classify every crash, and compare builds with statistics.")
     parser.add_argument("--version", action="version", version=f"coldstart {__version__}")
@@ -83,8 +134,19 @@ def build_parser() -> argparse.ArgumentParser:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     run_targets = run.add_subparsers(dest="target", metavar="TARGET", parser_class=_Parser)
     run_targets.required = True
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(commands, run_targets)
+    word = _command_word(argv) if argv is not None else None
+    if argv is None or word in COMMANDS:
+        wanted = set(COMMANDS) if argv is None else {word}
+        for name in COMMAND_MODULES:
+            if argv is None or name == COMMANDS[str(word)][0]:
+                importlib.import_module(name).register(_Only(commands, wanted - {"run"}),
+                                                       run_targets)
+    for name, (_module, line) in COMMANDS.items():  # the rest: listed, not imported
+        if name not in commands.choices:
+            commands.add_parser(name, help=line)
+    # in --help order
+    commands._choices_actions.sort(key=lambda a: list(COMMANDS).index(a.dest)
+                                   if a.dest in COMMANDS else -1)
     return parser
 
 
@@ -165,7 +227,7 @@ def _dispatch(argv: list[str], debug: bool) -> int:
     ``debug``) and its exit code."""
     args = None
     try:
-        parser = build_parser()
+        parser = build_parser(argv)
         args, extra = parser.parse_known_args(argv)
         if extra:  # named by the subcommand they were given to, with its --help
             (_Parser.innermost or parser).error(f"unrecognized arguments: {' '.join(extra)}")
