@@ -266,6 +266,29 @@ class Coldstart:
         self.record_property("coldstart_verdict", comparison.verdict.value)
         return comparison
 
+    def plan(self, baseline: CampaignResult | None = None, *,
+             baseline_rate: float | None = None, event: str | None = None,
+             ceiling: float = 0.05, alpha: float = 0.05, power: float = 0.8,
+             candidate_rate: float = 0.0, beta: float = 0.2,
+             design_rate: float | None = None) -> Any:
+        """What ``coldstart plan`` prints, as :class:`kit.analysis.planning.PlannedRun`
+        (:func:`kit.analysis.planning.plan_run`): the launches a verdict needs, from a
+        baseline this test ran (its rate of ``event``) or a given ``baseline_rate``.
+
+        Raises:
+            pytest.fail: bad settings (the CLI's one-line message).
+        """
+        from .analysis.planning import plan_run
+        from .errors import ColdstartError
+
+        try:
+            return plan_run(baseline=baseline.campaign if baseline is not None else None,
+                            baseline_rate=baseline_rate, event=event, ceiling=ceiling,
+                            alpha=alpha, power=power, candidate_rate=candidate_rate,
+                            beta=beta, design_rate=design_rate)
+        except ColdstartError as exc:
+            pytest.fail(f"coldstart: {exc.one_line()}", pytrace=False)
+
     def assert_fixed(self, baseline: CampaignResult, candidate: CampaignResult,
                      **settings: Any) -> "Comparison":
         """Fail unless the verdict is ``fixed`` (a candidate build without the baseline's

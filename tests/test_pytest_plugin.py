@@ -170,3 +170,20 @@ def test_bad_run_arguments_fail_the_test_in_one_line(tmp_path: Path, kwargs: dic
         session.run("baseline", **kwargs)
     assert said in str(info.value)
     assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_plan_is_the_library_call_the_cli_makes(tmp_path: Path) -> None:
+    """``coldstart.plan`` (the fixture's) gives what ``coldstart plan --json`` prints."""
+    import json as _json
+
+    from kit.pytest_plugin import Coldstart
+    from tests.conftest import coldstart as cli
+
+    session = Coldstart(parse_target_spec("host"), tmp_path, None, None, lambda *a: None)
+    planned = session.plan(baseline_rate=0.9, ceiling=0.3)  # a quick design
+    assert planned.baseline_rate == 0.9 and planned.event is None
+    proc = cli("plan", "--baseline-rate", "0.9", "--ceiling", "0.3", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert _json.loads(proc.stdout) == _json.loads(_json.dumps(planned.plan.to_dict()))
+    with pytest.raises(pytest.fail.Exception, match="plan's --alpha 1e-05 is outside"):
+        session.plan(baseline_rate=0.5, alpha=1e-5)

@@ -222,56 +222,14 @@ def _compare(args: argparse.Namespace) -> int:
     return int(ExitCode.FAILED) if comparison.verdict in failing else int(ExitCode.OK)
 
 
-#: the edges of what ``plan`` designs for (beyond them its search runs for many minutes)
-PLAN_MIN_ALPHA = 0.001
-PLAN_MAX_POWER = 0.99
-PLAN_MAX_BETA = 0.5
-
-
 def _plan(args: argparse.Namespace) -> int:
-    from ..analysis.plan import plan_sequential
-    from ..analysis.stats import lower_bound
-    from ..analysis.verdict import check_signature, count_events
+    from ..analysis.planning import plan_run
 
-    # the design's search grows without bound toward these edges (alpha 1e-9 or power
-    # 1 - 1e-16 ran for longer than 400 s): refused up front, and slow corners said so
-    for name, value, ok, want in (("--alpha", args.alpha, args.alpha >= PLAN_MIN_ALPHA,
-                                   f"at least {PLAN_MIN_ALPHA:g}"),
-                                  ("--power", args.power, 0.5 <= args.power <= PLAN_MAX_POWER,
-                                   f"between 0.5 and {PLAN_MAX_POWER:g}"),
-                                  ("--beta", args.beta, args.beta <= PLAN_MAX_BETA,
-                                   f"at most {PLAN_MAX_BETA:g}")):
-        if not ok:
-            raise UsageError(f"plan's {name} {value} is outside what it designs for "
-                             f"({want})", f"give {name} {want}")
-    if args.alpha < 0.01 or args.power > 0.9:
-        stderr_console().print("plan: a small alpha or a high power makes a long design; "
-                               "this can take a few minutes")
-    if args.signature is not None and not args.baseline:
-        raise UsageError("plan's --event only applies with --baseline DIR (it picks the "
-                         "events counted there)", "drop --event, or give --baseline DIR")
-    if args.baseline:
-        args.signature = args.signature or DEFAULT_SIGNATURE
-        check_signature(args.signature)
-        campaign = open_campaign(args.baseline)
-        events, n = count_events(campaign.iter_records(), args.signature)
-        if events == 0:
-            raise UsageError(f"the baseline {args.baseline} never showed {args.signature} "
-                             f"({events}/{n}): no rate to plan from",
-                             "make the baseline crash first (heap poisoning, more sessions, "
-                             "more cores), or give --baseline-rate")
-        p_b = events / n
-        if events == n:  # the best positive control there is; plan from its lower bound
-            p_b = lower_bound(events, n, 1 - args.alpha)
-            stderr_console().print(f"The baseline showed {args.signature} in all {n} "
-                                   f"launches: planning from its {1 - args.alpha:.0%} lower "
-                                   f"bound, {p_b:.3g}.")
-    else:
-        p_b = args.baseline_rate
-    result = plan_sequential(p_b, ceiling=args.ceiling, alpha=args.alpha, power=args.power,
-                             candidate_rate=args.candidate_rate, beta=args.beta,
-                             design_rate=args.design_rate,
-                             log=stderr_console().print)
+    planned = plan_run(baseline=args.baseline, baseline_rate=args.baseline_rate,
+                       event=args.signature, ceiling=args.ceiling, alpha=args.alpha,
+                       power=args.power, candidate_rate=args.candidate_rate, beta=args.beta,
+                       design_rate=args.design_rate, log=stderr_console().print)
+    result, p_b = planned.plan, planned.baseline_rate
     plan, clean_plan, cap, design = result.fixed, result.clean_fixed, result.cap, result.design
     operating, see = result.operating, result.baseline_launches_to_see
     if args.json:
