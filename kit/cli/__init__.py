@@ -136,7 +136,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     run_targets.required = True
     word = _command_word(argv) if argv is not None else None
     if argv is None or word in COMMANDS:
-        wanted = set(COMMANDS) if argv is None else {word}
+        wanted = set(COMMANDS) if word is None else {word}
         for name in COMMAND_MODULES:
             if argv is None or name == COMMANDS[str(word)][0]:
                 importlib.import_module(name).register(_Only(commands, wanted - {"run"}),
