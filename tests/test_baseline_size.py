@@ -14,7 +14,7 @@ from kit.analysis.verdict import Verdict, VerdictSettings, compare_campaigns
 from kit.campaign import CampaignStore, load_campaign, update_meta
 from kit.errors import DataError
 from kit.store.meta import CampaignMeta
-from tests.test_summary import counts, make_campaign
+from tests.helpers import counts, make_campaign
 
 
 def test_a_baseline_of_its_planned_size_gets_the_exact_level(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from kit.campaign.loop import Arm, RetryPolicy, StagedSchedule, run_arms
 from kit.scenario import parse_scenario
 from kit.store.meta import StageMeta
 from tests.doubles.scripted_launcher import ScriptedLauncherDouble
-from tests.test_summary import counts, make_campaign
+from tests.helpers import counts, make_campaign
 
 C, STAGE, CAP = 0.3, (2, 2, 5), 24
 

@@ -16,7 +16,7 @@ from kit.errors import DataError
 from kit.scenario import parse_scenario
 from kit.store.identity import BuildIdentity, OrtPatch, OrtVariant
 from kit.store.meta import CampaignMeta, read_meta
-from tests.test_summary import counts
+from tests.helpers import counts
 
 KIT = Path(__file__).resolve().parent.parent / "kit"
 

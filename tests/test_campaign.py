@@ -149,7 +149,7 @@ def test_progress_counts_cover_the_records_of_a_resumed_campaign() -> None:
     from rich.console import Console
 
     from kit.cli.progress import ProgressView
-    from tests.test_summary import record
+    from tests.helpers import record
 
     sink = io.StringIO()
     console = Console(file=sink, width=200, force_terminal=False, color_system=None)

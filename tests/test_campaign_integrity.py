@@ -27,7 +27,7 @@ from kit.records import Outcome
 from kit.scenario import parse_scenario
 from tests.conftest import ROOT, coldstart, one_line_error
 from tests.doubles.scripted_launcher import ScriptedLauncherDouble
-from tests.test_summary import make_campaign, record
+from tests.helpers import make_campaign, record
 
 SCENARIO = parse_scenario("mode=serial")
 
@@ -314,7 +314,7 @@ def test_a_failed_append_leaves_no_half_line_and_names_the_path(tmp_path: Path) 
         sys.path.insert(0, {str(ROOT)!r})
         from kit.campaign import CampaignStore
         from kit.errors import InfraError
-        from tests.test_summary import record
+        from tests.helpers import record
         store = CampaignStore({str(tmp_path / 'c')!r})
         store.path.mkdir()
         store.append(record("b", 0))

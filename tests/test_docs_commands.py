@@ -26,7 +26,7 @@ import pytest
 
 from kit.cli import build_parser, main as coldstart_main
 from tests.doc_commands import PLACEHOLDER, ROOT, DocCommand, doc_commands
-from tests.test_summary import make_campaign, record
+from tests.helpers import make_campaign, record
 
 COMMANDS = doc_commands()
 CLI_LINES = [c for c in COMMANDS if c.program == "coldstart"]

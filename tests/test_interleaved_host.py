@@ -25,7 +25,7 @@ from kit.modelset import cache_dir
 from kit.records import Outcome
 from kit.scenario import parse_scenario
 from tests.conftest import coldstart
-from tests.test_summary import record
+from tests.helpers import record
 
 ROOT = Path(__file__).resolve().parent.parent
 DOUBLE = ROOT / "tests" / "doubles" / "crashing_workload.py"

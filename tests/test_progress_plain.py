@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kit.cli.progress import ProgressView, stderr_console
-from tests.test_summary import record
+from tests.helpers import record
 
 
 def test_the_plain_progress_line_is_never_cut(monkeypatch: pytest.MonkeyPatch,

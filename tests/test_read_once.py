@@ -17,7 +17,7 @@ from kit.campaign import load_campaign
 from kit.store.meta import CampaignMeta
 from kit.store.store import CampaignStore
 from kit.cli import main
-from tests.test_summary import counts, make_campaign
+from tests.helpers import counts, make_campaign
 
 pytestmark = [pytest.mark.host]
 

@@ -16,7 +16,7 @@ from kit.cli import main
 from kit.report import REPORT_SCHEMA_VERSION, write_reports
 from kit.report.markdown import escape
 from kit.analysis.verdict import Verdict, compare_campaigns
-from tests.test_summary import counts, make_campaign, record
+from tests.helpers import counts, make_campaign, record
 
 EVIL = "<script>alert(1)</script>"
 SECRET_URL = "https://alice:s3cr3tKey@hub.example.com/wd/hub?token=tok123456"
@@ -421,7 +421,7 @@ def test_junit_and_markdown_type_the_verdict_by_tier_and_kind(tmp_path: Path) ->
 
 def test_race_detected_reaches_every_report(tmp_path: Path) -> None:
     from kit.analysis.verdict import VerdictSettings
-    from tests.test_summary import with_detector
+    from tests.helpers import with_detector
 
     base = make_campaign(tmp_path, "b", [with_detector(record("b", i), i < 8, races=2 * (i < 8))
                                          for i in range(20)])

@@ -29,7 +29,7 @@ from kit.analysis.summary import summarize
 from kit.targets import host
 from kit.analysis.verdict import VerdictSettings, count_events
 from tests.test_report import check_html_renders_its_plots
-from tests.test_summary import counts, make_campaign
+from tests.helpers import counts, make_campaign
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.host, pytest.mark.slow]

@@ -2,7 +2,7 @@
 bounds (issue #26, item 4): a hand-edited or corrupt campaign is one line and exit 2, never
 a launch counted ``hung`` by a zero timeout, a range of 10**20 launches or a traceback.
 
-The campaigns are made by the real store (tests/test_summary.py's ``make_campaign``) and
+The campaigns are made by the real store (tests/helpers.py's ``make_campaign``) and
 edited as a user or a broken tool would; the commands are the real ``coldstart``.
 """
 
@@ -24,7 +24,7 @@ from kit.errors import ColdstartError, DataError
 from kit.records import LaunchRecord
 from kit.argtypes import MAX_LAUNCHES, MAX_TIMEOUT_S
 from tests.conftest import coldstart, one_line_error
-from tests.test_summary import make_campaign, record
+from tests.helpers import make_campaign, record
 
 
 def _edit_meta(path: Path, change: Any) -> None:

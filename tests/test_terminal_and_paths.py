@@ -21,7 +21,7 @@ from kit.targets.host.detector.tool import ToolInstall, wrap_command
 from kit.errors import UsageError
 from kit.scenario import parse_scenario
 from tests.conftest import coldstart, one_line_error
-from tests.test_summary import make_campaign, record
+from tests.helpers import make_campaign, record
 
 OSC = "\x1b]0;owned\x07"  # sets the terminal's window title
 CSI = "\x1b[2J\x1b[H"  # clears the screen

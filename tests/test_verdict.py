@@ -10,7 +10,7 @@ import pytest
 from kit.errors import UsageError
 from kit.analysis.verdict import (HEAP_ADVICE, Verdict, VerdictSettings, compare_campaigns, decide,
                          is_event)
-from tests.test_summary import counts, make_campaign, record
+from tests.helpers import counts, make_campaign, record
 
 
 def test_12_of_20_vs_0_of_100_is_fixed() -> None:

@@ -18,7 +18,7 @@ from kit.analysis.sequential import (InterleavedRule, SprtDesign, SprtState, Sto
 from kit.analysis.stats import k_max_at, upper_bound
 from kit.analysis.verdict import Verdict, VerdictSettings, compare_campaigns, decide
 from kit.campaign.options import add_until_verdict_options, interleaved_rule_from_args, stop_rule_from_args
-from tests.test_summary import counts, make_campaign, record
+from tests.helpers import counts, make_campaign, record
 
 WALD = SprtDesign(ceiling=0.05, design_rate=0.0125, alpha=0.05, beta=0.2)
 EXACT = SprtDesign(ceiling=0.05, design_rate=0.0125, alpha=0.05, beta=0.2, max_launches=306)

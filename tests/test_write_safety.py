@@ -24,7 +24,7 @@ from kit.errors import InfraError, UsageError
 from kit.report import check_report_dir, write_reports
 from kit.scenario import parse_scenario
 from tests.conftest import ROOT, coldstart, one_line_error
-from tests.test_summary import make_campaign, record
+from tests.helpers import make_campaign, record
 
 SCENARIO = parse_scenario("mode=serial")
 THESIS = "four years of work\n"
