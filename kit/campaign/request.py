@@ -337,7 +337,7 @@ def resolve_rule(given: Given, kept: RuleMeta | None, out: Any, *, resume: bool,
     """
     from ..analysis.verdict import check_signature
     from ..errors import UsageError
-    from ..store.resume import conflict
+    from ..store.resume import check_kept_rule, conflict
 
     values = {key: given.rule.get(key) for key in RULE_DEFAULTS}
     baseline = given.until_verdict
@@ -363,15 +363,7 @@ def resolve_rule(given: Given, kept: RuleMeta | None, out: Any, *, resume: bool,
                                                     ceiling=full["ceiling"]),
                            beta=full["beta"], design_rate=full["design_rate"],
                            stop_at_first_below=bool(full["stop_at_first_below"]))
-    before = {"until_verdict": str(Path(kept.baseline).resolve()), "signature": kept.signature,
-              "alpha": kept.alpha, "ceiling": kept.ceiling, "beta": kept.beta,
-              "design_rate": kept.design_rate, "stop_at_first_below": kept.stop_at_first_below}
-    for key, value in {"until_verdict": baseline, **values}.items():
-        if value is None:
-            continue
-        now = str(Path(value).resolve()) if key == "until_verdict" else value
-        if now != before[key]:
-            raise conflict("other-rule", out, key=_flag(key), old=before[key], new=now)
+    check_kept_rule(out, kept, {"until_verdict": baseline, **values})
     if launches is not None and kept.max_launches is not None and launches != kept.max_launches:
         raise conflict("rule-launches", out, old=kept.max_launches, new=launches)
     return RuleRequest(baseline=Path(kept.baseline),

@@ -26,7 +26,6 @@ import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..analysis.decide import setting_option
 from ..analysis.sequential import InterleavedRule, StopRule, make_stop_rule
 from ..analysis.stage import StageRule, first_stage
 from ..analysis.sprt import SLOW_RULE_LAUNCHES
@@ -41,7 +40,8 @@ from ..store.meta import CampaignMeta, PairMeta, RuleMeta
 from ..store.opened import OpenCampaign, open_to_resume
 from .request import (CampaignRequest, CampaignRun, RuleRequest, SessionObserver,
                       SessionResult, compare_argv, resume_command)
-from ..store.resume import check_identity, check_launches, check_same_setup, conflict
+from ..store.resume import (check_identity, check_kept_rule, check_launches,
+                            check_same_setup, conflict)
 from ..store.store import (Campaign, CampaignStore, check_out_dir, create_campaign,
                     load_campaign, new_meta)
 
@@ -101,17 +101,11 @@ def _check_resumed_rule(store: CampaignStore, meta: CampaignMeta,
     if rule is None:
         raise conflict("rule-dropped", store.path, old=kept.baseline)
     s = rule.settings
-    mine = {"until_verdict": str(Path(rule.baseline).resolve()), "signature": s.signature,
-            "alpha": s.alpha, "ceiling": s.ceiling, "beta": rule.beta,
-            "design_rate": rule.design(meta.launches).design_rate,
-            "stop_at_first_below": rule.stop_at_first_below}
-    theirs = {"until_verdict": str(Path(kept.baseline).resolve()), "signature": kept.signature,
-              "alpha": kept.alpha, "ceiling": kept.ceiling, "beta": kept.beta,
-              "design_rate": kept.design_rate, "stop_at_first_below": kept.stop_at_first_below}
-    for key, value in theirs.items():
-        if mine[key] != value:
-            raise conflict("other-rule", store.path, key=setting_option(key),
-                           old=value, new=mine[key])
+    check_kept_rule(store.path, kept, {
+        "until_verdict": str(rule.baseline), "signature": s.signature, "alpha": s.alpha,
+        "ceiling": s.ceiling, "beta": rule.beta,
+        "design_rate": rule.design(meta.launches).design_rate,
+        "stop_at_first_below": rule.stop_at_first_below})
     if kept.interleaved != rule.interleaved:
         raise conflict("interleaving", store.path,
                        how="without" if kept.interleaved else "with",

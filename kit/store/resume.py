@@ -11,9 +11,10 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import UsageError
 from ..records import LaunchRecord
-from .meta import CampaignMeta
+from .meta import CampaignMeta, RuleMeta
 
-__all__ = ["CONFLICTS", "conflict", "check_identity", "check_launches", "check_same_setup"]
+__all__ = ["CONFLICTS", "conflict", "check_identity", "check_launches", "check_same_setup",
+           "check_kept_rule"]
 
 _SAME = "resume with the same options, or choose another --out"
 _OWN = "resume with the campaign's own options"
@@ -99,3 +100,25 @@ def check_same_setup(path: Path, meta: CampaignMeta, build: Mapping[str, Any],
         key, old, new = changed[0]
         more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
         raise conflict("other-setup", path, key=key, old=old, new=new, more=more)
+
+
+def check_kept_rule(path: Any, kept: RuleMeta, given: Mapping[str, Any]) -> None:
+    """Refuse rule settings other than the campaign's rule (``kept``): ``given`` maps
+    ``until_verdict`` (a directory, compared resolved) and the rule's settings by name to
+    a value, ``None`` for one left out. The one check of a resumed rule (the request
+    builder's and the session's).
+
+    Raises:
+        UsageError: the ``other-rule`` conflict, naming the first setting that differs.
+    """
+    kept_values = {"until_verdict": str(Path(kept.baseline).resolve()),
+                   "signature": kept.signature, "alpha": kept.alpha, "ceiling": kept.ceiling,
+                   "beta": kept.beta, "design_rate": kept.design_rate,
+                   "stop_at_first_below": kept.stop_at_first_below}
+    for key, value in given.items():
+        if value is None or key not in kept_values:
+            continue
+        now = str(Path(value).resolve()) if key == "until_verdict" else value
+        if now != kept_values[key]:
+            flag = "--event" if key == "signature" else "--" + key.replace("_", "-")
+            raise conflict("other-rule", path, key=flag, old=kept_values[key], new=now)
