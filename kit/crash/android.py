@@ -512,7 +512,8 @@ def _thread_dump_as_anr(draft: Draft, msgs: Sequence[str]) -> None:
                    "Console ANR export), read as an ANR")
     else:
         draft.set("thread_name", "main")
-        draft.note(f"the main thread's header ({main.strip()[:40]!r}) over native frames and "
+        draft.note(f"the main thread's header ({(main or '').strip()[:40]!r}) over native "
+                   "frames and "
                    "no signal: a thread dump (Play Console ANR export), read as an ANR")
 
 

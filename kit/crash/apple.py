@@ -186,7 +186,7 @@ def parse_ips(draft: Draft, text: str) -> None:
         # many times its size (a 5 MB one took 652 MB; issue #46 family 4): not read
         draft.note(f"ips header line is {len(first)} characters long (Apple's is under 1 KB): "
                    f"not read")
-        head_value = {}
+        head_value: Any = {}
     else:
         try:
             head_value = json.loads(first)

@@ -236,7 +236,7 @@ def _signal_from_delivery_frames(draft: Draft) -> None:
             draft.set("signal", signal_number(name))
             draft.kind = "native"
             draft.note(f"no signal line: {name} from ART's fault handler frames "
-                       f"({frame.symbol[:40]})")
+                       f"({(frame.symbol or '')[:40]})")
             return
 
 
