@@ -180,13 +180,13 @@ def parse_ips(draft: Draft, text: str) -> None:
     first, _, rest = text.lstrip().partition("\n")
     header: dict[str, Any] = {}
     body: Any = None
-    head_value = None
+    head_value: Any = None
     if len(first) > MAX_HEADER_CHARS and rest.strip():
         # Apple's header line is a few hundred characters; loading a long one costs memory
         # many times its size (a 5 MB one took 652 MB; issue #46 family 4): not read
         draft.note(f"ips header line is {len(first)} characters long (Apple's is under 1 KB): "
                    f"not read")
-        head_value: Any = {}
+        head_value = {}
     else:
         try:
             head_value = json.loads(first)
