@@ -70,12 +70,12 @@ def _pull_into(out: Path, args: argparse.Namespace, console: Any) -> int:
 
 
 def _stored_farm(out: Path) -> Any:
-    """``options.farm`` of the campaign's ``campaign.json`` (``None`` when it has none; a
-    missing or unreadable campaign is refused later by the pull, in one line)."""
+    """The farm settings the campaign's setup keeps (``None`` when it has none; a missing
+    or unreadable campaign is refused later by the pull, in one line)."""
     from ..errors import ColdstartError
     from ..store.store import CampaignStore
 
     try:
-        return CampaignStore(out).read_meta().options.get("farm")
+        return CampaignStore(out).read_meta().setup.farm
     except ColdstartError:
         return None

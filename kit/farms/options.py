@@ -14,7 +14,7 @@ from .base import FarmSettings
 __all__ = ["add_farm_arguments", "settings_from_args", "settings_for_campaign", "STORED",
            "pull_into"]
 
-#: the farm settings ``run appium --farm`` keeps in ``campaign.json`` (``options.farm``)
+#: the farm settings ``run appium --farm`` keeps in ``campaign.json`` (``setup.farm``)
 STORED = ("api", "region", "ref", "steps")
 
 
@@ -44,7 +44,7 @@ def add_farm_arguments(parser: argparse.ArgumentParser, *, required: bool) -> No
 
 def settings_for_campaign(args: argparse.Namespace, stored: Any) -> FarmSettings:
     """The settings of ``coldstart farm pull``: the options given, else what ``run appium
-    --farm`` kept in the campaign's ``campaign.json`` (``stored``: its ``options.farm``).
+    --farm`` kept in the campaign's ``campaign.json`` (``stored``: its ``setup.farm``).
 
     Raises:
         UsageError: no farm given nor stored, or one that is not the campaign's.

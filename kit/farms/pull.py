@@ -241,7 +241,7 @@ def pull_campaign(path: str | os.PathLike[str], settings: FarmSettings, *,
     redactor = redactor or Redactor()
     farm, http = open_farm(settings, redactor, client_factory=client_factory, clock=clock,
                            sleep=sleep, wall=wall)
-    app_id = meta.build.get("app_id") if isinstance(meta.build.get("app_id"), str) else None
+    app_id = meta.setup.app_id
     store.lock()
     try:
         records = list(store.iter_records())

@@ -191,6 +191,10 @@ class RunSetup:
             (a resume may see them change).
         per_device: the ``options`` keys that map a device id to its value (a resume on
             other devices adds to them).
+        app_id: the package or bundle id the launches ran, when the target knows it (a
+            farm's evidence pull matches the app's log lines by it).
+        farm: the device farm the launches ran on and its settings that are no secret
+            (``name``, ``api``, ``region``, ``ref``, ``steps``), or ``None``.
     """
 
     witness: str | None = None
@@ -200,6 +204,8 @@ class RunSetup:
     compared: dict[str, Any] = dataclasses.field(default_factory=dict)
     learned: tuple[str, ...] = ()
     per_device: tuple[str, ...] = ()
+    app_id: str | None = None
+    farm: dict[str, Any] | None = None
 
     #: what a kit before the typed setup kept in ``options`` that changes a launch
     LEGACY_COMPARED = ("poison", "env", "witness", "delivery", "model_set")
@@ -210,9 +216,14 @@ class RunSetup:
         return self.witness == "on"
 
     @classmethod
-    def from_options(cls, options: dict[str, Any]) -> "RunSetup":
-        """Read from the ``options`` of a ``campaign.json`` written by a kit before the
-        typed setup (a value of the wrong type reads as unknown)."""
+    def from_options(cls, options: dict[str, Any],
+                     build: dict[str, Any] | None = None) -> "RunSetup":
+        """Read from the ``options`` (and ``build``) of a ``campaign.json`` written by a kit
+        before the typed setup, in the keys that kit's targets wrote (a value of the wrong
+        type reads as unknown)."""
+        build = build or {}
+        app_id = build.get("app_id")  # the Appium target's
+        farm = options.get("farm")  # run appium --farm's
         witness = options.get("witness")
         tool = options.get("detector")
         tool = tool.get("tool") if isinstance(tool, dict) else None
@@ -223,7 +234,9 @@ class RunSetup:
                    timeout_s=float(timeout) if isinstance(timeout, (int, float))
                    and not isinstance(timeout, bool) else None,
                    poison=poison if isinstance(poison, str) and poison else None,
-                   compared={k: options[k] for k in cls.LEGACY_COMPARED if k in options})
+                   compared={k: options[k] for k in cls.LEGACY_COMPARED if k in options},
+                   app_id=app_id if isinstance(app_id, str) and app_id else None,
+                   farm=farm if isinstance(farm, dict) else None)
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> "RunSetup":
@@ -236,13 +249,15 @@ class RunSetup:
                    timeout_s=None if timeout is None else c.num(
                        "timeout_s", None, 0.0, MAX_TIMEOUT_S, low_inclusive=False),
                    poison=c.opt_str("poison"), compared=c.obj("compared"),
-                   learned=tuple(c.strs("learned")), per_device=tuple(c.strs("per_device")))
+                   learned=tuple(c.strs("learned")), per_device=tuple(c.strs("per_device")),
+                   app_id=c.opt_str("app_id"), farm=c.opt_obj("farm"))
 
     def to_dict(self) -> dict[str, Any]:
         return {"witness": self.witness, "detector": self.detector,
                 "timeout_s": self.timeout_s, "poison": self.poison,
                 "compared": dict(self.compared), "learned": list(self.learned),
-                "per_device": list(self.per_device)}
+                "per_device": list(self.per_device), "app_id": self.app_id,
+                "farm": None if self.farm is None else dict(self.farm)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -365,7 +380,7 @@ class CampaignMeta:
         ``setup``, or for a campaign of a kit before it, read from its ``options``."""
         if self.run_setup is not None:
             return self.run_setup
-        return RunSetup.from_options(self.options)
+        return RunSetup.from_options(self.options, self.build)
 
     @property
     def timeout_s(self) -> float | None:

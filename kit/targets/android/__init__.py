@@ -232,7 +232,8 @@ class AndroidTarget:
                                              poison=config.poison or None,
                                              compared={"poison": config.poison},
                                              learned=("ort_versions_reported",),
-                                             per_device=("poison_methods",)),
+                                             per_device=("poison_methods",),
+                                             app_id=package),
                               identity=identity)
 
 

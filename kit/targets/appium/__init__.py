@@ -110,7 +110,9 @@ class AppiumTarget:
                               options=options, devices=devices, close=launcher.close,
                               setup=RunSetup(timeout_s=config.timeout_s,
                                              poison=options["poison"],
-                                             compared={"poison": options["poison"]}),
+                                             compared={"poison": options["poison"]},
+                                             app_id=build["app_id"],
+                                             farm=options["farm"]),
                               identity=BuildIdentity(artifact="app",
                                                      path=build["app"] or build["app_id"]))
 

@@ -108,7 +108,7 @@ def _prepared(name: str, launcher: SimulatorLauncher | DeviceLauncher, app: AppB
     return PreparedTarget(target=name, launchers=[launcher], build=app.provenance(),
                           options={**launch, "timeout_s": timeout_s, **options},
                           setup=RunSetup(timeout_s=timeout_s, poison=mode,
-                                         compared=launch),
+                                         compared=launch, app_id=app.bundle_id),
                           devices=[device], close=launcher.close,
                           identity=BuildIdentity(artifact="app",
                                                  path=app.path or app.bundle_id))
