@@ -170,3 +170,18 @@ def _instrumented(build: Path, tree: Path) -> tuple[set[Path], str]:
 
 def _status(fmt: str, done: int, total: int) -> str:
     return fmt.replace("%f", str(done)).replace("%t", str(total))
+
+
+class HostChrootExecutor:
+    """The kit's ``ChrootExecutor`` without the chroot: the same process handling (a
+    session of its own, the parent-death signal, the held file descriptors) for commands
+    run on the host, such as a real ``ninja`` in a test's folder."""
+
+    def __new__(cls, root: Path):
+        from kit.targets.host.ortbuild import ChrootExecutor
+
+        class _OnHost(ChrootExecutor):
+            def _argv(self, argv, cwd):
+                return list(argv) if cwd is None else ["/usr/bin/env", "-C", cwd, *argv]
+
+        return _OnHost(root)

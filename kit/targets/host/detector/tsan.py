@@ -44,7 +44,7 @@ from .report import Frame, Race, ToolReport
 from .statics import LibraryInfo, allocator_ptr_offset, analyze_library, objdump_command
 from .tool import TOOL_BARRIER_ENV
 
-__all__ = ["TsanDetector", "parse_tsan_text", "tsan_env", "REPORT_NAME", "TSAN_SLOWDOWN",
+__all__ = ["TsanDetector", "parse_tsan_text", "tsan_env", "read_reports", "REPORT_NAME", "TSAN_SLOWDOWN",
            "MAX_REPORT_BYTES", "TOOL"]
 
 TOOL = "tsan"
@@ -55,7 +55,7 @@ MAX_REPORT_BYTES = 16 * 1024 * 1024
 #: instrumented code; here only two translation units are)
 TSAN_SLOWDOWN = 4.0
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9/._+-]+$")
-_ACCESS_RE = re.compile(r"^\s*(?:Atomic )?(Read|Write) of size (\d+) at (0x[0-9a-fA-F]+) by "
+_ACCESS_RE = re.compile(r"^\s*(?:Atomic )?([Rr]ead|[Ww]rite) of size (\d+) at (0x[0-9a-fA-F]+) by "
                         r"(main thread|thread T(\d+))")
 _PREVIOUS_RE = re.compile(r"^\s*Previous (?:atomic )?(read|write) of size (\d+) at "
                           r"(0x[0-9a-fA-F]+) by (main thread|thread T(\d+))")
@@ -63,7 +63,7 @@ _FRAME_RE = re.compile(r"^\s*#\d+\s+(?P<sym>.*?)\s*\((?P<mod>[^()\s]+)\+(?P<off>
 _WARNING_RE = re.compile(r"WARNING: ThreadSanitizer: (.+?)(?: \(pid=\d+\))?\s*$")
 _FATAL_RE = re.compile(r"(FATAL: ThreadSanitizer.*|ThreadSanitizer: CHECK failed.*|"
                        r"ThreadSanitizer: (?:failed|unexpected|can't).*)")
-_SOURCE_RE = re.compile(r"^(?P<sym>.*?)\s+(?P<file>/\S+?):(?P<line>\d+)(?::\d+)?$")
+_SOURCE_RE = re.compile(r"^(?P<sym>.*?)\s+(?P<file>[^\s:]*[/.][^\s:]*):(?P<line>\d+)(?::\d+)?$")
 
 
 def tsan_env(log_prefix: Path) -> dict[str, str]:
@@ -88,6 +88,7 @@ def _frame(line: str) -> Frame | None:
     if match is None:
         return None
     text = match.group("sym").strip()
+    text = text[:-len(" <null>")] if text.endswith(" <null>") else text
     symbol, file, number = text, None, None
     source = _SOURCE_RE.match(text)
     if source is not None:
@@ -161,8 +162,9 @@ def _race(block: list[str], frames: int) -> Race | None:
                 tuple(other_stack), where)
 
 
-def _read_reports(paths: list[Path]) -> tuple[str, str | None]:
-    """The reports' text (bounded, regular files only) and why it is not whole, or None."""
+def read_reports(paths: list[Path]) -> tuple[str, str | None]:
+    """The reports' text, at most :data:`MAX_REPORT_BYTES` (regular files only), and why it
+    is not whole, or ``None``."""
     parts, left, error = [], MAX_REPORT_BYTES, None
     for path in sorted(paths):
         try:
@@ -284,7 +286,7 @@ class TsanDetector:
         artifacts_dir, rel = Path(ctx.artifacts_dir), ctx.artifacts_rel
         prefix = getattr(self, "_prefixes", {}).pop(str(artifacts_dir), artifacts_dir / "tsan")
         files = sorted(prefix.parent.glob(f"{prefix.name}.*"))
-        text, error = _read_reports(files)
+        text, error = read_reports(files)
         out = artifacts_dir / REPORT_NAME
         out.write_text(text)
         for path in files:
