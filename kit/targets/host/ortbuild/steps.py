@@ -265,7 +265,8 @@ class OrtBuild:
             step = f"configure-{instrument.name}"
             include = f"{self.tree}/instrument-{instrument.name}.cmake"
             write_atomic(self._h(include),
-                         instrument.cmake_include(f"{self.tree}/src").encode())
+                         instrument.cmake_include(f"{self.tree}/src",
+                                                  self.source.target).encode())
             flags.append(f"-DCMAKE_PROJECT_{self.source.project}_INCLUDE={include}")
             self.log(f"configuring the {instrument.name} copy of the build tree (cmake, about "
                      f"a minute)")
