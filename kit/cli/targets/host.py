@@ -142,8 +142,17 @@ def _build_ort(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
+    from ...errors import UsageError
+
     runtime = host.load_runtime(args.runtime)
-    print(json.dumps({**runtime.__dict__, "loader": runtime.loader}, indent=2))
+    shown = {**runtime.__dict__, "loader": runtime.loader}
+    try:  # the ThreadSanitizer variant beside it (build-ort --tsan), when there is one
+        tsan = host.load_runtime(args.runtime, sanitizer="tsan")
+        shown["tsan"] = {"ort_library": tsan.ort_library, "workload": tsan.workload,
+                         "build": tsan.build}
+    except UsageError:
+        pass
+    print(json.dumps(shown, indent=2))
     return 0
 
 

@@ -127,7 +127,10 @@ class Runtime:
     def save(self) -> None:
         path = runtime_dir(self.name) / _record_name(self.sanitizer)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, (json.dumps(dataclasses.asdict(self), indent=2) + "\n").encode())
+        data = dataclasses.asdict(self)
+        if data["sanitizer"] is None:  # the plain record stays readable by older kits
+            del data["sanitizer"]
+        write_atomic(path, (json.dumps(data, indent=2) + "\n").encode())
 
 
 def _record_name(sanitizer: str | None) -> str:

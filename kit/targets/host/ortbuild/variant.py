@@ -211,6 +211,21 @@ def _check_name_free(name: str, patch: OrtPatch | None, force: bool) -> None:
                          "choose another --name, or add --force to replace it")
 
 
+def _registered(name: str, instrument: Instrumentation | None, library: Path,
+                info: dict):
+    """The runtime ``name`` (its ``instrument`` variant) when it already stands for this
+    very build, else ``None``."""
+    from ..runtime import load_runtime
+
+    try:
+        runtime = load_runtime(name, sanitizer=instrument.name if instrument else None)
+    except UsageError:
+        return None
+    if runtime.ort_library != str(library) or runtime.build != info:
+        return None
+    return runtime
+
+
 def build_ort_runtime(name: str | None, patch_spec: str | None, *, jobs: int | None = None,
                       force: bool = False, mirror: str = "http://deb.debian.org/debian",
                       instrument: str | None = None,
@@ -258,6 +273,10 @@ def build_ort_runtime(name: str | None, patch_spec: str | None, *, jobs: int | N
         candidates = sorted((out / "lib").glob(DEBIAN_ORT.library_glob),
                             key=lambda p: len(p.name))
         ort_library = candidates[0].resolve()
+        kept = _registered(name, each, ort_library, info)
+        if kept is not None:  # the same build, registered: its workload stays as it is
+            runtime = build_workload(kept, log=log)
+            continue
         xnnpack = next((str(p.resolve()) for p in needed_libs(ort_library, libs)
                         if "xnnpack" in p.name.lower()), None)
         runtime = Runtime(name=name, kind="debian-root", root=str(root),
