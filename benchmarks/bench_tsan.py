@@ -167,13 +167,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--out", default="runs/tsan-bench")
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--report-only", action="store_true",
+                        help="print the table of the campaigns under --out again")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     walls_path = out / "walls.json"
     walls = json.loads(walls_path.read_text()) if walls_path.exists() else {}
     failed = []
-    for runtime in args.runtimes:
+    for runtime in ([] if args.report_only else args.runtimes):
         for tool in args.tools:
             n = args.drd_launches if tool == "drd" else args.tsan_launches
             name = f"{tool}-{runtime}"
@@ -185,7 +187,9 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 walls[name] = wall
                 walls_path.write_text(json.dumps(walls, indent=1))
-    rows = summarize(out, args.tools, args.runtimes, walls)
+    # every campaign under --out, also those of an earlier run with other --tools
+    runtimes = list(dict.fromkeys([*args.runtimes, *(k.split("-", 1)[1] for k in walls)]))
+    rows = summarize(out, ["drd", "tsan"], runtimes, walls)
     text = f"Scenario: {args.scenario}\n\n" + table(rows)
     calib: list[dict[str, Any]] = []
     if args.calibrate:

@@ -358,8 +358,9 @@ class OrtBuild:
 
     @contextlib.contextmanager
     def instrumented_tree(self, instrument: Instrumentation) -> Iterator[None]:
-        """The instrumented copy in ``build``'s place for the body (made from the plain
-        tree, which must be compiled, on first use), the plain tree back afterwards."""
+        """The instrumented copy in ``build``'s place for the body (copied from the plain
+        tree on first use: what is out of date in it is recompiled there), the plain tree
+        back afterwards."""
         tree = self._h(self.tree)
         copy = tree / f"build-{instrument.name}"
         if not (copy / ".coldstart-configure").exists():

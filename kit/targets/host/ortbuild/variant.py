@@ -158,8 +158,8 @@ def build_variant(build: OrtBuild, patch: OrtPatch | None, *,
         build.configure(compiler)
         build.revert()
         if instrument is not None:
-            if not build.executor.host(f"{build.tree}/build-{instrument.name}").is_dir():
-                build.compile()  # the copy starts from a finished plain tree
+            # the copy starts from the plain tree as it is (built once by the plain variant);
+            # whatever is out of date in it, ninja recompiles in the copy
             with build.instrumented_tree(instrument):
                 build.configure(compiler, instrument)
                 return _compile_install(build, patch, compiler, key, variant, instrument)
