@@ -165,7 +165,7 @@ def _instrumented(build: Path, tree: Path) -> tuple[set[Path], str]:
         return set(), ""
     names = re.findall(r'"([^"]+)"', match.group(1))
     # the include names inner paths, <inner tree>/src/<file>; ``tree`` is the host's src
-    return {tree / n.split("/src/", 1)[1] for n in names}, match.group(2)
+    return {tree / n.split("/src/", 1)[1] for n in names}, match.group(2).split(";")[0]
 
 
 def _status(fmt: str, done: int, total: int) -> str:

@@ -197,7 +197,8 @@ def _symbol_statics(path: str) -> tuple[int, int] | None:
                 return None
             for sym in table.iter_symbols():
                 name = sym.name
-                if "GetStoredAllocator" not in name or sym["st_info"]["type"] != "STT_OBJECT":
+                if ("GetStoredAllocator" not in name or sym["st_info"]["type"] != "STT_OBJECT"
+                        or name.startswith("_ZGV")):  # _ZGV: a static's guard variable
                     continue
                 if name.endswith("ort_allocator"):
                     found["allocator"] = int(sym["st_value"])
