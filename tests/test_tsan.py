@@ -175,3 +175,38 @@ def test_run_host_refuses_tsan_on_debians_binary_in_one_line(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "--detector tsan needs a runtime the kit built" in proc.stderr
+
+
+STATICS_SOURCE = """
+#include <memory>
+struct xnn_allocator { void* context; void* f[5]; };
+namespace onnxruntime { namespace xnnpack {
+std::pair<std::shared_ptr<int>&, xnn_allocator*> GetStoredAllocator() {
+  static std::shared_ptr<int> ort_allocator;
+  static xnn_allocator xnn_allocator_wrapper_ = {ort_allocator.get(), {}};
+  return {ort_allocator, &xnn_allocator_wrapper_};
+}
+}}
+"""
+
+
+@pytest.mark.skipif(__import__("shutil").which("g++") is None, reason="needs g++")
+def test_the_statics_are_found_in_the_symbol_table_not_their_guards(tmp_path):
+    from kit.targets.host.detector.tsan import symbol_statics
+
+    src = tmp_path / "init.cc"
+    src.write_text(STATICS_SOURCE)
+    lib = tmp_path / "libinit.so"
+    subprocess.run(["g++", "-shared", "-fPIC", "-O2", str(src), "-o", str(lib)], check=True)
+    found = symbol_statics(str(lib))
+    assert found is not None
+    table = subprocess.run(["nm", str(lib)], capture_output=True, text=True).stdout
+    offsets = {line.split()[-1]: int(line.split()[0], 16) for line in table.splitlines()
+               if len(line.split()) == 3}
+    allocator = next(v for k, v in offsets.items()
+                     if k.endswith("13ort_allocator") and not k.startswith("_ZGV"))
+    wrapper = next(v for k, v in offsets.items()
+                   if k.endswith("22xnn_allocator_wrapper_") and not k.startswith("_ZGV"))
+    assert found == (allocator, wrapper)
+    assert any(k.startswith("_ZGV") and k.endswith("13ort_allocator") for k in offsets)
+    assert symbol_statics(str(src)) is None  # not ELF: no answer, no exception

@@ -44,7 +44,7 @@ from .report import Frame, Race, ToolReport
 from .statics import LibraryInfo, allocator_ptr_offset, analyze_library, objdump_command
 from .tool import TOOL_BARRIER_ENV
 
-__all__ = ["TsanDetector", "parse_tsan_text", "tsan_env", "read_reports", "REPORT_NAME", "TSAN_SLOWDOWN",
+__all__ = ["TsanDetector", "parse_tsan_text", "tsan_env", "read_reports", "symbol_statics", "REPORT_NAME", "TSAN_SLOWDOWN",
            "MAX_REPORT_BYTES", "TOOL"]
 
 TOOL = "tsan"
@@ -182,7 +182,7 @@ def read_reports(paths: list[Path]) -> tuple[str, str | None]:
     return "".join(parts), error
 
 
-def _symbol_statics(path: str) -> tuple[int, int] | None:
+def symbol_statics(path: str) -> tuple[int, int] | None:
     """(AllocatorPtr offset, wrapper offset) from the library's symbol table (the kit's
     builds keep it): ``GetStoredAllocator()``'s two statics (statics.py's module doc)."""
     from elftools.elf.elffile import ELFFile
@@ -250,7 +250,7 @@ class TsanDetector:
             except Exception as exc:  # an unreadable library must not lose launches
                 self._info_error = f"cannot analyse {self.library}: {exc}"
                 return None
-            statics = _symbol_statics(self.library)
+            statics = symbol_statics(self.library)
             if statics is not None and allocator_ptr_offset(info, statics[1])[0] is None:
                 info = dataclasses.replace(info, error=None, pairs=(*(
                     p for p in info.pairs if p[1] != statics[1]), statics))
