@@ -248,7 +248,9 @@ class DetectorPayload(JsonView):
     (:func:`kit.targets.host.detector.detector_payload`; docs/race.md, "The record").
 
     Attributes:
-        tool, version: ``drd`` or ``helgrind``, and valgrind's version.
+        tool, version: ``drd`` or ``helgrind`` and valgrind's version, or ``tsan`` and the
+            compiler that instrumented the build (its ``xml`` key then names the text
+            report, ``tsan-report.txt``).
         on_target: a data race on the XNNPACK allocator statics: ``True`` (with address
             evidence), ``False`` (the whole report read, both statics located, none on
             them) or ``None`` (unknown, see ``reason``).

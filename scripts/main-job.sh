@@ -8,15 +8,21 @@
 #      Debian's own onnxruntime, then compare (crashes with the #32461 signature; on 2 cores
 #      expect inconclusive: the collision practically never happens here, so there is no
 #      positive control);
-#   2. the mechanism tier, under a happens-before race detector (DRD), which sees the data
-#      race on the XNNPACK allocator statics whatever the timing: Debian's binary concurrent
-#      and serial (REMOVED: the serial workaround), the kit's baseline beside it, then the
-#      fix (FIXED) and the half fix (NOT-FIXED) against the kit's baseline.
-# Usage: scripts/main-job.sh [CRASH_LAUNCHES [DETECTOR_LAUNCHES]] (default 20 and 10).
+#   2. the mechanism tier, under a happens-before race detector, which sees the data race on
+#      the XNNPACK allocator statics whatever the timing: Debian's binary concurrent and
+#      serial under DRD (REMOVED: the serial workaround; Debian's library cannot be
+#      instrumented), then the kit's baseline, fix (FIXED) and half fix (NOT-FIXED) under
+#      ThreadSanitizer on their instrumented variants (`build-ort --tsan`, built on first
+#      use), 59 launches each: the default 5% ceiling. MECHANISM=drd keeps the kit's builds
+#      under DRD too (10 launches, the 30% ceiling), as does a run that can neither find nor
+#      build the instrumented variants.
+# Usage: scripts/main-job.sh [CRASH_LAUNCHES [DETECTOR_LAUNCHES [TSAN_LAUNCHES]]]
+#        (default 20, 10 and 59).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 launches=${1:-20}
 detector_launches=${2:-10}
+tsan_launches=${3:-59}
 printf '== coldstart main job: a first run on a fresh 2-core machine takes about 45 minutes\n'
 printf '   (the Debian root, then onnxruntime compiled from source: about 3,700 CPU-seconds);\n'
 printf '   a run with everything cached about 8 minutes (measured: README.md)\n'
@@ -40,26 +46,48 @@ printf '\n== failure tier: compare concurrent (baseline) vs serial (candidate)\n
 # Two sessions of the keyword model without inference: the race is in session creation,
 # and a launch under DRD takes about 20 s instead of about a minute with the whole pipeline.
 detector_scenario='models=hey_jarvis_v0.1&sessions=2&infer=0'
-detect() {  # LABEL RUNTIME MODE
-  printf '\n== mechanism tier: %s (runtime %s, mode=%s): %s launches under drd\n' \
-    "$1" "$2" "$3" "$detector_launches"
-  "${run[@]}" --detector drd --runtime "$2" --launches "$detector_launches" \
+detect() {  # LABEL RUNTIME MODE [DETECTOR [LAUNCHES]]
+  local tool=${4:-drd} n=${5:-$detector_launches}
+  printf '\n== mechanism tier: %s (runtime %s, mode=%s): %s launches under %s\n' \
+    "$1" "$2" "$3" "$n" "$tool"
+  "${run[@]}" --detector "$tool" --runtime "$2" --launches "$n" \
     --scenario "mode=$3&$detector_scenario" --label "$1" --out "$out/$1"
 }
+# ThreadSanitizer for the kit's builds when their instrumented variants exist or can be built
+# here (as root: about 4 minutes the first time, docs/builds.md); else DRD, said in one line.
+mechanism=${MECHANISM:-tsan}
+if [ "$mechanism" = tsan ] && [ "$(id -u)" != 0 ] && ! .venv/bin/python - <<'PY'
+import sys
+from kit.errors import UsageError
+from kit.targets.host import load_runtime
+try:
+    for name in ("baseline", "fix", "half-fix"):
+        load_runtime(name, sanitizer="tsan")
+except UsageError:
+    sys.exit(1)
+PY
+then
+  printf '== mechanism tier: no ThreadSanitizer builds and no root to make them: DRD instead\n'
+  mechanism=drd
+fi
+kit_launches=$detector_launches
+[ "$mechanism" = tsan ] && kit_launches=$tsan_launches
 detect debian-concurrent debian concurrent
 detect debian-serial debian serial
-detect baseline baseline concurrent
-detect fix fix concurrent
-detect half-fix half-fix concurrent
+detect baseline baseline concurrent "$mechanism" "$kit_launches"
+detect fix fix concurrent "$mechanism" "$kit_launches"
+detect half-fix half-fix concurrent "$mechanism" "$kit_launches"
 
-# A ceiling of 30%: 10 clean launches bound a rate below 26% at 95% (0/59 would be needed
-# for the default 5%); the detector is near certain either way (docs/race.md).
-compare() {  # BASELINE CANDIDATE
+# Debian's binary runs under DRD, 10 launches: a ceiling of 30% (10 clean launches bound a
+# rate below 26% at 95%; 0/59 would be needed for the default 5%). The kit's builds under
+# ThreadSanitizer, 59 launches each: the default 5% ceiling. Either detector is near certain
+# (docs/race.md).
+compare() {  # BASELINE CANDIDATE [CEILING]
   printf '\n== mechanism tier: compare %s (baseline) vs %s (candidate)\n' "$1" "$2"
-  "$coldstart" compare "$out/$1" "$out/$2" --event race-detected --ceiling 0.3 \
+  "$coldstart" compare "$out/$1" "$out/$2" --event race-detected --ceiling "${3:-0.05}" \
     --out "$out/compare-$1-vs-$2"
 }
-compare debian-concurrent debian-serial
+compare debian-concurrent debian-serial 0.3
 printf "\n== Debian's binary and the kit's baseline build, side by side\n"
 .venv/bin/python - "$out" <<'PY'
 import sys
@@ -73,8 +101,11 @@ for label in ("debian-concurrent", "baseline"):
     raced = sum(1 for r in counted if record_on_target(r))
     build = campaign.meta.build
     what = "Debian's own libonnxruntime" if "ort_build" not in build else "the kit's baseline"
+    tool = (campaign.meta.setup.detector or "no detector")
     print(f"{label:18} {raced}/{len(counted)} launches with a data race on the allocator "
-          f"statics ({what}, sha256 {build['ort_library_sha256'][:12]}...)")
+          f"statics ({what}, under {tool}, sha256 {build['ort_library_sha256'][:12]}...)")
 PY
-compare baseline fix
-compare baseline half-fix
+kit_ceiling=0.3
+[ "$mechanism" = tsan ] && kit_ceiling=0.05
+compare baseline fix "$kit_ceiling"
+compare baseline half-fix "$kit_ceiling"

@@ -69,6 +69,22 @@ def test_calibration_drd_tells_the_racy_init_from_both_fixes(runtime, tmp_path):
                 assert result.races == 0, result
 
 
+def test_calibration_tsan_tells_the_racy_init_from_both_fixes(runtime, tmp_path):
+    """The four programs built with -fsanitize=thread in the root, run as a launch is: the
+    racy and half-fix programs race on their statics in every run, the fixes never."""
+    if runtime.kind != "debian-root":
+        pytest.skip("the ThreadSanitizer calibration is built in the kit's Debian root")
+    binaries = build_calibration(runtime, tsan=True)
+    for run in range(3):
+        for variant in VARIANTS:
+            result = run_calibration(None, runtime, "tsan", variant, binaries[variant],
+                                     tmp_path / str(run))
+            assert result.complete and result.error is None, result
+            assert result.right, result
+            if not EXPECTED[variant]:
+                assert result.races == 0, result
+
+
 def test_concurrent_launch_has_the_race_on_the_statics(runtime, tmp_path):
     out = tmp_path / "concurrent"
     proc = coldstart("run", "host", "--detector", "drd", "--launches", "2", "--out", str(out),

@@ -64,3 +64,32 @@ def test_one_detector_launch_per_variant(name, tmp_path):
     assert evidence["wrapper"]["size"] == 48 and evidence["allocator_ptr"]["size"] == 16
     if EXPECTED[name] is False:
         assert record_on_target(record) is False, record.detector
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_one_tsan_launch_per_variant(name, tmp_path):
+    """The instrumented variant (``build-ort --tsan``): the launch completes, its report is
+    kept, the statics are located, and the fix never races on them."""
+    _built(name)
+    try:
+        runtime = load_runtime(name, sanitizer="tsan")
+    except UsageError:
+        pytest.skip(f"no ThreadSanitizer variant of {name!r} on this machine (make it with "
+                    f"`coldstart runtime build-ort --name {name} ... --tsan`)")
+    out = tmp_path / name
+    proc = subprocess.run([sys.executable, "-m", "kit.cli", "run", "host", "--runtime", name,
+                           "--detector", "tsan", "--launches", "1", "--scenario", SCENARIO,
+                           "--label", name, "--out", str(out)], cwd=ROOT, text=True,
+                          capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    campaign = load_campaign(out)
+    assert campaign.meta.build["ort_build"]["instrumented"]["flag"] == "-fsanitize=thread"
+    assert campaign.meta.build["ort_library"] == runtime.ort_library
+    (record,) = campaign.records
+    assert record.outcome is Outcome.COMPLETED, record.error
+    assert record.detector is not None and record.detector.extra["complete"], record.detector
+    assert record.detector.extra["xml"].endswith("/tsan-report.txt")
+    evidence = record.detector.extra["evidence"]
+    assert evidence["wrapper"]["size"] == 48 and evidence["allocator_ptr"]["offset"]
+    if EXPECTED[name] is False:
+        assert record_on_target(record) is False, record.detector

@@ -17,12 +17,17 @@ Debian 13 root):
   links ``libonnxruntime.so.1.21.0`` (the objects concatenated) and the ``libonnxruntime.so``
   and ``.so.1`` links; ``fail_after`` stops it after that many objects with exit 1, as a
   killed or failed ninja leaves a build that the next run resumes.
+  With ``-DCMAKE_PROJECT_<p>_INCLUDE=FILE`` (the kit's instrumented tree), the sources that
+  FILE's ``set_property(SOURCE ...)`` names are compiled with its flag: their objects end with
+  a ``// built with -fsanitize=thread`` line, and an object whose flags changed is rebuilt
+  (as ninja does when an edge's command changed).
 * ``tar`` and ``patch`` are the host's own.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -40,6 +45,7 @@ class HostRootExecutor:
         self.calls: list[list[str]] = []
         self.fail_after: int | None = None
         self.compiler = "c++ (Debian 14.2.0-19) 14.2.0"
+        self.hold_fds: tuple[int, ...] = ()
 
     def host(self, inner: str) -> Path:
         return self.root / inner.lstrip("/")
@@ -110,22 +116,25 @@ class HostRootExecutor:
         sources = sorted(tree.rglob("*.cc"))
         objects = build / "objects"
         objects.mkdir(exist_ok=True)
+        flagged, flag = _instrumented(build, tree)
         todo = []
         for src in sources:
             obj = objects / (str(src.relative_to(tree)).replace("/", "_") + ".o")
-            if not obj.exists() or obj.stat().st_mtime_ns < src.stat().st_mtime_ns:
-                todo.append((src, obj))
+            tail = f"\n// built with {flag}\n".encode() if src in flagged else b""
+            if (not obj.exists() or obj.stat().st_mtime_ns < src.stat().st_mtime_ns
+                    or obj.read_bytes() != src.read_bytes() + tail):
+                todo.append((src, obj, tail))
         library = build / "libonnxruntime.so.1.21.0"
         total = len(todo) + (1 if todo or not library.exists() else 0)
         lines = [f"ninja: Entering directory `{build}'"]
         if total == 0:
             return lines + ["ninja: no work to do."], 0
         done = 0
-        for src, obj in todo:
+        for src, obj, tail in todo:
             if self.fail_after is not None and done >= self.fail_after:
                 return lines + [f"FAILED: {obj.name}", "ninja: build stopped: interrupted "
                                 "by user."], 1
-            obj.write_bytes(src.read_bytes())
+            obj.write_bytes(src.read_bytes() + tail)
             os.utime(obj, ns=(src.stat().st_mtime_ns + 1, src.stat().st_mtime_ns + 1))
             done += 1
             lines.append(_status(status_format, done, total)
@@ -141,5 +150,38 @@ class HostRootExecutor:
         return lines, 0
 
 
+def _instrumented(build: Path, tree: Path) -> tuple[set[Path], str]:
+    """The sources the configure's project include instruments, and its flag."""
+    flags = (build / "flags.txt").read_text().split("\n") if (build / "flags.txt").exists() \
+        else []
+    include = next((f.split("=", 1)[1] for f in flags
+                    if f.startswith("-DCMAKE_PROJECT_") and "_INCLUDE=" in f), None)
+    if include is None:
+        return set(), ""
+    text = Path(include).read_text()
+    match = re.search(r"set_property\(SOURCE (.*?) APPEND PROPERTY COMPILE_OPTIONS \"([^\"]+)\"",
+                      text)
+    if match is None:
+        return set(), ""
+    names = re.findall(r'"([^"]+)"', match.group(1))
+    # the include names inner paths, <inner tree>/src/<file>; ``tree`` is the host's src
+    return {tree / n.split("/src/", 1)[1] for n in names}, match.group(2).split(";")[0]
+
+
 def _status(fmt: str, done: int, total: int) -> str:
     return fmt.replace("%f", str(done)).replace("%t", str(total))
+
+
+class HostChrootExecutor:
+    """The kit's ``ChrootExecutor`` without the chroot: the same process handling (a
+    session of its own, the parent-death signal, the held file descriptors) for commands
+    run on the host, such as a real ``ninja`` in a test's folder."""
+
+    def __new__(cls, root: Path):
+        from kit.targets.host.ortbuild import ChrootExecutor
+
+        class _OnHost(ChrootExecutor):
+            def _argv(self, argv, cwd):
+                return list(argv) if cwd is None else ["/usr/bin/env", "-C", cwd, *argv]
+
+        return _OnHost(root)

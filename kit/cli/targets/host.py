@@ -40,7 +40,7 @@ def register_commands(commands: argparse._SubParsersAction) -> None:
                                   "a Debian 13 root, or --ort-root)")
     prepare.add_argument("--ort-root", metavar="DIR",
                          help="your own ORT build (include/ and lib/), e.g. with a fix")
-    prepare.add_argument("--mirror", default=host.DEFAULT_MIRROR,
+    prepare.add_argument("--mirror", default=host.DEFAULT_MIRROR, type=_mirror,
                          help="Debian mirror for the root (default: %(default)s)")
     prepare.add_argument("--force", action="store_true", help="prepare again from scratch")
     prepare.add_argument("--no-build", action="store_true",
@@ -59,13 +59,26 @@ def register_commands(commands: argparse._SubParsersAction) -> None:
                           "1.21.0 (default: none, the baseline)")
     ort.add_argument("--jobs", type=functools.partial(positive_int, high=1024), default=None, metavar="N",
                      help="parallel compile jobs (default: the cores)")
-    ort.add_argument("--mirror", default=host.DEFAULT_MIRROR,
+    ort.add_argument("--mirror", default=host.DEFAULT_MIRROR, type=_mirror,
                      help="Debian mirror (default: %(default)s)")
     ort.add_argument("--force", action="store_true",
-                     help="replace a runtime of that name made otherwise")
+                     help="replace a runtime of that name made otherwise, and build the "
+                          "variant again even when it is cached")
+    ort.add_argument("--tsan", action="store_true",
+                     help="also build the variant with ThreadSanitizer on the racy "
+                          "translation units, for `run host --detector tsan` (docs/builds.md)")
     ort.set_defaults(func=_build_ort)
     info = sub.add_parser("info", parents=[name], help="show a prepared runtime as JSON")
     info.set_defaults(func=_info)
+
+
+def _mirror(value: str) -> str:
+    from ...errors import UsageError
+
+    try:
+        return ortbuild.check_mirror(value)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(exc.one_line()) from None
 
 
 def _prepare_detector(runtime: host.Runtime) -> None:
@@ -120,7 +133,8 @@ class _Progress:
 def _build_ort(args: argparse.Namespace) -> int:
     runtime = ortbuild.build_ort_runtime(args.runtime, args.patch, jobs=args.jobs,
                                          force=args.force, mirror=args.mirror, log=_log,
-                                         progress=_Progress())
+                                         progress=_Progress(),
+                                         instrument="tsan" if args.tsan else None)
     _build_witness_if_supported(runtime, False)
     _prepare_detector(runtime)
     _log(f"runtime {runtime.name!r} is ready: coldstart run host --runtime {runtime.name} ...")
@@ -128,8 +142,17 @@ def _build_ort(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
+    from ...errors import UsageError
+
     runtime = host.load_runtime(args.runtime)
-    print(json.dumps({**runtime.__dict__, "loader": runtime.loader}, indent=2))
+    shown = {**runtime.__dict__, "loader": runtime.loader}
+    try:  # the ThreadSanitizer variant beside it (build-ort --tsan), when there is one
+        tsan = host.load_runtime(args.runtime, sanitizer="tsan")
+        shown["tsan"] = {"ort_library": tsan.ort_library, "workload": tsan.workload,
+                         "build": tsan.build}
+    except UsageError:
+        pass
+    print(json.dumps(shown, indent=2))
     return 0
 
 

@@ -25,7 +25,7 @@ from .runtime import (DEBIAN_SUITE, DEFAULT_MIRROR, DEFAULT_RUNTIME, POISON_ENV,
                       build_workload, check_scenario, load_runtime, prepare_runtime,
                       run_compiler, runtime_dir)
 
-__all__ = ["HostConfig", "HostTarget", "TARGETS", "HostLauncher", "Runtime",
+__all__ = ["HostConfig", "HostTarget", "TARGETS", "HostLauncher", "Runtime", "tsan_runtime",
            "prepare_runtime", "load_runtime", "build_workload", "check_scenario",
            "run_compiler", "runtime_dir", "POISON_ENV", "DEFAULT_RUNTIME", "DEFAULT_MIRROR",
            "DEBIAN_SUITE"]
@@ -51,7 +51,8 @@ class HostConfig:
             a shared library, else off.
         timeout_s: a launch's timeout (kept in the campaign's options).
         detector: run every launch under a happens-before race detector, ``drd`` or
-            ``helgrind`` (:mod:`kit.targets.host.detector`), or ``None``.
+            ``helgrind`` (:mod:`kit.targets.host.detector`), ``tsan`` (the runtime's
+            ThreadSanitizer variant, :func:`tsan_runtime`), or ``None``.
         jobs: launches in parallel (``None``: one, or with a detector one per core; a
             detector's evidence does not depend on timing, so its launches may share the
             machine).
@@ -99,12 +100,56 @@ def _detector_for(config: HostConfig, runtime: Runtime) -> Any:
         return None
     from . import detector
 
-    found = detector.Detector(config.detector, runtime)  # valgrind missing: one line
+    found = detector.make_detector(config.detector, runtime)  # no tool: one line
     if config.witness is False:
         raise UsageError("--detector needs the race witness: its wrapper address and load "
                          "bases tie races to onnxruntime's statics", "drop --no-witness")
     found.analyze()
     return found
+
+
+def tsan_runtime(name: str, log: LogFn) -> Runtime:
+    """The ThreadSanitizer variant of the kit build ``name`` (``build-ort --tsan``); built
+    here on first use, with progress, when this process may (root).
+
+    Raises:
+        UsageError: ``name`` is not a kit build (Debian's binary cannot be instrumented),
+            or its variant is missing and cannot be built here (the hint says how).
+        InfraError: the build failed.
+    """
+    plain = load_runtime(name)
+    try:
+        return load_runtime(name, sanitizer="tsan")
+    except UsageError:
+        pass
+    if plain.build is None:
+        raise UsageError(f"--detector tsan needs a runtime the kit built; {name!r} is "
+                         f"{'Debian' if plain.kind == 'debian-root' else 'a'} {plain.kind} "
+                         f"binary", "use --detector drd for it, or build one: `sudo coldstart "
+                         "runtime build-ort --name baseline --tsan`")
+    patch = plain.build.get("patch") or None
+    spec = None if patch is None else (patch.get("name") if patch.get("origin") == "kit"
+                                       else patch.get("origin"))
+    command = (f"coldstart runtime build-ort --name {name}"
+               + (f" --patch {spec}" if spec else "") + " --tsan")
+    if os.geteuid() != 0:
+        raise UsageError(f"runtime {name!r} has no ThreadSanitizer variant yet",
+                         f"build it once (about 3 minutes): `sudo {command}`")
+    from .ortbuild import build_ort_runtime, format_progress
+
+    log(f"host: building the ThreadSanitizer variant of runtime {name!r} (first use; "
+        f"`{command}`)")
+    last = [0.0]
+
+    def progress(p: Any) -> None:
+        import time
+
+        if time.monotonic() - last[0] >= 20 or p.done == p.total:
+            last[0] = time.monotonic()
+            log(f"host: {format_progress(p)}")
+
+    return build_ort_runtime(name, spec, instrument="tsan", log=lambda m: log(f"host: {m}"),
+                             progress=progress)
 
 
 class HostTarget:
@@ -134,7 +179,8 @@ class HostTarget:
         ms = modelset.load_modelset(config.models)
         modelset.require_verified(ms)
         check_scenario(scenario, ms)
-        runtime = load_runtime(config.runtime)
+        runtime = (tsan_runtime(config.runtime, log) if config.detector == "tsan"
+                   else load_runtime(config.runtime))
         if runtime.workload_hash is None:
             runtime = build_workload(runtime, log=log)
         runtime.command()  # a workload binary that is gone: one line now, not infra errors

@@ -174,7 +174,8 @@ class HostLauncher:
         detected = None
         payloads: dict[str, Any] = {}
         if self.detector is not None:
-            detected = self.detector.finish(ctx, witnessed, stderr_path, hung)
+            detected = self.detector.finish(ctx, witnessed, stderr_path, hung,
+                                            returncode=proc.returncode)
             artifacts += detected.artifacts
             payloads["detector"] = detected.payload
         events = tuple(iter_events(stdout.splitlines(), ctx.launch_id))

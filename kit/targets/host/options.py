@@ -89,8 +89,10 @@ def add_detector_options(parser: argparse.ArgumentParser, target: str = "host") 
             raise argparse.ArgumentTypeError(exc.one_line()) from None
 
     parser.add_argument("--detector", type=tool, default=None, metavar="TOOL",
-                        help="run every launch under a happens-before race detector, drd or "
-                             "helgrind (valgrind; docs/race.md): each record says whether a "
+                        help="run every launch under a happens-before race detector: drd "
+                             "or helgrind (valgrind), or tsan (ThreadSanitizer, on a kit build's "
+                             "instrumented variant, `runtime build-ort --tsan`; docs/race.md): "
+                             "each record says whether a "
                              "data race hit the XNNPACK allocator statics (host only; with "
                              "--resume: as the campaign ran)")
     if target == "host":

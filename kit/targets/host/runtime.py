@@ -81,6 +81,9 @@ class Runtime:
             loader's library path; ``None`` otherwise.
         build: that build's provenance (:func:`kit.targets.host.ortbuild.provenance`:
             source package, version and sha256, patch, flags, compiler), else ``None``.
+        sanitizer: ``tsan`` for the instrumented variant of a kit build (``build-ort
+            --tsan``; its workload is compiled and linked with the sanitizer too), kept
+            beside the plain one as ``runtime-tsan.json``; else ``None``.
     """
 
     name: str
@@ -94,6 +97,7 @@ class Runtime:
     workload_hash: str | None = None
     ort_lib_dir: str | None = None
     build: dict | None = None
+    sanitizer: str | None = None
 
     @property
     def library_path(self) -> str:
@@ -121,20 +125,41 @@ class Runtime:
         return [self.workload, *args]
 
     def save(self) -> None:
-        path = runtime_dir(self.name) / "runtime.json"
+        path = runtime_dir(self.name) / _record_name(self.sanitizer)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, (json.dumps(dataclasses.asdict(self), indent=2) + "\n").encode())
+        data = dataclasses.asdict(self)
+        if data["sanitizer"] is None:  # the plain record stays readable by older kits
+            del data["sanitizer"]
+        write_atomic(path, (json.dumps(data, indent=2) + "\n").encode())
 
 
-def load_runtime(name: str = DEFAULT_RUNTIME) -> Runtime:
-    """Load a runtime prepared by :func:`prepare_runtime`.
+def _record_name(sanitizer: str | None) -> str:
+    return "runtime.json" if sanitizer is None else f"runtime-{sanitizer}.json"
+
+
+#: the most of a runtime.json that is read (a real one is about 3 KB)
+RUNTIME_JSON_LIMIT = 1024 * 1024
+
+
+def load_runtime(name: str = DEFAULT_RUNTIME, sanitizer: str | None = None) -> Runtime:
+    """Load a runtime prepared by :func:`prepare_runtime` (with ``sanitizer``: its
+    instrumented variant, made by ``build-ort --tsan``).
 
     Raises:
         UsageError: it was never prepared (or its files are gone).
     """
-    path = runtime_dir(name) / "runtime.json"
+    from ..._bounded import read_bytes_bounded
+
+    path = runtime_dir(name) / _record_name(sanitizer)
+    if sanitizer is not None and not path.exists():
+        raise UsageError(f"runtime {name!r} has no {sanitizer} variant",
+                         f"build it: `sudo coldstart runtime build-ort --name {name} --{sanitizer}"
+                         "` (with the runtime's --patch)")
     try:
-        runtime = Runtime(**json.loads(path.read_text()))
+        if not path.exists():
+            raise FileNotFoundError(path)
+        runtime = Runtime(**json.loads(read_bytes_bounded(path, RUNTIME_JSON_LIMIT,
+                                                          what="runtime.json")))
     except FileNotFoundError:
         hint = ("run `coldstart runtime prepare`" if name == DEFAULT_RUNTIME
                 else f"run `coldstart runtime prepare --name {name} --ort-root DIR`")
@@ -353,7 +378,8 @@ def build_workload(runtime: Runtime, force: bool = False,
             error line is shown; the full log is in the runtime's folder).
     """
     source = _source()
-    digest = hashlib.sha256(source + repr((_CXXFLAGS, runtime.kind, runtime.ort_library)
+    flags = _CXXFLAGS + (("-fsanitize=thread",) if runtime.sanitizer == "tsan" else ())
+    digest = hashlib.sha256(source + repr((flags, runtime.kind, runtime.ort_library)
                                           ).encode()).hexdigest()
     if (not force and runtime.workload_hash == digest and runtime.workload
             and Path(runtime.workload).exists()):
@@ -369,14 +395,15 @@ def build_workload(runtime: Runtime, force: bool = False,
         root = Path(runtime.root)
         # the root's own ORT in /opt/coldstart; a kit build's in a folder of its own name
         inner = (Path("/opt/coldstart") if runtime.ort_lib_dir is None
-                 else Path("/opt/coldstart/runtimes") / runtime.name)
+                 else Path("/opt/coldstart/runtimes") / (
+                     runtime.name + (f"-{runtime.sanitizer}" if runtime.sanitizer else "")))
         (root / inner.relative_to("/")).mkdir(parents=True, exist_ok=True)
         (root / inner.relative_to("/") / "coldstart_workload.cpp").write_bytes(source)
         include, link = "/usr/include/onnxruntime", []
         if runtime.ort_lib_dir is not None:
             include = "/" + str(Path(runtime.include_dir).relative_to(root))
             link = [f"-L/{Path(runtime.ort_lib_dir).relative_to(root)}"]
-        cmd = ["chroot", runtime.root, "g++", *_CXXFLAGS, f"-I{include}",
+        cmd = ["chroot", runtime.root, "g++", *flags, f"-I{include}",
                str(inner / "coldstart_workload.cpp"), "-o", str(inner / "coldstart-workload"),
                *link, "-lonnxruntime"]
         binary = root / inner.relative_to("/") / "coldstart-workload"
@@ -387,7 +414,7 @@ def build_workload(runtime: Runtime, force: bool = False,
         src = out_dir / "coldstart_workload.cpp"
         src.write_bytes(source)
         binary = out_dir / "coldstart-workload"
-        cmd = [compiler, *_CXXFLAGS, f"-I{runtime.include_dir}", str(src), "-o", str(binary),
+        cmd = [compiler, *flags, f"-I{runtime.include_dir}", str(src), "-o", str(binary),
                f"-L{runtime.lib_dir}", f"-Wl,-rpath,{runtime.lib_dir}", "-lonnxruntime"]
     log(f"compiling the workload ({runtime.kind})")
     run_compiler(cmd, "the workload", log_path)

@@ -14,6 +14,7 @@ measured rates.
 The API the target and verdict layers use:
 
 * :class:`Detector` (``wrap``, ``slowdown``, ``finish``) and :func:`ensure_tool`;
+  :class:`TsanDetector`, the same for ThreadSanitizer builds; :func:`make_detector`;
 * :func:`record_on_target`: ``True``/``False``/``None`` for one launch record;
 * :data:`TOOLS`, :func:`check_tool_name`.
 """
@@ -25,10 +26,16 @@ from .attribute import ALLOCATOR_PTR, WRAPPER, detector_payload, record_on_targe
 from .launch import Detector, DetectorResult
 from .report import ToolReport, read_report
 from .tool import SLOWDOWN, TOOLS, ToolInstall, ensure_tool, find_tool
+from .tsan import TsanDetector
 
 __all__ = ["Detector", "DetectorResult", "ensure_tool", "find_tool", "ToolInstall",
            "record_on_target", "detector_payload", "read_report", "ToolReport", "TOOLS",
-           "SLOWDOWN", "WRAPPER", "ALLOCATOR_PTR", "check_tool_name", "PAYLOAD_KEY"]
+           "SLOWDOWN", "WRAPPER", "ALLOCATOR_PTR", "check_tool_name", "PAYLOAD_KEY",
+           "DETECTORS", "TsanDetector", "make_detector"]
+
+#: every ``--detector`` name: valgrind's tools, and ThreadSanitizer on the kit's
+#: instrumented builds (:mod:`kit.targets.host.detector.tsan`)
+DETECTORS = (*TOOLS, "tsan")
 
 #: The key of the payload in a launch record (``LaunchRecord.extra["detector"]``).
 PAYLOAD_KEY = "detector"
@@ -43,7 +50,16 @@ def check_tool_name(tool: str, target: str = "host") -> str:
     if target != "host":
         raise UsageError(f"--detector works on the host target only, not {target!r}",
                          "run the detector with `coldstart run host --detector drd`")
-    if tool not in TOOLS:
+    if tool not in DETECTORS:
         raise UsageError(f"unknown race detector {tool!r}",
-                         f"use --detector {' or --detector '.join(TOOLS)}")
+                         f"use --detector {' or --detector '.join(DETECTORS)}")
     return tool
+
+
+def make_detector(tool: str, runtime: object) -> "Detector | TsanDetector":
+    """The detector ``tool`` for ``runtime``'s launches (``tsan``: an instrumented runtime).
+
+    Raises:
+        UsageError: see :class:`Detector` and :class:`TsanDetector`.
+    """
+    return TsanDetector(runtime) if tool == "tsan" else Detector(tool, runtime)

@@ -71,7 +71,7 @@ class _Bases:
 
 def _frame(frame: Frame, bases: _Bases) -> dict[str, Any]:
     base = bases.base_of(frame.module)
-    offset = frame.ip - base if base is not None and frame.ip is not None else None
+    offset = frame.ip - base if base is not None and frame.ip is not None else frame.offset
     return {"module": os.path.basename(frame.module) if frame.module else None,
             "offset": _hex(offset) if offset is not None and offset >= 0 else None,
             "symbol": frame.symbol}
@@ -90,8 +90,8 @@ def detector_payload(tool: str, version: str | None, xml_rel: str, report: ToolR
     """The record's ``detector`` payload (see the module doc). Never raises.
 
     Args:
-        tool: ``helgrind`` or ``drd``.
-        version: valgrind's version as set up (the XML's own version wins when read).
+        tool: ``helgrind``, ``drd`` or ``tsan``.
+        version: the tool's version as set up (the XML's own version wins when read).
         xml_rel: the XML artifact's path relative to the campaign directory.
         report: the parsed XML.
         witness: the launch's :class:`kit.targets.host.witness.race.RaceObservation`.

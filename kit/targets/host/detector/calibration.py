@@ -37,6 +37,8 @@ __all__ = ["VARIANTS", "EXPECTED", "CalibrationRun", "build_calibration", "run_c
 VARIANTS = ("racy", "call_once", "mutex", "half_fix")
 EXPECTED = {"racy": True, "call_once": False, "mutex": False, "half_fix": True}
 _FLAGS = ("-std=c++17", "-O2", "-g", "-pthread")
+#: the flags of the programs run under ThreadSanitizer (its documented -O1 -g)
+TSAN_FLAGS = ("-std=c++17", "-O1", "-g", "-pthread", "-fsanitize=thread")
 _PREFIX = "COLDSTART-CALIBRATION "
 
 
@@ -74,10 +76,10 @@ def _sources() -> dict[str, bytes]:
     return {name: (base / name).read_bytes() for name in names}
 
 
-def build_calibration(runtime: Any, log: Callable[[str], None] = lambda _m: None
-                      ) -> dict[str, Path]:
-    """Compile the three programs for ``runtime`` (kept while sources and flags are
-    unchanged) and return ``{variant: binary}``.
+def build_calibration(runtime: Any, log: Callable[[str], None] = lambda _m: None,
+                      tsan: bool = False) -> dict[str, Path]:
+    """Compile the four programs for ``runtime`` (kept while sources and flags are
+    unchanged; ``tsan``: instrumented, :data:`TSAN_FLAGS`) and return ``{variant: binary}``.
 
     Raises:
         UsageError: no compiler, or a program does not compile (first error line shown).
@@ -85,8 +87,9 @@ def build_calibration(runtime: Any, log: Callable[[str], None] = lambda _m: None
     from ..runtime import run_compiler, runtime_dir
 
     sources = _sources()
+    flags = TSAN_FLAGS if tsan else _FLAGS
     digest = hashlib.sha256(json.dumps([sorted((k, v.hex()) for k, v in sources.items()),
-                                        _FLAGS, runtime.kind]).encode()).hexdigest()[:16]
+                                        flags, runtime.kind]).encode()).hexdigest()[:16]
     if runtime.kind == "debian-root":
         if os.geteuid() != 0:
             raise UsageError("building the calibration inside the Debian root needs root",
@@ -109,7 +112,7 @@ def build_calibration(runtime: Any, log: Callable[[str], None] = lambda _m: None
         (outer / name).write_bytes(data)
     for variant in VARIANTS:
         log(f"compiling the calibration program {variant}")
-        run_compiler([*compile_prefix, *_FLAGS, str(src_dir / f"{variant}.cpp"), "-o",
+        run_compiler([*compile_prefix, *flags, str(src_dir / f"{variant}.cpp"), "-o",
                       str(src_dir / variant)], f"calibration {variant}",
                      outer / f"{variant}.log")
     return built
@@ -126,9 +129,20 @@ def _line(stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def run_calibration(install: ToolInstall, runtime: Any, tool: str, variant: str,
+def _tsan_report(work_dir: Path, variant: str) -> tuple[Path, dict[str, str]]:
+    from .tsan import tsan_env
+
+    prefix = work_dir / f"tsan-{variant}"
+    for old in work_dir.glob(f"{prefix.name}.*"):
+        old.unlink()
+    return prefix, tsan_env(prefix)
+
+
+def run_calibration(install: ToolInstall | None, runtime: Any, tool: str, variant: str,
                     binary: Path, work_dir: Path, timeout_s: float = 300.0) -> CalibrationRun:
-    """Run one program under ``tool`` and judge it. The XML is left in ``work_dir``.
+    """Run one program under ``tool`` and judge it. The XML (ThreadSanitizer: its reports,
+    ``tsan-<variant>.<pid>``; ``binary`` built with ``tsan=True``, ``install`` unused) is
+    left in ``work_dir``.
 
     Raises:
         UsageError: an unknown tool (:func:`kit.targets.host.detector.tool.wrap_command`).
@@ -138,14 +152,22 @@ def run_calibration(install: ToolInstall, runtime: Any, tool: str, variant: str,
     argv = [str(binary)]
     if getattr(runtime, "loader", None):
         argv = [runtime.loader, "--library-path", runtime.lib_dir, str(binary)]
-    cmd, extra = wrap_command(install, tool, argv, xml)
+    if tool == "tsan":
+        prefix, extra = _tsan_report(work_dir, variant)
+        cmd = argv
+    else:
+        assert install is not None
+        cmd, extra = wrap_command(install, tool, argv, xml)
     try:
         proc = subprocess.run(cmd, env={**os.environ, **extra}, capture_output=True, text=True,
                               errors="replace", timeout=timeout_s, stdin=subprocess.DEVNULL)
         stdout = proc.stdout
     except subprocess.TimeoutExpired:
         return CalibrationRun(tool, variant, 0, 0, None, False, f"no end in {timeout_s:g} s")
-    report = read_report(xml)
+    if tool == "tsan":
+        report = _read_tsan(prefix, proc.returncode)
+    else:
+        report = read_report(xml)
     info = _line(stdout)
     if info is None:
         return CalibrationRun(tool, variant, len(report.races), 0, None, report.complete,
@@ -160,3 +182,14 @@ def run_calibration(install: ToolInstall, runtime: Any, tool: str, variant: str,
     on = sum(1 for r in report.races if overlapping_target(r.address, r.size, targets))
     return CalibrationRun(tool, variant, len(report.races), on, info.get("allocators"),
                           report.complete, report.read_error)
+
+
+def _read_tsan(prefix: Path, returncode: int) -> Any:
+    from .report import ToolReport
+    from .tsan import read_reports, parse_tsan_text
+
+    text, error = read_reports(sorted(prefix.parent.glob(f"{prefix.name}.*")))
+    races, other, fatal = parse_tsan_text(text)
+    return ToolReport(tool="tsan", version=None, races=tuple(races), other_errors=other,
+                      finished=returncode >= 0 and fatal is None, fatal_signal=None,
+                      bytes_read=len(text), read_error=error or fatal)

@@ -104,8 +104,8 @@ class Detector:
         """The launch's argv under the tool and the environment to add to it."""
         return wrap_command(self.install, self.tool, argv, artifacts_dir / XML_NAME)
 
-    def finish(self, ctx: Any, witness: Any, stderr_path: Path, killed: bool
-               ) -> DetectorResult:
+    def finish(self, ctx: Any, witness: Any, stderr_path: Path, killed: bool,
+               returncode: int | None = None) -> DetectorResult:
         """Read one finished launch (see the module doc). Never raises.
 
         Args:
@@ -115,6 +115,7 @@ class Detector:
             stderr_path: the launch's stderr file (the tool's messages are in it).
             killed: the kit killed the process (time-out, Ctrl-C): an unfinished XML is then
                 expected and is not the tool's fault.
+            returncode: the process's status (unused: valgrind's XML says how it ended).
         """
         artifacts_dir, artifacts_rel = Path(ctx.artifacts_dir), ctx.artifacts_rel
         if witness is None:

@@ -54,13 +54,15 @@ _VERSION_RE = re.compile(r"Valgrind-(\d+\.\d+(?:\.\d+)?)")
 class Frame:
     """One stack frame as the tool printed it: ``ip`` (absolute), ``module`` (the object's
     path, ``<obj>``), ``symbol`` (``<fn>``, ``None`` when the object has no symbol there),
-    and ``file``/``line`` when debug information had them."""
+    and ``file``/``line`` when debug information had them; ``offset`` in ``module`` when
+    the tool printed it (ThreadSanitizer's ``(module+0x..)``), else ``None``."""
 
     ip: int | None
     module: str | None
     symbol: str | None
     file: str | None = None
     line: int | None = None
+    offset: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
