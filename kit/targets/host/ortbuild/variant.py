@@ -31,7 +31,7 @@ def variant_key(source: OrtSource, patch: OrtPatch | None, compiler: str,
     """sha256 of what a variant is made from: the two source files' sha256, the series and
     port files, the CMake flags, the compiler's version line and the patch's sha256 (and
     the instrumentation, when there is one: a plain variant's key never changes)."""
-    parts = {"upstream": source.upstream.sha256, "packaging": source.packaging.sha256,
+    parts: dict[str, object] = {"upstream": source.upstream.sha256, "packaging": source.packaging.sha256,
              "series": sha256_bytes(data_file(source.series)),
              "port": sha256_bytes(data_file(source.port)),
              "flags": list(CMAKE_FLAGS), "compiler": compiler,
@@ -47,7 +47,7 @@ def provenance(source: OrtSource, patch: OrtPatch | None, compiler: str, key: st
     (name, version, file, sha256), the packaging, the patch (or ``None`` for the
     baseline), the flags, the compiler, the variant key, and for an instrumented variant
     ``instrumented`` (:meth:`Instrumentation.describe`)."""
-    info = {"source": {"package": source.package, "version": source.version,
+    info: dict[str, object] = {"source": {"package": source.package, "version": source.version,
                        "file": source.upstream.name, "sha256": source.upstream.sha256,
                        "archive": "Debian"},
             "packaging": {"version": source.packaging.request.split("=", 1)[1],
