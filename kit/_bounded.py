@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import stat
 from typing import Iterable, Iterator
@@ -18,7 +19,8 @@ from .errors import DataError, UsageError
 
 __all__ = ["open_regular", "open_regular_if_exists", "open_regular_rw", "lstat_kind",
            "check_writable_entries",
-           "read_tail_bounded", "write_atomic", "read_bytes_bounded", "iter_lines_bounded",
+           "read_tail_bounded", "write_atomic", "read_bytes_bounded", "read_json_bounded",
+           "iter_lines_bounded",
            "path_kind", "describe_path", "MiB", "Line"]
 
 MiB = 1024 * 1024
@@ -196,6 +198,31 @@ def read_bytes_bounded(path: str | os.PathLike[str], limit: int, *, what: str = 
         raise DataError(f"{what} {_shown(path)} is larger than {_size(limit)}",
                         "is it the right file? it is refused rather than read whole")
     return data
+
+
+#: the most bytes of a small JSON file the kit wrote and reads back (runtime.json, a stamp)
+JSON_LIMIT = 4 * MiB
+
+
+def read_json_bounded(path: str | os.PathLike[str], *, what: str, hint: str,
+                      limit: int = JSON_LIMIT, missing: str | None = None,
+                      missing_hint: str = "check the path") -> object:
+    """The parsed content of a JSON file the kit wrote and reads back, read as
+    :func:`read_bytes_bounded` (never more than ``limit`` bytes; a FIFO or device refused
+    before any read, so it never blocks).
+
+    Raises:
+        UsageError: see :func:`open_regular` (a missing file: ``missing``, when given).
+        DataError: larger than ``limit``, or not JSON (truncated, not UTF-8, too deep);
+            ``hint`` says how to make it again.
+    """
+    data = read_bytes_bounded(path, limit, what=what, missing=missing,
+                              missing_hint=missing_hint)
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        raise DataError(f"{what} {_shown(path)} is not valid JSON ({why})", hint) from None
 
 
 def read_tail_bounded(path: str | os.PathLike[str], limit: int, *, what: str = "file"
