@@ -323,35 +323,102 @@ def fixed_chance(design: Any, n_b: int, p_b: float, p_c: float) -> float:
 
 
 def _max_size(design: Any, n_b: int, level: float,
-              seen: dict[bytes, float] | None = None, first: bool | None = None) -> float:
-    """``max over pi in (0, ceiling) of S(pi, pi)``: on the grid, then on a fine grid around
-    its three largest values; the baseline's tail beyond what is followed counted as
-    ``fixed``. ``seen`` keeps the sizes already found by the classes the level makes
-    (:func:`_classes`, all the size depends on), so that a bisection computes each once.
-    ``first``: the rule's variant (default: ``design``'s ``stop_at_first_below``)."""
+              seen: dict[bytes, float] | None = None, first: bool | None = None,
+              exact: bool = True) -> float:
+    """``max over pi in (0, ceiling) of S(pi, pi)`` (:func:`_diagonal_max`; with ``exact``
+    off, the grids only: a lower bound, what a bisection tries first); the baseline's tail
+    beyond what is followed counted as ``fixed``. ``seen`` keeps the sizes already found by
+    the classes the level makes (:func:`_classes`, all the size depends on), so that a
+    bisection computes each once. ``first``: the rule's variant (default: ``design``'s
+    ``stop_at_first_below``)."""
     reg = _regions_for(design, n_b, design.ceiling, first)
     t = _classes(reg, level)
     if seen is None:
-        return _size_of(design, reg, n_b, t)
-    key = t.tobytes()
+        return _size_of(design, reg, n_b, t, exact)
+    key = t.tobytes() + (b"!" if exact else b"~")
     if key not in seen:
-        seen[key] = _size_of(design, reg, n_b, t)
+        seen[key] = _size_of(design, reg, n_b, t, exact)
     return seen[key]
 
 
-def _size_of(design: Any, reg: _Regions, n_b: int, t: np.ndarray) -> float:
+def _size_of(design: Any, reg: _Regions, n_b: int, t: np.ndarray, exact: bool = True
+             ) -> float:
     """:func:`_max_size` for the classes ``t``."""
-    c = design.ceiling
-    tail = float(stats.binom.sf(reg.xb_top, n_b, c))
+    tail = float(stats.binom.sf(reg.xb_top, n_b, design.ceiling))
     big = reg.cap * reg.xb_top >= _BIG
+    return _diagonal_max(lambda r: _run_classes(reg, n_b, t, r, r)[0], design.ceiling, big,
+                         exact) + tail
+
+
+#: the grid's local maxima located by :func:`_zoom`, the largest first, and the rate to
+#: which it locates each (a share of the ceiling: the size's error is then of the order of
+#: its curvature times that squared, below 1e-8 for the designs plan makes)
+_PEAKS = 3
+_XATOL = 1e-4
+
+
+def _diagonal_max(at: Any, ceiling: float, big: bool, exact: bool = True) -> float:
+    """``max over pi in (0, ceiling) of at(pi)`` for ``at`` taking an array of rates: the
+    grid (:data:`_GRID` rates, 25 for ``big``), a finer one around its three largest values
+    (:data:`_FINE`, 9), and with ``exact`` each of the grid's :data:`_PEAKS` largest local
+    maxima located between its neighbours by :func:`_zoom`: the size is a polynomial in
+    ``pi``, smooth, and a grid alone misses its peak between two of its rates (0.0463638
+    on the grid where the peak at 0.02744 is 0.0463767, issue #46)."""
     grid, fine_n = (25, 9) if big else (_GRID, _FINE)
-    coarse = np.linspace(0.0, c, grid + 1)[1:] * (1 - 1e-12)
-    values = _run_classes(reg, n_b, t, coarse, coarse)[0]
+    top = ceiling * (1 - 1e-12)
+    coarse = np.linspace(0.0, ceiling, grid + 1)[1:] * (1 - 1e-12)
+    values = np.asarray(at(coarse), dtype=float)
     step = coarse[1] - coarse[0]
-    fine = np.unique(np.concatenate([np.linspace(max(r - step, 1e-9), min(r + step, c * (
-        1 - 1e-12)), fine_n) for r in coarse[np.argsort(values)[-3:]]]))
-    near = _run_classes(reg, n_b, t, fine, fine)[0]
-    return max(float(values.max(initial=0.0)), float(near.max(initial=0.0))) + tail
+    fine = np.unique(np.concatenate([np.linspace(max(r - step, 1e-9), min(r + step, top),
+                                                 fine_n)
+                                     for r in coarse[np.argsort(values)[-3:]]]))
+    best = max(float(values.max(initial=0.0)), float(np.max(at(fine), initial=0.0)))
+    if not exact:
+        return best
+    padded = np.concatenate([[-np.inf], values, [-np.inf]])
+    local = np.flatnonzero((values >= padded[:-2]) & (values >= padded[2:]))
+    peaks = local[np.argsort(values[local])[::-1][:_PEAKS]]
+    lo = np.maximum(coarse[peaks] - step, 1e-9)[:, None]
+    hi = np.minimum(coarse[peaks] + step, top)[:, None]
+    return max(best, _zoom(lambda v: at(v[0]), [lo], [hi], ceiling))
+
+
+#: points per axis and bracket of each :func:`_zoom` step in one dimension (7 in two), and
+#: its most steps
+_ZOOM_POINTS = 21
+_ZOOM_STEPS = 8
+
+
+def _zoom(at: Any, lo: list[np.ndarray], hi: list[np.ndarray], ceiling: float) -> float:
+    """The largest value of ``at`` found in brackets, each located to :data:`_XATOL` times
+    ``ceiling``
+    on every axis: ``lo[a][b], hi[a][b]`` bound axis ``a`` of bracket ``b`` (arrays of
+    shape ``(brackets, 1)``); ``at`` takes the list of axes' points (flat arrays) and gives
+    the value at each. Each step lays a grid of :data:`_ZOOM_POINTS` per axis over every
+    bracket, all in one call (the dynamic program costs about the same for one rate as for
+    hundreds), and shrinks each bracket to the cells beside its largest value: a bounded
+    search, like the golden section's, for a function with one peak in each bracket."""
+    lo = [np.asarray(x, dtype=float) for x in lo]
+    hi = [np.asarray(x, dtype=float) for x in hi]
+    k = _ZOOM_POINTS if len(lo) == 1 else 7
+    best = -np.inf
+    for _ in range(_ZOOM_STEPS):
+        frac = np.linspace(0.0, 1.0, k)
+        axes = [a + (b - a) * frac[None, :] for a, b in zip(lo, hi)]  # (brackets, k)
+        mesh = np.meshgrid(*[np.arange(k)] * len(lo), indexing="ij")
+        idx = [m.reshape(-1) for m in mesh]  # (k ** dims,) per axis
+        points = [ax[:, i] for ax, i in zip(axes, idx)]  # (brackets, k ** dims)
+        values = np.asarray(at([p.reshape(-1) for p in points]), dtype=float).reshape(
+            points[0].shape)
+        best = max(best, float(values.max(initial=-np.inf)))
+        top = values.argmax(axis=1)
+        for a, i in enumerate(idx):
+            at_top = i[top]
+            lo[a] = np.take_along_axis(axes[a], np.maximum(at_top - 1, 0)[:, None], 1)
+            hi[a] = np.take_along_axis(axes[a], np.minimum(at_top + 1, k - 1)[:, None], 1)
+        if max(float((b - a).max()) for a, b in zip(lo, hi)) <= _XATOL * ceiling:
+            break
+    return best
 
 
 #: the largest comparison level searched: a wider region than this is never needed for a
@@ -385,17 +452,19 @@ def _level(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: fl
     design = kind(ceiling, design_rate, alpha, beta, max_launches)
     goal = ALPHA_MARGIN * alpha
     seen: dict[bytes, float] = {}
-    known = [-math.inf, math.inf]  # the highest log level known to hold, the lowest not
+    # the highest log level known to hold, the lowest not: on the grids (a lower bound of
+    # the size) and exactly (the size at its peak, :func:`_diagonal_max`)
+    known = {False: [-math.inf, math.inf], True: [-math.inf, math.inf]}
 
-    def holds(log_level: float) -> bool:
+    def holds(log_level: float, exact: bool = False) -> bool:
         """Whether the size at ``exp(log_level)`` is at most the goal; answered without
         the program where the size's growth with the level already tells."""
-        if log_level <= known[0]:
+        if log_level <= known[exact][0] or (not exact and log_level <= known[True][0]):
             return True
-        if log_level >= known[1]:
+        if log_level >= known[exact][1] or (exact and log_level >= known[False][1]):
             return False
-        good = _max_size(design, n_b, math.exp(log_level), seen, first) <= goal
-        known[0 if good else 1] = log_level
+        good = _max_size(design, n_b, math.exp(log_level), seen, first, exact) <= goal
+        known[exact][0 if good else 1] = log_level
         return good
 
     # a level found for the same baseline and variant (another beta or --launches) is
@@ -406,17 +475,27 @@ def _level(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: fl
     hint = _HINTS.get(key)
     if hint is not None and holds(min(top, hint - _WARM)) and hint + _WARM < top:
         holds(hint + _WARM)
-    if holds(top):
-        return MAX_LEVEL
-    lo, hi = math.log(alpha) - 12.0, top
+    lo = _bisect(holds, math.log(alpha) - 12.0, top)
+    # the grids only bound the size from below: the level they give is checked at the
+    # size's peak, and lowered by the same bisection where the peak is over the goal
+    if not holds(lo, True):
+        lo = _bisect(lambda x: holds(x, True), math.log(alpha) - 12.0, lo)
+    _HINTS[key] = lo
+    return MAX_LEVEL if lo == top else math.exp(lo)
+
+
+def _bisect(holds: Any, lo: float, hi: float) -> float:
+    """The largest log level in ``[lo, hi]`` that ``holds`` (``hi`` itself first), to
+    1e-3 by bisection: the size only grows with the level."""
+    if holds(hi):
+        return hi
     while hi - lo > 1e-3:
         mid = (lo + hi) / 2
         if holds(mid):
             lo = mid
         else:
             hi = mid
-    _HINTS[key] = lo
-    return math.exp(lo)
+    return lo
 
 
 #: the last log level :func:`_level` found per baseline and variant, and how far either
@@ -521,18 +600,22 @@ def staged_size(design: Any, stage: tuple[int, int, int], level: float,
                 first: bool | None = None) -> float:
     """The largest exact chance of a wrong ``fixed`` below the ceiling at Fisher level
     ``level`` with the baseline staged as ``(n1, r, n2)``: ``max over pi < ceiling`` of
-    both branches' chance at ``p_b = p_c = pi`` (the grid of :func:`_max_size`), the counts
-    beyond those followed counted as ``fixed``."""
+    both branches' chance at ``p_b = p_c = pi`` (at its peak, :func:`_diagonal_max`; over
+    pairs for the first-below rule, :func:`_staged_size_of`), the counts beyond those
+    followed counted as ``fixed``."""
     regs = _staged_regions(design, stage, design.ceiling, first)
     return _staged_size_of(design, regs, stage, tuple(_classes(g, level) for g in regs))
 
 
 def _staged_size_of(design: Any, regs: tuple[_Regions, _Regions],
                     stage: tuple[int, int, int], ts: tuple[np.ndarray, ...],
-                    pairs: bool | None = None) -> float:
+                    pairs: bool | None = None, exact: bool = True) -> float:
     """:func:`staged_size` for the classes ``ts``; ``pairs``: maximise over pairs
     ``p_b <= p_c`` (default: for the first-below rule, comment above), else on the
-    diagonal."""
+    diagonal (:func:`_diagonal_max`; ``exact`` as there). Over pairs: a triangle of the
+    grid, a finer one around its three largest, and with ``exact`` the diagonal's peak
+    and each of those three pairs' located by :func:`_zoom` (``p_b = u p_c``, ``u`` in
+    ``[0, 1]``: the triangle as a box)."""
     c = design.ceiling
     big = max(g.cap * g.xb_top for g in regs) >= _BIG
 
@@ -541,21 +624,22 @@ def _staged_size_of(design: Any, regs: tuple[_Regions, _Regions],
         tail = sum(pmf[g.xb_top + 1:].sum(axis=0) for g, pmf in zip(regs, pmfs))
         return _staged_classes(regs, stage, ts, p_c, p_b)[0] + tail
 
-    if not (regs[0].first if pairs is None else pairs):  # the diagonal (comment above)
-        grid, fine_n = (25, 9) if big else (_GRID, _FINE)
-        coarse = np.linspace(0.0, c, grid + 1)[1:] * (1 - 1e-12)
-        values = at(coarse, coarse)
-        step = coarse[1] - coarse[0]
-        fine = np.unique(np.concatenate([np.linspace(max(r - step, 1e-9), min(
-            r + step, c * (1 - 1e-12)), fine_n) for r in coarse[np.argsort(values)[-3:]]]))
-        return max(float(values.max(initial=0.0)), float(at(fine, fine).max(initial=0.0)))
+    on_pairs = regs[0].first if pairs is None else pairs
+    if not on_pairs or exact:  # the diagonal (comment above); over pairs, part of them
+        best = _diagonal_max(lambda r: at(r, r), c, big, exact)
+        if not on_pairs:
+            return best
+    else:
+        best = 0.0
     # pairs p_b <= p_c: a triangle of the grid, then a finer one around its three largest
     grid, fine_n = (_STAGED_GRID_BIG, 5) if big else (_STAGED_GRID, 7)
     axis = np.linspace(0.0, c, grid + 1)[1:] * (1 - 1e-12)
     i, j = np.tril_indices(grid)  # p_b = axis[j] <= p_c = axis[i]
     values = at(axis[j], axis[i])
     step = axis[1] - axis[0]
-    best = float(values.max(initial=0.0))
+    best = max(best, float(values.max(initial=0.0)))
+    peak_lo: list[list[float]] = []
+    peak_hi: list[list[float]] = []
     for k in np.argsort(values)[-3:]:
         pc = np.linspace(max(axis[i[k]] - step, 1e-9), min(axis[i[k]] + step, c * (1 - 1e-12)),
                          fine_n)
@@ -564,9 +648,27 @@ def _staged_size_of(design: Any, regs: tuple[_Regions, _Regions],
         gb, gc = np.meshgrid(pb, pc)
         keep = gb <= gc
         best = max(best, float(at(gb[keep], gc[keep]).max(initial=0.0)))
+        if exact:  # p_b = u p_c with u in [0, 1]: the triangle as a box, zoomed
+            u = axis[j[k]] / axis[i[k]]
+            du = step / axis[i[k]]
+            peak_lo.append([max(axis[i[k]] - step, 1e-9), max(u - du, 0.0)])
+            peak_hi.append([min(axis[i[k]] + step, c * (1 - 1e-12)), min(u + du, 1.0)])
+    if exact:
+        lo_, hi_ = np.array(peak_lo), np.array(peak_hi)
+        best = max(best, _zoom(lambda v: at(v[0] * v[1], v[0]),
+                               [lo_[:, :1], lo_[:, 1:]], [hi_[:, :1], hi_[:, 1:]], c))
     return best
 
 
+#: the staged sizes ``(pairs, exact)`` known to be at least, and at most, each one: the
+#: exact size over pairs takes the diagonal's peak and the triangle's grid, each exact one
+#: its grid (a level that holds for a larger size holds for it; one that fails for a
+#: smaller fails)
+_STAGED_ABOVE = {(False, False): ((False, False), (False, True), (True, True)),
+                 (False, True): ((False, True), (True, True)),
+                 (True, False): ((True, False), (True, True)), (True, True): ((True, True),)}
+_STAGED_BELOW = {k: tuple(j for j, above in _STAGED_ABOVE.items() if k in above)
+                 for k in _STAGED_ABOVE}
 #: the staged first-below size's grid of rates per axis (pairs p_b <= p_c of it), and for
 #: big designs (:data:`_BIG`)
 _STAGED_GRID = 24
@@ -585,35 +687,37 @@ def _level_staged(kind: Any, ceiling: float, design_rate: float, alpha: float, b
     design = kind(ceiling, design_rate, alpha, beta, max_launches)
     goal = ALPHA_MARGIN * alpha
     regs = _staged_regions(design, stage, ceiling, first)
-    seen: dict[tuple[bytes, bool], bool] = {}
-    known = {False: [-math.inf, math.inf], True: [-math.inf, math.inf]}
+    seen: dict[tuple[bytes, bool, bool], bool] = {}
+    known = {(p, e): [-math.inf, math.inf] for p in (False, True) for e in (False, True)}
 
-    def holds(log_level: float, pairs: bool) -> bool:
+    def holds(log_level: float, pairs: bool, exact: bool = False) -> bool:
         """Whether the size at ``exp(log_level)`` is at most the goal; answered without the
-        program where the size's growth with the level already tells (as in _level)."""
-        low, high = known[pairs]
+        program where the size's growth with the level already tells (as in _level; the
+        exact size and the one over pairs are at least the grid's and the diagonal's)."""
+        low = max(known[k][0] for k in _STAGED_ABOVE[pairs, exact])
+        high = min(known[k][1] for k in _STAGED_BELOW[pairs, exact])
         if log_level <= low:
             return True
         if log_level >= high:
             return False
         ts = tuple(_classes(g, math.exp(log_level)) for g in regs)
-        key = (b"|".join(t.tobytes() for t in ts), pairs)
+        key = (b"|".join(t.tobytes() for t in ts), pairs, exact)
         if key not in seen:
-            seen[key] = _staged_size_of(design, regs, stage, ts, pairs) <= goal
-        known[pairs][0 if seen[key] else 1] = log_level
+            seen[key] = _staged_size_of(design, regs, stage, ts, pairs, exact) <= goal
+        known[pairs, exact][0 if seen[key] else 1] = log_level
         return seen[key]
 
-    def bisect(lo: float, hi: float, pairs: bool) -> float:
+    def bisect(lo: float, hi: float, pairs: bool, exact: bool = False) -> float:
         # the level for another beta or --launches is mostly close: its neighbours, tried
         # first, answer most steps; the steps are the same, so it ends where it would
-        key = ("staged", kind, ceiling, design_rate, alpha, stage, first, pairs)
+        key = ("staged", kind, ceiling, design_rate, alpha, stage, first, pairs, exact)
         hint = _HINTS.get(key)
         if hint is not None and lo < hint - _WARM and hint + _WARM < hi:
-            if holds(hint - _WARM, pairs):
-                holds(hint + _WARM, pairs)
+            if holds(hint - _WARM, pairs, exact):
+                holds(hint + _WARM, pairs, exact)
         while hi - lo > 1e-3:
             mid = (lo + hi) / 2
-            if holds(mid, pairs):
+            if holds(mid, pairs, exact):
                 lo = mid
             else:
                 hi = mid
@@ -624,4 +728,8 @@ def _level_staged(kind: Any, ceiling: float, design_rate: float, alpha: float, b
     found = top if holds(top, False) else bisect(bottom, top, False)
     if first and not holds(found, True):
         found = bisect(bottom, found, True)
-    return math.exp(found)
+    # the grids only bound the size from below: checked at its peak, and lowered by the
+    # same bisection where the peak is over the goal (as in _level)
+    if not holds(found, first, True):
+        found = bisect(bottom, found, first, True)
+    return MAX_LEVEL if found == top else math.exp(found)
