@@ -46,3 +46,20 @@ def test_the_level_keeps_the_size_at_its_peak_within_the_goal() -> None:
     dense = finished._run(reg, 30, level, rates, rates)[0]
     tail = float(finished.stats.binom.sf(reg.xb_top, 30, 0.05))
     assert float(dense.max()) + tail <= max_size(design, 30, level) + 1e-9
+
+
+def test_the_printed_beta_makes_the_rule_designed() -> None:
+    """``plan`` prints ``--beta`` as the very float its rule was made at (the betas it tries
+    are kept to 6 digits): the printed command, read back as ``run`` reads it, makes the
+    same rule; the 3 digits printed before (0.1 for 0.10048) made another."""
+    from kit.analysis.plan import beta_option, short_beta
+
+    beta = short_beta(0.10048000000000004)  # a beta plan's bisection reaches
+    design = SprtDesign(0.05, 0.0125, 0.05, beta, 240, 30)
+    printed = beta_option(design.beta, 0.2)
+    assert printed == " --beta 0.10048"
+    again = SprtDesign(0.05, 0.0125, 0.05, float(printed.split()[1]), 240, 30)
+    assert again == design and (again.upper, again.lower) == (design.upper, design.lower)
+    rounded = SprtDesign(0.05, 0.0125, 0.05, float(f"{design.beta:.3g}"), 240, 30)
+    assert (rounded.upper, rounded.lower) != (design.upper, design.lower)
+    assert beta_option(0.2, 0.2) == ""

@@ -22,7 +22,7 @@ from .stats import P_RTOL, fisher_p_vector, k_max_at, launches_to_bound, stats
 from .wald import least_baseline_launches, least_mean_launches
 
 __all__ = ["Plan", "design_power", "launches_to_bound_with_power", "plan_launches",
-           "SequentialPlan", "plan_sequential"]
+           "SequentialPlan", "plan_sequential", "short_beta", "beta_option"]
 
 
 def _support(n: int, p: float, eps: float = 1e-12) -> np.ndarray:
@@ -350,6 +350,20 @@ _BETA_STEP = 0.8
 _SMALL = 100
 
 
+def short_beta(beta: float) -> float:
+    """``beta`` to 6 significant digits: the betas :func:`_design_rule` tries, so that the
+    one it keeps prints short and exactly (:func:`beta_option`)."""
+    return float(f"{beta:.6g}")
+
+
+def beta_option(design_beta: float, given: float) -> str:
+    """`` --beta B`` for a rule made at ``design_beta`` when that is not ``given`` (the
+    default or the user's), else ``""``: ``B`` is the shortest text that reads back as
+    that very float (``repr``), so the printed command runs the rule designed (``0.10048``
+    printed ``0.1`` ran another: power 0.80485 where the design had 0.80382)."""
+    return "" if design_beta == given else f" --beta {design_beta!r}"
+
+
 def _baseline_sizes(reference: Plan, baseline_rate: float, design_rate: float, goal: float
                     ) -> list[int]:
     """The finished-baseline sizes :func:`_design_rule` tries, nearest the reference's
@@ -423,6 +437,7 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
     most = suggested_cap(reference.total_launches)
 
     def attempt(base: Any, b: float) -> tuple[float, Any, float] | None:
+        b = short_beta(b)  # printed as it is: `--beta` then makes this very rule
         stage = base if isinstance(base, tuple) else None
         n_b = base if stage is None else stage[0]
         try:

@@ -228,7 +228,7 @@ PLAN_MAX_BETA = 0.5
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from ..analysis.plan import plan_sequential
+    from ..analysis.plan import beta_option, plan_sequential
     from ..analysis.stats import lower_bound
     from ..analysis.verdict import check_signature, count_events
 
@@ -290,7 +290,7 @@ def _plan(args: argparse.Namespace) -> int:
                   f"below {args.ceiling:.3g} at {1 - args.alpha:.0%}; {see} baseline "
                   f"{'launch sees' if see == 1 else 'launches see'} the target at least once "
                   f"with {1 - args.alpha:.0%} probability.")
-    beta = f" --beta {design.beta:.3g}" if abs(design.beta - args.beta) > 1e-9 else ""
+    beta = beta_option(design.beta, args.beta)
     variant = " --stop-at-first-below" if design.stop_at_first_below else ""
     console.print(f"\nSequential rule (`coldstart run ... --launches {cap}{beta}{variant} "
                   f"--until-verdict BASELINE_DIR`): {design.describe()}.")
