@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kit.analysis import finished
+from kit.analysis import finished, passage
 from kit.analysis.finished import max_size, staged_size
 from kit.analysis.sprt import ALPHA_MARGIN, SprtDesign
 
@@ -41,10 +41,10 @@ def test_the_level_keeps_the_size_at_its_peak_within_the_goal() -> None:
     level = design.comparison_alpha
     goal = ALPHA_MARGIN * 0.05
     assert max_size(design, 30, level) <= goal * (1 + 1e-12)
-    reg = finished._regions_for(design, 30, design.ceiling)
+    reg = passage.regions_for(design, 30, design.ceiling)
     rates = np.linspace(1e-6, 0.05 * (1 - 1e-12), 20001)
-    dense = finished._run(reg, 30, level, rates, rates)[0]
-    tail = float(finished.stats.binom.sf(reg.xb_top, 30, 0.05))
+    dense = passage.run(reg, 30, level, rates, rates)[0]
+    tail = float(passage.stats.binom.sf(reg.xb_top, 30, 0.05))
     assert float(dense.max()) + tail <= max_size(design, 30, level) + 1e-9
 
 

@@ -49,8 +49,10 @@ from typing import Any
 
 import numpy as np
 
-from .binomial import ALPHA_MARGIN, k_max_cached
-from .stats import P_RTOL, fisher_p_vector, stats
+from .binomial import ALPHA_MARGIN
+from .passage import (Regions, layers, level_classes, regions_for, run, run_classes,
+                      weighed)
+from .stats import stats
 
 __all__ = ["FinishedPoint", "operating_finished", "comparison_level", "max_size",
            "fixed_chance", "fixed_by_count", "staged_size", "staged_baseline_mean",
@@ -63,9 +65,6 @@ _FINE = 15
 #: from this many candidate launches times baseline classes on, the grids are 25 and 9
 #: rates (the program's work grows with both)
 _BIG = 40_000
-#: baseline counts whose chance is below this at every rate looked at are lumped with the
-#: largest one kept (their ``fixed`` chance counted as 1 in a size: conservative)
-_TAIL = 1e-15
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,197 +88,6 @@ class FinishedPoint:
         return int(np.searchsorted(np.cumsum(self.launches), q * (1 - 1e-12)))
 
 
-@dataclasses.dataclass(frozen=True)
-class _Regions:
-    """The candidate's (n, x) cells where the SPRT is below the ceiling (``x <= top``), with
-    Fisher's p of every baseline count ``1..xb_top`` against each."""
-
-    cap: int
-    top: int
-    below: np.ndarray      # (cap + 1, top + 1) bool: SPRT below the ceiling (n = cap: bound)
-    not_below: np.ndarray  # (cap + 1, top + 1) bool: the rule's stop as not below
-    fisher: np.ndarray     # (cells, xb_top): p of baseline count j + 1 against the cell
-    cells: tuple[np.ndarray, np.ndarray]  # the below cells' (n, x)
-    xb_top: int
-    #: the rule stops at its first "below the ceiling", ``fixed`` or not (else it goes on
-    #: while the comparison does not hold there)
-    first: bool = False
-    #: ``first_below[x]``: the first launch where ``x`` events are below (cap + 1: never)
-    first_below: np.ndarray | None = None
-
-
-def _regions(design: Any, n_b: int, xb_top: int, first: bool = False) -> _Regions:
-    cap = design.max_launches
-    k_max = np.asarray(k_max_cached(cap, design.ceiling, design.alpha))
-    top = max(int(k_max[cap]), 0)
-    n = np.arange(cap + 1)[:, None]
-    x = np.arange(top + 1)[None, :]
-    llr = x * design.step_event + (n - x) * design.step_clean  # as SprtDesign.log_lr
-    bound = x <= k_max[:, None]
-    below = (llr >= design.upper) & bound
-    below[cap] = bound[cap]
-    below[0] = False
-    not_below = (llr <= design.lower) & ~bound
-    not_below[cap] = True
-    not_below[0] = False
-    cn, cx = np.nonzero(below)
-    j = np.arange(1, xb_top + 1)[None, :]
-    fisher = fisher_p_vector(j, n_b, cx[:, None], cn[:, None]) if cn.size else np.zeros(
-        (0, xb_top))
-    # compare also wants the candidate's rate below the baseline's
-    fisher = np.where(cx[:, None] * n_b < j * cn[:, None], fisher, np.inf)
-    first_below = np.where(below.any(axis=0), below.argmax(axis=0), cap + 1)
-    return _Regions(cap, top, below, not_below, fisher, (cn, cx), xb_top, first, first_below)
-
-
-@functools.lru_cache(maxsize=32)
-def _regions_cached(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: float,
-                    max_launches: int, n_b: int, xb_top: int, first: bool = False) -> _Regions:
-    return _regions(kind(ceiling, design_rate, alpha, beta, max_launches), n_b, xb_top, first)
-
-
-def _xb_top(n_b: int, rate: float) -> int:
-    """The largest baseline count worth following at rates up to ``rate``."""
-    return max(1, min(n_b, int(stats.binom.isf(_TAIL, n_b, min(rate, 1.0))) + 1))
-
-
-def _run(reg: _Regions, n_b: int, level: float, rates: np.ndarray, p_b: np.ndarray,
-         spread: bool = False) -> tuple[np.ndarray, ...]:
-    """``(P(fixed), mean candidate launches)`` at each pair ``(p_b[r], rates[r])``: the
-    first-passage dynamic program (module doc), one layer per class of baseline counts with
-    the same region; with ``spread``, also ``P(N >= n)`` for ``n = 1..cap`` (rates x cap)."""
-    return _run_classes(reg, n_b, _classes(reg, level), rates, p_b, spread)
-
-
-def _classes(reg: _Regions, level: float) -> np.ndarray:
-    """``t``: the fewest baseline events (``1..xb_top``; ``xb_top + 1``: none) that pass at
-    ``level`` against each below cell: all :func:`_run` reads of the level."""
-    passes = reg.fisher <= level * (1.0 + P_RTOL)
-    return np.where(passes.any(axis=1), passes.argmax(axis=1) + 1, reg.xb_top + 1)
-
-
-def _run_classes(reg: _Regions, n_b: int, t: np.ndarray, rates: np.ndarray, p_b: np.ndarray,
-                 spread: bool = False, by_class: bool = False,
-                 pmf: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-    """:func:`_run` for the classes ``t`` of :func:`_classes`; with ``by_class``, instead
-    ``(classes, hit, mean)``: each class's least baseline count, its chance of ``fixed`` and
-    its mean candidate launches at each rate (``p_b`` unused). ``pmf``: the baseline's
-    count distribution, ``pmf[x, r]`` for ``x = 0..n_b`` (a staged baseline's, which is not
-    binomial), in place of ``Bin(n_b, p_b[r])``."""
-    rates = np.asarray(rates, dtype=float)
-    classes, region, weight = _layers(reg, n_b, t, rates, p_b, pmf)
-    if by_class:
-        hit, mean, _going = _passage(reg, region, rates, False)
-        return classes, hit, mean
-    return _weighed(reg, region, weight, rates, spread)
-
-
-def _layers(reg: _Regions, n_b: int, t: np.ndarray, rates: np.ndarray, p_b: np.ndarray,
-            pmf: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(classes, region, weight)``: each class's least baseline count, its region of
-    candidate cells ``(classes, cap + 1, top + 1)`` and its chance at each rate,
-    ``P(u_j <= X_b < u_{j+1})`` (the last takes the tail above ``xb_top``)."""
-    classes = np.unique(t[t <= reg.xb_top])
-    edges = np.concatenate([classes, [n_b + 1]])
-    if pmf is None:
-        cdf = stats.binom.cdf(edges[:, None] - 1, n_b, np.asarray(p_b)[None, :])
-        weight = cdf[1:] - cdf[:-1]
-        if classes.size:
-            weight[-1] = 1.0 - cdf[-2]
-    else:  # P(X_b < k) for k = 0..n_b + 1, at the class edges
-        cdf = np.concatenate([np.zeros((1, rates.size)), np.cumsum(pmf, axis=0)])[edges]
-        weight = cdf[1:] - cdf[:-1]
-    region = np.zeros((classes.size,) + reg.below.shape, dtype=bool)
-    cn, cx = reg.cells
-    region[:, cn, cx] = t[None, :] <= classes[:, None]
-    return classes, region, weight
-
-
-def _weighed(reg: _Regions, region: np.ndarray, weight: np.ndarray, rates: np.ndarray,
-             spread: bool) -> tuple[np.ndarray, ...]:
-    """``(P(fixed), mean launches[, P(N >= n)])`` at each rate for the layers ``region``
-    with chances ``weight``; layers with the same region are run once."""
-    if region.shape[0] == 0:
-        return (np.zeros(rates.size), np.zeros(rates.size)) + (
-            (np.zeros((rates.size, reg.cap)),) if spread else ())
-    flat = region.reshape(region.shape[0], -1)
-    _u, first, which = np.unique(flat, axis=0, return_index=True, return_inverse=True)
-    which = np.asarray(which).reshape(-1)
-    w = np.zeros((first.size, rates.size))
-    np.add.at(w, which, weight)
-    hit, mean, going = _passage(reg, region[first], rates, spread, w)
-    out = (w * hit).sum(axis=0), (w * mean).sum(axis=0)
-    return out + ((going.T,) if going is not None else ())
-
-
-def _passage(reg: _Regions, region: np.ndarray, rates: np.ndarray, spread: bool,
-             weight: np.ndarray | None = None
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The first-passage program for each layer's region: ``(hit, mean, going)``, each
-    layer's chance of entering its region and mean candidate launches at each rate, and
-    with ``spread`` the ``weight``-ed ``P(N >= n)`` for ``n = 1..cap`` (cap x rates)."""
-    # a count above the most events that pass at max_launches can never reach fixed; when
-    # the rule stops at its first "below", above the most that pass where they are first so
-    if reg.first:
-        x = np.arange(reg.top + 1)
-        fb = np.minimum(reg.first_below, reg.cap)
-        at_first = region[:, fb, x] & (reg.first_below <= reg.cap)[None, :]
-        reach = np.array([int(np.flatnonzero(r).max(initial=-1)) for r in at_first])
-    else:
-        reach = np.array([int(np.flatnonzero(r[reg.cap]).max(initial=-1)) for r in region])
-    m, width = region.shape[0], reg.top + 2
-    alive = np.zeros((m, rates.size, width))
-    if m:
-        alive[reach >= 0, :, 0] = 1.0
-    dead = np.arange(width)[None, :] > reach[:, None]  # (m, width)
-    q, p = (1.0 - rates)[None, :, None], rates[None, :, None]
-    hit = np.zeros((m, rates.size))
-    mean = np.zeros((m, rates.size))
-    going = np.zeros((reg.cap, rates.size)) if spread else None
-    for n in range(1, reg.cap + 1):
-        if (n - 1) % _BLOCK == 0:  # the masks of the next launches, as 0/1 factors
-            if not alive.any():
-                break
-            into, keep = _masks(reg, region, dead, n, min(reg.cap + 1, n + _BLOCK))
-        here = alive.sum(axis=2)
-        mean += here
-        if going is not None and weight is not None:
-            going[n - 1] = (weight * here).sum(axis=0)
-        moved = alive * q
-        moved[:, :, 1:] += alive[:, :, :-1] * p
-        i = (n - 1) % _BLOCK
-        hit += (moved * into[i][:, None, :]).sum(axis=2)
-        moved *= keep[i][:, None, :]
-        alive = moved
-    return hit, mean, going
-
-
-#: launches whose masks :func:`_masks` makes at once
-_BLOCK = 64
-
-
-def _masks(reg: _Regions, region: np.ndarray, dead: np.ndarray, start: int, stop: int
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """For launches ``start .. stop - 1`` (layers ``(launches, classes, width)``, as 0/1
-    floats): ``into``, the cells of each class's region, and ``keep``, the cells the run goes
-    on from (not in the region, not stopped as not below, not beyond reach)."""
-    m, width = dead.shape
-    into = np.zeros((stop - start, m, width), dtype=bool)
-    into[:, :, :-1] = region[:, start:stop].transpose(1, 0, 2)
-    stop_ = dead[None, :, :] | into
-    if reg.first:  # every "below" stops the run, fixed (into) or not
-        stop_[:, :, :-1] |= reg.below[start:stop][:, None, :]
-    stop_[:, :, :-1] |= reg.not_below[start:stop][:, None, :]
-    return into.astype(float), (~stop_).astype(float)
-
-
-def _regions_for(design: Any, n_b: int, rate: float, first: bool | None = None) -> _Regions:
-    if first is None:
-        first = bool(getattr(design, "stop_at_first_below", False))
-    return _regions_cached(type(design), design.ceiling, design.design_rate, design.alpha,
-                           design.beta, design.max_launches, n_b, _xb_top(n_b, rate), first)
-
-
 def operating_finished(design: Any, n_b: int, p_b: float, p_c: float,
                        level: float | None = None) -> FinishedPoint:
     """Exact chance of ``fixed`` and the distribution of the candidate's launches for a
@@ -293,8 +101,8 @@ def operating_finished(design: Any, n_b: int, p_b: float, p_c: float,
         f, e, going = _staged_run(design, stage, level, np.array([p_c]), np.array([p_b]),
                                   max(p_b, design.ceiling), spread=True)
     else:
-        reg = _regions_for(design, n_b, max(p_b, design.ceiling))
-        f, e, going = _run(reg, n_b, level, np.array([p_c]), np.array([p_b]), spread=True)
+        reg = regions_for(design, n_b, max(p_b, design.ceiling))
+        f, e, going = run(reg, n_b, level, np.array([p_c]), np.array([p_b]), spread=True)
     at_least = np.concatenate([[1.0], going[0], [0.0]])  # P(N >= n), n = 0..cap + 1
     return FinishedPoint(float(f[0]), float(e[0]), np.maximum(-np.diff(at_least), 0.0))
 
@@ -307,8 +115,8 @@ def fixed_by_count(design: Any, n_b: int, rates: Any) -> np.ndarray:
     is what a baseline made some other way than in one fixed-size campaign is judged with
     (``benchmarks/bench_baseline_extension.py``)."""
     rates = np.atleast_1d(np.asarray(rates, dtype=float))
-    reg = _regions_for(design, n_b, 1.0)  # every count, up to n_b
-    classes, hit, _mean = _run_classes(reg, n_b, _classes(reg, design.comparison_alpha),
+    reg = regions_for(design, n_b, 1.0)  # every count, up to n_b
+    classes, hit, _mean = run_classes(reg, n_b, level_classes(reg, design.comparison_alpha),
                                        rates, rates, by_class=True)
     out = np.zeros((n_b + 1, rates.size))
     for j, least in enumerate(classes):
@@ -328,11 +136,11 @@ def _max_size(design: Any, n_b: int, level: float,
     """``max over pi in (0, ceiling) of S(pi, pi)`` (:func:`_diagonal_max`; with ``exact``
     off, the grids only: a lower bound, what a bisection tries first); the baseline's tail
     beyond what is followed counted as ``fixed``. ``seen`` keeps the sizes already found by
-    the classes the level makes (:func:`_classes`, all the size depends on), so that a
+    the classes the level makes (:func:`level_classes`, all the size depends on), so that a
     bisection computes each once. ``first``: the rule's variant (default: ``design``'s
     ``stop_at_first_below``)."""
-    reg = _regions_for(design, n_b, design.ceiling, first)
-    t = _classes(reg, level)
+    reg = regions_for(design, n_b, design.ceiling, first)
+    t = level_classes(reg, level)
     if seen is None:
         return _size_of(design, reg, n_b, t, exact)
     key = t.tobytes() + (b"!" if exact else b"~")
@@ -341,12 +149,12 @@ def _max_size(design: Any, n_b: int, level: float,
     return seen[key]
 
 
-def _size_of(design: Any, reg: _Regions, n_b: int, t: np.ndarray, exact: bool = True
+def _size_of(design: Any, reg: Regions, n_b: int, t: np.ndarray, exact: bool = True
              ) -> float:
     """:func:`_max_size` for the classes ``t``."""
     tail = float(stats.binom.sf(reg.xb_top, n_b, design.ceiling))
     big = reg.cap * reg.xb_top >= _BIG
-    return _diagonal_max(lambda r: _run_classes(reg, n_b, t, r, r)[0], design.ceiling, big,
+    return _diagonal_max(lambda r: run_classes(reg, n_b, t, r, r)[0], design.ceiling, big,
                          exact) + tail
 
 
@@ -566,22 +374,22 @@ def staged_baseline_mean(stage: tuple[int, int, int], p_b: float) -> float:
 
 
 def _staged_regions(design: Any, stage: tuple[int, int, int], rate: float,
-                    first: bool | None = None) -> tuple[_Regions, _Regions]:
+                    first: bool | None = None) -> tuple[Regions, Regions]:
     n1, _r, n2 = stage
-    return _regions_for(design, n1, rate, first), _regions_for(design, n2, rate, first)
+    return regions_for(design, n1, rate, first), regions_for(design, n2, rate, first)
 
 
 def _staged_run(design: Any, stage: tuple[int, int, int], level: float, rates: np.ndarray,
                 p_b: np.ndarray, rate: float, spread: bool = False,
                 first: bool | None = None) -> tuple[np.ndarray, ...]:
-    """:func:`_run` for the staged baseline: both branches' programs at one level, summed
+    """:func:`run` for the staged baseline: both branches' programs at one level, summed
     (``rate``: the highest baseline rate the counts followed must cover)."""
     regs = _staged_regions(design, stage, rate, first)
-    return _staged_classes(regs, stage, tuple(_classes(g, level) for g in regs), rates, p_b,
+    return _staged_classes(regs, stage, tuple(level_classes(g, level) for g in regs), rates, p_b,
                            spread)
 
 
-def _staged_classes(regs: tuple[_Regions, _Regions], stage: tuple[int, int, int],
+def _staged_classes(regs: tuple[Regions, Regions], stage: tuple[int, int, int],
                     ts: tuple[np.ndarray, ...], rates: np.ndarray, p_b: np.ndarray,
                     spread: bool = False) -> tuple[np.ndarray, ...]:
     """Both branches' layers (their candidate cells are the same: one design) run as one
@@ -589,11 +397,11 @@ def _staged_classes(regs: tuple[_Regions, _Regions], stage: tuple[int, int, int]
     n1, _r, n2 = stage
     rates = np.asarray(rates, dtype=float)
     pmfs = _staged_pmf(stage, np.asarray(p_b, dtype=float))
-    parts = [_layers(g, n, t, rates, p_b, pmf)
+    parts = [layers(g, n, t, rates, p_b, pmf)
              for g, n, t, pmf in zip(regs, (n1, n2), ts, pmfs)]
     region = np.concatenate([part[1] for part in parts])
     weight = np.concatenate([part[2] for part in parts])
-    return _weighed(regs[0], region, weight, rates, spread)
+    return weighed(regs[0], region, weight, rates, spread)
 
 
 def staged_size(design: Any, stage: tuple[int, int, int], level: float,
@@ -604,10 +412,10 @@ def staged_size(design: Any, stage: tuple[int, int, int], level: float,
     pairs for the first-below rule, :func:`_staged_size_of`), the counts beyond those
     followed counted as ``fixed``."""
     regs = _staged_regions(design, stage, design.ceiling, first)
-    return _staged_size_of(design, regs, stage, tuple(_classes(g, level) for g in regs))
+    return _staged_size_of(design, regs, stage, tuple(level_classes(g, level) for g in regs))
 
 
-def _staged_size_of(design: Any, regs: tuple[_Regions, _Regions],
+def _staged_size_of(design: Any, regs: tuple[Regions, Regions],
                     stage: tuple[int, int, int], ts: tuple[np.ndarray, ...],
                     pairs: bool | None = None, exact: bool = True) -> float:
     """:func:`staged_size` for the classes ``ts``; ``pairs``: maximise over pairs
@@ -700,7 +508,7 @@ def _level_staged(kind: Any, ceiling: float, design_rate: float, alpha: float, b
             return True
         if log_level >= high:
             return False
-        ts = tuple(_classes(g, math.exp(log_level)) for g in regs)
+        ts = tuple(level_classes(g, math.exp(log_level)) for g in regs)
         key = (b"|".join(t.tobytes() for t in ts), pairs, exact)
         if key not in seen:
             seen[key] = _staged_size_of(design, regs, stage, ts, pairs, exact) <= goal
