@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -167,8 +168,8 @@ def _stages(n_b: int, baseline_rate: float, least: int) -> list[tuple[int, int, 
 
 def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate: float,
                  beta: float, reference: Plan, goal: float, at_first: bool = False,
-                 beat: float | None = None, bases: list[Any] | None = None
-                 ) -> tuple[Any, float, float] | None:
+                 beat: float | None = None, bases: list[Any] | None = None,
+                 search: "_Search | None" = None) -> tuple[Any, float, float] | None:
     """The finished-baseline rule with the fewest expected launches at the design rate
     (baseline plus the candidate's exact mean, :func:`kit.analysis.finished.operating_finished`)
     whose exact power there is at least ``goal``, and whose baseline plus ``--launches`` is
@@ -183,7 +184,8 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
     baselines ``(n1, r, n2)`` (:attr:`kit.analysis.sprt.SprtDesign.baseline_stage`; their
     launches are the staged baseline's mean, :func:`kit.analysis.finished.staged_baseline_mean`).
     ``(design, power, expected launches)``, or ``None`` when no size works (or none beats
-    ``beat``)."""
+    ``beat``). ``search``: says which baseline it tries (progress), and stops trying more
+    once its bound is reached and a rule is found (:class:`_Search`)."""
     from .finished import operating_finished, staged_baseline_mean
     from .sprt import SprtDesign, suggested_cap
 
@@ -228,7 +230,11 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
     level = ALPHA_MARGIN * alpha
     if bases is None:
         bases = list(_baseline_sizes(reference, baseline_rate, design_rate, goal))
-    for n_b in bases:
+    search = search or _Search()
+    for done, n_b in enumerate(bases):
+        if search.over() and best is not None:
+            break  # the bound: the best found so far is kept
+        search.trying(n_b, done, len(bases), at_first)
         if _most_of(n_b) >= most:
             continue
         if best is not None and _mean_of(n_b) - _most_of(n_b) + least_mean_launches(
@@ -244,7 +250,8 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
             # launches are too few for that beta (``None``): then bisect in between, where
             # the largest beta that reaches the goal lies
             lo, hi, low, prev = beta, beta, first, None
-            while (lo > _BETA_FLOOR and low is not None and low[2] < goal
+            while (lo > _BETA_FLOOR and low is not None and low[2] < goal and not (
+                    search.over() and best is not None)
                    and not beaten(low) and not hopeless(prev, low)):
                 hi, lo, prev = lo, max(_BETA_FLOOR, lo * _BETA_STEP), low
                 low = attempt(n_b, lo)
@@ -282,12 +289,41 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
     return None if best is None or best[1] is None else (best[1], best[2], best[0])
 
 
+class _Search:
+    """The rule search's progress and bound (``plan_sequential``'s ``budget_s``): says on
+    ``log`` which baseline it tries, and once ``budget_s`` seconds have passed, that it
+    keeps the best rule found so far."""
+
+    def __init__(self, log: Callable[[str], None] = lambda _m: None,
+                 budget_s: float | None = None) -> None:
+        self.log, self.budget_s = log, budget_s
+        self.started = time.monotonic()
+        self.stopped = False
+
+    def over(self) -> bool:
+        """Whether the bound is reached (said once)."""
+        late = self.budget_s is not None and time.monotonic() - self.started > self.budget_s
+        if late and not self.stopped:
+            self.stopped = True
+            self.log(f"plan: the rule search reached its bound ({self.budget_s:g} s): the "
+                     f"best rule found so far is given (a longer search may find one with "
+                     f"fewer launches)")
+        return late
+
+    def trying(self, base: Any, done: int, total: int, at_first: bool) -> None:
+        what = (f"a baseline staged {base[0]}:{base[1]} up to {base[2]}"
+                if isinstance(base, tuple) else f"a baseline of {base}")
+        self.log(f"plan: rule {done + 1} of {total} "
+                 f"({'stops at first below' if at_first else 'goes on'}), {what}; "
+                 f"{time.monotonic() - self.started:.0f} s")
+
+
 def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float = 0.05,
                     power: float = 0.8, candidate_rate: float = 0.0, beta: float = 0.2,
                     design_rate: float | None = None,
                     log: Callable[[str], None] = lambda _m: None,
                     variants: tuple[bool, ...] = (False, True),
-                    staged: bool = True) -> SequentialPlan:
+                    staged: bool = True, budget_s: float | None = None) -> SequentialPlan:
     """Plan a verdict both ways: a fixed-size design (:func:`plan_launches`) and the
     ``--until-verdict`` rule (:class:`kit.analysis.sprt.SprtDesign`) for a finished
     baseline, designed against a fixed-size reference: the design at the design rate
@@ -302,8 +338,11 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
     launches (``variants``: the ``stop_at_first_below`` values tried, in this order); then,
     with ``staged``, baselines staged by design around the best size (:func:`_stages`:
     stopped at ``n1`` launches with ``r`` events, else made up to ``n2``), kept where they
-    need fewer expected launches; see :class:`SequentialPlan`. ``log`` hears that it takes a
-    while.
+    need fewer expected launches; see :class:`SequentialPlan`. ``log`` hears which rule it
+    tries (progress); ``budget_s`` bounds the search: past it, no more baselines are tried
+    once a rule is found, and the best so far is given (``None``: the whole search, whose
+    result depends on nothing but the arguments; at a 2% baseline and a 5% ceiling it took
+    longer than 900 s).
 
     Raises:
         UsageError: bad rates (see :func:`plan_launches`), or a design rate not below the
@@ -333,15 +372,16 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
     from .finished import operating_finished
 
     found = None
+    search = _Search(log, budget_s)
     if baseline_rate > design_rate:  # else no rule has power at the design rate to keep
         # both variants of the rule; the one that stops at its first "below the ceiling"
         # only where it needs fewer launches
         for at_first in variants:
             better = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta,
                                   reference, goal, at_first,
-                                  None if found is None else found[2])
+                                  None if found is None else found[2], search=search)
             found = better if better is not None else found
-        if staged and found is not None:
+        if staged and found is not None and not search.over():
             # a staged baseline around the best single size: stopped early where it is
             # strong, made up to more launches where it is weak (both variants)
             around = found[0].baseline_launches
@@ -350,7 +390,7 @@ def plan_sequential(baseline_rate: float, *, ceiling: float = 0.05, alpha: float
             bases: list[Any] = list(_stages(around, baseline_rate, least))
             for at_first in variants:
                 better = _design_rule(baseline_rate, ceiling, alpha, design_rate, beta,
-                                      reference, goal, at_first, found[2], bases)
+                                      reference, goal, at_first, found[2], bases, search)
                 found = better if better is not None else found
     if found is not None:
         design, rule_power, mean = found

@@ -225,6 +225,9 @@ def _compare(args: argparse.Namespace) -> int:
 PLAN_MIN_ALPHA = 0.001
 PLAN_MAX_POWER = 0.99
 PLAN_MAX_BETA = 0.5
+#: seconds plan's rule search runs before it gives the best rule found (issue #46: a 2%
+#: baseline ran for more than 900 s)
+PLAN_BUDGET_S = 180.0
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -270,7 +273,7 @@ def _plan(args: argparse.Namespace) -> int:
     result = plan_sequential(p_b, ceiling=args.ceiling, alpha=args.alpha, power=args.power,
                              candidate_rate=args.candidate_rate, beta=args.beta,
                              design_rate=args.design_rate,
-                             log=stderr_console().print)
+                             log=stderr_console().print, budget_s=PLAN_BUDGET_S)
     plan, clean_plan, cap, design = result.fixed, result.clean_fixed, result.cap, result.design
     operating, see = result.operating, result.baseline_launches_to_see
     if args.json:
