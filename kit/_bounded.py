@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import stat
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 from .errors import DataError, UsageError
 
 __all__ = ["check_directory_arg", "open_regular", "open_regular_if_exists", "open_regular_rw", "lstat_kind",
            "check_writable_entries",
-           "read_tail_bounded", "write_atomic", "read_bytes_bounded", "iter_lines_bounded",
+           "read_tail_bounded", "write_atomic", "AtomicFile", "read_bytes_bounded", "read_json_bounded",
+           "iter_lines_bounded",
            "path_kind", "describe_path", "MiB", "Line"]
 
 MiB = 1024 * 1024
@@ -199,6 +201,31 @@ def read_bytes_bounded(path: str | os.PathLike[str], limit: int, *, what: str = 
     return data
 
 
+#: the most bytes of a small JSON file the kit wrote and reads back (runtime.json, a stamp)
+JSON_LIMIT = 4 * MiB
+
+
+def read_json_bounded(path: str | os.PathLike[str], *, what: str, hint: str,
+                      limit: int = JSON_LIMIT, missing: str | None = None,
+                      missing_hint: str = "check the path") -> object:
+    """The parsed content of a JSON file the kit wrote and reads back, read as
+    :func:`read_bytes_bounded` (never more than ``limit`` bytes; a FIFO or device refused
+    before any read, so it never blocks).
+
+    Raises:
+        UsageError: see :func:`open_regular` (a missing file: ``missing``, when given).
+        DataError: larger than ``limit``, or not JSON (truncated, not UTF-8, too deep);
+            ``hint`` says how to make it again.
+    """
+    data = read_bytes_bounded(path, limit, what=what, missing=missing,
+                              missing_hint=missing_hint)
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        raise DataError(f"{what} {_shown(path)} is not valid JSON ({why})", hint) from None
+
+
 def read_tail_bounded(path: str | os.PathLike[str], limit: int, *, what: str = "file"
                       ) -> bytes:
     """The last ``limit`` bytes (or fewer) of a regular file: for an artifact read back, such
@@ -215,14 +242,31 @@ def read_tail_bounded(path: str | os.PathLike[str], limit: int, *, what: str = "
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
-    """Replace ``path`` with ``data`` atomically; the one way the kit writes a whole file.
+    """Replace ``path`` with ``data`` atomically; the one way the kit writes a whole file
+    (:class:`AtomicFile`, written in one piece).
 
-    ``data`` goes to ``<path>.tmp``: whatever is left by that name (a temp file of a run
+    Raises:
+        UsageError, OSError: as :class:`AtomicFile`.
+    """
+    out = AtomicFile(path, durable=durable)
+    try:
+        out.write(data)
+    except BaseException:
+        out.discard()
+        raise
+    out.commit()
+
+
+class AtomicFile:
+    """A file that replaces ``path`` whole or not at all, written in pieces (a file too large
+    to hold, such as a repaired ``launches.jsonl``); :func:`write_atomic` writes one piece.
+
+    The content goes to ``<path>.tmp``: whatever is left by that name (a temp file of a run
     killed mid-write, a symbolic link, a FIFO) is unlinked first, never followed or
     opened, and the file is made with ``O_CREAT | O_EXCL | O_NOFOLLOW``, so the write never
-    blocks or lands elsewhere. It is written, fsynced (``durable``), then renamed over
-    ``path``, which replaces a link at ``path`` rather than writing through it. A write that
-    fails removes the temp file, and the error names ``path``.
+    blocks or lands elsewhere. :meth:`commit` fsyncs it (``durable``), then renames it over
+    ``path``, which replaces a link at ``path`` rather than writing through it;
+    :meth:`discard` removes it. A write that fails names ``path``.
 
     Raises:
         UsageError: ``<path>.tmp`` or ``path`` is a directory, or ``path`` is a FIFO, a
@@ -230,48 +274,75 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, durable: bool = T
             turn the machine's ``/dev/null`` into a file).
         OSError: the write or the rename failed (a full disk: ``filename`` is ``path``).
     """
-    target = os.fspath(path)
-    tmp = f"{target}.tmp"
-    kind = lstat_kind(target)
-    if kind == "a directory":
-        raise UsageError(f"{_shown(target)} is a directory, not a file the kit can write",
-                         "remove it, or choose another directory")
-    if kind not in ("missing", "a regular file", "a symbolic link", "unreadable"):
-        raise UsageError(f"{_shown(target)} is {kind}, not a file the kit can write",
-                         "choose a path for a regular file")
-    fd = -1
-    for _ in range(5):  # a link put back between unlink and open: unlinked again
-        if lstat_kind(tmp) == "a directory":
-            raise UsageError(f"{_shown(tmp)} is a directory in the place of a temporary "
-                             f"file", "remove it")
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+
+    def __init__(self, path: str | os.PathLike[str], *, durable: bool = True) -> None:
+        target = os.fspath(path)
+        tmp = f"{target}.tmp"
+        kind = lstat_kind(target)
+        if kind == "a directory":
+            raise UsageError(f"{_shown(target)} is a directory, not a file the kit can write",
+                             "remove it, or choose another directory")
+        if kind not in ("missing", "a regular file", "a symbolic link", "unreadable"):
+            raise UsageError(f"{_shown(target)} is {kind}, not a file the kit can write",
+                             "choose a path for a regular file")
+        fd = -1
+        for _ in range(5):  # a link put back between unlink and open: unlinked again
+            if lstat_kind(tmp) == "a directory":
+                raise UsageError(f"{_shown(tmp)} is a directory in the place of a temporary "
+                                 f"file", "remove it")
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+                             | getattr(os, "O_CLOEXEC", 0), 0o644)
+                break
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror, target) from None
+        if fd < 0:
+            raise UsageError(f"{_shown(tmp)} keeps being made by another process",
+                             "stop whatever writes it")
+        self.path, self.tmp, self.durable = target, tmp, durable
+        self._fh: BinaryIO | None = os.fdopen(fd, "wb")
+
+    def write(self, data: bytes) -> None:
+        """Append ``data`` (a short write is written on, never taken for the whole)."""
+        assert self._fh is not None, "written after commit or discard"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
-                         | getattr(os, "O_CLOEXEC", 0), 0o644)
-            break
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, target) from None
-    if fd < 0:
-        raise UsageError(f"{_shown(tmp)} keeps being made by another process",
-                         "stop whatever writes it")
-    try:
-        with os.fdopen(fd, "wb") as fh:
             view = memoryview(data)
-            while view:  # a short write is written on, never taken for the whole
-                view = view[fh.write(view):]
-            fh.flush()
-            if durable:
-                os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException as exc:
+            while view:
+                view = view[self._fh.write(view):]
+        except OSError as exc:
+            raise self._named(exc) from None
+
+    def commit(self) -> None:
+        """Flush, fsync (``durable``) and rename over ``path``; on failure, discard."""
+        assert self._fh is not None, "committed after commit or discard"
+        try:
+            self._fh.flush()
+            if self.durable:
+                os.fsync(self._fh.fileno())
+            self._fh.close()
+            self._fh = None
+            os.replace(self.tmp, self.path)
+        except BaseException as exc:
+            self.discard()
+            if isinstance(exc, OSError):
+                raise self._named(exc) from None
+            raise
+
+    def discard(self) -> None:
+        """Close and remove the temporary file (``path`` is left as it was)."""
+        if self._fh is not None:
+            with contextlib.suppress(OSError):
+                self._fh.close()
+            self._fh = None
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError) and not exc.filename:
-            raise OSError(exc.errno, exc.strerror, target) from None
-        raise
+            os.unlink(self.tmp)
+
+    def _named(self, exc: OSError) -> OSError:
+        return exc if exc.filename else OSError(exc.errno, exc.strerror, self.path)
 
 
 def _size(n: int) -> str:

@@ -421,6 +421,21 @@ def pytest_configure(config: pytest.Config) -> None:
             check_directory_arg(Path(value), flag)
         except ColdstartError as exc:
             raise pytest.UsageError(exc.one_line()) from None
+    _specs(config)  # a bad --coldstart-target is a usage error here, not at collection
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Refuse, in one line, tests that need a target when none is given.
+
+    Raises:
+        pytest.UsageError: a test uses ``coldstart_target`` and there is no target.
+    """
+    if _specs(config):
+        return
+    for item in items:
+        if "coldstart_target" in getattr(item, "fixturenames", ()):
+            raise pytest.UsageError(f"{item.nodeid} needs a target: pass --coldstart-target "
+                                    "\"TARGET OPTIONS\" (or the coldstart_targets ini key)")
 
 
 def _specs(config: pytest.Config) -> list[TargetSpec]:
@@ -439,10 +454,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "coldstart_target" not in metafunc.fixturenames:
         return
     specs = _specs(metafunc.config)
-    if not specs:
-        raise pytest.UsageError(f"{metafunc.definition.nodeid} needs a target: pass "
-                                "--coldstart-target \"TARGET OPTIONS\" (or the "
-                                "coldstart_targets ini key)")
+    if not specs:  # refused after collection (pytest_collection_modifyitems), in one line
+        return
     metafunc.parametrize("coldstart_target", [
         pytest.param(s, id=s.id, marks=[pytest.mark.xdist_group(s.id),
                                         pytest.mark.coldstart]) for s in specs],

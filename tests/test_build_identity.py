@@ -134,3 +134,36 @@ def test_no_analysis_module_names_a_targets_build_key() -> None:
              for node in ast.walk(ast.parse(p.read_text()))
              if isinstance(node, ast.Constant) and node.value in keys]
     assert found == []
+
+
+def test_an_identity_edited_against_its_provenance_is_refused(tmp_path: Path) -> None:
+    """A positive control and a clean candidate of one library are "one build"; editing only
+    the candidate's ``build_identity.sha256`` (its ``build`` still names the baseline's
+    library) must not turn that into a bare FIXED: the campaign is refused in one line."""
+    lib = BuildIdentity(artifact="ort_library", path="/r/lib.so", sha256="ab" * 32,
+                        program="/r/w", program_sha256="cd" * 32)
+    build = {"runtime": "fix", "ort_library": "/r/lib.so", "ort_library_sha256": "ab" * 32,
+             "workload": "/r/w", "workload_hash": "cd" * 32}
+    base = campaign(tmp_path, "b", counts("b", 12, 20), lib, build)
+    cand = campaign(tmp_path, "c", counts("c", 0, 100), lib, build)
+    assert compare_campaigns(base, cand).decision.kind == "none"  # one build: no verdict
+    meta = cand.path / "campaign.json"
+    data = json.loads(meta.read_text())
+    data["build_identity"]["sha256"] = "ef" * 32
+    meta.write_text(json.dumps(data))
+    with pytest.raises(DataError) as info:
+        compare_campaigns(base, load_campaign(cand.path))
+    said = info.value.one_line()
+    assert "build_identity.sha256 efefefefefef... is not build.ort_library_sha256 " \
+           "abababababab..." in said and "\n" not in said
+    # every field the provenance names is checked, the program's too
+    for field, value in (("program_sha256", "01" * 32), ("path", "/r/other.so"),
+                         ("program", "/r/other")):
+        edited = {**data, "build_identity": {**data["build_identity"], "sha256": "ab" * 32,
+                                             field: value}}
+        with pytest.raises(DataError, match=f"build_identity.{field} "):
+            CampaignMeta.from_dict(edited)
+    # an identity with no provenance beside it, or one that agrees, still reads
+    assert CampaignMeta.from_dict({**data, "build": {}}).build_identity.sha256 == "ef" * 32
+    assert CampaignMeta.from_dict({**data, "build": {**build, "ort_library_sha256":
+                                                     "ef" * 32}}).build_identity.sha256

@@ -14,6 +14,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -597,3 +598,38 @@ def test_a_cut_tail_longer_than_the_read_bound_is_not_given_a_size_it_was_not_me
     note = store.cut_tail_note()
     assert note == (f"dropped an incomplete last line of {store.launches_path} "
                     f"(more than {MAX_RECORD_BYTES} bytes)")
+
+
+def test_a_repair_that_fails_while_writing_leaves_the_records_where_they_were(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``repair`` streams the kept records into a new file (never all held at once) and
+    puts it in place only when whole: a write that fails (a full disk) leaves
+    ``launches.jsonl`` as it was, every record still there, and no temporary file."""
+    import errno
+
+    import kit._bounded as bounded
+
+    store = _campaign(tmp_path / "c", 3)
+    with open(store.launches_path, "a") as fh:
+        fh.write("not a record\n")
+    before = store.launches_path.read_bytes()
+    real = bounded.AtomicFile.write
+    calls = []
+
+    def full_disk(self: Any, data: bytes) -> None:
+        calls.append(len(data))
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(self, data)
+
+    monkeypatch.setattr(bounded.AtomicFile, "write", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        repair_campaign(store.path)
+    assert store.launches_path.read_bytes() == before
+    assert sorted(p.name for p in store.path.iterdir() if "launches" in p.name) == [
+        "launches.jsonl"]
+    assert len(calls) == 2  # the records went one by one, not in one piece
+    monkeypatch.setattr(bounded.AtomicFile, "write", real)
+    report = repair_campaign(store.path)
+    assert (report.kept, report.dropped) == (3, 1)
+    assert report.backup is not None and report.backup.read_bytes() == before

@@ -107,9 +107,29 @@ def test_xdist_shards_targets_over_workers(double: XcrunDouble,
 
 def test_no_target_is_a_usage_error(double: XcrunDouble, pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(*FLAGS)
-    assert result.ret == 2  # a collection error: nothing runs
+    assert result.ret == 4  # pytest's usage error, in one line: nothing runs
     assert "test_farm.py::test_no_uaf needs a target: pass --coldstart-target" in \
-        result.stdout.str()
+        result.stderr.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+@pytest.mark.parametrize("value, said", [
+    ("", "--coldstart-target must start with one of host, android, ios-sim, ios-device, "
+         "appium, not 'nothing'"),
+    ("   ", "not 'nothing'"),
+    ("windows --serial x", "not 'windows'"),
+    ("host --runtime 'unclosed", "--coldstart-target \"host --runtime 'unclosed\": "
+                                 "No closing quotation"),
+])
+def test_a_bad_target_is_a_one_line_usage_error(pytester: pytest.Pytester, value: str,
+                                                said: str) -> None:
+    """An empty, unknown or badly quoted ``--coldstart-target`` is refused as the plugin's
+    other options are: pytest's usage error, one line, before collection."""
+    pytester.makepyfile(test_farm=TEST_MODULE)
+    result = pytester.runpytest_subprocess(*FLAGS, "--coldstart-target", value)
+    assert result.ret == 4
+    assert said in result.stderr.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
 def test_bad_target_input_fails_with_the_clis_one_line(double: XcrunDouble,

@@ -142,3 +142,16 @@ def test_a_store_reads_back_what_it_wrote_at_the_bounds(tmp_path: Path) -> None:
     campaign = make_campaign(tmp_path, "base", [record("base", MAX_LAUNCHES - 1)],
                              scenario="mode=serial")
     assert [r.index for r in CampaignStore(campaign.path).iter_records()] == [MAX_LAUNCHES - 1]
+
+
+@pytest.mark.parametrize("event", ["bogus", "", "any-crash\n"])
+def test_resume_refuses_a_stage_event_that_is_no_crash_class(tmp_path: Path, event: str) -> None:
+    """A hand-edited ``stage.event`` is held on ``--resume`` to what ``--event`` takes: one
+    line, before any launch."""
+    campaign = make_campaign(tmp_path, "base", [record("base", 0)], scenario="mode=serial")
+    _edit_meta(campaign.path, lambda d: d.update(
+        launches=4, stage={"launches": 2, "events": 1, "event": event}))
+    proc = coldstart("run", "host", "--resume", "--out", str(campaign.path), "--no-witness",
+                     timeout=120)
+    one_line_error(proc, "campaign.json: stage.event")
+    assert len(load_campaign(campaign.path).records) == 1  # nothing was launched

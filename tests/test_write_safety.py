@@ -283,3 +283,38 @@ def test_a_campaign_moved_away_under_its_writer_stops_it(tmp_path: Path) -> None
         assert (tmp_path / "moved" / "launches.jsonl").read_bytes() == b""
     finally:
         store.unlock()
+
+
+def test_two_report_runs_into_one_directory_take_turns(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two ``report`` runs of one campaign both end well (each used to unlink the other's
+    temporary files, and one ended with a bare ENOENT); a run held up longer than its wait
+    says so in one line."""
+    import fcntl
+
+    import kit.report as report
+
+    campaign = make_campaign(tmp_path, "base", [record("base", i) for i in range(200)])
+    for _ in range(2):
+        procs = [subprocess.Popen([sys.executable, "-m", "kit.cli", "report",
+                                   str(campaign.path), "--quiet"], cwd=ROOT,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(3)]
+        results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+        for p in procs:
+            p.stdout.close()
+            p.stderr.close()
+        assert [code for code, _ in results] == [0, 0, 0], results
+    out = campaign.path / "report"
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".coldstart-report.json", "junit.xml", "report.html", "summary.json", "summary.md"]
+    # another run holding the directory: this one waits, then says so
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        monkeypatch.setattr(report, "REPORT_WAIT_S", 0.2)
+        with pytest.raises(UsageError, match="another coldstart report has been writing into"):
+            write_reports(out, [campaign])
+    finally:
+        os.close(fd)
+    write_reports(out, [campaign])  # let go: it writes

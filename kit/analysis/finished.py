@@ -49,8 +49,10 @@ from typing import Any
 
 import numpy as np
 
-from .binomial import ALPHA_MARGIN, k_max_cached
-from .stats import P_RTOL, fisher_p_vector, stats
+from .binomial import ALPHA_MARGIN
+from .passage import (Regions, layers, level_classes, regions_for, run, run_classes,
+                      weighed)
+from .stats import stats
 
 __all__ = ["FinishedPoint", "operating_finished", "comparison_level", "max_size",
            "fixed_chance", "fixed_by_count", "staged_size", "staged_baseline_mean",
@@ -63,9 +65,6 @@ _FINE = 15
 #: from this many candidate launches times baseline classes on, the grids are 25 and 9
 #: rates (the program's work grows with both)
 _BIG = 40_000
-#: baseline counts whose chance is below this at every rate looked at are lumped with the
-#: largest one kept (their ``fixed`` chance counted as 1 in a size: conservative)
-_TAIL = 1e-15
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,197 +88,6 @@ class FinishedPoint:
         return int(np.searchsorted(np.cumsum(self.launches), q * (1 - 1e-12)))
 
 
-@dataclasses.dataclass(frozen=True)
-class _Regions:
-    """The candidate's (n, x) cells where the SPRT is below the ceiling (``x <= top``), with
-    Fisher's p of every baseline count ``1..xb_top`` against each."""
-
-    cap: int
-    top: int
-    below: np.ndarray      # (cap + 1, top + 1) bool: SPRT below the ceiling (n = cap: bound)
-    not_below: np.ndarray  # (cap + 1, top + 1) bool: the rule's stop as not below
-    fisher: np.ndarray     # (cells, xb_top): p of baseline count j + 1 against the cell
-    cells: tuple[np.ndarray, np.ndarray]  # the below cells' (n, x)
-    xb_top: int
-    #: the rule stops at its first "below the ceiling", ``fixed`` or not (else it goes on
-    #: while the comparison does not hold there)
-    first: bool = False
-    #: ``first_below[x]``: the first launch where ``x`` events are below (cap + 1: never)
-    first_below: np.ndarray | None = None
-
-
-def _regions(design: Any, n_b: int, xb_top: int, first: bool = False) -> _Regions:
-    cap = design.max_launches
-    k_max = np.asarray(k_max_cached(cap, design.ceiling, design.alpha))
-    top = max(int(k_max[cap]), 0)
-    n = np.arange(cap + 1)[:, None]
-    x = np.arange(top + 1)[None, :]
-    llr = x * design.step_event + (n - x) * design.step_clean  # as SprtDesign.log_lr
-    bound = x <= k_max[:, None]
-    below = (llr >= design.upper) & bound
-    below[cap] = bound[cap]
-    below[0] = False
-    not_below = (llr <= design.lower) & ~bound
-    not_below[cap] = True
-    not_below[0] = False
-    cn, cx = np.nonzero(below)
-    j = np.arange(1, xb_top + 1)[None, :]
-    fisher = fisher_p_vector(j, n_b, cx[:, None], cn[:, None]) if cn.size else np.zeros(
-        (0, xb_top))
-    # compare also wants the candidate's rate below the baseline's
-    fisher = np.where(cx[:, None] * n_b < j * cn[:, None], fisher, np.inf)
-    first_below = np.where(below.any(axis=0), below.argmax(axis=0), cap + 1)
-    return _Regions(cap, top, below, not_below, fisher, (cn, cx), xb_top, first, first_below)
-
-
-@functools.lru_cache(maxsize=32)
-def _regions_cached(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: float,
-                    max_launches: int, n_b: int, xb_top: int, first: bool = False) -> _Regions:
-    return _regions(kind(ceiling, design_rate, alpha, beta, max_launches), n_b, xb_top, first)
-
-
-def _xb_top(n_b: int, rate: float) -> int:
-    """The largest baseline count worth following at rates up to ``rate``."""
-    return max(1, min(n_b, int(stats.binom.isf(_TAIL, n_b, min(rate, 1.0))) + 1))
-
-
-def _run(reg: _Regions, n_b: int, level: float, rates: np.ndarray, p_b: np.ndarray,
-         spread: bool = False) -> tuple[np.ndarray, ...]:
-    """``(P(fixed), mean candidate launches)`` at each pair ``(p_b[r], rates[r])``: the
-    first-passage dynamic program (module doc), one layer per class of baseline counts with
-    the same region; with ``spread``, also ``P(N >= n)`` for ``n = 1..cap`` (rates x cap)."""
-    return _run_classes(reg, n_b, _classes(reg, level), rates, p_b, spread)
-
-
-def _classes(reg: _Regions, level: float) -> np.ndarray:
-    """``t``: the fewest baseline events (``1..xb_top``; ``xb_top + 1``: none) that pass at
-    ``level`` against each below cell: all :func:`_run` reads of the level."""
-    passes = reg.fisher <= level * (1.0 + P_RTOL)
-    return np.where(passes.any(axis=1), passes.argmax(axis=1) + 1, reg.xb_top + 1)
-
-
-def _run_classes(reg: _Regions, n_b: int, t: np.ndarray, rates: np.ndarray, p_b: np.ndarray,
-                 spread: bool = False, by_class: bool = False,
-                 pmf: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-    """:func:`_run` for the classes ``t`` of :func:`_classes`; with ``by_class``, instead
-    ``(classes, hit, mean)``: each class's least baseline count, its chance of ``fixed`` and
-    its mean candidate launches at each rate (``p_b`` unused). ``pmf``: the baseline's
-    count distribution, ``pmf[x, r]`` for ``x = 0..n_b`` (a staged baseline's, which is not
-    binomial), in place of ``Bin(n_b, p_b[r])``."""
-    rates = np.asarray(rates, dtype=float)
-    classes, region, weight = _layers(reg, n_b, t, rates, p_b, pmf)
-    if by_class:
-        hit, mean, _going = _passage(reg, region, rates, False)
-        return classes, hit, mean
-    return _weighed(reg, region, weight, rates, spread)
-
-
-def _layers(reg: _Regions, n_b: int, t: np.ndarray, rates: np.ndarray, p_b: np.ndarray,
-            pmf: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(classes, region, weight)``: each class's least baseline count, its region of
-    candidate cells ``(classes, cap + 1, top + 1)`` and its chance at each rate,
-    ``P(u_j <= X_b < u_{j+1})`` (the last takes the tail above ``xb_top``)."""
-    classes = np.unique(t[t <= reg.xb_top])
-    edges = np.concatenate([classes, [n_b + 1]])
-    if pmf is None:
-        cdf = stats.binom.cdf(edges[:, None] - 1, n_b, np.asarray(p_b)[None, :])
-        weight = cdf[1:] - cdf[:-1]
-        if classes.size:
-            weight[-1] = 1.0 - cdf[-2]
-    else:  # P(X_b < k) for k = 0..n_b + 1, at the class edges
-        cdf = np.concatenate([np.zeros((1, rates.size)), np.cumsum(pmf, axis=0)])[edges]
-        weight = cdf[1:] - cdf[:-1]
-    region = np.zeros((classes.size,) + reg.below.shape, dtype=bool)
-    cn, cx = reg.cells
-    region[:, cn, cx] = t[None, :] <= classes[:, None]
-    return classes, region, weight
-
-
-def _weighed(reg: _Regions, region: np.ndarray, weight: np.ndarray, rates: np.ndarray,
-             spread: bool) -> tuple[np.ndarray, ...]:
-    """``(P(fixed), mean launches[, P(N >= n)])`` at each rate for the layers ``region``
-    with chances ``weight``; layers with the same region are run once."""
-    if region.shape[0] == 0:
-        return (np.zeros(rates.size), np.zeros(rates.size)) + (
-            (np.zeros((rates.size, reg.cap)),) if spread else ())
-    flat = region.reshape(region.shape[0], -1)
-    _u, first, which = np.unique(flat, axis=0, return_index=True, return_inverse=True)
-    which = np.asarray(which).reshape(-1)
-    w = np.zeros((first.size, rates.size))
-    np.add.at(w, which, weight)
-    hit, mean, going = _passage(reg, region[first], rates, spread, w)
-    out = (w * hit).sum(axis=0), (w * mean).sum(axis=0)
-    return out + ((going.T,) if going is not None else ())
-
-
-def _passage(reg: _Regions, region: np.ndarray, rates: np.ndarray, spread: bool,
-             weight: np.ndarray | None = None
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The first-passage program for each layer's region: ``(hit, mean, going)``, each
-    layer's chance of entering its region and mean candidate launches at each rate, and
-    with ``spread`` the ``weight``-ed ``P(N >= n)`` for ``n = 1..cap`` (cap x rates)."""
-    # a count above the most events that pass at max_launches can never reach fixed; when
-    # the rule stops at its first "below", above the most that pass where they are first so
-    if reg.first:
-        x = np.arange(reg.top + 1)
-        fb = np.minimum(reg.first_below, reg.cap)
-        at_first = region[:, fb, x] & (reg.first_below <= reg.cap)[None, :]
-        reach = np.array([int(np.flatnonzero(r).max(initial=-1)) for r in at_first])
-    else:
-        reach = np.array([int(np.flatnonzero(r[reg.cap]).max(initial=-1)) for r in region])
-    m, width = region.shape[0], reg.top + 2
-    alive = np.zeros((m, rates.size, width))
-    if m:
-        alive[reach >= 0, :, 0] = 1.0
-    dead = np.arange(width)[None, :] > reach[:, None]  # (m, width)
-    q, p = (1.0 - rates)[None, :, None], rates[None, :, None]
-    hit = np.zeros((m, rates.size))
-    mean = np.zeros((m, rates.size))
-    going = np.zeros((reg.cap, rates.size)) if spread else None
-    for n in range(1, reg.cap + 1):
-        if (n - 1) % _BLOCK == 0:  # the masks of the next launches, as 0/1 factors
-            if not alive.any():
-                break
-            into, keep = _masks(reg, region, dead, n, min(reg.cap + 1, n + _BLOCK))
-        here = alive.sum(axis=2)
-        mean += here
-        if going is not None and weight is not None:
-            going[n - 1] = (weight * here).sum(axis=0)
-        moved = alive * q
-        moved[:, :, 1:] += alive[:, :, :-1] * p
-        i = (n - 1) % _BLOCK
-        hit += (moved * into[i][:, None, :]).sum(axis=2)
-        moved *= keep[i][:, None, :]
-        alive = moved
-    return hit, mean, going
-
-
-#: launches whose masks :func:`_masks` makes at once
-_BLOCK = 64
-
-
-def _masks(reg: _Regions, region: np.ndarray, dead: np.ndarray, start: int, stop: int
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """For launches ``start .. stop - 1`` (layers ``(launches, classes, width)``, as 0/1
-    floats): ``into``, the cells of each class's region, and ``keep``, the cells the run goes
-    on from (not in the region, not stopped as not below, not beyond reach)."""
-    m, width = dead.shape
-    into = np.zeros((stop - start, m, width), dtype=bool)
-    into[:, :, :-1] = region[:, start:stop].transpose(1, 0, 2)
-    stop_ = dead[None, :, :] | into
-    if reg.first:  # every "below" stops the run, fixed (into) or not
-        stop_[:, :, :-1] |= reg.below[start:stop][:, None, :]
-    stop_[:, :, :-1] |= reg.not_below[start:stop][:, None, :]
-    return into.astype(float), (~stop_).astype(float)
-
-
-def _regions_for(design: Any, n_b: int, rate: float, first: bool | None = None) -> _Regions:
-    if first is None:
-        first = bool(getattr(design, "stop_at_first_below", False))
-    return _regions_cached(type(design), design.ceiling, design.design_rate, design.alpha,
-                           design.beta, design.max_launches, n_b, _xb_top(n_b, rate), first)
-
-
 def operating_finished(design: Any, n_b: int, p_b: float, p_c: float,
                        level: float | None = None) -> FinishedPoint:
     """Exact chance of ``fixed`` and the distribution of the candidate's launches for a
@@ -293,8 +101,8 @@ def operating_finished(design: Any, n_b: int, p_b: float, p_c: float,
         f, e, going = _staged_run(design, stage, level, np.array([p_c]), np.array([p_b]),
                                   max(p_b, design.ceiling), spread=True)
     else:
-        reg = _regions_for(design, n_b, max(p_b, design.ceiling))
-        f, e, going = _run(reg, n_b, level, np.array([p_c]), np.array([p_b]), spread=True)
+        reg = regions_for(design, n_b, max(p_b, design.ceiling))
+        f, e, going = run(reg, n_b, level, np.array([p_c]), np.array([p_b]), spread=True)
     at_least = np.concatenate([[1.0], going[0], [0.0]])  # P(N >= n), n = 0..cap + 1
     return FinishedPoint(float(f[0]), float(e[0]), np.maximum(-np.diff(at_least), 0.0))
 
@@ -307,8 +115,8 @@ def fixed_by_count(design: Any, n_b: int, rates: Any) -> np.ndarray:
     is what a baseline made some other way than in one fixed-size campaign is judged with
     (``benchmarks/bench_baseline_extension.py``)."""
     rates = np.atleast_1d(np.asarray(rates, dtype=float))
-    reg = _regions_for(design, n_b, 1.0)  # every count, up to n_b
-    classes, hit, _mean = _run_classes(reg, n_b, _classes(reg, design.comparison_alpha),
+    reg = regions_for(design, n_b, 1.0)  # every count, up to n_b
+    classes, hit, _mean = run_classes(reg, n_b, level_classes(reg, design.comparison_alpha),
                                        rates, rates, by_class=True)
     out = np.zeros((n_b + 1, rates.size))
     for j, least in enumerate(classes):
@@ -323,35 +131,102 @@ def fixed_chance(design: Any, n_b: int, p_b: float, p_c: float) -> float:
 
 
 def _max_size(design: Any, n_b: int, level: float,
-              seen: dict[bytes, float] | None = None, first: bool | None = None) -> float:
-    """``max over pi in (0, ceiling) of S(pi, pi)``: on the grid, then on a fine grid around
-    its three largest values; the baseline's tail beyond what is followed counted as
-    ``fixed``. ``seen`` keeps the sizes already found by the classes the level makes
-    (:func:`_classes`, all the size depends on), so that a bisection computes each once.
-    ``first``: the rule's variant (default: ``design``'s ``stop_at_first_below``)."""
-    reg = _regions_for(design, n_b, design.ceiling, first)
-    t = _classes(reg, level)
+              seen: dict[bytes, float] | None = None, first: bool | None = None,
+              exact: bool = True) -> float:
+    """``max over pi in (0, ceiling) of S(pi, pi)`` (:func:`_diagonal_max`; with ``exact``
+    off, the grids only: a lower bound, what a bisection tries first); the baseline's tail
+    beyond what is followed counted as ``fixed``. ``seen`` keeps the sizes already found by
+    the classes the level makes (:func:`level_classes`, all the size depends on), so that a
+    bisection computes each once. ``first``: the rule's variant (default: ``design``'s
+    ``stop_at_first_below``)."""
+    reg = regions_for(design, n_b, design.ceiling, first)
+    t = level_classes(reg, level)
     if seen is None:
-        return _size_of(design, reg, n_b, t)
-    key = t.tobytes()
+        return _size_of(design, reg, n_b, t, exact)
+    key = t.tobytes() + (b"!" if exact else b"~")
     if key not in seen:
-        seen[key] = _size_of(design, reg, n_b, t)
+        seen[key] = _size_of(design, reg, n_b, t, exact)
     return seen[key]
 
 
-def _size_of(design: Any, reg: _Regions, n_b: int, t: np.ndarray) -> float:
+def _size_of(design: Any, reg: Regions, n_b: int, t: np.ndarray, exact: bool = True
+             ) -> float:
     """:func:`_max_size` for the classes ``t``."""
-    c = design.ceiling
-    tail = float(stats.binom.sf(reg.xb_top, n_b, c))
+    tail = float(stats.binom.sf(reg.xb_top, n_b, design.ceiling))
     big = reg.cap * reg.xb_top >= _BIG
+    return _diagonal_max(lambda r: run_classes(reg, n_b, t, r, r)[0], design.ceiling, big,
+                         exact) + tail
+
+
+#: the grid's local maxima located by :func:`_zoom`, the largest first, and the rate to
+#: which it locates each (a share of the ceiling: the size's error is then of the order of
+#: its curvature times that squared, below 1e-8 for the designs plan makes)
+_PEAKS = 3
+_XATOL = 1e-4
+
+
+def _diagonal_max(at: Any, ceiling: float, big: bool, exact: bool = True) -> float:
+    """``max over pi in (0, ceiling) of at(pi)`` for ``at`` taking an array of rates: the
+    grid (:data:`_GRID` rates, 25 for ``big``), a finer one around its three largest values
+    (:data:`_FINE`, 9), and with ``exact`` each of the grid's :data:`_PEAKS` largest local
+    maxima located between its neighbours by :func:`_zoom`: the size is a polynomial in
+    ``pi``, smooth, and a grid alone misses its peak between two of its rates (0.0463638
+    on the grid where the peak at 0.02744 is 0.0463767, issue #46)."""
     grid, fine_n = (25, 9) if big else (_GRID, _FINE)
-    coarse = np.linspace(0.0, c, grid + 1)[1:] * (1 - 1e-12)
-    values = _run_classes(reg, n_b, t, coarse, coarse)[0]
+    top = ceiling * (1 - 1e-12)
+    coarse = np.linspace(0.0, ceiling, grid + 1)[1:] * (1 - 1e-12)
+    values = np.asarray(at(coarse), dtype=float)
     step = coarse[1] - coarse[0]
-    fine = np.unique(np.concatenate([np.linspace(max(r - step, 1e-9), min(r + step, c * (
-        1 - 1e-12)), fine_n) for r in coarse[np.argsort(values)[-3:]]]))
-    near = _run_classes(reg, n_b, t, fine, fine)[0]
-    return max(float(values.max(initial=0.0)), float(near.max(initial=0.0))) + tail
+    fine = np.unique(np.concatenate([np.linspace(max(r - step, 1e-9), min(r + step, top),
+                                                 fine_n)
+                                     for r in coarse[np.argsort(values)[-3:]]]))
+    best = max(float(values.max(initial=0.0)), float(np.max(at(fine), initial=0.0)))
+    if not exact:
+        return best
+    padded = np.concatenate([[-np.inf], values, [-np.inf]])
+    local = np.flatnonzero((values >= padded[:-2]) & (values >= padded[2:]))
+    peaks = local[np.argsort(values[local])[::-1][:_PEAKS]]
+    lo = np.maximum(coarse[peaks] - step, 1e-9)[:, None]
+    hi = np.minimum(coarse[peaks] + step, top)[:, None]
+    return max(best, _zoom(lambda v: at(v[0]), [lo], [hi], ceiling))
+
+
+#: points per axis and bracket of each :func:`_zoom` step in one dimension (7 in two), and
+#: its most steps
+_ZOOM_POINTS = 21
+_ZOOM_STEPS = 8
+
+
+def _zoom(at: Any, lo: list[np.ndarray], hi: list[np.ndarray], ceiling: float) -> float:
+    """The largest value of ``at`` found in brackets, each located to :data:`_XATOL` times
+    ``ceiling``
+    on every axis: ``lo[a][b], hi[a][b]`` bound axis ``a`` of bracket ``b`` (arrays of
+    shape ``(brackets, 1)``); ``at`` takes the list of axes' points (flat arrays) and gives
+    the value at each. Each step lays a grid of :data:`_ZOOM_POINTS` per axis over every
+    bracket, all in one call (the dynamic program costs about the same for one rate as for
+    hundreds), and shrinks each bracket to the cells beside its largest value: a bounded
+    search, like the golden section's, for a function with one peak in each bracket."""
+    lo = [np.asarray(x, dtype=float) for x in lo]
+    hi = [np.asarray(x, dtype=float) for x in hi]
+    k = _ZOOM_POINTS if len(lo) == 1 else 7
+    best = -np.inf
+    for _ in range(_ZOOM_STEPS):
+        frac = np.linspace(0.0, 1.0, k)
+        axes = [a + (b - a) * frac[None, :] for a, b in zip(lo, hi)]  # (brackets, k)
+        mesh = np.meshgrid(*[np.arange(k)] * len(lo), indexing="ij")
+        idx = [m.reshape(-1) for m in mesh]  # (k ** dims,) per axis
+        points = [ax[:, i] for ax, i in zip(axes, idx)]  # (brackets, k ** dims)
+        values = np.asarray(at([p.reshape(-1) for p in points]), dtype=float).reshape(
+            points[0].shape)
+        best = max(best, float(values.max(initial=-np.inf)))
+        top = values.argmax(axis=1)
+        for a, i in enumerate(idx):
+            at_top = i[top]
+            lo[a] = np.take_along_axis(axes[a], np.maximum(at_top - 1, 0)[:, None], 1)
+            hi[a] = np.take_along_axis(axes[a], np.minimum(at_top + 1, k - 1)[:, None], 1)
+        if max(float((b - a).max()) for a, b in zip(lo, hi)) <= _XATOL * ceiling:
+            break
+    return best
 
 
 #: the largest comparison level searched: a wider region than this is never needed for a
@@ -385,17 +260,19 @@ def _level(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: fl
     design = kind(ceiling, design_rate, alpha, beta, max_launches)
     goal = ALPHA_MARGIN * alpha
     seen: dict[bytes, float] = {}
-    known = [-math.inf, math.inf]  # the highest log level known to hold, the lowest not
+    # the highest log level known to hold, the lowest not: on the grids (a lower bound of
+    # the size) and exactly (the size at its peak, :func:`_diagonal_max`)
+    known = {False: [-math.inf, math.inf], True: [-math.inf, math.inf]}
 
-    def holds(log_level: float) -> bool:
+    def holds(log_level: float, exact: bool = False) -> bool:
         """Whether the size at ``exp(log_level)`` is at most the goal; answered without
         the program where the size's growth with the level already tells."""
-        if log_level <= known[0]:
+        if log_level <= known[exact][0] or (not exact and log_level <= known[True][0]):
             return True
-        if log_level >= known[1]:
+        if log_level >= known[exact][1] or (exact and log_level >= known[False][1]):
             return False
-        good = _max_size(design, n_b, math.exp(log_level), seen, first) <= goal
-        known[0 if good else 1] = log_level
+        good = _max_size(design, n_b, math.exp(log_level), seen, first, exact) <= goal
+        known[exact][0 if good else 1] = log_level
         return good
 
     # a level found for the same baseline and variant (another beta or --launches) is
@@ -406,17 +283,27 @@ def _level(kind: Any, ceiling: float, design_rate: float, alpha: float, beta: fl
     hint = _HINTS.get(key)
     if hint is not None and holds(min(top, hint - _WARM)) and hint + _WARM < top:
         holds(hint + _WARM)
-    if holds(top):
-        return MAX_LEVEL
-    lo, hi = math.log(alpha) - 12.0, top
+    lo = _bisect(holds, math.log(alpha) - 12.0, top)
+    # the grids only bound the size from below: the level they give is checked at the
+    # size's peak, and lowered by the same bisection where the peak is over the goal
+    if not holds(lo, True):
+        lo = _bisect(lambda x: holds(x, True), math.log(alpha) - 12.0, lo)
+    _HINTS[key] = lo
+    return MAX_LEVEL if lo == top else math.exp(lo)
+
+
+def _bisect(holds: Any, lo: float, hi: float) -> float:
+    """The largest log level in ``[lo, hi]`` that ``holds`` (``hi`` itself first), to
+    1e-3 by bisection: the size only grows with the level."""
+    if holds(hi):
+        return hi
     while hi - lo > 1e-3:
         mid = (lo + hi) / 2
         if holds(mid):
             lo = mid
         else:
             hi = mid
-    _HINTS[key] = lo
-    return math.exp(lo)
+    return lo
 
 
 #: the last log level :func:`_level` found per baseline and variant, and how far either
@@ -487,22 +374,22 @@ def staged_baseline_mean(stage: tuple[int, int, int], p_b: float) -> float:
 
 
 def _staged_regions(design: Any, stage: tuple[int, int, int], rate: float,
-                    first: bool | None = None) -> tuple[_Regions, _Regions]:
+                    first: bool | None = None) -> tuple[Regions, Regions]:
     n1, _r, n2 = stage
-    return _regions_for(design, n1, rate, first), _regions_for(design, n2, rate, first)
+    return regions_for(design, n1, rate, first), regions_for(design, n2, rate, first)
 
 
 def _staged_run(design: Any, stage: tuple[int, int, int], level: float, rates: np.ndarray,
                 p_b: np.ndarray, rate: float, spread: bool = False,
                 first: bool | None = None) -> tuple[np.ndarray, ...]:
-    """:func:`_run` for the staged baseline: both branches' programs at one level, summed
+    """:func:`run` for the staged baseline: both branches' programs at one level, summed
     (``rate``: the highest baseline rate the counts followed must cover)."""
     regs = _staged_regions(design, stage, rate, first)
-    return _staged_classes(regs, stage, tuple(_classes(g, level) for g in regs), rates, p_b,
+    return _staged_classes(regs, stage, tuple(level_classes(g, level) for g in regs), rates, p_b,
                            spread)
 
 
-def _staged_classes(regs: tuple[_Regions, _Regions], stage: tuple[int, int, int],
+def _staged_classes(regs: tuple[Regions, Regions], stage: tuple[int, int, int],
                     ts: tuple[np.ndarray, ...], rates: np.ndarray, p_b: np.ndarray,
                     spread: bool = False) -> tuple[np.ndarray, ...]:
     """Both branches' layers (their candidate cells are the same: one design) run as one
@@ -510,29 +397,33 @@ def _staged_classes(regs: tuple[_Regions, _Regions], stage: tuple[int, int, int]
     n1, _r, n2 = stage
     rates = np.asarray(rates, dtype=float)
     pmfs = _staged_pmf(stage, np.asarray(p_b, dtype=float))
-    parts = [_layers(g, n, t, rates, p_b, pmf)
+    parts = [layers(g, n, t, rates, p_b, pmf)
              for g, n, t, pmf in zip(regs, (n1, n2), ts, pmfs)]
     region = np.concatenate([part[1] for part in parts])
     weight = np.concatenate([part[2] for part in parts])
-    return _weighed(regs[0], region, weight, rates, spread)
+    return weighed(regs[0], region, weight, rates, spread)
 
 
 def staged_size(design: Any, stage: tuple[int, int, int], level: float,
                 first: bool | None = None) -> float:
     """The largest exact chance of a wrong ``fixed`` below the ceiling at Fisher level
     ``level`` with the baseline staged as ``(n1, r, n2)``: ``max over pi < ceiling`` of
-    both branches' chance at ``p_b = p_c = pi`` (the grid of :func:`_max_size`), the counts
-    beyond those followed counted as ``fixed``."""
+    both branches' chance at ``p_b = p_c = pi`` (at its peak, :func:`_diagonal_max`; over
+    pairs for the first-below rule, :func:`_staged_size_of`), the counts beyond those
+    followed counted as ``fixed``."""
     regs = _staged_regions(design, stage, design.ceiling, first)
-    return _staged_size_of(design, regs, stage, tuple(_classes(g, level) for g in regs))
+    return _staged_size_of(design, regs, stage, tuple(level_classes(g, level) for g in regs))
 
 
-def _staged_size_of(design: Any, regs: tuple[_Regions, _Regions],
+def _staged_size_of(design: Any, regs: tuple[Regions, Regions],
                     stage: tuple[int, int, int], ts: tuple[np.ndarray, ...],
-                    pairs: bool | None = None) -> float:
+                    pairs: bool | None = None, exact: bool = True) -> float:
     """:func:`staged_size` for the classes ``ts``; ``pairs``: maximise over pairs
     ``p_b <= p_c`` (default: for the first-below rule, comment above), else on the
-    diagonal."""
+    diagonal (:func:`_diagonal_max`; ``exact`` as there). Over pairs: a triangle of the
+    grid, a finer one around its three largest, and with ``exact`` the diagonal's peak
+    and each of those three pairs' located by :func:`_zoom` (``p_b = u p_c``, ``u`` in
+    ``[0, 1]``: the triangle as a box)."""
     c = design.ceiling
     big = max(g.cap * g.xb_top for g in regs) >= _BIG
 
@@ -541,21 +432,22 @@ def _staged_size_of(design: Any, regs: tuple[_Regions, _Regions],
         tail = sum(pmf[g.xb_top + 1:].sum(axis=0) for g, pmf in zip(regs, pmfs))
         return _staged_classes(regs, stage, ts, p_c, p_b)[0] + tail
 
-    if not (regs[0].first if pairs is None else pairs):  # the diagonal (comment above)
-        grid, fine_n = (25, 9) if big else (_GRID, _FINE)
-        coarse = np.linspace(0.0, c, grid + 1)[1:] * (1 - 1e-12)
-        values = at(coarse, coarse)
-        step = coarse[1] - coarse[0]
-        fine = np.unique(np.concatenate([np.linspace(max(r - step, 1e-9), min(
-            r + step, c * (1 - 1e-12)), fine_n) for r in coarse[np.argsort(values)[-3:]]]))
-        return max(float(values.max(initial=0.0)), float(at(fine, fine).max(initial=0.0)))
+    on_pairs = regs[0].first if pairs is None else pairs
+    if not on_pairs or exact:  # the diagonal (comment above); over pairs, part of them
+        best = _diagonal_max(lambda r: at(r, r), c, big, exact)
+        if not on_pairs:
+            return best
+    else:
+        best = 0.0
     # pairs p_b <= p_c: a triangle of the grid, then a finer one around its three largest
     grid, fine_n = (_STAGED_GRID_BIG, 5) if big else (_STAGED_GRID, 7)
     axis = np.linspace(0.0, c, grid + 1)[1:] * (1 - 1e-12)
     i, j = np.tril_indices(grid)  # p_b = axis[j] <= p_c = axis[i]
     values = at(axis[j], axis[i])
     step = axis[1] - axis[0]
-    best = float(values.max(initial=0.0))
+    best = max(best, float(values.max(initial=0.0)))
+    peak_lo: list[list[float]] = []
+    peak_hi: list[list[float]] = []
     for k in np.argsort(values)[-3:]:
         pc = np.linspace(max(axis[i[k]] - step, 1e-9), min(axis[i[k]] + step, c * (1 - 1e-12)),
                          fine_n)
@@ -564,9 +456,27 @@ def _staged_size_of(design: Any, regs: tuple[_Regions, _Regions],
         gb, gc = np.meshgrid(pb, pc)
         keep = gb <= gc
         best = max(best, float(at(gb[keep], gc[keep]).max(initial=0.0)))
+        if exact:  # p_b = u p_c with u in [0, 1]: the triangle as a box, zoomed
+            u = axis[j[k]] / axis[i[k]]
+            du = step / axis[i[k]]
+            peak_lo.append([max(axis[i[k]] - step, 1e-9), max(u - du, 0.0)])
+            peak_hi.append([min(axis[i[k]] + step, c * (1 - 1e-12)), min(u + du, 1.0)])
+    if exact:
+        lo_, hi_ = np.array(peak_lo), np.array(peak_hi)
+        best = max(best, _zoom(lambda v: at(v[0] * v[1], v[0]),
+                               [lo_[:, :1], lo_[:, 1:]], [hi_[:, :1], hi_[:, 1:]], c))
     return best
 
 
+#: the staged sizes ``(pairs, exact)`` known to be at least, and at most, each one: the
+#: exact size over pairs takes the diagonal's peak and the triangle's grid, each exact one
+#: its grid (a level that holds for a larger size holds for it; one that fails for a
+#: smaller fails)
+_STAGED_ABOVE = {(False, False): ((False, False), (False, True), (True, True)),
+                 (False, True): ((False, True), (True, True)),
+                 (True, False): ((True, False), (True, True)), (True, True): ((True, True),)}
+_STAGED_BELOW = {k: tuple(j for j, above in _STAGED_ABOVE.items() if k in above)
+                 for k in _STAGED_ABOVE}
 #: the staged first-below size's grid of rates per axis (pairs p_b <= p_c of it), and for
 #: big designs (:data:`_BIG`)
 _STAGED_GRID = 24
@@ -585,35 +495,37 @@ def _level_staged(kind: Any, ceiling: float, design_rate: float, alpha: float, b
     design = kind(ceiling, design_rate, alpha, beta, max_launches)
     goal = ALPHA_MARGIN * alpha
     regs = _staged_regions(design, stage, ceiling, first)
-    seen: dict[tuple[bytes, bool], bool] = {}
-    known = {False: [-math.inf, math.inf], True: [-math.inf, math.inf]}
+    seen: dict[tuple[bytes, bool, bool], bool] = {}
+    known = {(p, e): [-math.inf, math.inf] for p in (False, True) for e in (False, True)}
 
-    def holds(log_level: float, pairs: bool) -> bool:
+    def holds(log_level: float, pairs: bool, exact: bool = False) -> bool:
         """Whether the size at ``exp(log_level)`` is at most the goal; answered without the
-        program where the size's growth with the level already tells (as in _level)."""
-        low, high = known[pairs]
+        program where the size's growth with the level already tells (as in _level; the
+        exact size and the one over pairs are at least the grid's and the diagonal's)."""
+        low = max(known[k][0] for k in _STAGED_ABOVE[pairs, exact])
+        high = min(known[k][1] for k in _STAGED_BELOW[pairs, exact])
         if log_level <= low:
             return True
         if log_level >= high:
             return False
-        ts = tuple(_classes(g, math.exp(log_level)) for g in regs)
-        key = (b"|".join(t.tobytes() for t in ts), pairs)
+        ts = tuple(level_classes(g, math.exp(log_level)) for g in regs)
+        key = (b"|".join(t.tobytes() for t in ts), pairs, exact)
         if key not in seen:
-            seen[key] = _staged_size_of(design, regs, stage, ts, pairs) <= goal
-        known[pairs][0 if seen[key] else 1] = log_level
+            seen[key] = _staged_size_of(design, regs, stage, ts, pairs, exact) <= goal
+        known[pairs, exact][0 if seen[key] else 1] = log_level
         return seen[key]
 
-    def bisect(lo: float, hi: float, pairs: bool) -> float:
+    def bisect(lo: float, hi: float, pairs: bool, exact: bool = False) -> float:
         # the level for another beta or --launches is mostly close: its neighbours, tried
         # first, answer most steps; the steps are the same, so it ends where it would
-        key = ("staged", kind, ceiling, design_rate, alpha, stage, first, pairs)
+        key = ("staged", kind, ceiling, design_rate, alpha, stage, first, pairs, exact)
         hint = _HINTS.get(key)
         if hint is not None and lo < hint - _WARM and hint + _WARM < hi:
-            if holds(hint - _WARM, pairs):
-                holds(hint + _WARM, pairs)
+            if holds(hint - _WARM, pairs, exact):
+                holds(hint + _WARM, pairs, exact)
         while hi - lo > 1e-3:
             mid = (lo + hi) / 2
-            if holds(mid, pairs):
+            if holds(mid, pairs, exact):
                 lo = mid
             else:
                 hi = mid
@@ -624,4 +536,8 @@ def _level_staged(kind: Any, ceiling: float, design_rate: float, alpha: float, b
     found = top if holds(top, False) else bisect(bottom, top, False)
     if first and not holds(found, True):
         found = bisect(bottom, found, True)
-    return math.exp(found)
+    # the grids only bound the size from below: checked at its peak, and lowered by the
+    # same bisection where the peak is over the goal (as in _level)
+    if not holds(found, first, True):
+        found = bisect(bottom, found, first, True)
+    return MAX_LEVEL if found == top else math.exp(found)

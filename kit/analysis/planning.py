@@ -64,10 +64,12 @@ def plan_run(*, baseline: Campaign | str | os.PathLike[str] | None = None,
              ceiling: float = 0.05, alpha: float = 0.05, power: float = 0.8,
              candidate_rate: float = 0.0, beta: float = 0.2,
              design_rate: float | None = None,
-             log: Callable[[str], None] = lambda _m: None) -> PlannedRun:
+             log: Callable[[str], None] = lambda _m: None,
+             budget_s: float | None = None) -> PlannedRun:
     """Plan a verdict from a baseline campaign (its rate of ``event``, default
     ``xnnpack-allocator-uaf``) or a given ``baseline_rate``; ``log`` takes progress lines
-    (a slow design is said first).
+    (a slow design is said first); ``budget_s`` bounds the rule search in seconds
+    (:func:`kit.analysis.plan.plan_sequential`), ``None`` for no bound.
 
     Raises:
         UsageError: settings past :func:`check_plan_limits`, both or neither baseline
@@ -108,5 +110,5 @@ def plan_run(*, baseline: Campaign | str | os.PathLike[str] | None = None,
         p_b = baseline_rate
     result = plan_sequential(p_b, ceiling=ceiling, alpha=alpha, power=power,
                              candidate_rate=candidate_rate, beta=beta,
-                             design_rate=design_rate, log=log)
+                             design_rate=design_rate, log=log, budget_s=budget_s)
     return PlannedRun(p_b, event, result)

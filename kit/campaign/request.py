@@ -284,6 +284,15 @@ def resolve_stage(given: Given, meta: CampaignMeta | None, out: Any, launches: i
                            new=f"{given.stage[0]}:{given.stage[1]}")
         if kept is not None and event is not None and event != kept.event:
             raise conflict("other", out, key="stage's --event", old=kept.event, new=event)
+        if kept is not None:  # read back from campaign.json: held to what --event takes
+            try:
+                check_signature(kept.event)
+            except UsageError as exc:
+                from ..errors import DataError
+
+                raise DataError(f"{out}/campaign.json: stage.event: {exc.message}",
+                                "restore campaign.json from a backup, or start a new "
+                                "campaign in another directory") from None
         return kept
     if given.stage is None:
         return None

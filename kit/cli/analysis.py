@@ -222,13 +222,20 @@ def _compare(args: argparse.Namespace) -> int:
     return int(ExitCode.FAILED) if comparison.verdict in failing else int(ExitCode.OK)
 
 
+#: seconds plan's rule search runs before it gives the best rule found (issue #46: a 2%
+#: baseline ran for more than 900 s)
+PLAN_BUDGET_S = 180.0
+
+
 def _plan(args: argparse.Namespace) -> int:
+    from ..analysis.plan import beta_option
     from ..analysis.planning import plan_run
 
     planned = plan_run(baseline=args.baseline, baseline_rate=args.baseline_rate,
                        event=args.signature, ceiling=args.ceiling, alpha=args.alpha,
                        power=args.power, candidate_rate=args.candidate_rate, beta=args.beta,
-                       design_rate=args.design_rate, log=stderr_console().print)
+                       design_rate=args.design_rate, log=stderr_console().print,
+                       budget_s=PLAN_BUDGET_S)
     result, p_b = planned.plan, planned.baseline_rate
     plan, clean_plan, cap, design = result.fixed, result.clean_fixed, result.cap, result.design
     operating, see = result.operating, result.baseline_launches_to_see
@@ -249,7 +256,7 @@ def _plan(args: argparse.Namespace) -> int:
                   f"below {args.ceiling:.3g} at {1 - args.alpha:.0%}; {see} baseline "
                   f"{'launch sees' if see == 1 else 'launches see'} the target at least once "
                   f"with {1 - args.alpha:.0%} probability.")
-    beta = f" --beta {design.beta:.3g}" if abs(design.beta - args.beta) > 1e-9 else ""
+    beta = beta_option(design.beta, args.beta)
     variant = " --stop-at-first-below" if design.stop_at_first_below else ""
     console.print(f"\nSequential rule (`coldstart run ... --launches {cap}{beta}{variant} "
                   f"--until-verdict BASELINE_DIR`): {design.describe()}.")

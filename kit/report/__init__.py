@@ -9,14 +9,18 @@ there are many). Each campaign is read once (:mod:`kit.analysis.scan`).
 
 ``--out`` is never a place where a user's files get overwritten: :func:`write_reports`
 keeps a manifest (:data:`MANIFEST`) of what it wrote, with each file's sha256, and refuses a
-directory holding a report file it did not write (or one changed since).
+directory holding a report file it did not write (or one changed since). Two report runs
+into one directory take turns (:func:`writing_reports`): each writes its files whole.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -34,7 +38,7 @@ from .parts import Timeline, rate_text
 
 __all__ = ["REPORT_SCHEMA", "REPORT_SCHEMA_VERSION", "Timeline", "report_dict",
            "timelines", "write_reports", "rate_text", "REPORT_FILES", "MANIFEST",
-           "check_report_dir"]
+           "check_report_dir", "writing_reports", "REPORT_WAIT_S"]
 
 REPORT_SCHEMA = "coldstart-report"
 #: Bumped when a key of ``summary.json`` changes meaning or disappears (2: ``verdict`` may be
@@ -174,11 +178,58 @@ def write_reports(out_dir: str | Path, campaigns: Sequence[Campaign],
         UsageError: ``out_dir`` holds a report file no report run wrote
             (:func:`check_report_dir`).
     """
-    from . import html_report, json_report, junit, markdown
-
     out = Path(out_dir)
     check_report_dir(out)
     out.mkdir(parents=True, exist_ok=True)
+    with writing_reports(out):
+        return _write_reports(out, campaigns, comparison, signature, fail_on, scans)
+
+
+#: seconds a report run waits for another one writing into the same directory
+REPORT_WAIT_S = 120.0
+
+
+@contextlib.contextmanager
+def writing_reports(out: Path) -> Any:
+    """Hold ``out`` (a report directory) for one report run: an exclusive ``flock(2)`` on
+    the directory itself (nothing is written for it; a killed run lets go with its
+    process), waited for up to :data:`REPORT_WAIT_S`. Two runs into one directory (two
+    ``coldstart report`` of one campaign) would otherwise replace each other's temporary
+    files (:func:`kit._bounded.write_atomic`) and one would end with ENOENT.
+
+    Raises:
+        UsageError: ``out`` is not a directory, or another run held it
+            for :data:`REPORT_WAIT_S`.
+    """
+    try:
+        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        raise UsageError(f"--out {out} {describe_path(out)}, not a directory the report can "
+                         f"hold", "choose a directory") from None
+    try:
+        deadline = time.monotonic() + REPORT_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise UsageError(f"another coldstart report has been writing into {out} "
+                                     f"for {REPORT_WAIT_S:g} s", "wait for it to end, or "
+                                     "give another --out") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # lets go of the lock
+
+
+def _write_reports(out: Path, campaigns: Sequence[Campaign], comparison: Comparison | None,
+                   signature: str | None, fail_on: Sequence[Verdict],
+                   scans: Sequence[Scan] | None) -> dict[str, Path]:
+    """:func:`write_reports` holding ``out`` (:func:`writing_reports`)."""
+    from . import html_report, json_report, junit, markdown
+
+    check_report_dir(out)  # again, holding it: what another run wrote is its own
     if scans is None:
         scans = [scan_campaign(c) for c in campaigns]
     data = report_dict([summarize(c, scan=s) for c, s in zip(campaigns, scans)], comparison,

@@ -185,3 +185,34 @@ class BuildIdentity:
                    program=_text(build.get("workload")),
                    program_sha256=_text(build.get("workload_hash")), version=version,
                    ort_build=variant)
+
+    def contradiction(self, build: Mapping[str, Any]) -> str | None:
+        """Where this identity says otherwise than the ``build`` provenance it was made from
+        (the keys :meth:`from_build` reads; both are written together by the target, so a
+        difference is a hand-edited ``campaign.json``): ``"build_identity.sha256 abab... is
+        not build.ort_library_sha256 cdcd..."``, the first such field; ``None`` when every
+        field both know agrees."""
+        told = BuildIdentity.from_build(build)
+        key = told.artifact or self.artifact or "artifact"
+        names = {"artifact": "the artifact build names", "path": f"build.{key}",
+                 "sha256": f"build.{key}_sha256", "program": "build.workload",
+                 "program_sha256": "build.workload_hash",
+                 "version": "build.ort_build's source version"}
+        for field, name in names.items():
+            mine, theirs = getattr(self, field), getattr(told, field)
+            if field == "artifact" and not (told.sha256 or told.path):
+                continue
+            if mine and theirs and mine != theirs:
+                return (f"build_identity.{field} {_short(mine)} is not {name} "
+                        f"{_short(theirs)}")
+        if self.ort_build is not None and told.ort_build is not None and \
+                self.ort_build.to_dict() != told.ort_build.to_dict():
+            return "build_identity.ort_build is not build.ort_build"
+        return None
+
+
+def _short(text: str) -> str:
+    """A digest shown by its first 12 hex digits, other text up to 60 characters."""
+    if len(text) == 64 and all(c in "0123456789abcdef" for c in text):
+        return f"{text[:12]}..."
+    return repr(text[:60])

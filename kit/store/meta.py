@@ -355,17 +355,23 @@ class CampaignMeta:
         if not LABEL_RE.match(label):
             raise DataError(f"{where}: label {label[:60]!r} is not a build label (1-40 of "
                             "A-Z a-z 0-9 . _ -, starting with a letter or digit)", _HINT)
+        build = c.obj("build")
+        typed = None if identity is None else BuildIdentity.from_dict(
+            identity, f"{where}: build_identity")
+        wrong = None if typed is None else typed.contradiction(build)
+        if wrong is not None:  # compare decides "same build" by the identity: never a
+            # hand-edited one that the provenance beside it contradicts
+            raise DataError(f"{where}: {wrong}, the provenance it was made from", _HINT)
         return cls(label=label, target=c.str("target"), scenario=c.str("scenario"),
                    launches=c.int("launches", low=1, high=MAX_LAUNCHES), schema=schema,
                    scenario_description=c.str("scenario_description", ""),
                    created_at=c.str("created_at", ""), devices=c.objs("devices"),
-                   build=c.obj("build"), tools=c.obj("tools"), options=c.obj("options"),
+                   build=build, tools=c.obj("tools"), options=c.obj("options"),
                    until_verdict=None if rule is None else RuleMeta.from_dict(
                        rule, f"{where}: until_verdict"),
                    interleaved=None if pair is None else PairMeta.from_dict(
                        pair, f"{where}: interleaved"),
-                   build_identity=None if identity is None else BuildIdentity.from_dict(
-                       identity, f"{where}: build_identity"),
+                   build_identity=typed,
                    extended_from=c.ints("extended_from", low=1, high=MAX_LAUNCHES),
                    stage=None if stage is None else StageMeta.from_dict(
                        stage, f"{where}: stage"),

@@ -33,7 +33,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Callable
 
-from ..._bounded import describe_path, write_atomic
+from ..._bounded import describe_path, read_json_bounded, write_atomic
 from ...store.store import utc_now
 from ...errors import InfraError, UsageError
 from ...modelset import ModelSet, cache_dir
@@ -148,25 +148,30 @@ def load_runtime(name: str = DEFAULT_RUNTIME, sanitizer: str | None = None) -> R
     Raises:
         UsageError: it was never prepared (or its files are gone).
     """
-    from ..._bounded import read_bytes_bounded
-
     path = runtime_dir(name) / _record_name(sanitizer)
     if sanitizer is not None and not path.exists():
         raise UsageError(f"runtime {name!r} has no {sanitizer} variant",
                          f"build it: `sudo coldstart runtime build-ort --name {name} --{sanitizer}"
                          "` (with the runtime's --patch)")
+    again = f"run `coldstart runtime prepare --name {name} --force`"
+    # read bounded: a runtime.json grown huge, a FIFO or a device in its place is refused
+    # in one line, never read whole or waited on
+    hint = ("run `coldstart runtime prepare`" if name == DEFAULT_RUNTIME
+            else f"run `coldstart runtime prepare --name {name} --ort-root DIR`")
+    data = read_json_bounded(path, what="runtime file", hint=again,
+                             missing=f"host runtime {name!r} is not prepared",
+                             missing_hint=hint)
     try:
-        if not path.exists():
-            raise FileNotFoundError(path)
-        runtime = Runtime(**json.loads(read_bytes_bounded(path, RUNTIME_JSON_LIMIT,
-                                                          what="runtime.json")))
-    except FileNotFoundError:
-        hint = ("run `coldstart runtime prepare`" if name == DEFAULT_RUNTIME
-                else f"run `coldstart runtime prepare --name {name} --ort-root DIR`")
-        raise UsageError(f"host runtime {name!r} is not prepared", hint) from None
-    except (ValueError, TypeError) as exc:
-        raise UsageError(f"{path} is corrupt ({exc})",
-                         f"run `coldstart runtime prepare --name {name} --force`") from None
+        if not isinstance(data, dict):
+            raise TypeError(f"not an object but {type(data).__name__}")
+        runtime = Runtime(**data)
+        for field in dataclasses.fields(Runtime):
+            value = getattr(runtime, field.name)
+            kind = dict if field.name == "build" else str
+            if not (isinstance(value, kind) or (value is None and "None" in str(field.type))):
+                raise TypeError(f"{field.name} is {type(value).__name__}")
+    except TypeError as exc:
+        raise UsageError(f"{path} is corrupt ({exc})", again) from None
     if not Path(runtime.ort_library).exists():
         raise UsageError(f"host runtime {name!r} points at {runtime.ort_library}, which is gone",
                          f"run `coldstart runtime prepare --name {name} --force`")

@@ -40,6 +40,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from ...._bounded import read_json_bounded
+from ....errors import ColdstartError
+
 __all__ = ["LibraryInfo", "analyze_library", "allocator_ptr_offset", "WRAPPER_SIZE",
            "ALLOCATOR_PTR_SIZE", "objdump_command"]
 
@@ -169,12 +172,12 @@ def analyze_library(path: str | os.PathLike[str], objdump: list[str] | None,
 
     cache = cache_dir() / "detector" / f"statics-{sha256}.json"
     try:
-        data = json.loads(cache.read_text())
-        if data.pop("v") == _ANALYSIS_VERSION:
+        data = read_json_bounded(cache, what="detector cache", hint="")
+        if isinstance(data, dict) and data.pop("v") == _ANALYSIS_VERSION:
             return LibraryInfo(**{**data, "sections": tuple(tuple(s) for s in data["sections"]),
                                   "pairs": tuple(tuple(p) for p in data["pairs"])})
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    except (OSError, ValueError, KeyError, TypeError, ColdstartError):
+        pass  # made again below
     build_id, sections, end = _elf_facts(Path(path))
     pairs: list[tuple[int, int]] = []
     error = None

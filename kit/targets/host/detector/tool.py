@@ -41,8 +41,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from ...._bounded import write_atomic
-from ....errors import InfraError, UsageError
+from ...._bounded import read_json_bounded, write_atomic
+from ....errors import DataError, InfraError, UsageError
 
 __all__ = ["TOOLS", "SLOWDOWN", "ToolInstall", "find_tool", "ensure_tool", "wrap_command",
            "TOOL_BARRIER_ENV", "WITNESS_QUIET_ENV", "debuginfo_dir"]
@@ -134,14 +134,19 @@ def find_tool(runtime: Any) -> ToolInstall:
             "install valgrind on this host (Debian: apt-get install valgrind libc6-dbg), then "
             f"run `coldstart runtime prepare --runtime {runtime.name}`")
     try:
-        data = json.loads(_stamp(runtime).read_text())
+        data: Any = read_json_bounded(_stamp(runtime), what="race detector setup", hint=hint)
         install = ToolInstall(launcher=tuple(data["launcher"]), env=dict(data["env"]),
                               options=tuple(data["options"]), version=str(data["version"]),
                               where=str(data["where"]))
     except FileNotFoundError:
         raise UsageError(f"no race detector (valgrind) is set up for runtime {runtime.name!r}",
                          hint) from None
-    except (OSError, ValueError, KeyError, TypeError):
+    except UsageError as exc:
+        if "does not exist" in exc.message:
+            raise UsageError(f"no race detector (valgrind) is set up for runtime "
+                             f"{runtime.name!r}", hint) from None
+        raise
+    except (OSError, ValueError, KeyError, TypeError, DataError):
         raise UsageError(f"the race detector's setup of runtime {runtime.name!r} is corrupt",
                          hint) from None
     missing = [p for p in install.launcher if os.path.isabs(p) and not os.path.exists(p)]

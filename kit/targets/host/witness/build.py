@@ -25,8 +25,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ...._bounded import write_atomic
-from ....errors import UsageError
+from ...._bounded import read_json_bounded, write_atomic
+from ....errors import ColdstartError, UsageError
 from .race import STATIC_REASON
 
 if TYPE_CHECKING:  # kit.targets.host imports this package: no import cycle at run time
@@ -71,9 +71,9 @@ def _stamp(runtime: Runtime) -> Path:
 def witness_library(runtime: Runtime) -> str | None:
     """Path of an up-to-date built witness for ``runtime``, or ``None``. Never raises."""
     try:
-        stamp = json.loads(_stamp(runtime).read_text())
-        library, digest = str(stamp["library"]), str(stamp["hash"])
-    except (OSError, ValueError, KeyError, TypeError):
+        stamp = read_json_bounded(_stamp(runtime), what="witness stamp", hint="")
+        library, digest = str(stamp["library"]), str(stamp["hash"])  # type: ignore[index]
+    except (OSError, ValueError, KeyError, TypeError, ColdstartError):
         return None
     if digest != _digest(runtime, _source()) or not Path(library).is_file():
         return None
