@@ -34,6 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kit.cli.run",  # run <target> for every registered target
     "kit.cli.targets.host",  # runtime
     "kit.cli.targets.android",  # devices
+    "kit.cli.targets.rnhost",  # rn-host build
     "kit.cli.analysis",
     "kit.cli.repair",
     "kit.cli.app",
@@ -51,6 +52,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                         "build the native workload"),
     "devices": ("kit.cli.targets.android", "list reachable Android devices with model, ABI, "
                                            "SDK level and state"),
+    "rn-host": ("kit.cli.targets.rnhost", "build the app's native shell for the host "
+                                          "(docs/rn-host.md)"),
     "compare": ("kit.cli.analysis", "baseline vs candidate: fixed, not-fixed or "
                                     "inconclusive"),
     "plan": ("kit.cli.analysis", "launches needed for a verdict, and the sequential "

@@ -26,6 +26,7 @@ __all__ = ["BUILTIN", "get_plugin", "plugins", "target_names"]
 #: Built-in targets, in ``--help`` order: name -> ``module:attribute`` of its plug-in.
 BUILTIN: dict[str, str] = {
     "host": "kit.targets.host.options:PLUGIN",
+    "rn-host": "kit.targets.rnhost.options:PLUGIN",
     "android": "kit.targets.android.options:PLUGIN",
     "ios-sim": "kit.targets.ios.options:SIMULATOR",
     "ios-device": "kit.targets.ios.options:DEVICE",
