@@ -53,6 +53,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
@@ -360,6 +361,10 @@ int usage(const char* why) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Die with the driver: a killed campaign (kill -9) leaves no launch behind.
+  pid_t parent = getppid();
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) return 3;
   std::string bundle, url;
   std::map<std::string, std::string> assets;
   for (int i = 1; i < argc; ++i) {
