@@ -22,9 +22,9 @@
 // gets this one, with this logging function, and its code stays as it ships.
 //
 // On a fatal signal it writes "COLDSTART-CRASH signal=N", a backtrace_symbols_fd(3)
-// backtrace and "COLDSTART-CRASH end" to stderr (the workload's format), then dies of the
-// same signal. The handler is installed after JavaScriptCore made its VM, so it replaces
-// JSC's own SIGSEGV handler (which lets a raised, non-fault SIGSEGV return).
+// backtrace and "COLDSTART-CRASH end" to stderr with the host workload's own handler, then
+// dies of the same signal. The handler is installed after JavaScriptCore made its VM, so it
+// replaces JSC's own SIGSEGV handler (which lets a raised, non-fault SIGSEGV return).
 //
 // Exit status: 0 after `done`, 1 after `error` (the app says which through
 // __coldstartHost.exit), 2 for bad arguments or a bundle that failed before the app printed
@@ -70,36 +70,10 @@ const Clock::time_point kStart = Clock::now();
 double now_ms() { return std::chrono::duration<double, std::milli>(Clock::now() - kStart).count(); }
 
 // ---------------------------------------------------------------- crash evidence
-void on_fatal(int sig, siginfo_t*, void*) {
-  char head[64];
-  int n = std::snprintf(head, sizeof head, "COLDSTART-CRASH signal=%d\n", sig);
-  if (n > 0) (void)!write(2, head, static_cast<size_t>(n));
-  void* frames[64];
-  backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
-  static const char kEnd[] = "COLDSTART-CRASH end\n";
-  (void)!write(2, kEnd, sizeof kEnd - 1);
-  signal(sig, SIG_DFL);  // reached directly or chained from another handler: die either way
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, sig);
-  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-  raise(sig);
-}
-
-void catch_fatal_signals() {
-  void* prime[1];
-  backtrace(prime, 1);  // loads libgcc now, so the handler does not allocate later
-  static std::vector<char> altstack(1 << 16);
-  stack_t ss{};
-  ss.ss_sp = altstack.data();
-  ss.ss_size = altstack.size();
-  sigaltstack(&ss, nullptr);
-  struct sigaction sa {};
-  sa.sa_sigaction = on_fatal;
-  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) sigaction(sig, &sa, nullptr);
-}
+// The host workload's own handler (kit/workload/coldstart_workload.cpp, its "crash
+// reporting" section, cut out by the kit's build into workload_crash.inc): the kit reads
+// one format from both programs.
+#include "workload_crash.inc"
 
 // ---------------------------------------------------------------- ORT's log, seen by the host
 std::mutex g_placement_mutex;
@@ -390,7 +364,7 @@ int main(int argc, char** argv) {
                                       nullptr);
   (void)env;
   std::unique_ptr<jsi::Runtime> rt = facebook::jsc::makeJSCRuntime();
-  catch_fatal_signals();
+  install_crash_handlers();  // after JSC's VM: replaces JSC's SIGSEGV handler
   auto loop = std::make_shared<JsLoop>();
   install_globals(*rt, loop, url, assets);
   loop->guarded(*rt, [&] {

@@ -32,6 +32,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+from importlib.resources import files as package_files
 from pathlib import Path
 from typing import Callable
 
@@ -183,7 +184,19 @@ def _sources(runtime: Runtime, modules: Path, react_native: dict[str, bytes]) ->
     for name in ("coldstart_native.h", "coldstart_native.cpp"):
         files[f"native/{name}"] = (native / name).read_bytes()
     files["rn_host.cpp"] = (app_dir() / "host" / "rn_host.cpp").read_bytes()
+    files["workload_crash.inc"] = _workload_crash_section()
     return files
+
+
+def _workload_crash_section() -> bytes:
+    """The host workload's "crash reporting" section (its fatal-signal handler and the
+    ``COLDSTART-CRASH`` evidence format), which rn_host.cpp compiles in as it is."""
+    text = (package_files("kit") / "workload" / "coldstart_workload.cpp").read_text()
+    start, end = (f"// {'-' * 64} {name}\n" for name in ("crash reporting", "scenario"))
+    if start not in text or end not in text:
+        raise UsageError("the host workload has no crash reporting section for rn-host",
+                         "keep its `crash reporting` and `scenario` section markers")
+    return text[text.index(start):text.index(end)].encode()
 
 
 def _root_packages(root: Path, log: Callable[[str], None]) -> None:
