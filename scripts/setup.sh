@@ -5,7 +5,9 @@
 #     (pip's download cache stays in ~/.cache/pip, outside the clone);
 #   - the openWakeWord models, fetched from PyPI and checked by sha256;
 #   - the host runtime: onnxruntime with XNNPACK (a Debian 13 root under
-#     ~/.cache/coldstart on Debian 12) and the native workload built against it.
+#     ~/.cache/coldstart on Debian 12) and the native workload built against it;
+#   - rn-host: the app's JS and onnxruntime-react-native's C++ built in that root
+#     (docs/rn-host.md; about 90 s the first time, nothing when up to date).
 # Needs root for apt-get/debootstrap/chroot (see the README for a user without root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,3 +47,11 @@ log "model set"
 
 log "host runtime (onnxruntime with XNNPACK) and the native workload"
 .venv/bin/coldstart runtime prepare
+
+# The app itself on the host (docs/rn-host.md): runs in the Debian root only.
+if .venv/bin/coldstart runtime info 2>/dev/null | grep -q '"kind": "debian-root"'; then
+  log "rn-host: the app's JS with onnxruntime-react-native's C++ (npm, JavaScriptCore)"
+  .venv/bin/coldstart rn-host build
+else
+  log "rn-host skipped: it runs in the kit's Debian root, and this runtime is another kind"
+fi
