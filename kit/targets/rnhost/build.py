@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import dataclasses
+import fcntl
 import hashlib
 import io
 import json
@@ -302,6 +303,14 @@ def build_program(runtime: Runtime, force: bool = False,
                          "runtime)")
     work = cache_dir() / "rn-host"
     work.mkdir(parents=True, exist_ok=True)
+    with open(work / "build.lock", "w") as lock:  # one builder at a time (pytest -n 2)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_locked(runtime, work, force, log)
+
+
+def _build_locked(runtime: Runtime, work: Path, force: bool,
+                  log: Callable[[str], None]) -> RnHostProgram:
+    assert runtime.root is not None
     pins = npm_pins()
     modules = _node_modules(work, log)
     files = _sources(runtime, modules, _react_native(work, pins["react-native"], log))
@@ -315,6 +324,9 @@ def build_program(runtime: Runtime, force: bool = False,
     stamp = out / "build.json"
     built = stamp.exists() and json.loads(stamp.read_text()).get("digest") == key
     if force or not built or not binary.exists():
+        if os.geteuid() != 0:
+            raise UsageError("building inside the Debian root needs root (chroot)",
+                             "run `sudo coldstart rn-host build`")
         _root_packages(Path(runtime.root), log)
         out.mkdir(parents=True, exist_ok=True)
         _compile(runtime, files, key, out, log)
