@@ -57,20 +57,20 @@ def main() -> int:
             for target in records:
                 records[target] += _campaign(target, Path(scratch) / f"{target}-{round_no}",
                                              args)
-    print(f"{args.launches} launches x {args.rounds} rounds per target, runtime "
-          f"{args.runtime}, scenario {args.scenario}")
+    lines = [f"{args.launches} launches x {args.rounds} rounds per target, runtime "
+             f"{args.runtime}, scenario {args.scenario}"]
     medians = {}
     for target, rows in records.items():
         done = [r for r in rows if r["outcome"] == "completed"]
         medians[target] = statistics.median(r["wall_ms"] for r in rows)
-        to_done = statistics.median(r["phases"]["done"] for r in done) if done else float("nan")
-        created = (statistics.median(r["phases"]["sessions-created"] for r in done)
-                   if done else float("nan"))
-        print(f"{target:8s} per launch {medians[target]:7.1f} ms  to done {to_done:7.1f} ms  "
-              f"sessions created {created:7.1f} ms  completed {len(done)}/{len(rows)}")
-    print(f"ratio rn-host / host, per launch: {medians['rn-host'] / medians['host']:.2f}")
+        phase = {p: statistics.median(r["phases"][p] for r in done) if done else float("nan")
+                 for p in ("done", "sessions-created")}
+        lines.append(f"{target:8s} per launch {medians[target]:7.1f} ms  to done "
+                     f"{phase['done']:7.1f} ms  sessions created {phase['sessions-created']:7.1f}"
+                     f" ms  completed {len(done)}/{len(rows)}")
+    lines.append(f"ratio rn-host / host, per launch: {medians['rn-host'] / medians['host']:.2f}")
+    print("\n".join(lines))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

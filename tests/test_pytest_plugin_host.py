@@ -1,8 +1,10 @@
 """The pytest plugin on the real host target, through pytest's ``pytester``: a test module
-runs a campaign of the native workload and asserts on it, and a crash fails the test with its
-rate and class."""
+runs a campaign of the native workload (and of the app itself, rn-host) and asserts on it,
+and a crash fails the test with its rate and class."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -23,17 +25,17 @@ def test_host_launches(coldstart):
 
 
 # serial creates: the real race cannot crash a launch, or crash it first in creation as
-# another class; only the injected crash may
-@pytest.mark.parametrize("scenario, passes", [("mode=serial", True),
-                                              ("mode=serial&inject=segv@sessions-created",
-                                               False)])
+# another class; only the injected crash may. rn-host: the app's own JS (docs/rn-host.md)
+@pytest.mark.parametrize("target, scenario, passes", [
+    ("host", "mode=serial", True), ("host", "mode=serial&inject=segv@sessions-created", False),
+    ("rn-host", "mode=serial", True)])
 def test_plugin_runs_host_campaigns(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                                    scenario: str, passes: bool) -> None:
+                                    target: str, scenario: str, passes: bool) -> None:
     monkeypatch.setenv("COLDSTART_CACHE", str(CACHE))
     pytester.makepyfile(test_host_module=MODULE.format(label="candidate", scenario=scenario))
     runs = pytester.path / "runs"
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider",
-                                           "--coldstart-target", "host",
+                                           "--coldstart-target", target,
                                            "--coldstart-out", str(runs), timeout=600)
     out = result.stdout.str() + result.stderr.str()
     if passes:
@@ -45,6 +47,7 @@ def test_plugin_runs_host_campaigns(pytester: pytest.Pytester, monkeypatch: pyte
         assert "2/2" in out and "other-native-crash" in out
     campaigns = list(runs.rglob("campaign.json"))
     assert len(campaigns) == 1
+    assert json.loads(campaigns[0].read_text())["target"] == target
     lines = (campaigns[0].parent / "launches.jsonl").read_text().splitlines()
     assert len(lines) == 2
 

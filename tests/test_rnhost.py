@@ -17,15 +17,11 @@ from pathlib import Path
 import pytest
 
 from kit.campaign import load_campaign
-from kit.modelset import cache_dir
 from kit.records import Outcome
 from tests.conftest import coldstart, one_line_error
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "rn-app"
-#: the prepared runtime's cache, read before pytester gives the inner runs a HOME of their own
-CACHE = cache_dir()
-pytest_plugins = ("pytester",)
 #: the app's own sources: what runs on a phone (tests, scripts and the host shell excluded)
 APP_SOURCES = [APP / "index.js", APP / "App.tsx", *sorted((APP / "src").glob("*.ts*"))]
 
@@ -192,29 +188,3 @@ def test_resume_goes_on_and_refuses_another_runtime(tmp_path: Path, built: None)
     proc = coldstart("run", "rn-host", "--out", str(out), "--resume", "--runtime", "other")
     one_line_error(proc, "cannot resume")
 
-
-PLUGIN_MODULE = '''
-def test_the_app_launches(coldstart):
-    result = coldstart.run("app", scenario="mode=serial", launches=2)
-    result.assert_launched()
-    result.assert_no_crash()
-'''
-
-
-@pytest.mark.host
-@pytest.mark.slow
-def test_the_pytest_plugin_runs_rn_host_campaigns(pytester: pytest.Pytester,
-                                                  monkeypatch: pytest.MonkeyPatch,
-                                                  built: None) -> None:
-    monkeypatch.setenv("COLDSTART_CACHE", str(CACHE))
-    pytester.makepyfile(test_app_module=PLUGIN_MODULE)
-    runs = pytester.path / "runs"
-    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider",
-                                           "--coldstart-target", "rn-host",
-                                           "--coldstart-out", str(runs), timeout=600)
-    assert result.ret == 0, result.stdout.str() + result.stderr.str()
-    result.assert_outcomes(passed=1)
-    campaigns = list(runs.rglob("campaign.json"))
-    assert len(campaigns) == 1
-    assert json.loads(campaigns[0].read_text())["target"] == "rn-host"
-    assert len((campaigns[0].parent / "launches.jsonl").read_text().splitlines()) == 2
