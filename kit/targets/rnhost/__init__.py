@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ...errors import UsageError
 from ...launch import LogFn, PreparedTarget
 from ...modelset import ModelSet
 from ...scenario import Scenario
@@ -66,8 +67,13 @@ class RnHostTarget:
             UsageError, DataError, InfraError: as :meth:`kit.targets.host.HostTarget.prepare`
                 and :func:`.build.build_program`.
         """
+        if config.detector == "tsan":
+            raise UsageError("rn-host has no ThreadSanitizer build of its program (JavaScriptCore "
+                             "and the binding are not instrumented)",
+                             "use --detector drd with rn-host, or run the host target with "
+                             "--detector tsan")
         prepared = HostTarget().prepare(config, scenario, log)
-        hosts: list[HostLauncher] = prepared.launchers
+        hosts = [h for h in prepared.launchers if isinstance(h, HostLauncher)]
         program = build_program(hosts[0].runtime, log=log)
         launchers = [RnHostLauncher(h.runtime, h.modelset, program, poison=h.poison,
                                     witness=h.witness, detector=h.detector) for h in hosts]
