@@ -21,7 +21,7 @@ from ._fields import FieldReader, type_name
 from .errors import DataError
 
 __all__ = ["JsonView", "Frame", "CrashRecord", "CrashClass", "RacePayload", "DetectorPayload",
-           "XnnpackNodes"]
+           "XnnpackNodes", "HoldPayload"]
 
 _HINT = "`coldstart repair DIR` keeps the readable records (it backs up the file first)"
 
@@ -314,3 +314,40 @@ class XnnpackNodes(JsonView):
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "totals": dict(self.totals),
                 "per_session": [dict(s) for s in self.per_session], **self.extra}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class HoldPayload(JsonView):
+    """``LaunchRecord.hold``: what the host amplifier ``hold=MS`` did in one launch
+    (kit/scenario.py; docs/race.md, "The hold"). Written only for a launch whose scenario
+    asked for a hold.
+
+    Attributes:
+        ms: the hold asked for, in milliseconds (> 0).
+        engaged: how many times a creating thread was held (the workload's
+            ``COLDSTART-HOLD`` lines on stderr, written as each hold begins, and the
+            ``hold`` field of ``sessions-created``; the larger count). 0: the allocator's
+            creation line never came (another onnxruntime, a CPU-only scenario, a log level
+            that drops it), so the launch is not eligible for a verdict with the hold.
+        source: where ``engaged`` was read: ``stderr``, ``protocol`` or ``none``.
+    """
+
+    ms: int = 0
+    engaged: int = 0
+    source: str = "none"
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def held(self) -> bool:
+        """True when at least one creating thread was held."""
+        return self.engaged > 0
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "hold") -> "HoldPayload":
+        r = _reader(data, where)
+        return cls(ms=r.int("ms", 0), engaged=r.int("engaged", 0),
+                   source=r.str("source", "none"), extra=_known(cls, data))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ms": self.ms, "engaged": self.engaged, "held": self.held,
+                "source": self.source, **{k: v for k, v in self.extra.items() if k != "held"}}

@@ -11,7 +11,7 @@ import dataclasses
 import enum
 from typing import Any
 
-from .payloads import (CrashClass, CrashRecord, DetectorPayload, RacePayload,
+from .payloads import (CrashClass, CrashRecord, DetectorPayload, HoldPayload, RacePayload,
                        XnnpackNodes)
 
 __all__ = ["Outcome", "LaunchRecord", "RECORD_VERSION", "SessionTiming", "overlap_ms",
@@ -91,6 +91,9 @@ class LaunchRecord:
             ``None``.
         detector: the host race detector's answer (:class:`kit.payloads.DetectorPayload`),
             or ``None`` (written only when present).
+        hold: what the host amplifier ``hold=MS`` did (:class:`kit.payloads.HoldPayload`:
+            the hold asked for and how many times it engaged), or ``None`` for a launch that
+            asked for no hold (written only when present).
         extra: the target's own details (``android``: pid, launch state, exit-info...;
             ``pid``/``crash_report`` on iOS; ``status_text`` on Appium) and any key this kit
             does not know, kept as JSON for forward compatibility.
@@ -126,6 +129,7 @@ class LaunchRecord:
     artifacts: list[str] = dataclasses.field(default_factory=list)
     race: RacePayload | None = None
     detector: DetectorPayload | None = None
+    hold: HoldPayload | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -170,7 +174,7 @@ class LaunchRecord:
                 value = [dataclasses.asdict(s) for s in value]
             elif field.name in _PAYLOADS and value is not None:
                 value = value.to_dict()
-            elif field.name == "detector":
+            elif field.name in ("detector", "hold"):
                 continue  # written only when present
             out[field.name] = value
         out.update(self.extra)
@@ -226,12 +230,14 @@ class LaunchRecord:
                    signature=r.opt_str("signature"), artifacts=r.strs("artifacts"),
                    race=_typed(RacePayload, r.opt_obj("race"), f"{where}: race"),
                    detector=_typed(DetectorPayload, r.opt_obj("detector"), f"{where}: detector"),
+                   hold=_typed(HoldPayload, r.opt_obj("hold"), f"{where}: hold"),
                    extra={k: v for k, v in data.items() if k not in names and k != "v"})
 
 
 _REPAIR_HINT = "`coldstart repair DIR` keeps the readable records (it backs up the file first)"
 _PAYLOADS: dict[str, Any] = {"crash": CrashRecord, "race": RacePayload,
-                             "detector": DetectorPayload, "xnnpack_nodes": XnnpackNodes}
+                             "detector": DetectorPayload, "xnnpack_nodes": XnnpackNodes,
+                             "hold": HoldPayload}
 
 
 def _crash_class(value: str | None, where: str) -> CrashClass | None:

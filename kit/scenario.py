@@ -22,13 +22,17 @@ load       ``path``                              ``path`` | ``bytes`` (host ampl
 warmup     ``none``                              ``none`` | ``cpu`` (host amplifier)
 log        ``warning``                           ``warning`` | ``verbose``: the ORT
                                                  environment's log level (host amplifier)
+hold       ``0``                                 0..10000 ms: hold each thread that creates
+                                                 XNNPACK's shared allocator inside the racy
+                                                 window (host amplifier; needs ``log=verbose``
+                                                 and turns it on when ``log`` is not given)
 =========  ====================================  ==========================================
 
 Users may also write a scenario without the scheme, as ``mode=serial&sessions=8`` or
 ``mode=serial,sessions=8``; :func:`parse_scenario` accepts all three spellings.
 The canonical URL (:meth:`Scenario.to_url`) lists every key in the order above, so two
 scenarios are equal exactly when their URLs (without ``id``) are equal; the keys added after
-the first protocol version (:data:`EXTENSION_DEFAULTS`: ``log``) appear only when they differ
+the first protocol version (:data:`EXTENSION_DEFAULTS`: ``log``, ``hold``) appear only when they differ
 from their default, so apps that predate them still accept every default scenario.
 """
 
@@ -51,6 +55,8 @@ __all__ = [
     "DEFAULT_MODELS",
     "LAUNCH_ID_RE",
     "EXTENSION_DEFAULTS",
+    "HOST_ONLY_KEYS",
+    "MAX_HOLD_MS",
 ]
 
 class Phase(str, enum.Enum):
@@ -83,10 +89,14 @@ KNOWN_EPS: tuple[str, ...] = ("xnnpack", "cpu")
 LAUNCH_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _KEYS = ("id", "mode", "sessions", "models", "ep", "threads", "infer", "release", "inject",
-         "load", "warmup", "log")
+         "load", "warmup", "log", "hold")
 #: Keys added after protocol version 1, with their defaults: a canonical URL carries them
 #: only when they differ from these, so an app that predates a key never sees it unasked.
-EXTENSION_DEFAULTS: dict[str, str] = {"log": "warning"}
+EXTENSION_DEFAULTS: dict[str, str] = {"log": "warning", "hold": "0"}
+#: The keys only the host workload knows: the mobile apps refuse them as unknown keys.
+HOST_ONLY_KEYS: tuple[str, ...] = ("hold",)
+#: The longest hold, in ms (``hold=``): 10 s, far above what the race window needs.
+MAX_HOLD_MS = 10_000
 _HINT = "see `coldstart run --help` for scenario keys"
 #: The scenario keys, for ``coldstart run --help`` (the module doc has the details).
 KEYS_HELP = """scenario keys (--scenario 'k=v&k=v', 'k=v,k=v' or a coldstart://run?... URL):
@@ -98,6 +108,8 @@ KEYS_HELP = """scenario keys (--scenario 'k=v&k=v', 'k=v,k=v' or a coldstart://r
   infer=0|1, release=0|1         run the pipeline once, release the sessions (default 1, 1)
   inject=none|segv@P|abort@P|hang@P   crash or stall right after phase P (positive controls)
   load=path|bytes, warmup=none|cpu, log=warning|verbose   host amplifiers (docs/race.md)
+  hold=0..10000                  ms each creating thread is held inside the racy window
+                                 (host only; turns on log=verbose; docs/race.md, "The hold")
 phases: start, models-ready, sessions-created, inference-done, sessions-released, done"""
 
 
@@ -122,6 +134,10 @@ class Scenario:
             XnnpackExecutionProvider ...", between its unsynchronised null check and the
             assignment of the shared XNNPACK allocator, which widens the race window; see
             docs/race.md for what it does to the witnessed-race rate).
+        hold: milliseconds the host workload's logging function sleeps on that INFO line,
+            holding the creating thread between the null check and the assignment, so
+            the other creating threads pass the null check too (active testing; host only,
+            0 = the production shape; needs ``log=verbose``). docs/race.md, "The hold".
         id: the launch id, or ``None`` for a scenario not yet bound to a launch.
     """
 
@@ -136,6 +152,7 @@ class Scenario:
     load: str = "path"
     warmup: str = "none"
     log: str = "warning"
+    hold: int = 0
     id: str | None = None
 
     def __post_init__(self) -> None:
@@ -151,6 +168,12 @@ class Scenario:
         _check(self.load in ("path", "bytes"), "load", self.load, "path or bytes")
         _check(self.warmup in ("none", "cpu"), "warmup", self.warmup, "none or cpu")
         _check(self.log in ("warning", "verbose"), "log", self.log, "warning or verbose")
+        _check(isinstance(self.hold, int) and not isinstance(self.hold, bool)
+               and 0 <= self.hold <= MAX_HOLD_MS, "hold", self.hold,
+               f"a whole number of milliseconds from 0 to {MAX_HOLD_MS}")
+        _check(self.hold == 0 or self.log == "verbose", "log", self.log,
+               f"verbose with hold={self.hold} (the hold engages on an INFO line; leave log "
+               f"out and hold turns it on)")
         if self.inject is not None:
             kind, phase = self.inject
             _check(kind in INJECT_KINDS and phase in PHASES[:-1], "inject", f"{kind}@{phase}",
@@ -176,7 +199,7 @@ class Scenario:
             ("load", self.load),
             ("warmup", self.warmup),
         ]
-        items += [(key, value) for key, value in (("log", self.log),)
+        items += [(key, value) for key, value in (("log", self.log), ("hold", str(self.hold)))
                   if value != EXTENSION_DEFAULTS[key]]
         if with_id and self.id is not None:
             items.insert(0, ("id", self.id))
@@ -299,7 +322,7 @@ def parse_scenario(text: str | None = None, base: Scenario | None = None,
         if key in seen:
             raise UsageError(f"scenario key {key!r} is given twice", _HINT)
         seen.add(key)
-        if key in ("sessions", "threads"):
+        if key in ("sessions", "threads", "hold"):
             fields[key] = _as_int(key, value)
         elif key in ("infer", "release"):
             fields[key] = _as_flag(key, value)
@@ -316,4 +339,7 @@ def parse_scenario(text: str | None = None, base: Scenario | None = None,
                 fields[key] = (kind, phase)
         else:
             fields[key] = value
-    return dataclasses.replace(base or Scenario(), **fields)  # type: ignore[arg-type]
+    start = base or Scenario()
+    if fields.get("hold", 0) and "log" not in fields:  # the hold engages on an INFO line
+        fields["log"] = "verbose"
+    return dataclasses.replace(start, **fields)  # type: ignore[arg-type]

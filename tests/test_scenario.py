@@ -31,6 +31,7 @@ def test_shared_scenario_vectors(vector: dict) -> None:
     inject = None if scenario.inject is None else {"kind": scenario.inject[0],
                                                     "phase": scenario.inject[1]}
     assert inject == want["inject"]
+    assert (scenario.log, scenario.hold) == (want.get("log", "warning"), want.get("hold", 0))
     assert scenario.to_url() == vector["canonical"]
     assert parse_scenario(scenario.to_url()) == scenario
 
@@ -91,3 +92,27 @@ def test_url_values_are_shell_and_url_safe() -> None:
     url = parse_scenario("id=x.y_z-1&inject=segv@sessions-created").to_url()
     assert url.startswith("coldstart://run?id=x.y_z-1&mode=concurrent")
     assert all(c.isalnum() or c in ":/?=&,@._-" for c in url)
+
+
+def test_hold_turns_on_verbose_logging_and_is_host_only() -> None:
+    from kit.scenario import HOST_ONLY_KEYS
+
+    s = parse_scenario("hold=20")
+    assert (s.hold, s.log) == (20, "verbose")
+    assert s.describe() == "concurrent x3 xnnpack,cpu log=verbose hold=20"
+    assert parse_scenario("hold=0").log == "warning"
+    assert HOST_ONLY_KEYS == ("hold",)
+    # the mobile apps refuse it: every vector with the key says so (kit/data/protocol_vectors)
+    held = [v for v in VECTORS if "hold=" in v["url"] and v["valid"]]
+    assert held and all(v["app"]["valid"] is False for v in held)
+
+
+@pytest.mark.parametrize("text, why", [
+    ("hold=5&log=warning", "log"),
+    ("hold=-1", "hold"),
+    ("hold=10001", "hold"),
+    ("hold=1.5", "hold"),
+])
+def test_bad_holds_are_refused(text: str, why: str) -> None:
+    with pytest.raises(UsageError, match=f"scenario key {why}="):
+        parse_scenario(text)

@@ -66,6 +66,10 @@ _SIGNAL_WORDS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus err
                  "Trace/breakpoint trap": "SIGTRAP", "Killed": "SIGKILL"}
 # a shell's job notice: zsh "[1]    2527336 abort (core dumped)  cmd", bash "[1]+  Aborted
 # (core dumped)  cmd", bash -c "bash: line 1:  1234 Segmentation fault  (core dumped) cmd"
+#: The kit's own workload's crash block header (kit/workload/coldstart_workload.cpp,
+#: on_fatal_signal): the signal and, from siginfo, the fault address.
+_WORKLOAD_CRASH = re.compile(r"^COLDSTART-CRASH signal=(?P<num>\d{1,2})"
+                             r"(?: addr=(?P<addr>0x[0-9a-fA-F]{1,16}))?\b")
 _SHELL_JOB = re.compile(r"^(?:\[\d+\]\s*[+-]?\s*|\S+: line \d+:\s*)(?P<pid>\d+\s+)?(?P<words>"
                         r"abort(?:ed)?|segmentation fault|bus error|illegal instruction|"
                         r"floating point exception|trace/breakpoint trap|killed)\b", re.I)
@@ -234,6 +238,14 @@ def read_host_output(draft: Draft, lines: Sequence[str]) -> None:
         if wrapped:
             abort_lines.append(stripped)
             wrapped = False
+            continue
+        marker = _WORKLOAD_CRASH.match(stripped)
+        if marker is not None:
+            if draft.get("signal_name") is None:
+                draft.set("signal", int(marker.group("num")))
+                draft.set("signal_name", signal_name(int(marker.group("num"))))
+            if marker.group("addr") and draft.get("fault_address") is None:
+                draft.set("fault_address", marker.group("addr"))
             continue
         job = _SHELL_JOB.match(stripped)
         if job is not None and draft.get("signal_name") is None:

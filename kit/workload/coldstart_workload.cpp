@@ -14,7 +14,7 @@
 // releases the sessions and reports `done`. Evidence that XNNPACK took nodes comes from
 // ORT's verbose "Node placements" log, captured through a custom logging function.
 //
-// On a fatal signal it writes "COLDSTART-CRASH signal=N" and a backtrace_symbols_fd(3)
+// On a fatal signal it writes "COLDSTART-CRASH signal=N addr=0x..." and a backtrace_symbols_fd(3)
 // backtrace to stderr, then dies of the same signal (SA_RESETHAND + raise).
 //
 // Exit status: 0 after `done`, 1 after an `error` line, 2 for bad arguments; a signal when
@@ -116,9 +116,16 @@ void emit(const std::string& phase, const std::string& extra = "") {
 }
 
 // ---------------------------------------------------------------- crash reporting
-void on_fatal_signal(int sig) {
-  char head[64];
-  int n = std::snprintf(head, sizeof head, "COLDSTART-CRASH signal=%d\n", sig);
+void on_fatal_signal(int sig, siginfo_t* info, void*) {
+  char head[96];
+  // addr= is si_addr (the faulting address for SIGSEGV/SIGBUS; sigaction(2)): it tells a
+  // null dereference from a use of freed memory. snprintf of ints and a pointer is
+  // async-signal-safe in glibc (no allocation).
+  bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE;
+  int n = fault && info != nullptr
+              ? std::snprintf(head, sizeof head, "COLDSTART-CRASH signal=%d addr=%p\n", sig,
+                              info->si_addr)
+              : std::snprintf(head, sizeof head, "COLDSTART-CRASH signal=%d\n", sig);
   if (n > 0) (void)!write(2, head, static_cast<size_t>(n));
   void* frames[64];
   int count = backtrace(frames, 64);
@@ -137,8 +144,8 @@ void install_crash_handlers() {
   ss.ss_size = altstack.size();
   sigaltstack(&ss, nullptr);
   struct sigaction sa {};
-  sa.sa_handler = on_fatal_signal;
-  sa.sa_flags = SA_RESETHAND | SA_ONSTACK | SA_NODEFER;
+  sa.sa_sigaction = on_fatal_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) sigaction(sig, &sa, nullptr);
 }
@@ -158,6 +165,7 @@ struct Scenario {
   std::string load = "path";
   std::string warmup = "none";
   std::string log = "warning";  // the ORT environment's log level (host amplifier)
+  int hold_ms = 0;              // hold=MS: sleep on the allocator's creation line (amplifier)
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -211,12 +219,15 @@ Scenario parse_scenario(const std::string& url) {
     } else if (key == "load") sc.load = value;
     else if (key == "warmup") sc.warmup = value;
     else if (key == "log") sc.log = value;
+    else if (key == "hold") sc.hold_ms = std::stoi(value);
     else throw std::invalid_argument("unknown scenario key: " + key);
   }
   if (sc.mode != "concurrent" && sc.mode != "serial") throw std::invalid_argument("bad mode");
   if (sc.sessions < 1 || sc.sessions > 64) throw std::invalid_argument("bad sessions");
   if (sc.threads < 1 || sc.threads > 64) throw std::invalid_argument("bad threads");
   if (sc.log != "warning" && sc.log != "verbose") throw std::invalid_argument("bad log");
+  if (sc.hold_ms < 0 || sc.hold_ms > 10000) throw std::invalid_argument("bad hold");
+  if (sc.hold_ms > 0 && sc.log != "verbose") throw std::invalid_argument("hold needs log=verbose");
   return sc;
 }
 
@@ -243,11 +254,38 @@ struct Placement {
 };
 Placement g_placement;
 
+// hold=MS (host amplifier, docs/race.md "The hold"): onnxruntime 1.21 creates the XNNPACK
+// EP's process-wide allocator through CreateAllocator, whose BFCArena constructor logs the
+// INFO line "Creating BFCArena for XnnpackExecutionProvider ..." (core/framework/
+// bfc_arena.cc:29). It is delivered synchronously, on the creating thread, between the EP's
+// unsynchronised "is the shared allocator null?" and its assignment
+// (xnnpack_execution_provider.cc:186-193). Sleeping there holds that thread inside the racy
+// window, so every other creating thread passes the null check too: the race happens for
+// real. Each engagement is written at once to stderr (write(2): it survives a crash that
+// follows) as "COLDSTART-HOLD n=N ms=MS t_ms=T", and `sessions-created` carries
+// "hold":{"ms":MS,"engaged":N}.
+constexpr const char* kHoldLine = "Creating BFCArena for XnnpackExecutionProvider";
+std::atomic<int> g_hold_engaged{0};
+
+void hold_here() {
+  int n = g_hold_engaged.fetch_add(1, std::memory_order_acq_rel) + 1;
+  char line[96];
+  int len = std::snprintf(line, sizeof line, "COLDSTART-HOLD n=%d ms=%d t_ms=%s\n", n,
+                          g_scenario.hold_ms, json_num(now_ms()).c_str());
+  if (len > 0) (void)!write(2, line, static_cast<size_t>(std::min<int>(len, sizeof line - 1)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(g_scenario.hold_ms));
+}
+
 // ORT logging function (onnxruntime_c_api.h, OrtLoggingFunction). Keeps only the
 // "Node placements" lines ("All nodes placed on [EP]. Number of nodes: N" and
-// "Node(s) placed on [EP]. Number of nodes: N"); prints warnings and errors to stderr.
+// "Node(s) placed on [EP]. Number of nodes: N"); holds the creating thread on the XNNPACK
+// allocator's creation line when hold=MS asks for it; prints warnings and errors to stderr.
 void ort_log(void*, OrtLoggingLevel severity, const char* category, const char* logid,
              const char* code_location, const char* message) {
+  if (g_scenario.hold_ms > 0 && std::strstr(message, kHoldLine) != nullptr) {
+    hold_here();
+    return;
+  }
   const char* placed = std::strstr(message, "placed on [");
   if (placed != nullptr) {
     const char* ep_begin = placed + std::strlen("placed on [");
@@ -550,7 +588,11 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < sc.ep.size(); ++k) eps_json += (k ? "," : "") + json_str(sc.ep[k]);
     reach("sessions-created", "\"sessions\":[" + sessions_json + "],\"eps\":[" + eps_json +
                                   "],\"ort_version\":" + json_str(Ort::GetVersionString()) +
-                                  ",\"placement\":[" + placement_json + "]");
+                                  ",\"placement\":[" + placement_json + "]" +
+                                  (sc.hold_ms > 0 ? ",\"hold\":{\"ms\":" + std::to_string(sc.hold_ms) +
+                                                        ",\"engaged\":" +
+                                                        std::to_string(g_hold_engaged.load()) + "}"
+                                                  : std::string()));
 
     if (sc.infer) {
       auto find_role = [&](const std::string& role) -> Ort::Session& {

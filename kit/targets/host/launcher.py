@@ -26,7 +26,11 @@ from ...scenario import Scenario
 from .witness import race as witness_race
 from .runtime import POISON_ENV, Runtime
 
-__all__ = ["HostLauncher", "resource_limit_text"]
+__all__ = ["HostLauncher", "resource_limit_text", "hold_payload", "HOLD_PREFIX"]
+
+#: The line the workload writes to stderr each time ``hold=MS`` holds a creating thread
+#: (kit/workload/coldstart_workload.cpp, ``hold_here``): ``COLDSTART-HOLD n=N ms=MS t_ms=T``.
+HOLD_PREFIX = "COLDSTART-HOLD "
 
 #: RLIMIT_* per resource-limit signal, with the unit ``ulimit`` shows it in (bash(1)).
 _LIMITS = {"RLIMIT_FSIZE": (resource.RLIMIT_FSIZE, 1024, "blocks of 1024 bytes"),
@@ -61,6 +65,27 @@ def _crash_block(stderr_text: str) -> str:
         return ""
     end = stderr_text.find("COLDSTART-CRASH end", start)
     return stderr_text[start:] if end < 0 else stderr_text[start:end + len("COLDSTART-CRASH end")]
+
+
+def hold_payload(ms: int, events: Any, stderr_text: str) -> dict[str, Any] | None:
+    """``LaunchRecord.hold`` for a launch that asked for ``hold=ms`` (``None`` when ``ms`` is
+    0): how many times a creating thread was held, from the workload's ``COLDSTART-HOLD``
+    lines in ``stderr_text`` (written as each hold begins, so a crash that follows keeps
+    them) and the ``hold`` field of its ``sessions-created`` event, whichever counts more.
+    Never raises: a malformed field counts as absent."""
+    if ms <= 0:
+        return None
+    from_stderr = sum(1 for line in stderr_text.splitlines() if line.startswith(HOLD_PREFIX))
+    from_protocol = 0
+    for event in events:
+        field = event.fields.get("hold") if event.phase == "sessions-created" else None
+        count = field.get("engaged") if isinstance(field, dict) else None
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            from_protocol = max(from_protocol, count)
+    engaged = max(from_stderr, from_protocol)
+    source = ("none" if engaged == 0 else "stderr" if from_stderr >= from_protocol
+              else "protocol")
+    return {"ms": ms, "engaged": engaged, "source": source}
 
 
 class HostLauncher:
@@ -205,6 +230,9 @@ class HostLauncher:
             evidence, rel = crash_evidence(block, ctx.artifacts_dir, ctx.artifacts_rel,
                                            "crash.txt", host_signal=signal_no)
             artifacts.append(rel)
+        if ctx.scenario.hold > 0:
+            payloads["hold"] = hold_payload(ctx.scenario.hold, events,
+                                            _stderr_tail(stderr_path))
         observation = Observation(events=events, end=end, timeout_s=timeout_s,
                                   infer=ctx.scenario.infer, exit_code=rc if rc >= 0 else None,
                                   signal=signal_no, crash=evidence,

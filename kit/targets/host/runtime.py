@@ -41,7 +41,7 @@ from ...scenario import Scenario
 
 __all__ = ["Runtime", "prepare_runtime", "load_runtime", "build_workload", "check_scenario",
            "POISON_ENV", "runtime_dir", "DEFAULT_RUNTIME", "run_compiler", "debian_root",
-           "needed_libs"]
+           "needed_libs", "workload_digest"]
 
 DEFAULT_RUNTIME = "debian"
 DEBIAN_SUITE = "trixie"
@@ -369,6 +369,14 @@ def run_compiler(cmd: list[str], what: str, log_path: Path) -> None:
         raise UsageError(f"{what} failed to compile: {first.strip()}", f"full log: {log_path}")
 
 
+def workload_digest(runtime: Runtime) -> str:
+    """sha256 (hex) of this checkout's workload source, its flags and the runtime's ORT:
+    what :attr:`Runtime.workload_hash` is when the built workload is this checkout's."""
+    flags = _CXXFLAGS + (("-fsanitize=thread",) if runtime.sanitizer == "tsan" else ())
+    return hashlib.sha256(_source() + repr((flags, runtime.kind, runtime.ort_library)
+                                           ).encode()).hexdigest()
+
+
 def build_workload(runtime: Runtime, force: bool = False,
                    log: Callable[[str], None] = lambda _m: None) -> Runtime:
     """Compile the workload with the runtime's own compiler and headers.
@@ -384,8 +392,7 @@ def build_workload(runtime: Runtime, force: bool = False,
     """
     source = _source()
     flags = _CXXFLAGS + (("-fsanitize=thread",) if runtime.sanitizer == "tsan" else ())
-    digest = hashlib.sha256(source + repr((flags, runtime.kind, runtime.ort_library)
-                                          ).encode()).hexdigest()
+    digest = workload_digest(runtime)
     if (not force and runtime.workload_hash == digest and runtime.workload
             and Path(runtime.workload).exists()):
         log(f"workload up to date ({runtime.workload})")
@@ -402,6 +409,9 @@ def build_workload(runtime: Runtime, force: bool = False,
         inner = (Path("/opt/coldstart") if runtime.ort_lib_dir is None
                  else Path("/opt/coldstart/runtimes") / (
                      runtime.name + (f"-{runtime.sanitizer}" if runtime.sanitizer else "")))
+        # one folder per source and flags: checkouts that share this cache never overwrite
+        # the binary another one is launching
+        inner = inner / f"workload-{digest[:12]}"
         (root / inner.relative_to("/")).mkdir(parents=True, exist_ok=True)
         (root / inner.relative_to("/") / "coldstart_workload.cpp").write_bytes(source)
         include, link = "/usr/include/onnxruntime", []
@@ -416,6 +426,8 @@ def build_workload(runtime: Runtime, force: bool = False,
         compiler = shutil.which("g++")
         if compiler is None:
             raise UsageError("no g++ on this host", "install g++ (Debian: apt-get install g++)")
+        out_dir = out_dir / f"workload-{digest[:12]}"
+        out_dir.mkdir(parents=True, exist_ok=True)
         src = out_dir / "coldstart_workload.cpp"
         src.write_bytes(source)
         binary = out_dir / "coldstart-workload"
