@@ -55,7 +55,10 @@ def test_bad_user_rules_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Pat
 def test_rules_listing(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["crash", "rules", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert [r["id"] for r in data["rules"]] == ["onnxruntime-32461-xnnpack-allocator-uaf"]
+    assert [r["id"] for r in data["rules"]] == [
+        "onnxruntime-32461-xnnpack-allocator-uaf",
+        "onnxruntime-32461-xnnpack-allocator-uaf-release-stripped",
+        "onnxruntime-32461-xnnpack-allocator-uaf-callback-stripped"]
     assert data["skip"] > 50
     rule_file = Path(data["rules"][0]["origin"].rsplit(":", 1)[0])
     id_line = next(n for n, line in enumerate(rule_file.read_text().splitlines(), start=1)

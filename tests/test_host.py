@@ -115,6 +115,40 @@ def test_clean_launches_complete_with_xnnpack_and_expected_scores(tmp_path: Path
         assert any(r.create_overlap_ms > 0 for r in timed)
 
 
+def test_a_serial_hold_holds_the_one_creating_thread_and_keeps_the_scores(tmp_path: Path
+                                                                           ) -> None:
+    # serial: the first XNNPACK session creates the shared allocator (one INFO line, one
+    # hold), the later ones find it made; no race, so every launch completes, and the hold
+    # changes nothing a completed launch reports
+    run_host(tmp_path / "c", "--scenario", "mode=serial&hold=5", "--label", "held",
+             "--no-witness", launches=2)
+    campaign = load_campaign(tmp_path / "c")
+    expected = load_modelset().expected()
+    for record in campaign.records:
+        assert record.outcome is Outcome.COMPLETED, record
+        assert "log=verbose&hold=5" in record.scenario
+        assert record.hold.to_dict() == {"ms": 5, "engaged": 1, "held": True,
+                                         "source": "stderr"}
+        assert record.max_score_diff <= expected["tolerance"]["abs"]
+        stderr = (tmp_path / "c" / record.artifacts[1]).read_text()
+        assert stderr.count("COLDSTART-HOLD n=") == 1
+
+
+def test_a_hold_that_never_engages_says_so_in_every_record(tmp_path: Path) -> None:
+    # CPU only: no XNNPACK EP, so onnxruntime never logs the allocator's creation line
+    run_host(tmp_path / "c", "--scenario", "ep=cpu&hold=20", "--label", "unheld",
+             "--no-witness", launches=2)
+    campaign = load_campaign(tmp_path / "c")
+    for record in campaign.records:
+        assert record.outcome is Outcome.COMPLETED, record
+        assert record.hold.to_dict() == {"ms": 20, "engaged": 0, "held": False,
+                                         "source": "none"}
+    # so no failure-tier rate counts them (tests/test_hold.py: compare's note)
+    from kit.analysis.target import is_eligible
+
+    assert not any(is_eligible(r, "xnnpack-allocator-uaf") for r in campaign.records)
+
+
 def _some_creates_overlap(sessions) -> bool:
     """Whether two of the creates were in flight at once (serial mode never has that)."""
     ordered = sorted(sessions, key=lambda s: s.start_ms)

@@ -27,7 +27,7 @@ from .scan import Scan, scan_campaign
 from .stats import (Rate, StratumTable, holm, lower_rate_test, rate, significant,
                     stratified_exact_p, upper_bound)
 from .summary import unfinished_note
-from .target import left_out_text
+from .target import FAILURE, HOLD_LEFT_OUT, left_out_text, tier
 
 __all__ = ["ArmResult", "DeviceResult", "MovedCrash", "Check", "Comparison",
            "compare_campaigns", "option_differences", "MAX_NOTES", "cap_notes",
@@ -399,9 +399,13 @@ def compare_campaigns(baseline: Campaign, candidate: Campaign,
     if _injected(c_arm.scenario):
         notes.append(f"the candidate's scenario injects crashes "
                      f"({_injected(c_arm.scenario)}): its crashes are the kit's own")
-    for arm in (b_arm, c_arm):
-        if arm.counted > arm.eligible:
-            notes.append(f"{arm.counted - arm.eligible} {arm.label} launches "
+    for arm, scan in ((b_arm, s_b), (c_arm, s_c)):
+        unheld = scan.hold_unengaged if tier(sig) == FAILURE else 0
+        if unheld:
+            notes.append(f"{unheld} {arm.label} launches {HOLD_LEFT_OUT} and are left out "
+                         f"of the {sig} rate")
+        if arm.counted - unheld > arm.eligible:
+            notes.append(f"{arm.counted - unheld - arm.eligible} {arm.label} launches "
                          f"{left_out_text(sig)} and are left out of the {sig} rate")
     for camp in (baseline, candidate):
         for note in camp.notes:

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from ..store.store import Campaign
 from ..records import LaunchRecord, Outcome
-from .target import detector_of, is_eligible, is_event
+from .target import detector_of, hold_never_engaged, is_eligible, is_event
 
 __all__ = ["Scan", "scan_campaign", "OUTCOME_ORDER", "MAX_LISTED", "example_frames", "NO_PHASE"]
 
@@ -81,6 +81,9 @@ class Scan:
         self.race_available = self.race_witnessed = self.race_witnessed_crashed = 0
         self.race_skews = array.array("d")
         self.race_witnessed_skews = array.array("d")
+        #: counted launches that asked for hold=MS, those held at least once, and those
+        #: whose hold never engaged (left out of failure-tier rates)
+        self.hold_asked = self.hold_engaged = self.hold_unengaged = 0
         self.detector_seen = 0  # counted launches with a detector payload
         self.detector_judged = self.detector_detected = self.detector_detected_crashed = 0
         self.detector_races = 0  # races reported, over judged launches
@@ -148,6 +151,10 @@ class Scan:
             self.spreads.append(max(starts) - min(starts))
         self._race(r, crashed)
         self._detector(r, crashed)
+        if r.hold is not None and r.hold.ms > 0:
+            self.hold_asked += 1
+            self.hold_engaged += r.hold.engaged > 0
+            self.hold_unengaged += hold_never_engaged(r)
         if self.signature is not None:
             counts = self.target_by_device.setdefault(r.device, [0, 0])
             if is_eligible(r, self.signature):

@@ -27,7 +27,7 @@ from ..scenario import PHASES
 __all__ = ["DEFAULT_SIGNATURE", "RACE_WITNESSED", "RACE_DETECTED", "ANY_CRASH", "MECHANISM",
            "FAILURE", "tier", "tier_text", "detector_of", "detector_on_target",
            "check_signature", "is_eligible", "is_event", "count_events", "left_out_text",
-           "none_eligible_text"]
+           "none_eligible_text", "hold_never_engaged", "HOLD_LEFT_OUT"]
 
 DEFAULT_SIGNATURE = "xnnpack-allocator-uaf"
 RACE_WITNESSED = "race-witnessed"
@@ -81,6 +81,19 @@ def check_signature(text: str) -> str:
     return text
 
 
+#: why a launch whose hold never engaged is left out of a failure-tier rate, for notes
+HOLD_LEFT_OUT = ("asked for a hold that never engaged (onnxruntime never logged the XNNPACK "
+                 "allocator's creation line: another build, a CPU-only scenario, or a log "
+                 "level that drops it)")
+
+
+def hold_never_engaged(record: LaunchRecord) -> bool:
+    """Whether ``record``'s launch asked for ``hold=MS`` (host amplifier) and no creating
+    thread was ever held (:class:`kit.payloads.HoldPayload` ``engaged`` 0)."""
+    hold = record.hold
+    return hold is not None and hold.ms > 0 and hold.engaged == 0
+
+
 def is_eligible(record: LaunchRecord, signature: str) -> bool:
     """Whether ``record`` enters the target rate's denominator: counted (not an infra
     error) and, for ``race-witnessed``, carrying an available race witness; for
@@ -89,13 +102,18 @@ def is_eligible(record: LaunchRecord, signature: str) -> bool:
     or having reached session creation (``models-ready`` or a later phase). A launch that
     ended before creating sessions — a build that aborts at start every time — cannot show
     a crash of creation, inference or release, so it is left out: counted as a clean
-    launch it would make a broken build look fixed."""
+    launch it would make a broken build look fixed. A launch that asked for a hold that
+    never engaged (:func:`hold_never_engaged`) is left out of the failure tier the same
+    way: it is not the amplified launch its scenario names (as a launch without a race
+    witness is left out of ``race-witnessed``)."""
     if not record.counted:
         return False
     if signature == RACE_WITNESSED:
         return record.race is not None and record.race.available
     if signature == RACE_DETECTED:
         return detector_on_target(record) is not None
+    if hold_never_engaged(record):
+        return False
     if signature == ANY_CRASH or is_event(record, signature):
         return True
     return record.last_phase in PHASES[1:]

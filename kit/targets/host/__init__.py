@@ -185,6 +185,10 @@ class HostTarget:
         if runtime.workload_hash is None:
             runtime = build_workload(runtime, log=log)
         runtime.command()  # a workload binary that is gone: one line now, not infra errors
+        if runtime.workload_hash != workload_digest(runtime):
+            # built from another checkout's source (they share the cache): this checkout's
+            # own workload, so the scenario keys the kit sends are the ones it knows
+            runtime = build_workload(runtime, log=log)
         found = _detector_for(config, runtime)
         witness_lib, witness_note = _witness_for(runtime, config.witness, log)
         jobs = config.jobs or (len(os.sched_getaffinity(0)) if found else 1)

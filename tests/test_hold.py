@@ -1,0 +1,97 @@
+"""The host amplifier ``hold=MS`` (kit/scenario.py; docs/race.md, "The hold"): its record
+field (:class:`kit.payloads.HoldPayload`), read from the workload's own lines, and a hold that
+never engaged, which leaves the launch out of failure-tier rates with a note that says so.
+
+The launches that really hold a thread are in tests/test_host.py; nothing here depends on a
+crash happening (that is the benchmark's business: benchmarks/bench_hold.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from kit.analysis.compare import compare_campaigns
+from kit.analysis.target import hold_never_engaged, is_eligible
+from kit.analysis.verdict import Verdict, VerdictSettings
+from kit.payloads import HoldPayload
+from kit.protocol import iter_events
+from kit.records import LaunchRecord
+from kit.targets.host.launcher import hold_payload
+from tests.test_summary import make_campaign, record
+
+# the workload's stderr and stdout for a hold=20 launch (the three creating threads each
+# held once; recorded from `coldstart run host --scenario hold=20` on the runtime debian)
+STDERR = """Schema error: Trying to register schema with name Crop
+COLDSTART-HOLD n=1 ms=20 t_ms=127.119
+COLDSTART-HOLD n=2 ms=20 t_ms=129.187
+COLDSTART-HOLD n=3 ms=20 t_ms=129.324
+COLDSTART-CRASH signal=11 addr=0x7f649066d6c0
+"""
+SESSIONS_CREATED = ('COLDSTART {"v":1,"id":"L-1","phase":"sessions-created","t_ms":231,'
+                    '"sessions":[],"eps":["xnnpack","cpu"],"hold":{"ms":20,"engaged":3}}')
+
+
+def test_the_hold_is_counted_from_the_workloads_stderr_lines() -> None:
+    # crashed before sessions-created: only the stderr lines, written as each hold began
+    assert hold_payload(20, [], STDERR) == {"ms": 20, "engaged": 3, "source": "stderr"}
+
+
+def test_the_protocol_field_counts_when_stderr_lost_its_lines() -> None:
+    events = list(iter_events([SESSIONS_CREATED], "L-1"))
+    assert hold_payload(20, events, "no hold lines here\n") == {
+        "ms": 20, "engaged": 3, "source": "protocol"}
+
+
+def test_no_hold_asked_means_no_field_and_a_bad_field_counts_as_absent() -> None:
+    assert hold_payload(0, [], STDERR) is None
+    bad = SESSIONS_CREATED.replace('"engaged":3', '"engaged":"3"')
+    events = list(iter_events([bad], "L-1"))
+    assert hold_payload(5, events, "") == {"ms": 5, "engaged": 0, "source": "none"}
+
+
+def test_the_record_field_round_trips_and_says_whether_it_held() -> None:
+    held = dataclasses.replace(record("b", 0), hold={"ms": 20, "engaged": 3,
+                                                     "source": "stderr"})
+    data = held.to_dict()
+    assert data["hold"] == {"ms": 20, "engaged": 3, "held": True, "source": "stderr"}
+    again = LaunchRecord.from_dict(json.loads(json.dumps(data)))
+    assert again.hold == held.hold and isinstance(again.hold, HoldPayload)
+    assert again.hold.held and not hold_never_engaged(again)
+    # a launch that asked for no hold has no field at all (older records read the same)
+    assert "hold" not in record("b", 1).to_dict()
+    assert LaunchRecord.from_dict(record("b", 1).to_dict()).hold is None
+
+
+def _unheld(label: str, i: int) -> LaunchRecord:
+    return dataclasses.replace(record(label, i), hold={"ms": 20, "engaged": 0,
+                                                       "source": "none"})
+
+
+def test_a_hold_that_never_engaged_is_not_eligible_for_the_failure_tier() -> None:
+    r = _unheld("b", 0)
+    assert hold_never_engaged(r)
+    assert not is_eligible(r, "xnnpack-allocator-uaf") and not is_eligible(r, "any-crash")
+    # the mechanism tier does not depend on the hold: the witness decides there
+    witnessed = dataclasses.replace(r, race={"available": True, "witnessed": False})
+    assert is_eligible(witnessed, "race-witnessed")
+
+
+def test_compare_says_how_many_launches_with_an_unengaged_hold_were_left_out(
+        tmp_path: Path) -> None:
+    def held(label: str, i: int, crashed: bool) -> LaunchRecord:
+        r = record(label, i, "crashed" if crashed else "completed",
+                   crash_class="xnnpack-allocator-uaf" if crashed else None,
+                   last_phase="inference-done" if crashed else None)
+        return dataclasses.replace(r, hold={"ms": 20, "engaged": 3, "source": "stderr"})
+
+    base = make_campaign(tmp_path, "b", [held("b", i, True) for i in range(20)],
+                         scenario="hold=20")
+    cand = make_campaign(tmp_path, "c", [held("c", i, False) for i in range(59)] +
+                         [_unheld("c", 59 + i) for i in range(4)], scenario="hold=20")
+    c = compare_campaigns(base, cand, VerdictSettings())
+    assert (c.candidate.events, c.candidate.eligible, c.candidate.counted) == (0, 59, 63)
+    assert c.verdict is Verdict.FIXED
+    assert any(n.startswith("4 c launches asked for a hold that never engaged") and
+               n.endswith("left out of the xnnpack-allocator-uaf rate") for n in c.notes)
+    assert not any("ended before creating sessions" in n for n in c.notes)
