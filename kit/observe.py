@@ -336,9 +336,11 @@ def observe(obs: Observation) -> Observed:
 
 def crash_evidence(text: str, artifacts_dir: Path, artifacts_rel: str, filename: str, *,
                    hint: str | None = None, host_signal: int | None = None,
-                   note: str | None = None) -> tuple[CrashEvidence, str]:
+                   note: str | None = None, refine: Any = None) -> tuple[CrashEvidence, str]:
     """Keep a crash report as ``artifacts/<id>/<filename>``, parse it (:func:`kit.crash.
-    parse_text`, or :func:`kit.crash.parse_host` with ``host_signal``) and classify it.
+    parse_text`, or :func:`kit.crash.parse_host` with ``host_signal``), pass the record
+    through ``refine`` when given (e.g. symbolization: a function of the record that
+    returns the record to classify) and classify it.
 
     Returns:
         The evidence and the artifact's path relative to the campaign. A parser or rule
@@ -353,6 +355,8 @@ def crash_evidence(text: str, artifacts_dir: Path, artifacts_rel: str, filename:
         record = (crashlib.parse_host(host_signal, text) if host_signal is not None
                   else crashlib.parse_text(text, hint=hint))
         record = dataclasses.replace(record, raw_artifact=rel)
+        if refine is not None:
+            record = refine(record)
         verdict = crashlib.classify(record)
     except Exception as exc:  # noqa: BLE001 - see the docstring
         return CrashEvidence(crash_class="unparsed", note=f"crash analysis failed: {exc!r}"), rel

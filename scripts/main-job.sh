@@ -3,11 +3,13 @@
 #   0. build onnxruntime 1.21 from Debian's source three times with one set of flags:
 #      baseline (no patch), fix (the call_once fix of PR #32489) and half-fix (a deliberately
 #      incomplete fix, the negative control); once, then cached (docs/builds.md);
-#   1. the failure tier: 20 cold launches of the production shape (3 sessions created
-#      concurrently on XNNPACK, as Promise.all does) and 20 of the serial workaround, on
-#      Debian's own onnxruntime, then compare (crashes with the #32461 signature; on 2 cores
-#      expect inconclusive: the collision practically never happens here, so there is no
-#      positive control);
+#   1. the failure tier, on crashes, with the host amplifier hold=MS (docs/race.md, "The
+#      hold": the workload's ORT logging function holds each thread that creates XNNPACK's
+#      shared allocator inside the racy window, so the race happens for real and crashes):
+#      the production shape (3 sessions created concurrently on XNNPACK, as Promise.all does)
+#      vs the serial workaround on Debian's own onnxruntime (REMOVED), then the kit's
+#      baseline vs fix (FIXED) and vs half-fix, each on xnnpack-allocator-uaf at the default
+#      5% ceiling (59 clean candidate launches);
 #   2. the mechanism tier, under a happens-before race detector, which sees the data race on
 #      the XNNPACK allocator statics whatever the timing: Debian's binary concurrent and
 #      serial under DRD (REMOVED: the serial workaround; Debian's library cannot be
@@ -16,13 +18,17 @@
 #      use), 59 launches each: the default 5% ceiling. MECHANISM=drd keeps the kit's builds
 #      under DRD too (10 launches, the 30% ceiling), as does a run that can neither find nor
 #      build the instrumented variants.
-# Usage: scripts/main-job.sh [CRASH_LAUNCHES [DETECTOR_LAUNCHES [TSAN_LAUNCHES]]]
-#        (default 20, 10 and 59).
+# Usage: scripts/main-job.sh [CRASH_LAUNCHES [DETECTOR_LAUNCHES [TSAN_LAUNCHES
+#        [CLEAN_LAUNCHES]]]] (default 20, 10, 59 and 59: the failure tier's baselines, the
+#        mechanism tier's DRD campaigns, its TSan campaigns, the failure tier's candidates);
+#        HOLD_MS (default 100) is the failure tier's hold.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 launches=${1:-20}
 detector_launches=${2:-10}
 tsan_launches=${3:-59}
+clean_launches=${4:-59}
+hold_ms=${HOLD_MS:-100}
 printf '== coldstart main job: a first run on a fresh 2-core machine takes about 45 minutes\n'
 printf '   (the Debian root, then onnxruntime compiled from source: about 3,700 CPU-seconds);\n'
 printf '   a run with everything cached about 8 minutes (measured: README.md)\n'
@@ -36,12 +42,29 @@ printf '\n== builds: onnxruntime 1.21.0+dfsg-1 from Debian'"'"'s source: baselin
 "$coldstart" runtime build-ort --name fix --patch fix
 "$coldstart" runtime build-ort --name half-fix --patch half-fix
 
-printf '\n== failure tier: host campaigns (%s launches each) into %s\n' "$launches" "$out"
-"${run[@]}" --launches "$launches" --scenario 'mode=concurrent' --label concurrent \
-  --out "$out/concurrent"
-"${run[@]}" --launches "$launches" --scenario 'mode=serial' --label serial --out "$out/serial"
-printf '\n== failure tier: compare concurrent (baseline) vs serial (candidate)\n'
-"$coldstart" compare "$out/concurrent" "$out/serial" --out "$out/comparison"
+# The failure tier: crashes, made to happen by holding each creating thread for hold_ms
+# inside the racy window (the scenario key hold=MS turns on log=verbose); every verdict names
+# the hold in its scenario, and a launch whose hold never engaged is left out (compare says
+# how many). compare exits 1 on NOT-FIXED / NOT-REMOVED: the job goes on to the other tier.
+held="hold=$hold_ms"
+crash_run() {  # LABEL RUNTIME MODE LAUNCHES
+  printf '\n== failure tier: %s (runtime %s, mode=%s, %s): %s launches\n' "$1" "$2" "$3" \
+    "$held" "$4"
+  "${run[@]}" --runtime "$2" --launches "$4" --scenario "mode=$3&$held" --label "$1" \
+    --out "$out/$1"
+}
+crash_compare() {  # BASELINE CANDIDATE
+  printf '\n== failure tier: compare %s (baseline) vs %s (candidate) on crashes\n' "$1" "$2"
+  "$coldstart" compare "$out/$1" "$out/$2" --out "$out/compare-$1-vs-$2" || [ $? -eq 1 ]
+}
+crash_run concurrent debian concurrent "$launches"
+crash_run serial debian serial "$clean_launches"
+crash_compare concurrent serial
+crash_run crash-baseline baseline concurrent "$launches"
+crash_run crash-fix fix concurrent "$clean_launches"
+crash_run crash-half-fix half-fix concurrent "$clean_launches"
+crash_compare crash-baseline crash-fix
+crash_compare crash-baseline crash-half-fix
 
 # Two sessions of the keyword model without inference: the race is in session creation,
 # and a launch under DRD takes about 20 s instead of about a minute with the whole pipeline.
@@ -108,4 +131,32 @@ PY
 kit_ceiling=0.3
 [ "$mechanism" = tsan ] && kit_ceiling=0.05
 compare baseline fix "$kit_ceiling"
-compare baseline half-fix "$kit_ceiling"
+half_fix_status=0  # NOT-FIXED exits 1: said after both tiers' verdicts on the half fix
+compare baseline half-fix "$kit_ceiling" || half_fix_status=$?
+
+# What each tier can see, on the half fix, in plain words (both verdicts' own summaries).
+printf '\n== the half fix, both tiers\n'
+.venv/bin/python - "$out" <<'PY'
+import json
+import sys
+from pathlib import Path
+
+out = Path(sys.argv[1])
+def verdict(name):
+    comp = json.loads((out / name / "summary.json").read_text())["comparison"]
+    c = comp["candidate"]["rate"]
+    return comp["verdict"], f"{c['count']}/{c['n']}"
+crash, crash_n = verdict("compare-crash-baseline-vs-crash-half-fix")
+race, race_n = verdict("compare-baseline-vs-half-fix")
+print(f"failure tier   (xnnpack-allocator-uaf, hold): {crash.upper():12} half-fix crashed in "
+      f"{crash_n} launches")
+print(f"mechanism tier (race-detected):              {race.upper():12} half-fix raced in "
+      f"{race_n} launches")
+if crash == "fixed" and race != "fixed":
+    print("The half fix guards only the creation of the shared allocator. Held in the racy "
+          "window, its\nthreads no longer crash: each one writes the same allocator into "
+          "XNNPACK's wrapper. The failure\ntier counts crashes, so it cannot see that "
+          "race; the mechanism tier sees the race itself, and\nsays the half fix is not "
+          "a fix. A crash-only check (a device farm) would pass it.")
+PY
+exit "$half_fix_status"

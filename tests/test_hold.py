@@ -95,3 +95,40 @@ def test_compare_says_how_many_launches_with_an_unengaged_hold_were_left_out(
     assert any(n.startswith("4 c launches asked for a hold that never engaged") and
                n.endswith("left out of the xnnpack-allocator-uaf rate") for n in c.notes)
     assert not any("ended before creating sessions" in n for n in c.notes)
+
+
+def test_debug_symbols_from_an_unreachable_archive_change_nothing(tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    from kit.targets.host.runtime import Runtime, fetch_debug_symbols
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            self.send_error(403, "Repository not permitted")
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Refuse)  # a free port, never a fixed one
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        root = tmp_path / "root"
+        (root / "etc/apt/sources.list.d").mkdir(parents=True)
+        runtime = Runtime(name="dbg", kind="debian-root", root=str(root), include_dir="",
+                          lib_dir="", ort_library=str(root / "libonnxruntime.so"),
+                          xnnpack_library=None)
+        said: list[str] = []
+        assert fetch_debug_symbols(runtime, mirror=f"http://127.0.0.1:{server.server_port}",
+                                   log=said.append) is False
+    finally:
+        server.shutdown()
+    assert len(said) == 1 and said[0].startswith("no debug symbols: Debian's debug archive "
+                                                  "is not reachable from here")
+    assert "stay unnamed" in said[0]
+    assert not any((root / "etc/apt/sources.list.d").iterdir())
+    assert not (root / ".coldstart-dbgsym").exists()
+    # a kit build of onnxruntime keeps its own -g symbols: nothing to fetch for it
+    built = dataclasses.replace(runtime, ort_lib_dir=str(tmp_path / "ort"))
+    assert fetch_debug_symbols(built, mirror="http://never-asked.invalid", log=said.append) is False
+    assert len(said) == 1

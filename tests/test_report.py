@@ -382,6 +382,46 @@ def test_plots_one_any_crash_series_from_zero_and_a_binned_timeline(tmp_path: Pa
     assert small.get_title() == "Launch timeline" and len(small.collections) == 2
 
 
+def test_every_plot_names_and_shows_the_verdicts_own_event(tmp_path: Path) -> None:
+    # issue #39: a race-detected verdict whose plots said "Crash rates per build", showed 0%
+    # per device for both builds and marked no launch on the timeline
+    import dataclasses
+
+    from kit.analysis.scan import scan_campaign
+    from kit.analysis.summary import summarize
+    from kit.analysis.verdict import VerdictSettings
+    from kit.report import report_dict, timelines
+    from kit.report.html_report import builds_figure, devices_figure, render, timeline_figure
+
+    def judged(label: str, i: int, raced: bool):
+        return dataclasses.replace(record(label, i), detector={
+            "tool": "drd", "on_target": raced, "race_count": 4 if raced else 0,
+            "on_target_race_count": 4 if raced else 0, "races": []})
+
+    base = make_campaign(tmp_path, "baseline", [judged("baseline", i, True) for i in range(10)])
+    cand = make_campaign(tmp_path, "fix", [judged("fix", i, False) for i in range(10)])
+    settings = VerdictSettings(signature="race-detected", ceiling=0.3)
+    comp = compare_campaigns(base, cand, settings)
+    assert comp.verdict is Verdict.FIXED
+    data = report_dict([summarize(base), summarize(cand)], comp)
+    builds = builds_figure(data).axes[0]
+    assert builds.get_title() == ("race-detected rate per build (mechanism tier), with any "
+                                  "crash")
+    devices = devices_figure(data).axes[0]
+    assert devices.get_title() == "race-detected rate per device (mechanism tier)"
+    heights = sorted(float(y) for line in devices.get_lines() for y in line.get_ydata())
+    assert heights[-1] == 100.0  # the baseline's 10/10 races, not its 0% crashes
+    scans = [scan_campaign(base, "race-detected"), scan_campaign(cand, "race-detected")]
+    timeline = timeline_figure(timelines([base, cand], scans)).axes[0]
+    assert timeline.get_title() == ("Launch timeline: 10 launches with race-detected "
+                                    "(mechanism tier) marked")
+    ring = timeline.collections[-1]
+    assert len(ring.get_offsets()) == 10 and list(ring.get_offsets()[:, 1]) == [0.0] * 10
+    page = render(data, timelines([base, cand], scans))
+    assert "What the mechanism tier sees:" in page and "race-detected rate per build" in page
+    assert "Crash rates per build" not in page
+
+
 def test_junit_and_markdown_type_the_verdict_by_tier_and_kind(tmp_path: Path) -> None:
     lib = {"ort_library_sha256": "ab" * 32}
     base = make_campaign(tmp_path, "b", counts("b", 900, 900), build=lib)

@@ -161,9 +161,18 @@ class Decision:
     change: str | None = None
     e_value: float | None = None
 
+    @property
+    def scope(self) -> str:
+        """What this verdict's tier can and cannot see, in plain words
+        (:data:`kit.analysis.target.TIER_SCOPE`)."""
+        from .target import TIER_SCOPE
+
+        return TIER_SCOPE.get(self.tier, "")
+
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict.value, "reason": self.reason, "advice": self.advice,
-                "tier": self.tier, "kind": self.kind, "change": self.change,
+                "tier": self.tier, "scope": self.scope, "kind": self.kind,
+                "change": self.change,
                 "test": self.test.to_dict() if self.test else None, "p": self.p,
                 "p_text": None if self.p is None else p_text(self.p),
                 "e_value": self.e_value, "candidate_upper": self.candidate_upper,

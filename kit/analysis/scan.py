@@ -95,6 +95,8 @@ class Scan:
         self.timeline_seconds = array.array("d")
         self.timeline_index = array.array("q")
         self.timeline_outcome = bytearray()
+        #: per record: 1 when it shows ``signature`` (the counted event), else 0
+        self.timeline_event = bytearray()
         self.first: LaunchRecord | None = None
 
     @property
@@ -112,6 +114,8 @@ class Scan:
         self.timeline_seconds.append(_seconds(r.started_at))
         self.timeline_index.append(r.index)
         self.timeline_outcome.append(OUTCOME_ORDER.index(r.outcome.value))
+        self.timeline_event.append(1 if self.signature is not None and r.counted
+                                   and is_event(r, self.signature) else 0)
         device = self.devices.setdefault(r.device, [r.target, 0, 0, 0])
         if not r.counted:
             device[3] += 1

@@ -27,7 +27,7 @@ from ..scenario import PHASES
 __all__ = ["DEFAULT_SIGNATURE", "RACE_WITNESSED", "RACE_DETECTED", "ANY_CRASH", "MECHANISM",
            "FAILURE", "tier", "tier_text", "detector_of", "detector_on_target",
            "check_signature", "is_eligible", "is_event", "count_events", "left_out_text",
-           "none_eligible_text", "hold_never_engaged", "HOLD_LEFT_OUT"]
+           "none_eligible_text", "hold_never_engaged", "HOLD_LEFT_OUT", "TIER_SCOPE"]
 
 DEFAULT_SIGNATURE = "xnnpack-allocator-uaf"
 RACE_WITNESSED = "race-witnessed"
@@ -36,6 +36,18 @@ ANY_CRASH = "any-crash"
 MECHANISM = "mechanism"
 FAILURE = "failure"
 _TIER_TEXT = {MECHANISM: "a data race on the allocator statics", FAILURE: "a crash"}
+#: What each tier can and cannot see, in plain words; every verdict carries its tier's
+#: (docs/verdict.md, "The target"; docs/race.md, "The hold").
+TIER_SCOPE = {
+    FAILURE: ("this tier counts crashes: it sees the race only when the race breaks "
+              "something. It cannot see a race that leaves no crash, such as a fix that "
+              "guards only the allocator's creation, after which two threads still write the "
+              "same allocator into XNNPACK's wrapper at once; only the mechanism tier "
+              "(race-detected) sees that"),
+    MECHANISM: ("this tier sees the data race on the allocator statics itself, crash or "
+                "not. It cannot say whether the race crashes a process; only the failure "
+                "tier (crash counts, on a device too) says that"),
+}
 _SIGNATURE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 

@@ -137,6 +137,9 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
         body.append(f"  two builds: {dec.change}")
     body.append("\n")
     body.append(dec.reason[0].upper() + dec.reason[1:] + ".")
+    if dec.scope:
+        body.append(f"\nWhat the {dec.tier} tier sees: ", style="bold")
+        body.append(dec.scope + ".")
     if dec.advice:
         body.append("\nNext: ", style="bold")
         body.append(dec.advice + ".")
@@ -343,7 +346,7 @@ def _report(args: argparse.Namespace) -> int:
     else:
         out = Path("coldstart-report")
     check_report_dir(out)
-    scans = [scan_campaign(c) for c in campaigns]
+    scans = [scan_campaign(c, args.signature) for c in campaigns]
     if not args.quiet:
         console = _console()
         for campaign, scan in zip(campaigns, scans):

@@ -25,11 +25,11 @@ from .host import parse_host
 from .parse import HINTS, detect_family, parse_text
 from .record import CrashRecord, Frame
 from .rules import CRASH_CLASSES, Rule, RuleSet, load_rules
-from .symbolize import SymbolizeResult, symbolize_android, symbolize_apple
+from .symbolize import SymbolizeResult, symbolize_android, symbolize_apple, symbolize_host
 
 __all__ = [
     "parse_text", "parse_host", "parse_exit_info", "classify", "load_rules", "default_rules",
-    "symbolize_android", "symbolize_apple", "SymbolizeResult",
+    "symbolize_android", "symbolize_apple", "symbolize_host", "SymbolizeResult",
     "CrashRecord", "Frame", "ExitInfo", "ExitReason", "Classification", "CrashClass",
     "Rule", "RuleSet", "CRASH_CLASSES", "HINTS", "explain", "Explanation", "detect_family",
 ]

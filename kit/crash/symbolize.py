@@ -30,7 +30,8 @@ from ._text import basename, clip
 from .record import CrashRecord, Frame
 
 __all__ = ["SymbolizeResult", "find_llvm_symbolizer", "read_build_id", "index_elves",
-           "symbolize_android", "symbolize_apple", "atos_command", "parse_atos_line"]
+           "symbolize_android", "symbolize_apple", "atos_command", "parse_atos_line",
+           "symbolize_host"]
 
 _LOAD_ADDRESS = 0x100000000
 _TIMEOUT_S = 120
@@ -135,9 +136,10 @@ def _lib_name(frame: Frame) -> str | None:
     return basename(module) or None
 
 
-def _run_llvm(tool: str, obj: Path, pcs: Sequence[str]) -> list[dict[str, object]]:
+def _run_llvm(tool: str, obj: Path, pcs: Sequence[str], extra: Sequence[str] = ()
+              ) -> list[dict[str, object]]:
     argv = [tool, f"--obj={obj}", "--output-style=JSON", "--functions=linkage", "--demangle",
-            "--inlining"]
+            "--inlining", *extra]
     try:
         done = subprocess.run(argv, input="\n".join(pcs) + "\n", capture_output=True,
                               text=True, timeout=_TIMEOUT_S, check=False)
@@ -217,6 +219,58 @@ def symbolize_android(record: CrashRecord, symbols_dir: str | Path,
     out = dataclasses.replace(record, frames=frames, notes=record.notes + tuple(notes))
     return SymbolizeResult(record=out, symbolized=symbolized,
                            unmatched=tuple(sorted(set(unmatched))), tool=tool)
+
+
+def symbolize_host(record: CrashRecord, debug_dirs: Sequence[str | Path] = (),
+                   tool: str | None = None) -> SymbolizeResult | None:
+    """Symbolize a host crash's unnamed frames with the symbols their own files carry.
+
+    A host backtrace (``backtrace_symbols_fd``) names only exported symbols; a frame without
+    one keeps its file's path and offset, and llvm-symbolizer reads that file's own symbol
+    table and DWARF (the kit's onnxruntime builds keep ``-g``), or its separate debug file
+    found by build-id under ``debug_dirs`` (``<root>/usr/lib/debug``, where Debian's
+    ``*-dbgsym`` packages put them). A file with neither (Debian's stripped
+    libonnxruntime without its dbgsym) leaves the frame as it is.
+
+    Returns:
+        The :class:`SymbolizeResult`, or ``None`` when llvm-symbolizer is not installed or
+        no frame has a path and an offset (nothing to do). Never raises.
+    """
+    tool = tool or find_llvm_symbolizer()
+    wanted: dict[Path, list[int]] = {}
+    for i, frame in enumerate(record.frames):
+        if frame.symbol or not frame.pc or not frame.path:
+            continue
+        try:
+            if not stat.S_ISREG(os.stat(frame.path).st_mode):
+                continue
+        except OSError:
+            continue
+        wanted.setdefault(Path(frame.path), []).append(i)
+    if tool is None or not wanted:
+        return None
+    extra = [f"--debug-file-directory={d}" for d in debug_dirs if Path(d).is_dir()]
+    new_frames: list[list[Frame]] = [[f] for f in record.frames]
+    symbolized = 0
+    for path, positions in wanted.items():
+        try:
+            results = _run_llvm(tool, path, [record.frames[i].pc or "0" for i in positions],
+                                extra)
+        except InfraError:
+            continue
+        for i, result in zip(positions, results, strict=False):
+            expanded = _frames_from_result(record.frames[i], result)
+            if expanded:
+                new_frames[i] = expanded
+                symbolized += 1
+    if not symbolized:
+        return SymbolizeResult(record=record, symbolized=0, unmatched=(), tool=tool)
+    flat = [f for group in new_frames for f in group]
+    frames = tuple(dataclasses.replace(f, index=n) for n, f in enumerate(flat))
+    note = (f"symbolized {symbolized} of {len(record.frames)} frames with {tool} from the "
+            f"libraries' own symbols")
+    out = dataclasses.replace(record, frames=frames, notes=record.notes + (note,))
+    return SymbolizeResult(record=out, symbolized=symbolized, unmatched=(), tool=tool)
 
 
 def _frames_from_result(frame: Frame, result: dict[str, object]) -> list[Frame]:

@@ -90,8 +90,10 @@ def report_dict(summaries: Sequence[CampaignSummary], comparison: Comparison | N
 
 
 def timelines(campaigns: Sequence[Campaign], scans: Sequence[Scan]) -> list[Timeline]:
-    """Each campaign's :class:`Timeline`, from its scan."""
-    return [Timeline(c.label, s.timeline_seconds, s.timeline_index, bytes(s.timeline_outcome))
+    """Each campaign's :class:`Timeline`, from its scan (with the launches that show the
+    scan's counted event, when it has one)."""
+    return [Timeline(c.label, s.timeline_seconds, s.timeline_index, bytes(s.timeline_outcome),
+                     bytes(s.timeline_event) if s.signature else b"", s.signature)
             for c, s in zip(campaigns, scans)]
 
 
@@ -230,8 +232,10 @@ def _write_reports(out: Path, campaigns: Sequence[Campaign], comparison: Compari
     from . import html_report, json_report, junit, markdown
 
     check_report_dir(out)  # again, holding it: what another run wrote is its own
-    if scans is None:
-        scans = [scan_campaign(c) for c in campaigns]
+    event = comparison.settings.signature if comparison is not None else signature
+    if scans is None or any(s.signature != event for s in scans):
+        # every plot shows the report's own event: the scans must count it
+        scans = [scan_campaign(c, event) for c in campaigns]
     data = report_dict([summarize(c, scan=s) for c, s in zip(campaigns, scans)], comparison,
                        signature=signature, fail_on=fail_on)
     paths = {kind: out / name for kind, name in REPORT_FILES.items()}

@@ -29,7 +29,7 @@ from ..analysis.decide import p_text
 from ..analysis.scan import OUTCOME_ORDER
 from ..analysis.stats import rate
 from ..analysis.summary import NO_PHASE, SHOWN_ROWS, more_text
-from ..analysis.target import ANY_CRASH
+from ..analysis.target import ANY_CRASH, tier
 from .parts import Timeline, rate_text
 
 __all__ = ["render", "write", "OUTCOME_COLOURS", "BUILD_COLOURS", "builds_figure",
@@ -84,6 +84,16 @@ def _short(text: str, limit: int = 28) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+def event_title(sig: str | None, where: str) -> str:
+    """A plot title that names the report's counted event first: ``race-detected rate
+    per build (mechanism tier), with any crash``; plain crash rates without an event."""
+    if not sig:
+        return f"Crash rate {where}"
+    if sig == ANY_CRASH:
+        return f"{ANY_CRASH} rate {where} (failure tier)"
+    return f"{sig} rate {where} ({tier(sig)} tier), with any crash"
+
+
 def builds_figure(data: dict[str, Any]) -> Figure | None:
     """Crash rate (and the target's rate) per build, with intervals: one series "any
     crash" and one for the target, or the single "any-crash" series when that is the
@@ -110,7 +120,7 @@ def builds_figure(data: dict[str, Any]) -> Figure | None:
         if target is not None:
             _errorbar(ax, i + 0.08, target, "#1565c0", sig if i == 0 else None, marker="s")
     _finish(ax, list(range(len(camps))), [_short(c["label"]) for c in camps],
-            "Crash rates per build")
+            event_title(sig, "per build"))
     ax.set_xlim(-0.6, len(camps) - 0.4)
     return fig
 
@@ -154,11 +164,17 @@ def devices_figure(data: dict[str, Any]) -> Figure | None:
     series: list[tuple[str, dict[str, dict[str, Any]]]] = []
     title = "Crash rate per device"
     if comp is not None and comp["devices"]:
-        title = f"{comp['settings']['signature']} rate per device"
+        title = event_title(comp["settings"]["signature"], "per device")
         series = [(comp["baseline"]["label"], {d["device"]: d["baseline"]
                                                for d in comp["devices"]}),
                   (comp["candidate"]["label"], {d["device"]: d["candidate"]
                                                 for d in comp["devices"]})]
+    elif comp is not None and all(len(comp[arm]["devices"]) == 1
+                                  for arm in ("baseline", "candidate")):
+        # one device each (no per-device table): that device's rate is the arm's own
+        title = event_title(comp["settings"]["signature"], "per device").split(", with")[0]
+        series = [(comp[arm]["label"], {comp[arm]["devices"][0]: comp[arm]["rate"]})
+                  for arm in ("baseline", "candidate")]
     else:
         series = [(c["label"], {d["device"]: d["crashed"] for d in c["devices"]})
                   for c in data["campaigns"]]
@@ -196,6 +212,10 @@ def timeline_figure(lines: Sequence[Timeline]) -> Figure | None:
     total = sum(len(x) for x in xs)
     fig = Figure(figsize=(6.4, 0.9 + 0.5 * len(lines)))
     ax = fig.subplots()
+    event_name = next((t.event_name for t in lines if t.event_name), None)
+    events = [np.frombuffer(t.event, dtype=np.uint8).astype(bool)
+              if event_name and len(t.event) == len(t.index) else np.zeros(len(t.index), bool)
+              for t in lines]
     if total <= TIMELINE_POINTS:
         for outcome, colour in OUTCOME_COLOURS.items():
             code = OUTCOME_ORDER.index(outcome)
@@ -204,6 +224,12 @@ def timeline_figure(lines: Sequence[Timeline]) -> Figure | None:
             if any(len(p) for p in px):
                 ax.scatter(np.concatenate(px), np.concatenate(py), c=colour, s=28,
                            marker="o", label=outcome, linewidths=1.5)
+        if event_name:  # the verdict's own event, whatever the outcome (a race completes)
+            px = [x[e] for x, e in zip(xs, events)]
+            py = [np.full(len(p), row) for row, p in enumerate(px)]
+            ax.scatter(np.concatenate(px), np.concatenate(py), facecolors="none",
+                       edgecolors="#000000", s=110, marker="o", linewidths=1.4,
+                       label=f"{event_name} (ring)")
         title = "Launch timeline"
     else:
         top = max(float(x.max()) for x in xs) or 1.0
@@ -221,12 +247,21 @@ def timeline_figure(lines: Sequence[Timeline]) -> Figure | None:
                     ax.bar(edges[:-1], height, width=width, bottom=bottom, align="edge",
                            color=colour, label=outcome, linewidth=0)
                 bottom = bottom + height
+            if event_name:  # the event's share in each bin, as a black line
+                hits = np.zeros(TIMELINE_BINS)
+                np.add.at(hits, which[events[row]], 1)
+                share = hits / np.maximum(counts.sum(axis=0), 1)
+                ax.plot(edges[:-1] + width / 2, row - 0.4 + 0.8 * share, color="#000000",
+                        linewidth=1.0, label=f"{event_name} share (line)")
         title = (f"Launch timeline ({total:,} launches: outcome shares in {TIMELINE_BINS} "
                  f"bins)")
     ax.set_yticks(range(len(lines)))
     ax.set_yticklabels([_short(t.label) for t in lines], fontsize=8)
     ax.set_ylim(-0.6, len(lines) - 0.4)
     ax.set_xlabel("seconds since the first launch" if use_time else "launch index")
+    if event_name:
+        shown = sum(int(e.sum()) for e in events)
+        title += f": {shown} launches with {event_name} ({tier(event_name)} tier) marked"
     ax.set_title(title, fontsize=10)
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
@@ -255,12 +290,17 @@ def _env() -> jinja2.Environment:
 
 
 def render(data: dict[str, Any], lines: Sequence[Timeline]) -> str:
-    """The HTML page for a report dict and the campaigns' timelines."""
+    """The HTML page for a report dict and the campaigns' timelines. Every plot names the
+    report's counted event (the comparison's, else the campaign report's ``signature``)."""
+    comp = data.get("comparison")
+    sig = comp["settings"]["signature"] if comp is not None else data.get("signature")
     plots = [(title, png) for title, png in (
-        ("Rates per build", plot_builds(data)),
+        (event_title(sig, "per build"), plot_builds(data)),
         ("Crash rate by phase", _png(phases_figure(data))),
-        ("Rates per device", _png(devices_figure(data))),
-        ("Launch timeline", _png(timeline_figure(lines)))) if png]
+        (event_title(sig, "per device").split(", with")[0] if data.get("comparison")
+         else "Crash rate per device", _png(devices_figure(data))),
+        (f"Launch timeline ({sig} marked)" if sig else "Launch timeline",
+         _png(timeline_figure(lines)))) if png]
     return _env().get_template("report.html.j2").render(data=data, plots=plots,
                                                         comp=data.get("comparison"))
 

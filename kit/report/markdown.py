@@ -61,6 +61,8 @@ def render(data: dict[str, Any]) -> str:
         about = ("a data race on the allocator statics" if tier == "mechanism" else "a crash")
         lines += [f"_{escape(tier)} tier ({about}); {what}._", ""]
         lines.append(escape(dec["reason"]) + ".")
+        if dec.get("scope"):
+            lines += ["", f"_What the {escape(tier)} tier sees:_ {escape(dec['scope'])}."]
         if dec.get("advice"):
             lines += ["", f"_Next:_ {escape(dec['advice'])}."]
         lines += ["", _row(["", f"baseline ({escape(base['label'])})",

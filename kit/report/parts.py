@@ -16,12 +16,17 @@ class Timeline:
     """One campaign's launches for the HTML timeline: its label, and per record (infra
     errors included) the start time in seconds since the epoch (``nan`` when unknown), the
     launch index and the outcome (an index into
-    :data:`kit.analysis.scan.OUTCOME_ORDER`), as compact arrays."""
+    :data:`kit.analysis.scan.OUTCOME_ORDER`), as compact arrays; and which launches show the report's counted event (a crash class,
+    ``race-detected``, ``race-witnessed``), so the timeline marks them."""
 
     label: str
     seconds: Sequence[float]
     index: Sequence[int]
     outcome: bytes
+    #: per record, 1 when it shows the report's counted event (``event_name``), else 0;
+    #: empty when the report has no event
+    event: bytes = b""
+    event_name: str | None = None
 
 
 def rate_text(r: dict[str, Any] | None) -> str:

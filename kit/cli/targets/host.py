@@ -94,6 +94,7 @@ def _prepare_detector(runtime: host.Runtime) -> None:
 def _prepare(args: argparse.Namespace) -> int:
     runtime = host.prepare_runtime(args.runtime, ort_root=args.ort_root, force=args.force,
                                    mirror=args.mirror, log=_log)
+    host.fetch_debug_symbols(runtime, log=_log)  # best effort: names for crash frames
     if not args.no_build:
         runtime = host.build_workload(runtime, force=args.force, log=_log)
         _build_witness_if_supported(runtime, args.force)

@@ -23,7 +23,7 @@ from ...store.identity import BuildIdentity, OrtVariant
 from ...store.meta import RunSetup
 from .runtime import (DEBIAN_SUITE, DEFAULT_MIRROR, DEFAULT_RUNTIME, POISON_ENV, Runtime,
                       build_workload, check_scenario, load_runtime, prepare_runtime,
-                      workload_digest,
+                      workload_digest, fetch_debug_symbols,
                       run_compiler, runtime_dir)
 
 __all__ = ["HostConfig", "HostTarget", "TARGETS", "HostLauncher", "Runtime", "tsan_runtime",

@@ -132,6 +132,17 @@ class HostLauncher:
         if preload:
             self._env["LD_PRELOAD"] = " ".join(preload)
 
+    def _symbolize(self, record: Any) -> Any:
+        """The crash record with its unnamed frames symbolized from the libraries' own
+        symbols (:func:`kit.crash.symbolize_host`: the kit's builds keep ``-g``; Debian's
+        ``*-dbgsym`` files under the root's ``/usr/lib/debug`` when ``runtime prepare``
+        could fetch them), else as it is."""
+        from ...crash import symbolize_host
+
+        debug = [os.path.join(self.runtime.root, "usr/lib/debug")] if self.runtime.root else []
+        done = symbolize_host(record, debug_dirs=debug)
+        return record if done is None else done.record
+
     def argv(self, scenario: Scenario) -> list[str]:
         """The workload's argv for one launch of ``scenario``."""
         expected = ",".join(repr(float(s)) for s in self._expected["scores"])
@@ -228,7 +239,8 @@ class HostLauncher:
         elif signal_no is not None:
             block = _crash_block(_stderr_tail(stderr_path))
             evidence, rel = crash_evidence(block, ctx.artifacts_dir, ctx.artifacts_rel,
-                                           "crash.txt", host_signal=signal_no)
+                                           "crash.txt", host_signal=signal_no,
+                                           refine=self._symbolize)
             artifacts.append(rel)
         if ctx.scenario.hold > 0:
             payloads["hold"] = hold_payload(ctx.scenario.hold, events,

@@ -41,11 +41,13 @@ from ...scenario import Scenario
 
 __all__ = ["Runtime", "prepare_runtime", "load_runtime", "build_workload", "check_scenario",
            "POISON_ENV", "runtime_dir", "DEFAULT_RUNTIME", "run_compiler", "debian_root",
-           "needed_libs", "workload_digest"]
+           "needed_libs", "workload_digest", "fetch_debug_symbols", "DEBUG_MIRROR"]
 
 DEFAULT_RUNTIME = "debian"
 DEBIAN_SUITE = "trixie"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+#: Debian's debug archive (wiki.debian.org/HowToGetABacktrace): the ``*-dbgsym`` packages.
+DEBUG_MIRROR = "http://deb.debian.org/debian-debug"
 _ROOT_PACKAGES = ("libonnxruntime-dev", "g++")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 #: glibc heap poisoning (mallopt(3) M_PERTURB; tunables(7)): freed memory is filled with
@@ -343,6 +345,66 @@ def debian_root(force: bool, mirror: str, log: Callable[[str], None]
     stamp.write_text(utc_now() + "\n")
     log(f"Debian root ready in {time.monotonic() - started:.0f} s")
     return root, root / "usr/include/onnxruntime", libs
+
+
+def fetch_debug_symbols(runtime: Runtime, mirror: str = DEBUG_MIRROR,
+                        log: Callable[[str], None] = lambda _m: None) -> bool:
+    """Install the ``*-dbgsym`` packages of the Debian root's onnxruntime and XNNPACK from
+    Debian's debug archive, when it can be reached, so host crash frames inside them get
+    names (:func:`kit.crash.symbolize_host` reads ``<root>/usr/lib/debug``).
+
+    Best effort: an unreachable archive, a missing package or a failed install is said in one
+    log line and changes nothing (the archive's source list is removed again, so the root's
+    other apt-get calls never meet it); the frames then stay as the backtrace prints them and
+    the rules class them by XNNPACK's exported frames (kit/data/rules). Returns whether the
+    symbols are installed. Only for a ``debian-root`` runtime of the root's own onnxruntime.
+    """
+    if runtime.kind != "debian-root" or runtime.root is None or runtime.ort_lib_dir is not None:
+        return False
+    import urllib.error
+    import urllib.request
+
+    root = Path(runtime.root)
+    stamp = root / ".coldstart-dbgsym"
+    if stamp.exists():
+        log(f"debug symbols of Debian's onnxruntime already installed ({stamp.read_text().strip()})")
+        return True
+    release = f"{mirror}/dists/{DEBIAN_SUITE}-debug/Release"
+    try:
+        with urllib.request.urlopen(release, timeout=15) as answer:
+            answer.read(64)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        log(f"no debug symbols: Debian's debug archive is not reachable from here ({release}: "
+            f"{str(getattr(exc, 'reason', exc))[:80]}); host crash frames inside Debian's "
+            f"onnxruntime stay unnamed and the rules class them by XNNPACK's exported frames")
+        return False
+    packages = []
+    for lib in (runtime.ort_library, runtime.xnnpack_library):
+        if not lib:
+            continue
+        inner = "/" + str(Path(lib).relative_to(root))
+        found = subprocess.run(["chroot", str(root), "dpkg-query", "-S", inner],
+                               capture_output=True, text=True, check=False)
+        name = found.stdout.split(":", 1)[0].strip() if found.returncode == 0 else ""
+        if re.fullmatch(r"[a-z0-9][a-z0-9.+-]{1,80}", name):
+            packages.append(f"{name}-dbgsym")
+    listing = root / "etc/apt/sources.list.d/coldstart-debug.list"
+    log_path = runtime_dir(runtime.name) / "dbgsym.log"
+    try:
+        listing.write_text(f"deb {mirror} {DEBIAN_SUITE}-debug main\n")
+        log(f"installing {', '.join(packages)} from Debian's debug archive")
+        _run_step(["chroot", str(root), "apt-get", "update", "-q"], "apt-get update",
+                  log_path, f"check that {mirror} is reachable")
+        _run_step(["chroot", str(root), "apt-get", "install", "-y", "-q",
+                   "--no-install-recommends", *packages], "apt-get install dbgsym",
+                  log_path, "see the log")
+    except (UsageError, InfraError) as exc:
+        log(f"no debug symbols: {exc.one_line()}; frames stay as the backtrace prints them")
+        return False
+    finally:
+        listing.unlink(missing_ok=True)
+    stamp.write_text(" ".join(packages) + "\n")
+    return True
 
 
 def _source() -> bytes:
