@@ -132,3 +132,25 @@ def test_debug_symbols_from_an_unreachable_archive_change_nothing(tmp_path: Path
     built = dataclasses.replace(runtime, ort_lib_dir=str(tmp_path / "ort"))
     assert fetch_debug_symbols(built, mirror="http://never-asked.invalid", log=said.append) is False
     assert len(said) == 1
+
+
+def test_a_campaign_uses_its_own_checkouts_workload_from_a_shared_cache(
+        tmp_path: Path, monkeypatch) -> None:
+    # checkouts share ~/.cache/coldstart: runtime.json names the last workload built, maybe
+    # from a source without hold=; each build keeps its own folder, found by its digest
+    from kit.targets.host.runtime import Runtime, own_workload, workload_digest
+
+    monkeypatch.setenv("COLDSTART_CACHE", str(tmp_path / "cache"))
+    other = tmp_path / "other" / "coldstart-workload"
+    runtime = Runtime(name="shared", kind="ort-root", root=str(tmp_path), include_dir="",
+                      lib_dir="", ort_library=str(tmp_path / "libonnxruntime.so"),
+                      xnnpack_library=None, workload=str(other), workload_hash="0" * 64)
+    assert own_workload(runtime) == runtime  # none of ours built: as it is
+    digest = workload_digest(runtime)
+    ours = tmp_path / "cache" / "runtimes" / "shared" / f"workload-{digest[:12]}" / \
+        "coldstart-workload"
+    ours.parent.mkdir(parents=True)
+    ours.write_text("#!/bin/sh\n")
+    ours.chmod(0o755)
+    mine = own_workload(runtime)
+    assert (mine.workload, mine.workload_hash) == (str(ours), digest)

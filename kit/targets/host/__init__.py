@@ -23,7 +23,7 @@ from ...store.identity import BuildIdentity, OrtVariant
 from ...store.meta import RunSetup
 from .runtime import (DEBIAN_SUITE, DEFAULT_MIRROR, DEFAULT_RUNTIME, POISON_ENV, Runtime,
                       build_workload, check_scenario, load_runtime, prepare_runtime,
-                      workload_digest, fetch_debug_symbols,
+                      own_workload, fetch_debug_symbols,
                       run_compiler, runtime_dir)
 
 __all__ = ["HostConfig", "HostTarget", "TARGETS", "HostLauncher", "Runtime", "tsan_runtime",
@@ -185,10 +185,8 @@ class HostTarget:
         if runtime.workload_hash is None:
             runtime = build_workload(runtime, log=log)
         runtime.command()  # a workload binary that is gone: one line now, not infra errors
-        if runtime.workload_hash != workload_digest(runtime):
-            # built from another checkout's source (they share the cache): this checkout's
-            # own workload, so the scenario keys the kit sends are the ones it knows
-            runtime = build_workload(runtime, log=log)
+        # checkouts that share the cache: this one's own build, when it made one
+        runtime = own_workload(runtime)
         found = _detector_for(config, runtime)
         witness_lib, witness_note = _witness_for(runtime, config.witness, log)
         jobs = config.jobs or (len(os.sched_getaffinity(0)) if found else 1)

@@ -41,7 +41,8 @@ from ...scenario import Scenario
 
 __all__ = ["Runtime", "prepare_runtime", "load_runtime", "build_workload", "check_scenario",
            "POISON_ENV", "runtime_dir", "DEFAULT_RUNTIME", "run_compiler", "debian_root",
-           "needed_libs", "workload_digest", "fetch_debug_symbols", "DEBUG_MIRROR"]
+           "needed_libs", "workload_digest", "fetch_debug_symbols", "DEBUG_MIRROR",
+           "own_workload"]
 
 DEFAULT_RUNTIME = "debian"
 DEBIAN_SUITE = "trixie"
@@ -437,6 +438,29 @@ def workload_digest(runtime: Runtime) -> str:
     flags = _CXXFLAGS + (("-fsanitize=thread",) if runtime.sanitizer == "tsan" else ())
     return hashlib.sha256(_source() + repr((flags, runtime.kind, runtime.ort_library)
                                            ).encode()).hexdigest()
+
+
+def _workload_binary(runtime: Runtime, digest: str) -> Path:
+    """Where :func:`build_workload` puts the binary built from ``digest``."""
+    if runtime.kind == "debian-root" and runtime.root is not None:
+        inner = (Path("/opt/coldstart") if runtime.ort_lib_dir is None
+                 else Path("/opt/coldstart/runtimes") / runtime.name)
+        return Path(runtime.root) / inner.relative_to("/") / f"workload-{digest[:12]}" / \
+            "coldstart-workload"
+    return runtime_dir(runtime.name) / f"workload-{digest[:12]}" / "coldstart-workload"
+
+
+def own_workload(runtime: Runtime) -> Runtime:
+    """``runtime`` with this checkout's own workload binary when one was built (checkouts
+    that share a cache each keep theirs in a folder of its digest, while ``runtime.json``
+    names the last one built), else ``runtime`` as it is."""
+    digest = workload_digest(runtime)
+    if runtime.workload_hash == digest:
+        return runtime
+    binary = _workload_binary(runtime, digest)
+    if binary.is_file() and os.access(binary, os.X_OK):
+        return dataclasses.replace(runtime, workload=str(binary), workload_hash=digest)
+    return runtime
 
 
 def build_workload(runtime: Runtime, force: bool = False,
