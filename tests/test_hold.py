@@ -11,6 +11,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+
 from kit.analysis.compare import compare_campaigns
 from kit.analysis.target import hold_never_engaged, is_eligible
 from kit.analysis.verdict import Verdict, VerdictSettings
@@ -154,3 +156,30 @@ def test_a_campaign_uses_its_own_checkouts_workload_from_a_shared_cache(
     ours.chmod(0o755)
     mine = own_workload(runtime)
     assert (mine.workload, mine.workload_hash) == (str(ours), digest)
+
+
+CRASHES = Path(__file__).parent / "data" / "crashes" / "host"
+
+
+@pytest.mark.parametrize("fixture, signal, crash_class, frames", [
+    # real crashes the kit made under the hold (Debian's binary), one per site seen
+    ("hold-release-debian.txt", 11, "xnnpack-allocator-uaf",
+     ["libXNNPACK.so.0.20241108", "xnn_delete_operator", "libonnxruntime.so.1.21"]),
+    ("hold-release-callback-debian-poison.txt", 11, "xnnpack-allocator-uaf",
+     ["libonnxruntime.so.1.21", "libXNNPACK.so.0.20241108", "xnn_delete_operator"]),
+    # the named sites (a build with ORT's symbols): creation under PrePack, inference, release
+    ("backtrace-mangled-create.txt", 11, "xnnpack-allocator-uaf", None),
+    ("gdb-reshape.txt", None, "xnnpack-allocator-uaf", None),
+    ("backtrace-demangled-release.txt", 11, "xnnpack-allocator-uaf", None),
+    # near misses that must stay out
+    ("hold-near-miss-create-null.txt", 11, "other-native-crash", None),
+    ("hold-near-miss-kernel-abort.txt", 6, "abort", None),
+])
+def test_each_site_of_the_crash_is_classed_and_the_near_misses_stay_out(
+        fixture: str, signal, crash_class: str, frames) -> None:
+    from kit.crash import classify, parse_host
+
+    result = classify(parse_host(signal, (CRASHES / fixture).read_bytes()))
+    assert result.crash_class.value == crash_class, result.trail
+    if frames is not None:  # the frames that identify it
+        assert result.signature.split(" | ") == frames
