@@ -50,6 +50,7 @@ held="hold=$hold_ms"
 crash_run() {  # LABEL RUNTIME MODE LAUNCHES
   printf '\n== failure tier: %s (runtime %s, mode=%s, %s): %s launches\n' "$1" "$2" "$3" \
     "$held" "$4"
+  "$coldstart" runtime build --runtime "$2"  # this checkout's workload (it knows hold=)
   "${run[@]}" --runtime "$2" --launches "$4" --scenario "mode=$3&$held" --label "$1" \
     --out "$out/$1"
 }
