@@ -20,7 +20,7 @@ from kit.payloads import HoldPayload
 from kit.protocol import iter_events
 from kit.records import LaunchRecord
 from kit.targets.host.launcher import hold_payload
-from tests.test_summary import make_campaign, record
+from tests.helpers import make_campaign, record
 
 # the workload's stderr and stdout for a hold=20 launch (the three creating threads each
 # held once; recorded from `coldstart run host --scenario hold=20` on the runtime debian)
