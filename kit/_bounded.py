@@ -20,7 +20,7 @@ from .errors import DataError, UsageError
 
 __all__ = ["check_directory_arg", "open_regular", "open_regular_if_exists", "open_regular_rw", "lstat_kind",
            "check_writable_entries",
-           "read_tail_bounded", "write_atomic", "AtomicFile", "read_bytes_bounded", "read_json_bounded",
+           "read_tail_bounded", "write_atomic", "write_atomic_stream", "AtomicFile", "read_bytes_bounded", "read_json_bounded",
            "iter_lines_bounded",
            "path_kind", "describe_path", "MiB", "Line"]
 
@@ -251,6 +251,24 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, durable: bool = T
     out = AtomicFile(path, durable=durable)
     try:
         out.write(data)
+    except BaseException:
+        out.discard()
+        raise
+    out.commit()
+
+
+def write_atomic_stream(path: str | os.PathLike[str], chunks: Iterable[bytes], *,
+                        durable: bool = True) -> None:
+    """Replace ``path`` with the bytes of ``chunks`` (an iterable, consumed once, so a
+    large artifact is never held whole) atomically, through :class:`AtomicFile`.
+
+    Raises:
+        UsageError, OSError: as :class:`AtomicFile`.
+    """
+    out = AtomicFile(path, durable=durable)
+    try:
+        for data in chunks:
+            out.write(data)
     except BaseException:
         out.discard()
         raise

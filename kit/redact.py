@@ -317,25 +317,30 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     return "".join(pieces)
 
 
-def redact_value(value: Any, secrets: Iterable[str] = ()) -> Any:
+def redact_value(value: Any, secrets: Iterable[str] = (), *, by_key: bool = True) -> Any:
     """A copy of a JSON-like value (dict, list, tuple, str, numbers...) with every string
-    passed through :func:`redact_text` and every string value under a secret-looking key
-    (:func:`is_secret_key`) replaced by :data:`MASK`. Non-string leaves are kept."""
+    passed through :func:`redact_text` and, with ``by_key`` (for values that come from
+    outside, such as a farm's session record), every string value under a secret-looking
+    key (:func:`is_secret_key`) replaced by :data:`MASK`. Without ``by_key`` (values the
+    kit made itself, whose keys name no secret: a crash ``signature``) only what is secret
+    is masked: known secrets, URL credentials and tokens, ``Basic``/``Bearer`` values.
+    Non-string leaves are kept."""
     known = tuple(secrets)
     if isinstance(value, str):
         return redact_text(value, known)
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
-            if isinstance(key, str) and is_secret_key(key) and isinstance(item, str):
+            if by_key and isinstance(key, str) and is_secret_key(key) and \
+                    isinstance(item, str):
                 out[key] = MASK
             else:
-                out[key] = redact_value(item, known)
+                out[key] = redact_value(item, known, by_key=by_key)
         return out
     if isinstance(value, list):
-        return [redact_value(item, known) for item in value]
+        return [redact_value(item, known, by_key=by_key) for item in value]
     if isinstance(value, tuple):
-        return tuple(redact_value(item, known) for item in value)
+        return tuple(redact_value(item, known, by_key=by_key) for item in value)
     return value
 
 
@@ -413,9 +418,9 @@ class Redactor:
         """:func:`redact_text` with the known secrets."""
         return redact_text(text, self._secrets)
 
-    def value(self, value: Any) -> Any:
-        """:func:`redact_value` with the known secrets."""
-        return redact_value(value, self._secrets)
+    def value(self, value: Any, *, by_key: bool = True) -> Any:
+        """:func:`redact_value` with the known secrets (``by_key``: see there)."""
+        return redact_value(value, self._secrets, by_key=by_key)
 
 
 _LOG_REDACTOR: Redactor | None = None

@@ -57,7 +57,7 @@ def _env(**more: str) -> dict[str, str]:
             "LT_ACCESS_KEY": KEY, **more}
 
 
-def _pull(out: Path, double: FarmDouble, farm: str, fake: FakeTime, deadline: float = 120,
+def _pull(out: Path, double: FarmDouble, farm: str, fake: FakeTime, deadline: float = 300,
           **kw: Any) -> Any:
     env = _env(**kw.pop("env", {}))
     settings = FarmSettings(name=farm, api=double.url, deadline_s=deadline, env=env, **kw)

@@ -31,7 +31,7 @@ from ..redact import Redactor
 from .base import Farm, FarmSettings
 from .http import FarmHTTP
 
-__all__ = ["FARMS", "open_farm", "farm_names", "REF_FROM_RECORDS"]
+__all__ = ["FARMS", "open_farm", "farm_names", "REF_FROM_RECORDS", "check_ref"]
 
 #: farm name -> (module, factory function)
 FARMS: dict[str, tuple[str, str]] = {
@@ -60,30 +60,41 @@ def open_farm(settings: FarmSettings, redactor: Redactor, *,
               wall: Callable[[], float] | None = None) -> tuple[Farm, FarmHTTP]:
     """The adapter of ``settings.name`` and its :class:`FarmHTTP`: an ``httpx.Client``
     (``client_factory(**kwargs)``, default :class:`httpx.Client`) with the farm's
-    credentials (HTTP Basic, or a bearer token), which the redactor learns first.
+    credentials (HTTP Basic, or a bearer token), which the redactor learns first, sent
+    only to the adapter's own API origins (its ``api_urls``;
+    :func:`kit.farms.http.OriginAuth`).
 
     Raises:
-        UsageError: an unknown farm, or its credentials are not in the environment.
+        UsageError: an unknown farm, a ``--farm-api`` that is not an http(s) URL, a
+            ``--farm-ref`` that is not one line, or credentials not in the environment.
     """
     import time
 
     import httpx
 
+    from .http import OriginAuth, check_api_url, origin_of
+
     if settings.name not in FARMS:
         raise UsageError(f"--farm {settings.name[:40]!r} is not a known farm",
                          f"one of {', '.join(FARMS)}")
+    if settings.api is not None:
+        check_api_url(settings.api)
+    if settings.ref is not None:
+        check_ref(settings.ref)
     module, factory = FARMS[settings.name]
-    farm, auth = getattr(importlib.import_module(module), factory)(settings)
+    mod = importlib.import_module(module)
+    farm, auth = getattr(mod, factory)(settings)
+    origins = {o for o in (origin_of(u) for u in getattr(farm, "api_urls", ())) if o}
     kwargs: dict[str, Any] = {"timeout": httpx.Timeout(60.0, connect=20.0),
                               "follow_redirects": True,
                               "headers": {"User-Agent": "coldstart-farm-evidence"}}
     if isinstance(auth, tuple):
         user, key = auth
         redactor.add_secrets([user, key, base64.b64encode(f"{user}:{key}".encode()).decode()])
-        kwargs["auth"] = httpx.BasicAuth(user, key)
+        kwargs["auth"] = OriginAuth(httpx.BasicAuth(user, key), origins)
     elif isinstance(auth, str):
         redactor.add_secrets([auth])
-        kwargs["headers"]["Authorization"] = f"Bearer {auth}"
+        kwargs["auth"] = OriginAuth(auth, origins)
     for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID"):
         if settings.env.get(name):
             redactor.add_secrets([settings.env[name]])
@@ -91,4 +102,25 @@ def open_farm(settings: FarmSettings, redactor: Redactor, *,
     http = FarmHTTP(client, redactor, deadline_s=settings.deadline_s,
                     clock=clock or time.monotonic, sleep=sleep or time.sleep,
                     wall=wall or time.time)
+    http.origins = origins
+    env = getattr(mod, "ENV", None)
+    names = " and ".join(env) if isinstance(env, tuple) else env
+    if names:
+        http.credentials_hint = (f"export a current {names} (the farm refused them: expired "
+                                 "or revoked), then pull again")
     return farm, http
+
+
+def check_ref(ref: str) -> str:
+    """``ref`` (``--farm-ref``, or a session id the records carry) when it is one line of
+    printable characters (at most 2048).
+
+    Raises:
+        UsageError: a newline, a control character, whitespace or an empty value.
+    """
+    if not ref or len(ref) > 2048 or any(c.isspace() or ord(c) < 32 or ord(c) == 127
+                                         for c in ref):
+        raise UsageError(f"--farm-ref {ref[:80]!r} is not one farm session, job or results "
+                         "reference (no whitespace or control character)",
+                         "copy the session id, the job ARN or gs://BUCKET/DIR exactly")
+    return ref

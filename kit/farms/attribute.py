@@ -46,13 +46,21 @@ from typing import Any, Iterable, Sequence
 from ..protocol import MARKER, parse_line
 
 __all__ = ["LogLine", "LaunchSpan", "CrashBlock", "Match", "Attribution", "read_log_lines",
-           "attribute", "crash_blocks"]
+           "read_log_file", "attribute", "crash_blocks", "split_reports", "report_time",
+           "epoch_of", "by_time"]
 
 _THREADTIME = re.compile(r"^(?:\d{4}-)?(?P<mon>\d\d)-(?P<day>\d\d)\s+(?P<h>\d\d):(?P<m>\d\d):"
                          r"(?P<s>\d\d\.\d+)\s+(?:\S+\s+)??"
                          r"(?P<pid>\d+)\s+(?P<tid>\d+)\s+(?P<lvl>[VDIWEFA])\s+(?P<tag>[^:]*?)"
                          r"\s*:\s(?P<msg>.*)$")
-_BRIEF = re.compile(r"^(?P<lvl>[VDIWEFA])/(?P<tag>[^(]*?)\s*\(\s*(?P<pid>\d+)\):\s(?P<msg>.*)$")
+_BRIEF = re.compile(r"^(?P<lvl>[VDIWEFA])/(?P<tag>[^(]*?)\s*\(\s*(?P<pid>\d+)\s*\):\s(?P<msg>.*)$")
+#: logcat ``-v time`` (``MM-DD HH:MM:SS.mmm L/Tag( pid): msg``) and Firebase Test Lab's own
+#: form of it, with a colon after the time (``MM-DD HH:MM:SS.mmm: L/Tag( pid): msg``, as
+#: public log tools parse FTL's ``logcat``: jerryjeon/logjerry
+#: ``FirebaseTestLabLogcatFormatParser``)
+_TIME = re.compile(r"^(?:\d{4}-)?(?P<mon>\d\d)-(?P<day>\d\d)\s+(?P<h>\d\d):(?P<m>\d\d):"
+                   r"(?P<s>\d\d\.\d+):?\s+(?P<lvl>[VDIWEFA])/(?P<tag>[^(]*?)\s*"
+                   r"\(\s*(?P<pid>\d+)\s*\):\s?(?P<msg>.*)$")
 _SYSLOG_PID = re.compile(r"\b[\w.-]+(?:\([\w.-]+\))?\[(?P<pid>\d+)\]")
 _TOMBSTONE_PID = re.compile(r"\bpid: (?P<pid>\d+), tid: \d+(?:, name: .*?>>> (?P<proc>\S+) <<<)?")
 _FATAL_SIGNAL = re.compile(r"Fatal signal \d+ .*?\bpid (?P<pid>\d+)")
@@ -65,6 +73,20 @@ _TOMBSTONE_LIKE = re.compile(r"^\s*(#\d+ pc|backtrace:|pid: |signal \d|Abort mes
                              r"fingerprint|Revision:|ABI:|Timestamp:|Cmdline:|uid:|Process "
                              r"uptime|x\d|r\d|[re][a-z]{1,2}\s+[0-9a-f]{8}|\d+ total frames|"
                              r"lr |sp |pc |pst )")
+#: the first line of a crash report of its own in a text without logcat prefixes (a farm's
+#: crash log holding several): ``FATAL EXCEPTION``, an Apple crash report's ``Incident
+#: Identifier:``, an ``.ips`` header line (one JSON object naming its ``bug_type``), a JS
+#: error's headline (``TypeError: ...``, ``Unhandled JS Exception: ...``, ``Invariant
+#: Violation: ...``); a tombstone's ``*** *** ***`` line is one too (:func:`split_reports`)
+_REPORT_HEAD = re.compile(r"^(?:FATAL EXCEPTION|Incident Identifier:|\{.*\"bug_type\"\s*:|"
+                          r"(?:Unhandled JS Exception: |Uncaught )?(?:[A-Z][A-Za-z]*Error|"
+                          r"Invariant Violation)(?: \[[^\]]*\])?: )")
+_TIMESTAMPS = (re.compile(r"^Timestamp: (?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<f>\.\d+)?"
+                          r"(?P<z>[+-]\d\d:?\d\d)", re.M),
+               re.compile(r"^Date/Time:\s+(?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<f>\.\d+)?"
+                          r" (?P<z>[+-]\d\d:?\d\d)", re.M),
+               re.compile(r"\"timestamp\"\s*:\s*\"(?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)"
+                          r"(?P<f>\.\d+)? (?P<z>[+-]\d\d:?\d\d)\""))
 #: lines a block may run past, of other tags, before it is taken as ended
 _BLOCK_GAP = 400
 
@@ -136,6 +158,63 @@ class Attribution:
     kit_stops: int
 
 
+def epoch_of(value: Any) -> float | None:
+    """A farm's time as epoch seconds: a number (seconds, or milliseconds when above
+    1e11) or an ISO 8601 text with a zone; ``None`` for anything else (never raises)."""
+    return _epoch(value)
+
+
+def report_time(text: str) -> float | None:
+    """The time a crash report says it was written (a tombstone's ``Timestamp:``, an Apple
+    report's ``Date/Time:``, an ``.ips`` header's ``"timestamp"``), epoch seconds; ``None``
+    when it names none."""
+    for pattern in _TIMESTAMPS:
+        m = pattern.search(text[:64 * 1024])
+        if not m:
+            continue
+        zone = m.group("z").replace(":", "")
+        frac = (m.group("f") or "")[:7]
+        try:
+            when = _dt.datetime.strptime(f"{m.group('t')}{frac}{zone}",
+                                         "%Y-%m-%d %H:%M:%S" + ("%f" if frac else "") + "%z")
+        except ValueError:
+            continue
+        return when.timestamp()
+    return None
+
+
+def split_reports(text: str) -> list[tuple[int, int, str]]:
+    """A crash log's text cut into its reports by their own structure, each
+    ``(first line, last line, text)``: a report starts at a tombstone's ``*** *** ***``
+    line or a :data:`_REPORT_HEAD` line and runs to the next one (a JS error's headline
+    followed within 30 lines by the ``FATAL EXCEPTION`` that carries it stays one
+    report); lines before the first start belong to the first report (a DropBox entry's
+    ``Process:`` / ``PID:`` preamble). Never raises."""
+    lines = text.splitlines()
+    starts: list[int] = []
+    js_at: int | None = None
+    for n, line in enumerate(lines):
+        bare = line.strip()
+        if bare.startswith("*** *** ***") or _REPORT_HEAD.match(bare):
+            if bare.startswith("FATAL EXCEPTION") and js_at is not None and n - js_at <= 30 \
+                    and starts and starts[-1] == js_at:
+                js_at = None
+                continue
+            starts.append(n)
+            js_at = n if (bare[:1].isupper() and "Error" in bare.split(":", 1)[0]) or \
+                bare.startswith(("Unhandled JS", "Uncaught", "Invariant")) else None
+    if not starts:
+        return [(0, max(0, len(lines) - 1), text)] if text.strip() else []
+    starts[0] = 0
+    out = []
+    for k, first in enumerate(starts):
+        last = (starts[k + 1] if k + 1 < len(starts) else len(lines)) - 1
+        piece = "\n".join(lines[first:last + 1]).strip("\n")
+        if piece.strip():
+            out.append((first, last, piece + "\n"))
+    return out
+
+
 def _epoch(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
@@ -180,25 +259,125 @@ def _entries(raw: str) -> list[tuple[str, float | None]] | None:
     return out
 
 
+def _parse_line(n: int, line: str, ts: float | None) -> LogLine:
+    line = line.rstrip("\r")
+    m = _THREADTIME.match(line) or _TIME.match(line) or _BRIEF.match(line)
+    if m:
+        clock = _device_clock(m) if "mon" in m.re.groupindex else None
+        return LogLine(n, line, int(m.group("pid")), m.group("tag").strip(),
+                       m.group("msg"), ts, clock)
+    s = _SYSLOG_PID.search(line)
+    return LogLine(n, line, int(s.group("pid")) if s else None, None, line, ts)
+
+
 def read_log_lines(raw: bytes | str) -> list[LogLine]:
     """The lines of a device log in any shape of the module doc; never raises."""
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     entries = _entries(text)
     if entries is None:
         entries = [(line, None) for line in text.splitlines()]
+    return [_parse_line(n, line, ts) for n, (line, ts) in enumerate(entries)]
+
+
+#: tags whose lines a crash block or a launch's cut may use (:func:`read_log_file`)
+_CRASH_TAGS = frozenset({"DEBUG", "libc", "AndroidRuntime", "lowmemorykiller", "lmkd",
+                         "ActivityManager", "crash_dump64", "crash_dump32", "tombstoned"})
+_CRASH_WORDS = ("*** *** ***", "FATAL EXCEPTION", "Fatal signal", MARKER)
+#: the longest line of a device log kept (a longer one is skipped)
+MAX_LOG_LINE = 64 * 1024
+
+
+def read_log_file(path: Any, app_id: str | None = None, *,
+                  limit: int = 1024 * 1024 * 1024) -> list[LogLine]:
+    """The lines of the device log file at ``path`` that attribution can use, streamed
+    (the file is never held whole, nor a line object made per line of it): marker lines,
+    lines naming ``app_id``, crash lines (the tags and words of :func:`crash_blocks`), and
+    per run of other lines one empty placeholder line (tag ``""``), so a block still ends
+    where other lines come between. Each kept line has its number in the whole log
+    (``n``). A JSON array log is read whole (at most ``limit`` bytes). Never raises on
+    content; raises UsageError (kit._bounded) when ``path`` is not a regular file.
+    """
+    from .._bounded import iter_lines_bounded, read_bytes_bounded
+
     out: list[LogLine] = []
-    for n, (line, ts) in enumerate(entries):
-        line = line.rstrip("\r")
-        m = _THREADTIME.match(line) or _BRIEF.match(line)
-        if m:
-            clock = _device_clock(m) if "mon" in m.re.groupindex else None
-            out.append(LogLine(n, line, int(m.group("pid")), m.group("tag").strip(),
-                               m.group("msg"), ts, clock))
+    state = {"skipped": False, "fatal": {}}
+    n = 0
+    mode = None  # "json" / "text"
+    total = 0
+    for raw in iter_lines_bounded(path, MAX_LOG_LINE, what="device log"):
+        total += len(raw.data) + 1
+        if total > limit:
+            break
+        if mode is None:
+            head = raw.data.lstrip()[:1]
+            if head == b"[":
+                data = read_bytes_bounded(path, limit, what="device log")
+                return _kept(read_log_lines(data), app_id)
+            if head:
+                mode = "json" if head == b"{" else "text"
+        if raw.too_long:
+            n += 1
+            _skip(out, n - 1, state)
             continue
-        s = _SYSLOG_PID.search(line)
-        out.append(LogLine(n, line, int(s.group("pid")) if s else None, None,
-                           line, ts))
+        text = raw.data.decode("utf-8", "replace")
+        pieces: list[tuple[str, float | None]]
+        if mode == "json" and text.strip():
+            try:
+                item = json.loads(text)
+            except (ValueError, RecursionError):
+                item = None
+            if isinstance(item, dict) and isinstance(item.get("message"), str):
+                ts = _epoch(item.get("timestamp"))
+                pieces = [(p, ts) for p in item["message"].splitlines() or [""]]
+            else:
+                pieces = [(text, None)]
+        else:
+            pieces = [(text, None)]
+        for piece, ts in pieces:
+            line = _parse_line(n, piece, ts)
+            n += 1
+            if _wanted(line, app_id, state):
+                out.append(line)
+                state["skipped"] = False
+            else:
+                _skip(out, line.n, state)
     return out
+
+
+def _kept(lines: list[LogLine], app_id: str | None) -> list[LogLine]:
+    state: dict[str, Any] = {"skipped": False, "fatal": {}}
+    out: list[LogLine] = []
+    for line in lines:
+        if _wanted(line, app_id, state):
+            out.append(line)
+            state["skipped"] = False
+        else:
+            _skip(out, line.n, state)
+    return out
+
+
+def _skip(out: list[LogLine], n: int, state: dict[str, Any]) -> None:
+    if not state["skipped"]:
+        out.append(LogLine(n, "", None, "", ""))
+        state["skipped"] = True
+
+
+def _wanted(line: LogLine, app_id: str | None, state: dict[str, Any]) -> bool:
+    """Whether attribution may use ``line`` (see :func:`read_log_file`)."""
+    msg = line.msg or line.text
+    if any(w in msg for w in _CRASH_WORDS) or (app_id and app_id in msg):
+        if "FATAL EXCEPTION" in msg and line.tag:
+            state["fatal"][(line.tag, line.pid)] = line.n
+        return True
+    if line.tag is None:
+        stripped = msg.strip()
+        return not stripped or bool(_TOMBSTONE_LIKE.match(msg)) or \
+            stripped.startswith(("at ", "Caused by", "Process: ", "PID: ")) or \
+            bool(_REPORT_HEAD.match(msg))
+    if line.tag in _CRASH_TAGS:
+        return True
+    since = state["fatal"].get((line.tag, line.pid))
+    return since is not None and line.n - since <= 200
 
 
 _YEAR = _dt.datetime(2000, 1, 1)  # a leap year: every MM-DD of a logcat prefix exists
@@ -232,8 +411,9 @@ def crash_blocks(lines: Sequence[LogLine], app_id: str | None = None) -> list[Cr
     fatal: dict[int, LogLine] = {}  # pid -> its latest libc "Fatal signal" line
     used_fatal: set[int] = set()
     consumed: set[int] = set()
+    by_n = {line.n: line for line in lines}
     for i, line in enumerate(lines):
-        if i in consumed:
+        if line.n in consumed:
             continue
         msg = line.msg or line.text
         sig = _FATAL_SIGNAL.search(msg) if "Fatal signal" in msg else None
@@ -246,7 +426,8 @@ def crash_blocks(lines: Sequence[LogLine], app_id: str | None = None) -> list[Cr
             while j < len(lines) and gap < _BLOCK_GAP:
                 nxt = lines[j]
                 nmsg = nxt.msg or nxt.text
-                if "*** *** ***" in nmsg or MARKER in nmsg:
+                if "*** *** ***" in nmsg or MARKER in nmsg or \
+                        (nxt.tag is None and _REPORT_HEAD.match(nmsg)):
                     break
                 if _is_tombstone_line(nxt) and (logger is None or nxt.pid == logger):
                     taken.append(nxt)
@@ -291,7 +472,7 @@ def crash_blocks(lines: Sequence[LogLine], app_id: str | None = None) -> list[Cr
         if "FATAL EXCEPTION" in msg:
             taken = [line]
             j = i + 1
-            while j < len(lines) and j - taken[-1].n <= 50:
+            while j < len(lines) and lines[j].n - taken[-1].n <= 50:
                 nxt = lines[j]
                 if nxt.tag == line.tag and nxt.pid == line.pid and \
                         "FATAL EXCEPTION" not in (nxt.msg or ""):
@@ -314,7 +495,8 @@ def crash_blocks(lines: Sequence[LogLine], app_id: str | None = None) -> list[Cr
             blocks.append(CrashBlock("native", line.n, line.n, pid, None, line.text + "\n",
                                      line.ts))
     for block in blocks:
-        block.clock = lines[block.first].clock if block.first < len(lines) else None
+        first = by_n.get(block.first)
+        block.clock = first.clock if first is not None else None
     blocks.sort(key=lambda b: b.first)
     if app_id:
         blocks = [b for b in blocks if b.process is None or _same_process(b.process, app_id)]
@@ -405,10 +587,17 @@ def _clock_offset(lines: Sequence[LogLine], launches: Iterable[LaunchSpan],
     over the launches with a marker, of the device time of its process start (``Start
     proc``; else its first marker: ``first``) minus the launch's start as the kit recorded
     it. ``None`` without such a launch."""
-    diffs = sorted(clock - _kit_clock(s.start)
+    by_n = {line.n: line for line in lines}
+    diffs = sorted(by_n[first[s.launch_id]].clock - _kit_clock(s.start)  # type: ignore
                    for s in launches if s.start is not None and s.launch_id in first
-                   and (clock := lines[first[s.launch_id]].clock) is not None)
+                   and first[s.launch_id] in by_n
+                   and by_n[first[s.launch_id]].clock is not None)
     return diffs[len(diffs) // 2] if diffs else None
+
+
+def by_time(block: CrashBlock, launches: Iterable[LaunchSpan]) -> str | None:
+    """The launch whose recorded span holds ``block.ts`` (epoch seconds), or ``None``."""
+    return _by_time(block, launches, None)
 
 
 def _by_time(block: CrashBlock, launches: Iterable[LaunchSpan], offset: float | None

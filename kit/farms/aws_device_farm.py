@@ -18,8 +18,13 @@ docs/farms.md quotes them:
    kept as ``shell-dump`` artifacts and matched per launch by :mod:`kit.farms.pull`).
 
 Throttling (``ThrottlingException``, a per-API token bucket) and connection failures are
-waited out by :class:`kit.farms.http.FarmHTTP`'s deadline and backoff; boto3's own retries
-are off, so its sleeps never bypass the injected clock.
+waited out by :class:`kit.farms.http.FarmHTTP`'s deadline and backoff, and each throttle is
+counted there. botocore's own retries are off: ``retries={"total_max_attempts": 1}``
+(botocore's retry guide: ``total_max_attempts`` counts the first call, ``max_attempts``
+counts retries only, so ``max_attempts: 1`` would still retry once), so its sleeps never
+bypass the injected clock and every throttle reaches the kit. Expired or refused
+credentials (``ExpiredTokenException``, ``UnrecognizedClientException``...) are a
+UsageError: exit 2, one line.
 
 Auth: AWS SigV4 through boto3's credential chain (``AWS_ACCESS_KEY_ID`` /
 ``AWS_SECRET_ACCESS_KEY`` / ``AWS_SESSION_TOKEN``, a profile, a role); region from
@@ -46,7 +51,16 @@ KEPT_TYPES = {"DEVICE_LOG": "device-log", "APPLICATION_CRASH_REPORT": "crash-log
 CATEGORIES = ("FILE", "LOG", "SCREENSHOT")
 ARN_RE = re.compile(r"^arn:aws:devicefarm:[a-z0-9-]+:\d{12}:(run|job):[A-Za-z0-9/._-]+$")
 _RETRY_CODES = {"ThrottlingException", "LimitExceededException", "ServiceUnavailable",
-                "ServiceAccountException", "InternalServiceError"}
+                "ServiceAccountException", "InternalServiceError", "TooManyRequestsException",
+                "RequestLimitExceeded"}
+#: the codes that are a throttle (counted in ``farm-evidence.json``'s ``throttled``)
+_THROTTLE_CODES = {"ThrottlingException", "TooManyRequestsException", "RequestLimitExceeded",
+                   "LimitExceededException"}
+#: the codes of credentials that are wrong, expired or revoked (exit 2, one line)
+_CREDENTIAL_CODES = {"AccessDeniedException", "UnrecognizedClientException",
+                     "InvalidSignatureException", "ExpiredTokenException", "ExpiredToken",
+                     "InvalidClientTokenId", "SignatureDoesNotMatch", "IncompleteSignature",
+                     "MissingAuthenticationToken", "RequestExpired", "AuthFailure"}
 MAX_PAGES = 200
 
 
@@ -76,14 +90,18 @@ class AwsDeviceFarm:
             except ClientError as exc:
                 code = str(exc.response.get("Error", {}).get("Code", ""))
                 if code in _RETRY_CODES:
-                    ctx.http.throttled += code != "ServiceUnavailable"
+                    ctx.http.throttled += code in _THROTTLE_CODES
                     ctx.http.wait(ctx.http.backoff(tries), deadline,
-                                   f"AWS Device Farm {what}: {code}")
+                                  f"AWS Device Farm {what}: {code}")
                     continue
-                if code in ("AccessDeniedException", "UnrecognizedClientException",
-                            "InvalidSignatureException"):
-                    raise UsageError(f"AWS Device Farm {what}: {code}",
-                                     "check the AWS credentials and region") from None
+                if code in _CREDENTIAL_CODES:
+                    expired = "Expired" in code or code == "RequestExpired"
+                    raise UsageError(
+                        f"AWS Device Farm {what}: {code}: the AWS credentials are "
+                        + ("expired" if expired else "refused (wrong, revoked or without "
+                           "devicefarm:Get*/List* permission)"),
+                        "refresh them (e.g. `aws sso login`, a new AWS_SESSION_TOKEN) and "
+                        "pull again; check --farm-region") from None
                 raise InfraError(f"AWS Device Farm {what}: {code or 'error'}: "
                                  f"{ctx.redactor.text(str(exc))[:160]}",
                                  "check --farm-ref and --farm-region") from None
@@ -128,6 +146,11 @@ class AwsDeviceFarm:
         job = ctx.http.poll(f"AWS Device Farm job {arn.rsplit('/', 1)[-1]}", completed,
                             ctx.deadline)
         ev.device = ((job.get("device") or {}).get("name")) or ev.device
+        start, end = _when(job.get("started") or job.get("created")), _when(job.get("stopped"))
+        if start is not None:
+            ev.identity["start"] = min(start, ev.identity.get("start") or start)
+        if end is not None:
+            ev.identity["end"] = max(end, ev.identity.get("end") or end)
         tag = safe_name(arn.rsplit(":", 1)[-1].replace("/", "_"), 40)
         record = _jsonable(job)
         ev.artifacts.append(ctx.keep_json(f"{tag}-job.json", record, f"devicefarm:GetJob:{arn}",
@@ -149,13 +172,14 @@ class AwsDeviceFarm:
                     name = f"{tag}-{item.get('name', 'artifact')}.{item.get('extension', 'txt')}"
                     art = ctx.download(str(item["url"]), name, kind,
                                        f"AWS artifact {item.get('type')}")
-                    if art is None:
+                    if art is None and not ctx.last_refused:
                         ev.notes.append(f"{item.get('type')} {item.get('name')}: 404 (the "
                                         "presigned URL expired? pull again)")
-                    else:
-                        ev.artifacts.append(art)
-                        if kind == "customer-artifact":
-                            self._shell_dumps(ctx, ev, art, tag)
+                    if art is None:
+                        continue
+                    ev.artifacts.append(art)
+                    if kind == "customer-artifact":
+                        self._shell_dumps(ctx, ev, art, tag)
                 token = page.get("nextToken")
                 if not token:
                     break
@@ -178,6 +202,17 @@ class AwsDeviceFarm:
         for name, text in dumps.items():
             ev.artifacts.append(ctx.keep_text(f"{tag}-shell-{name}.txt", "shell-dump", text,
                                               f"{art.source_url}#{name}.txt"))
+
+
+def _when(value: Any) -> float | None:
+    """A boto3 timestamp (a ``datetime``) or an ISO / epoch value as epoch seconds."""
+    import datetime as _dt
+
+    from .attribute import epoch_of
+
+    if isinstance(value, _dt.datetime):
+        return value.timestamp() if value.tzinfo else None
+    return epoch_of(value)
 
 
 def _jsonable(value: Any) -> Any:
@@ -204,6 +239,7 @@ def make(settings: FarmSettings) -> tuple[AwsDeviceFarm, None]:
         aws_session_token=env.get("AWS_SESSION_TOKEN") or None,
         region_name=settings.region or "us-west-2")
     client = session.client("devicefarm", endpoint_url=settings.api or None,
-                            config=Config(retries={"max_attempts": 1, "mode": "standard"},
+                            config=Config(retries={"total_max_attempts": 1,
+                                                   "mode": "standard"},
                                           connect_timeout=20, read_timeout=60))
     return AwsDeviceFarm(client), None

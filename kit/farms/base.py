@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
+from .._bounded import write_atomic, write_atomic_stream
 from ..redact import Redactor
 from .http import Answer, Deadline, FarmHTTP
 
@@ -101,6 +102,13 @@ class SessionEvidence:
             ``stackTrace`` text.
         notes: what a reader should know (a log the farm did not record, 404 = none).
         device: the farm's device name, when it says.
+        identity: what the farm says the session ran (each ``None`` when it does not say):
+            ``app_id`` (package / bundle id), ``app`` (the upload's reference, e.g.
+            ``bs://...``), ``app_version``, ``build`` (the farm's build name), ``start`` and
+            ``end`` (epoch seconds); :mod:`kit.farms.pull` checks it against the campaign.
+        absent: optional artifacts that answered ``404`` (a crash log "not there"), each
+            ``(url, name, kind, what)``: the pull fetches them again while a launch that
+            died has no evidence (:mod:`kit.farms.pull`).
     """
 
     farm: str
@@ -109,6 +117,8 @@ class SessionEvidence:
     issues: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     device: str | None = None
+    identity: dict[str, Any] = dataclasses.field(default_factory=dict)
+    absent: list[tuple[str, str, str, str]] = dataclasses.field(default_factory=list)
 
     def of_kind(self, kind: str) -> list[Artifact]:
         return [a for a in self.artifacts if a.kind == kind]
@@ -128,15 +138,34 @@ class FetchContext:
         self.redactor: Redactor = http.redactor
         self.rel = f"artifacts/farm/{safe_name(farm)}/{safe_name(session)}"
         self.dir = campaign_dir / self.rel
-        self.dir.mkdir(parents=True, exist_ok=True)
+        _make_dirs(campaign_dir, self.rel)
         self.deadline: Deadline = http.deadline()
+        #: the epoch time the fetch began (its deadline counts from there)
+        self.started_wall: float = http.wall()
+        #: artifacts lost to a refusal (one line each); the pull adds them to the notes
+        self.notes: list[str] = []
+        #: whether the last :meth:`download` was refused (not a 404)
+        self.last_refused = False
+
+    def wait_download(self, url: str, name: str, kind: str, what: str) -> Artifact | None:
+        """:meth:`download`, fetched again while it answers ``404`` (not processed yet)
+        until the deadline; ``None`` when it was refused (noted).
+
+        Raises:
+            EvidenceNotReady: still ``404`` at the deadline.
+        """
+        def attempt(_d: Deadline) -> tuple[Artifact | None] | None:
+            art = self.download(url, name, kind, what)
+            return (art,) if art is not None or self.last_refused else None
+
+        return self.http.poll(what, attempt, self.deadline)[0]
 
     def keep_json(self, name: str, value: Any, url: str, raw: bytes) -> Artifact:
         """Store a JSON document redacted (its ``sha256`` is of ``raw``, as fetched)."""
         data = (json.dumps(self.redactor.value(value), indent=1, sort_keys=True) + "\n"
                 ).encode()
         path = self.dir / safe_name(name)
-        path.write_bytes(data)
+        write_atomic(path, data, durable=False)
         stored = hashlib.sha256(data).hexdigest()
         raw_sha = hashlib.sha256(raw).hexdigest()
         return Artifact(name=path.name, kind="session-record", path=f"{self.rel}/{path.name}",
@@ -155,7 +184,7 @@ class FetchContext:
         raw = text.encode("utf-8", "surrogateescape")
         clean = self.redactor.text(text).encode("utf-8", "surrogateescape")
         path = self.dir / safe_name(name)
-        path.write_bytes(clean)
+        write_atomic(path, clean, durable=False)
         raw_sha = hashlib.sha256(raw).hexdigest()
         stored = hashlib.sha256(clean).hexdigest()
         return Artifact(name=path.name, kind=kind, path=f"{self.rel}/{path.name}",
@@ -165,27 +194,104 @@ class FetchContext:
 
     def download(self, url: str, name: str, kind: str, what: str,
                  headers: dict[str, str] | None = None) -> Artifact | None:
-        """Download an artifact (``None`` for a 404); text holding a credential the
-        redactor knows is stored redacted."""
+        """Download an artifact (``None`` for a 404, and for a refused one, which is noted
+        in :attr:`notes`: one refused artifact loses only itself). The bytes are streamed
+        to ``<name>.part`` and then, redacted in blocks of whole lines (text holding a
+        credential the redactor knows), to ``<name>``; both through the kit's one
+        link-refusing atomic writer, never held whole."""
+        from .http import ArtifactRefused
+
         path = self.dir / safe_name(name)
         part = path.with_name(path.name + ".part")  # raw bytes never stay under the name
-        got = self.http.download(url, part, self.deadline, what=what, headers=headers)
-        if got is None:
-            part.unlink(missing_ok=True)
+        self.last_refused = False
+        try:
+            got = self.http.download(url, part, self.deadline, what=what, headers=headers)
+        except ArtifactRefused as exc:
+            self.notes.append(self.redactor.text(exc.one_line()))
+            self.last_refused = True
+            _unlink(part)
             return None
-        raw = part.read_bytes()
-        text = raw.decode("utf-8", "surrogateescape")
-        clean = self.redactor.text(text)
-        redacted = clean != text
-        stored = None
-        if redacted:
-            data = clean.encode("utf-8", "surrogateescape")
-            part.write_bytes(data)
-            stored = hashlib.sha256(data).hexdigest()
-        os.replace(part, path)
+        if got is None:
+            _unlink(part)
+            return None
+        digest = hashlib.sha256()
+        changed = {"any": False}
+
+        def blocks() -> Any:
+            for block in _line_blocks(part):
+                text = block.decode("utf-8", "surrogateescape")
+                clean = self.redactor.text(text)
+                data = clean.encode("utf-8", "surrogateescape") if clean != text else block
+                changed["any"] = changed["any"] or clean != text
+                digest.update(data)
+                yield data
+
+        write_atomic_stream(path, blocks(), durable=False)
+        _unlink(part)
+        redacted = bool(changed["any"])
         return Artifact(name=path.name, kind=kind, path=f"{self.rel}/{path.name}",
                         sha256=got.sha256, size=got.size, source_url=got.url,
-                        truncated=got.truncated, redacted=redacted, stored_sha256=stored)
+                        truncated=got.truncated, redacted=redacted,
+                        stored_sha256=digest.hexdigest() if redacted else None)
+
+
+#: bytes of a downloaded artifact redacted at a time (cut at a line's end)
+_BLOCK = 1 << 20
+
+
+def _line_blocks(path: Path) -> Any:
+    """``path``'s bytes in blocks of about :data:`_BLOCK` bytes, each ending at a newline
+    (a line longer than that is cut at the block: a URL or token over a MiB long is not a
+    credential)."""
+    from .._bounded import open_regular
+
+    with os.fdopen(open_regular(path, "farm artifact"), "rb") as fh:
+        carry = b""
+        while True:
+            chunk = fh.read(_BLOCK)
+            if not chunk:
+                break
+            data = carry + chunk
+            cut = data.rfind(b"\n")
+            if cut < 0 and len(data) < 4 * _BLOCK:
+                carry = data
+                continue
+            if cut < 0:
+                cut = len(data) - 1
+            carry = data[cut + 1:]
+            yield data[:cut + 1]
+        if carry:
+            yield carry
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _make_dirs(root: Path, rel: str) -> None:
+    """``root/rel`` made one directory at a time, refusing a symbolic link or a
+    non-directory on the way (a link planted at ``artifacts/farm`` would put the files
+    elsewhere).
+
+    Raises:
+        UsageError: a component is a link or not a directory.
+    """
+    from .._bounded import lstat_kind
+    from ..errors import UsageError
+
+    here = root
+    for part in rel.split("/"):
+        here = here / part
+        kind = lstat_kind(here)
+        if kind == "missing":
+            here.mkdir(exist_ok=True)
+            kind = lstat_kind(here)
+        if kind != "a directory":
+            raise UsageError(f"{here} is {kind}, not a directory the kit made: the kit "
+                             "never writes through a link", "remove it, then pull again")
 
 
 def credentials(settings: FarmSettings, names: tuple[str, str]) -> tuple[str, str]:

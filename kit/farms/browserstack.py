@@ -17,6 +17,7 @@ Auth: HTTP Basic ``BROWSERSTACK_USERNAME:BROWSERSTACK_ACCESS_KEY``.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from ..errors import InfraError
 from .base import Artifact, FarmSettings, FetchContext, SessionEvidence, credentials
@@ -25,6 +26,7 @@ from .http import Deadline
 __all__ = ["BrowserStack", "make", "ENV", "DEFAULT_API"]
 
 DEFAULT_API = "https://api-cloud.browserstack.com"
+API_HOSTS = ("https://api-cloud.browserstack.com", "https://api.browserstack.com")
 ENV = ("BROWSERSTACK_USERNAME", "BROWSERSTACK_ACCESS_KEY")
 _RUNNING = {"running", "queued"}
 
@@ -36,10 +38,13 @@ class BrowserStack:
 
     def __init__(self, api: str) -> None:
         self.api = api.rstrip("/")
+        #: the origins that get the credentials: the API given, and BrowserStack's two
+        #: documented API hosts (the session record's log URLs name api.browserstack.com)
+        self.api_urls = (self.api, *API_HOSTS)
 
     def fetch(self, ref: str, ctx: FetchContext) -> SessionEvidence:
         ev = SessionEvidence(farm=self.name, session=ref)
-        url = f"{self.api}/app-automate/sessions/{ref}.json"
+        url = f"{self.api}/app-automate/sessions/{quote(ref, safe='')}.json"
 
         def ready(deadline: Deadline) -> tuple[dict[str, Any], Any] | None:
             answer = ctx.http.get(url, deadline, what="BrowserStack session")
@@ -60,26 +65,41 @@ class BrowserStack:
         session, answer = ctx.http.poll(f"BrowserStack session {ref}", ready, ctx.deadline)
         ev.artifacts.append(ctx.keep_answer("session.json", answer))
         ev.device = session.get("device")
+        app = session.get("app_details") if isinstance(session.get("app_details"), dict) \
+            else {}
+        ev.identity = {"app": app.get("app_url"), "app_version": app.get("app_version"),
+                       "build": session.get("build_name"),
+                       "start": _epoch(session.get("created_at")),
+                       "duration_s": session.get("duration")}
         logs_url = session.get("device_logs_url")
         if not logs_url:
             ev.notes.append("the session record has no device_logs_url (device logs off: set "
                             "the deviceLogs capability)")
         else:
-            art = ctx.http.poll("BrowserStack device log",
-                                lambda _d: ctx.download(logs_url, "devicelogs.txt",
-                                                        "device-log", "BrowserStack device "
-                                                        "log"), ctx.deadline)
-            ev.artifacts.append(art)
+            art = ctx.wait_download(logs_url, "devicelogs.txt", "device-log",
+                                    "BrowserStack device log")
+            if art is not None:
+                ev.artifacts.append(art)
         crash_url = session.get("crash_logs_url") or (
             logs_url.rsplit("/", 1)[0] + "/crashlogs" if logs_url else None)
         if crash_url:
             crash: Artifact | None = ctx.download(crash_url, "crashlogs.txt", "crash-log",
                                                   "BrowserStack crash log")
-            if crash is None:
+            if crash is None and not ctx.last_refused:
                 ev.notes.append("crashlogs: 404, the session had no crash")
-            else:
+                ev.absent.append((crash_url, "crashlogs.txt", "crash-log",
+                                  "BrowserStack crash log"))
+            elif crash is not None:
                 ev.artifacts.append(crash)
         return ev
+
+
+def _epoch(value: Any) -> float | None:
+    """An ISO 8601 time with a zone (``2026-03-14T10:00:00Z``, ``...+00:00``) as epoch
+    seconds, epoch seconds or milliseconds as themselves; ``None`` otherwise."""
+    from .attribute import epoch_of
+
+    return epoch_of(value)
 
 
 def make(settings: FarmSettings) -> tuple[BrowserStack, tuple[str, str]]:

@@ -10,8 +10,11 @@ docs/farms.md quotes them:
 1. ``GET {storage}/storage/v1/b/{bucket}/o?prefix={dir}/`` (every page, ``nextPageToken``),
    polled until a ``logcat`` object is listed (the objects exist once the matrix is
    ``FINISHED``);
-2. each ``.../logcat`` (device log) and ``test_result_N.xml`` (JUnit) through
-   ``.../o/{object}?alt=media``;
+2. each ``.../logcat`` (device log; FTL writes it in its own form, ``MM-DD
+   HH:MM:SS.mmm: L/Tag( pid): msg``, :mod:`kit.farms.attribute`), ``test_result_N.xml``
+   (JUnit) and ``data_app_native_crash_N_<pkg>.txt`` / ``data_app_crash_N_<pkg>.txt``
+   (the DropBox entries FTL leaves when the app crashed, Flank#2484; crash logs matched
+   by the pid they name) through ``.../o/{object}?alt=media``;
 3. with ``--farm-steps projects/P/histories/H/executions/E``: ``GET
    {toolresults}/toolresults/v1beta3/{that}/steps`` (every page), polled until every step's
    ``state`` is ``complete``; each ``testExecutionStep.testIssues[]`` (``nativeCrash``,
@@ -40,6 +43,10 @@ GS_RE = re.compile(r"^gs://(?P<bucket>[a-z0-9][a-z0-9._-]{1,220})/(?P<dir>[^\s#?
 STEPS_RE = re.compile(r"^projects/[A-Za-z0-9._:-]+/histories/[A-Za-z0-9._-]+/executions/"
                       r"[A-Za-z0-9._-]+$")
 _RESULT_RE = re.compile(r"(^|/)test_result_\d+\.xml$")
+#: the DropBox entries FTL leaves next to the logcat when the app crashed
+#: (``<device>/data_app_native_crash_0_<pkg>.txt``, ``data_app_crash_0_<pkg>.txt``,
+#: Flank#2484); each is one crash report of the app, kept as a ``crash-log``
+_DROPBOX_RE = re.compile(r"(^|/)data_app_(native_crash|crash|anr)_\d+_[A-Za-z0-9._]+\.txt$")
 MAX_PAGES = 100
 
 
@@ -52,6 +59,7 @@ class FirebaseTestLab:
         self.storage = storage.rstrip("/")
         self.toolresults = toolresults.rstrip("/")
         self.steps = steps
+        self.api_urls = (self.storage, self.toolresults)
 
     def _list(self, bucket: str, prefix: str, ctx: FetchContext, deadline: Deadline
               ) -> list[dict[str, Any]]:
@@ -89,16 +97,15 @@ class FirebaseTestLab:
         for item in sorted(items, key=lambda i: str(i.get("name"))):
             name = str(item.get("name", ""))
             kind = "device-log" if name.endswith("/logcat") else (
-                "test-result" if _RESULT_RE.search(name) else None)
+                "test-result" if _RESULT_RE.search(name) else (
+                    "crash-log" if _DROPBOX_RE.search(name) else None))
             if kind is None:
                 continue
             url = f"{self.storage}/storage/v1/b/{quote(bucket)}/o/{quote(name, safe='')}"
-            def fetch(_d: Any, u: str = url, n: str = name, k: str = kind) -> Any:
-                return ctx.download(f"{u}?alt=media", safe_name(n[len(prefix):], 120), k,
-                                    "FTL object")
-
-            art = ctx.http.poll(f"FTL object {name}", fetch, ctx.deadline)
-            ev.artifacts.append(art)
+            art = ctx.wait_download(f"{url}?alt=media", safe_name(name[len(prefix):], 120),
+                                    kind, "FTL object")
+            if art is not None:
+                ev.artifacts.append(art)
         if self.steps:
             self._issues(ctx, ev)
         return ev

@@ -11,6 +11,14 @@ Past the deadline both raise :class:`EvidenceNotReady`, an :class:`~kit.errors.I
 (exit 3): a farm that is down or slow is an infrastructure error of the evidence, never a
 crash and never a pass. Every URL in a message is redacted (:class:`kit.redact.Redactor`).
 
+Credentials go only to the farm's own API origins (:class:`OriginAuth`: scheme, host and
+port, RFC 6454): any other URL a farm names (a presigned S3 / CloudFront / GCS URL in a
+session record) is fetched bare, and a redirect to another origin loses the header
+(httpx). A ``401``/``403`` from an API origin is a credentials error (UsageError, exit 2,
+with the farm's own ``credentials_hint``); any other refusal of one artifact
+(:class:`ArtifactRefused`) loses only that artifact. A URL that is not ``http(s)`` or
+that httpx cannot send is never retried.
+
 The clock and the sleep are injected, so no test waits in real time.
 """
 
@@ -26,7 +34,8 @@ from typing import Any, Callable, TypeVar
 from ..errors import InfraError, UsageError
 from ..redact import Redactor
 
-__all__ = ["FarmHTTP", "Answer", "Deadline", "EvidenceNotReady", "Download",
+__all__ = ["FarmHTTP", "Answer", "Deadline", "EvidenceNotReady", "Download", "OriginAuth",
+           "ArtifactRefused", "origin_of", "check_api_url",
            "DEFAULT_DEADLINE_S", "MAX_BACKOFF_S", "MAX_DOCUMENT_BYTES", "MAX_ARTIFACT_BYTES"]
 
 T = TypeVar("T")
@@ -44,6 +53,74 @@ MAX_ARTIFACT_BYTES = 1024 * 1024 * 1024
 
 class EvidenceNotReady(InfraError):
     """The farm did not give the evidence before the deadline (down, slow, throttling)."""
+
+
+class ArtifactRefused(InfraError):
+    """One artifact's URL answered a refusal (a ``4xx`` other than ``404``/``429``, or
+    ``401``/``403`` from a host that is not the farm's API): that artifact is lost, the
+    rest of the session's evidence is kept (:meth:`kit.farms.base.FetchContext.download`
+    notes it)."""
+
+
+def origin_of(url: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` of an ``http(s)`` URL (RFC 6454 origin; default ports
+    filled in), ``None`` for anything else or a URL that cannot be read."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80)
+
+
+def check_api_url(url: str, flag: str = "--farm-api") -> str:
+    """``url`` when it is an ``http(s)://host[:port][/path]`` URL with no userinfo,
+    query, fragment, whitespace or control character.
+
+    Raises:
+        UsageError: anything else (``file:///etc/passwd``, ``not a url``), in one line.
+    """
+    from urllib.parse import urlsplit
+
+    bad = any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url)
+    parts = None
+    if not bad:
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises on a bad port
+        except ValueError:
+            parts = None
+    if bad or parts is None or origin_of(url) is None or "@" in parts.netloc or \
+            parts.query or parts.fragment or len(url) > 2048:
+        raise UsageError(f"{flag} {url[:80]!r} is not an http(s) URL of the farm's API",
+                         "give e.g. https://api.us-west-1.saucelabs.com, or leave it out "
+                         "for the farm's documented host")
+    return url
+
+
+def OriginAuth(inner: Any, origins: set[tuple[str, str, int]]) -> Any:  # noqa: N802
+    """An :class:`httpx.Auth` that adds the farm's credential (``inner``: an httpx auth, or
+    a ``Bearer`` token string) only to requests for one of ``origins`` (see
+    :func:`origin_of`); a request anywhere else goes bare."""
+    import httpx
+
+    class _OriginAuth(httpx.Auth):
+        def auth_flow(self, request: httpx.Request) -> Any:
+            if origin_of(str(request.url)) not in origins:
+                yield request
+                return
+            if isinstance(inner, str):
+                request.headers["Authorization"] = f"Bearer {inner}"
+                yield request
+                return
+            yield from inner.auth_flow(request)
+
+    return _OriginAuth()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +211,23 @@ class FarmHTTP:
         self.max_backoff_s = max_backoff_s
         self.waited_s = 0.0  #: seconds slept so far (what a report can show)
         self.throttled = 0  #: 429 answers met
+        #: the farm's own API origins: the only ones whose 401/403 is a credentials error
+        self.origins: set[tuple[str, str, int]] = set()
+        #: what a user with refused credentials must do (the farm's own variables)
+        self.credentials_hint = "check the farm credentials in the environment " \
+                                "(docs/farms.md)"
+
+    def is_api(self, url: str) -> bool:
+        """Whether ``url`` is on one of the farm's own API origins."""
+        return origin_of(url) in self.origins
+
+    def _unsendable(self, url: str, shown: str, what: str, exc: Exception) -> Exception:
+        """The error of a URL httpx cannot send (not http(s), malformed): the user's
+        (UsageError) when it is the farm's API, else one refused artifact."""
+        why = f"{what}: {shown} cannot be fetched ({type(exc).__name__})"
+        if self.is_api(url) or origin_of(url) is None and not self.origins:
+            return UsageError(why, "check --farm-api and --farm-ref")
+        return ArtifactRefused(why, "the farm named a URL the kit cannot fetch")
 
     def deadline(self) -> Deadline:
         return Deadline(self.deadline_s, self.clock)
@@ -173,17 +267,20 @@ class FarmHTTP:
                     body = _read_bounded(resp, MAX_DOCUMENT_BYTES)
                     status = resp.status_code
                     got = {k.lower(): v for k, v in resp.headers.items()}
+            except (httpx.InvalidURL, httpx.UnsupportedProtocol, httpx.LocalProtocolError,
+                    UnicodeError, ValueError) as exc:
+                raise self._unsendable(url, shown, what, exc) from None
             except httpx.HTTPError as exc:
                 self.wait(self.backoff(tries), deadline,
                            f"{what}: {shown} did not answer ({type(exc).__name__}: "
                            f"{self.redactor.text(str(exc))[:120]})")
                 continue
-            if self._waited_out(status, got, tries, deadline, what, shown):
+            if self._waited_out(status, got, tries, deadline, what, shown, url):
                 continue
             return Answer(status=status, body=body, headers=got, url=shown)
 
     def _waited_out(self, status: int, headers: dict[str, str], tries: int,
-                    deadline: Deadline, what: str, shown: str) -> bool:
+                    deadline: Deadline, what: str, shown: str, url: str = "") -> bool:
         """Wait out a ``429`` (its ``Retry-After``, else the backoff) or a ``5xx`` and
         return ``True`` (try again); ``False`` for any other status.
 
@@ -203,8 +300,12 @@ class FarmHTTP:
             self.wait(self.backoff(tries), deadline, f"{what}: {shown} answered HTTP {status}")
             return True
         if status in (401, 403):
-            raise UsageError(f"{what}: {shown} refused the credentials (HTTP {status})",
-                             "check the farm credentials in the environment (docs/farms.md)")
+            if url and not self.is_api(url):
+                raise ArtifactRefused(f"{what}: {shown} refused the download (HTTP {status}; "
+                                      "not the farm's API, so no credential was sent)",
+                                      "pull again: the farm signs a new URL each time")
+            raise UsageError(f"{what}: {shown} refused the credentials (HTTP {status}): "
+                             "expired, revoked or wrong", self.credentials_hint)
         return False
 
     def poll(self, what: str, attempt: Callable[[Deadline], T | None],
@@ -228,11 +329,13 @@ class FarmHTTP:
                  headers: dict[str, str] | None = None,
                  limit: int = MAX_ARTIFACT_BYTES) -> Download | None:
         """Stream ``GET url`` to ``dest`` (at most ``limit`` bytes, the rest cut and noted)
-        with its sha256; ``None`` for a ``404`` (the caller says what that means). Waits
-        out ``429``, ``5xx`` and transport failures as :meth:`get` does.
+        with its sha256, through the kit's one link-refusing atomic writer
+        (:func:`kit._bounded.write_atomic_stream`); ``None`` for a ``404`` (the caller says
+        what that means). Waits out ``429``, ``5xx`` and transport failures as :meth:`get`
+        does.
 
         Raises:
-            EvidenceNotReady, UsageError: as :meth:`get`; InfraError: another 4xx.
+            EvidenceNotReady, UsageError: as :meth:`get`; ArtifactRefused: another 4xx.
         """
         import httpx
 
@@ -247,16 +350,19 @@ class FarmHTTP:
                     if status == 200:
                         return _stream_to(resp, dest, limit, shown)
                     _read_bounded(resp, 64 * 1024)
+            except (httpx.InvalidURL, httpx.UnsupportedProtocol, httpx.LocalProtocolError,
+                    UnicodeError, ValueError) as exc:
+                raise self._unsendable(url, shown, what, exc) from None
             except httpx.HTTPError as exc:
                 self.wait(self.backoff(tries), deadline,
                            f"{what}: {shown} did not answer ({type(exc).__name__})")
                 continue
             if status == 404:
                 return None
-            if self._waited_out(status, got, tries, deadline, what, shown):
+            if self._waited_out(status, got, tries, deadline, what, shown, url):
                 continue
-            raise InfraError(f"{what}: {shown} answered HTTP {status}",
-                             "pull again later with `coldstart farm pull DIR`")
+            raise ArtifactRefused(f"{what}: {shown} answered HTTP {status}",
+                                  "pull again later with `coldstart farm pull DIR`")
 
 
 def _read_bounded(resp: Any, limit: int) -> bytes:
@@ -272,19 +378,26 @@ def _read_bounded(resp: Any, limit: int) -> bytes:
 
 
 def _stream_to(resp: Any, dest: Path, limit: int, shown: str) -> Download:
+    """The answer's bytes streamed (never held whole) to ``dest``, the caller's ``.part``
+    file, through :func:`kit._bounded.write_atomic_stream` (a link there is replaced,
+    never written through)."""
+    from .._bounded import write_atomic_stream
+
     digest = hashlib.sha256()
-    size = 0
-    truncated = False
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(dest, "wb") as fh:  # the caller's .part file, renamed once it is redacted
+    state = {"size": 0, "truncated": False}
+
+    def chunks() -> Any:
         for chunk in resp.iter_bytes():
-            if size + len(chunk) > limit:
-                chunk = chunk[:limit - size]
-                truncated = True
-            fh.write(chunk)
+            if state["size"] + len(chunk) > limit:
+                chunk = chunk[:limit - state["size"]]
+                state["truncated"] = True
             digest.update(chunk)
-            size += len(chunk)
-            if truncated:
+            state["size"] += len(chunk)
+            yield chunk
+            if state["truncated"]:
                 break
-    return Download(path=dest, sha256=digest.hexdigest(), size=size, truncated=truncated,
-                    url=shown)
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic_stream(dest, chunks(), durable=False)
+    return Download(path=dest, sha256=digest.hexdigest(), size=int(state["size"]),
+                    truncated=bool(state["truncated"]), url=shown)

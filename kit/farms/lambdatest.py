@@ -15,8 +15,10 @@ Auth: HTTP Basic ``LT_USERNAME:LT_ACCESS_KEY``.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from ..errors import InfraError
+from .attribute import epoch_of
 from .base import FarmSettings, FetchContext, SessionEvidence, credentials
 from .http import Deadline
 
@@ -35,10 +37,13 @@ class LambdaTest:
 
     def __init__(self, api: str) -> None:
         self.api = api.rstrip("/")
+        #: the only origins that get the credentials (the session's S3 / CloudFront
+        #: URLs are presigned and fetched bare)
+        self.api_urls = (self.api, DEFAULT_API)
 
     def fetch(self, ref: str, ctx: FetchContext) -> SessionEvidence:
         ev = SessionEvidence(farm=self.name, session=ref)
-        url = f"{self.api}/mobile-automation/api/v1/sessions/{ref}"
+        url = f"{self.api}/mobile-automation/api/v1/sessions/{quote(ref, safe='')}"
 
         def ready(deadline: Deadline) -> tuple[dict[str, Any], Any] | None:
             answer = ctx.http.get(url, deadline, what="LambdaTest session")
@@ -59,11 +64,20 @@ class LambdaTest:
         session, answer = ctx.http.poll(f"LambdaTest session {ref}", ready, ctx.deadline)
         ev.artifacts.append(ctx.keep_answer("session.json", answer))
         ev.device = session.get("device") or session.get("device_name")
+        ev.identity = {"app": session.get("app_id") or session.get("app"),
+                       "app_version": session.get("app_version"),
+                       "build": session.get("build_name"),
+                       "start": epoch_of(session.get("create_timestamp")
+                                         or session.get("start_timestamp")
+                                         or session.get("created_at")),
+                       "end": epoch_of(session.get("end_timestamp")),
+                       "duration_s": session.get("duration")}
         logs_url = session.get("device_logs_url")
         if logs_url:
-            ev.artifacts.append(ctx.http.poll("LambdaTest device log", lambda _d: ctx.download(
-                logs_url, "device_logs.txt", "device-log", "LambdaTest device log"),
-                ctx.deadline))
+            art = ctx.wait_download(logs_url, "device_logs.txt", "device-log",
+                                    "LambdaTest device log")
+            if art is not None:
+                ev.artifacts.append(art)
         else:
             ev.notes.append("no device_logs_url: device logs are off (set the devicelog "
                             "capability to true)")
@@ -72,6 +86,9 @@ class LambdaTest:
                              "LambdaTest crash log") if crash_url else None
         if crash is None:
             ev.notes.append("no crash log for the session")
+            if crash_url and not ctx.last_refused:
+                ev.absent.append((crash_url, "crash_logs.txt", "crash-log",
+                                  "LambdaTest crash log"))
         else:
             ev.artifacts.append(crash)
         return ev

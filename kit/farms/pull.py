@@ -32,13 +32,15 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from .._bounded import MiB, write_atomic
+from .._bounded import MiB, lstat_kind, read_bytes_bounded, write_atomic
 from ..errors import ColdstartError, InfraError, UsageError
 from ..records import LaunchRecord, Outcome
 from ..redact import Redactor
-from . import REF_FROM_RECORDS, open_farm
-from .attribute import CrashBlock, LaunchSpan, Match, attribute, crash_blocks, read_log_lines
-from .base import Artifact, FarmSettings, FetchContext, SessionEvidence
+from . import REF_FROM_RECORDS, check_ref, open_farm
+from .attribute import (CrashBlock, LaunchSpan, Match, attribute, by_time, crash_blocks,
+                        read_log_file, read_log_lines, report_time, split_reports)
+from .base import Artifact, FarmSettings, FetchContext, SessionEvidence, safe_name
+from .http import Deadline, EvidenceNotReady
 
 __all__ = ["PullReport", "pull_campaign", "EVIDENCE_FILE", "BACKUP_NAME"]
 
@@ -46,7 +48,17 @@ EVIDENCE_FILE = "farm-evidence.json"
 BACKUP_NAME = "launches.jsonl.pre-farm"
 #: the most bytes of one log read for attribution
 MAX_LOG_BYTES = 512 * MiB
+#: the most bytes of one crash-log artifact read (a crash log holds a few reports)
+MAX_CRASH_LOG_BYTES = 64 * MiB
 _CLASSES_TO_FILL = (None, "unparsed")
+#: seconds after the session's end (or the pull's start, when the farm does not say when
+#: the session ended) that a crash log answering 404 is fetched again while a launch
+#: that died has no evidence: the crash log may be ready later than the device log
+CRASH_LOG_WAIT_S = 180.0
+#: seconds a farm's clock and the kit's may disagree about a session's span
+CLOCK_SLACK_S = 900.0
+#: the longest a farm session is taken to last when the farm gives only its start
+MAX_SESSION_S = 6 * 3600.0
 
 
 @dataclasses.dataclass
@@ -90,9 +102,13 @@ def _span(record: LaunchRecord) -> LaunchSpan:
     return LaunchSpan(record.launch_id, start, end, record.outcome is Outcome.CRASHED)
 
 
-def _read_artifact(campaign: Path, art: Artifact) -> bytes:
-    with open(campaign / art.path, "rb") as fh:
-        return fh.read(MAX_LOG_BYTES)
+def _read_artifact(campaign: Path, art: Artifact, limit: int = MAX_CRASH_LOG_BYTES
+                   ) -> bytes:
+    """An artifact's bytes (at most ``limit``; a longer one is cut, never read whole)."""
+    from .._bounded import open_regular
+
+    with os.fdopen(open_regular(campaign / art.path, "farm artifact"), "rb") as fh:
+        return fh.read(limit)
 
 
 def _groups(records: list[LaunchRecord], meta_devices: list[dict[str, Any]],
@@ -109,7 +125,7 @@ def _groups(records: list[LaunchRecord], meta_devices: list[dict[str, Any]],
         if not ref:
             raise UsageError("the campaign's records carry no Appium session id",
                              "give the farm's session id with --farm-ref")
-        groups.setdefault(str(ref), []).append(record)
+        groups.setdefault(check_ref(str(ref)), []).append(record)
     return groups
 
 
@@ -125,22 +141,31 @@ def _classify(block: CrashBlock, hint: str | None) -> tuple[dict[str, Any] | Non
     return rec.to_dict(), str(verdict.crash_class), verdict.signature, rec.signal
 
 
-def _report_blocks(campaign: Path, art: Artifact) -> list[CrashBlock]:
-    """A crash-log artifact as crash blocks: its logcat-like blocks, else itself whole."""
+def _report_blocks(campaign: Path, art: Artifact, app_id: str | None = None
+                   ) -> list[CrashBlock]:
+    """A crash-log artifact as crash blocks: a log with logcat prefixes (most of its lines)
+    by :func:`crash_blocks`; any other text cut into its reports by their own structure
+    (:func:`kit.farms.attribute.split_reports`: a tombstone, a ``FATAL EXCEPTION``, an
+    ``.ips``, an Apple report, a JS error), each with the pid and time it names."""
     raw = _read_artifact(campaign, art)
+    if not raw.strip():
+        return []
     lines = read_log_lines(raw)
-    blocks = crash_blocks(lines)
-    if blocks or not raw.strip():
-        return blocks
+    body = [ln for ln in lines if ln.text.strip()]
+    if body and sum(ln.tag is not None for ln in body) * 2 > len(body):
+        return crash_blocks(lines, app_id)
     from .. import crash as crashlib
 
     text = raw.decode("utf-8", "replace")
-    pid = None
-    try:
-        pid = crashlib.parse_text(text).pid
-    except Exception:  # noqa: BLE001
-        pass
-    return [CrashBlock("report", 0, len(lines) - 1, pid, None, text)]
+    blocks = []
+    for first, last, piece in split_reports(text):
+        pid = None
+        try:
+            pid = crashlib.parse_text(piece).pid
+        except Exception:  # noqa: BLE001 - a parser bug must not lose the evidence
+            pass
+        blocks.append(CrashBlock("report", first, last, pid, None, piece, report_time(piece)))
+    return blocks
 
 
 def _match_session(campaign: Path, ev: SessionEvidence, records: list[LaunchRecord],
@@ -152,7 +177,9 @@ def _match_session(campaign: Path, ev: SessionEvidence, records: list[LaunchReco
     stops = 0
     pids: dict[str, int] = {}
     for art in ev.of_kind("device-log"):
-        cut = attribute(read_log_lines(_read_artifact(campaign, art)), spans, app_id)
+        lines = read_log_file(campaign / art.path, app_id, limit=MAX_LOG_BYTES)
+        cut = attribute(lines, spans, app_id)
+        del lines
         matches.extend((m, art) for m in cut.matches)
         unmatched.extend(cut.unmatched)
         stops += cut.kit_stops
@@ -160,17 +187,24 @@ def _match_session(campaign: Path, ev: SessionEvidence, records: list[LaunchReco
     shell_first, shell_last = _shell_matches(campaign, ev, records, pids, app_id)
     matches[:0] = shell_first  # a DropBox tombstone is the fullest report
     by_pid = {pid: lid for lid, pid in pids.items()}
+    later: list[tuple[CrashBlock, Artifact]] = []
     for art in ev.of_kind("crash-log"):
-        for block in _report_blocks(campaign, art):
+        for block in _report_blocks(campaign, art, app_id):
             if block.pid is not None and block.pid in by_pid:
                 matches.append((Match(by_pid[block.pid], block, "pid"), art))
                 continue
-            have = {m.launch_id for m, _a in matches}
-            lonely = [s.launch_id for s in spans if s.crashed and s.launch_id not in have]
-            if len(lonely) == 1:
-                matches.append((Match(lonely[0], block, "only-crashed-launch"), art))
-            else:
-                unmatched.append(block)
+            timed = by_time(block, spans) if block.ts is not None else None
+            if timed is not None:
+                matches.append((Match(timed, block, "time"), art))
+                continue
+            later.append((block, art))
+    for block, art in later:  # a report naming no known pid nor time: the only one left
+        have = {m.launch_id for m, _a in matches}
+        lonely = [s.launch_id for s in spans if s.crashed and s.launch_id not in have]
+        if len(lonely) == 1:
+            matches.append((Match(lonely[0], block, "only-crashed-launch"), art))
+        else:
+            unmatched.append(block)
     matches.extend(shell_last)
     crashed = [s.launch_id for s in spans if s.crashed]
     for issue in ev.issues:  # a step's verdict: a launch's only when nothing else is there
@@ -181,6 +215,115 @@ def _match_session(campaign: Path, ev: SessionEvidence, records: list[LaunchReco
             art = ev.of_kind("test-issues")[0]
             matches.append((Match(lonely[0], block, "only-crashed-launch"), art))
     return matches, unmatched, stops
+
+
+def _campaign_span(records: list[LaunchRecord]) -> tuple[float, float] | None:
+    """The first launch's start and the last one's end (epoch seconds), as recorded."""
+    spans = [_span(r) for r in records]
+    starts = [s.start for s in spans if s.start is not None]
+    ends = [s.end for s in spans if s.end is not None]
+    return (min(starts), max(ends)) if starts and ends else None
+
+
+def _iso(epoch: float) -> str:
+    return _dt.datetime.fromtimestamp(epoch, _dt.timezone.utc).isoformat(
+        timespec="seconds").replace("+00:00", "Z")
+
+
+def _session_times(ident: dict[str, Any]) -> tuple[float | None, float | None]:
+    """A farm session's start and end (epoch seconds; the end from ``duration_s`` when the
+    farm gives only that), each ``None`` when unknown."""
+    def num(v: Any) -> float | None:
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    start, end = num(ident.get("start")), num(ident.get("end"))
+    duration = num(ident.get("duration_s"))
+    if duration is None and isinstance(ident.get("duration_s"), str):
+        try:
+            duration = float(ident["duration_s"])
+        except ValueError:
+            duration = None
+    if end is None and start is not None and duration is not None and duration >= 0:
+        end = start + duration
+    return start, end
+
+
+def check_session(ev: SessionEvidence, build: dict[str, Any], records: list[LaunchRecord],
+                  shown: str) -> None:
+    """Refuse a farm session that is not the campaign's: the app it ran (package / bundle
+    id, the upload's ``bs://``-style reference) is not the campaign's ``build``, or its
+    time (``ev.identity``'s ``start``/``end``/``duration_s``) does not overlap the
+    campaign's launches (:data:`CLOCK_SLACK_S` either side; a session with only a start
+    lasts at most :data:`MAX_SESSION_S`). What the farm does not say is not checked.
+
+    Raises:
+        UsageError: one line naming what differs.
+    """
+    ident = ev.identity or {}
+    why: list[str] = []
+    app_id = build.get("app_id") if isinstance(build.get("app_id"), str) else None
+    farm_app_id = ident.get("app_id")
+    if app_id and isinstance(farm_app_id, str) and farm_app_id and farm_app_id != app_id:
+        why.append(f"it ran {farm_app_id[:80]}, the campaign {app_id}")
+    app, farm_app = build.get("app"), ident.get("app")
+    if isinstance(app, str) and isinstance(farm_app, str) and "://" in app and \
+            "://" in farm_app and app.split("://", 1)[0] == farm_app.split("://", 1)[0] \
+            and app != farm_app:
+        why.append(f"its app is {farm_app[:80]}, the campaign's {app[:80]}")
+    span = _campaign_span(records)
+    start, end = _session_times(ident)
+    if span is not None and start is not None:
+        last = end if end is not None else start + MAX_SESSION_S
+        if start > span[1] + CLOCK_SLACK_S or last < span[0] - CLOCK_SLACK_S:
+            why.append(f"it ran from {_iso(start)}, the campaign's launches from "
+                       f"{_iso(span[0])} to {_iso(span[1])}")
+    if why:
+        raise UsageError(f"farm session {shown} is not this campaign's: " + "; ".join(why),
+                         "give this campaign's own session with --farm-ref (or leave "
+                         "--farm-ref out: the records name their sessions)")
+
+
+def _wait_crash_logs(ctx: FetchContext, ev: SessionEvidence, lacking: list[str],
+                     since: float, wait_s: float) -> dict[str, Any]:
+    """Fetch again the crash logs that answered 404 (``ev.absent``) while launches
+    (``lacking``) died without evidence, until one is there or ``wait_s``
+    (:data:`CRASH_LOG_WAIT_S`) after the session's end (``since``; the fetch's start when
+    the farm does not say) passes; what happened:
+    ``result`` ``arrived`` / ``deadline-passed`` / ``pending`` (the pull's own deadline
+    came first: the session stays incomplete), ``until`` (ISO time) and ``waited_s``."""
+    http = ctx.http
+    until = since + wait_s
+    left = until - http.wall()
+    out: dict[str, Any] = {"launches": lacking, "until": _iso(until),
+                           "wait_s": wait_s, "waited_s": 0.0}
+    start = http.clock()
+    if left <= 0:
+        out["result"] = "deadline-passed"
+        return out
+    own = ctx.deadline.left()
+    deadline = Deadline(min(left, own), http.clock)
+
+    def attempt(_d: Deadline) -> list[Artifact] | None:
+        got = []
+        for entry in list(ev.absent):
+            art = ctx.download(*entry)
+            if art is not None:
+                got.append(art)
+                ev.absent.remove(entry)
+            elif ctx.last_refused:
+                ev.absent.remove(entry)
+        return got if got or not ev.absent else None
+
+    try:
+        got = http.poll("the crash log of a launch that died", attempt, deadline)
+    except EvidenceNotReady:
+        out["waited_s"] = round(http.clock() - start, 3)
+        out["result"] = "deadline-passed" if left <= own + 1.0 else "pending"
+        return out
+    out["waited_s"] = round(http.clock() - start, 3)
+    ev.artifacts.extend(got)
+    out["result"] = "arrived" if got else "deadline-passed"
+    return out
 
 
 def _own_log(campaign: Path, launch_id: str) -> str | None:
@@ -254,6 +397,9 @@ def pull_campaign(path: str | os.PathLike[str], settings: FarmSettings, *,
             shown = redactor.text(ref)
             log(f"farm {settings.name}: pulling session {shown}")
             ctx = FetchContext(http, store.path, settings.name, ref)
+            # the campaign's time narrows a search by time (Sauce's job list), unless
+            # the user named the session (then it is found, and checked, whatever its time)
+            ctx.window = None if settings.ref else _campaign_span(group)  # type: ignore
             try:
                 ev = farm.fetch(ref, ctx)
             except ColdstartError as exc:
@@ -263,14 +409,38 @@ def pull_campaign(path: str | os.PathLike[str], settings: FarmSettings, *,
                                           "note": redactor.text(exc.one_line())}
                 summary[shown] = dict(report.sessions[shown])
                 continue
+            check_session(ev, meta.build, group, shown)
             matches, unmatched, stops = _match_session(store.path, ev, group, app_id)
+            crash_wait: dict[str, Any] | None = None
+            have = {m.launch_id for m, _a in matches}
+            lacking = [r.launch_id for r in group
+                       if r.outcome is Outcome.CRASHED and r.launch_id not in have]
+            if lacking and ev.absent:  # a launch died with no evidence: the crash log may
+                since = _session_times(ev.identity)[1]  # come later than the device log
+                if since is None:
+                    since = ctx.started_wall
+                crash_wait = _wait_crash_logs(ctx, ev, lacking, float(since),
+                                              CRASH_LOG_WAIT_S)
+                if crash_wait["result"] == "arrived":
+                    ev.notes[:] = [n for n in ev.notes if "404" not in n]
+                    matches, unmatched, stops = _match_session(store.path, ev, group, app_id)
+            ev.notes.extend(ctx.notes)
+            if crash_wait is not None and crash_wait["result"] == "pending":
+                note = (f"launch(es) {', '.join(lacking[:5])} died with no evidence and the "
+                        f"farm's crash log is not there yet: pull again (it is waited for "
+                        f"until {crash_wait['until']})")
+                report.sessions[shown] = {"status": "incomplete", "note": note}
+                summary[shown] = {"status": "incomplete", "note": note,
+                                  "crash_log_wait": crash_wait}
+                continue
             report.unmatched += len(unmatched)
             per_launch: dict[str, list[dict[str, Any]]] = {}
             for k, (match, art) in enumerate(matches):
                 hint = "logcat" if match.block.kind != "report" else None
                 crash, cls, sig, signal = _classify(match.block, hint)
-                excerpt = f"{ctx.rel}/crash-{match.launch_id}-{k}.txt"
-                (store.path / excerpt).write_text(redactor.text(match.block.text))
+                excerpt = f"{ctx.rel}/crash-{safe_name(match.launch_id)}-{k}.txt"
+                write_atomic(store.path / excerpt, redactor.text(match.block.text).encode(
+                    "utf-8", "surrogateescape"), durable=False)
                 if crash is not None:
                     crash = dict(crash, raw_artifact=excerpt)
                 per_launch.setdefault(match.launch_id, []).append({
@@ -287,6 +457,15 @@ def pull_campaign(path: str | os.PathLike[str], settings: FarmSettings, *,
                 note = None
                 if record.outcome is Outcome.CRASHED and not evidence:
                     note = f"crashed, and no crash evidence for this launch in {sources}"
+                    if crash_wait is not None:
+                        note += (f"; the farm's crash log was not there by "
+                                 f"{crash_wait['until']} ({crash_wait['wait_s']:g} s after "
+                                 f"the session's end, the stated deadline)")
+                elif evidence and crash_wait is not None and \
+                        crash_wait["result"] == "arrived" and \
+                        record.launch_id in crash_wait["launches"]:
+                    note = (f"the farm's crash log came {crash_wait['waited_s']:g} s after "
+                            "the device log (waited for: this launch died with no evidence)")
                 elif evidence and record.outcome is not Outcome.CRASHED:
                     note = (f"recorded {record.outcome.value}: the evidence is kept, the "
                             "outcome is the launcher's")
@@ -295,6 +474,7 @@ def pull_campaign(path: str | os.PathLike[str], settings: FarmSettings, *,
                     "note": note, "pulled_at": _now()}
             report.sessions[shown] = {"status": "complete", "note": "; ".join(ev.notes)}
             summary[shown] = {"status": "complete", "notes": ev.notes, "device": ev.device,
+                              **({"crash_log_wait": crash_wait} if crash_wait else {}),
                               "kit_force_stops": stops,
                               "artifacts": [a.to_dict() for a in ev.artifacts],
                               "issues": ev.issues,
@@ -323,7 +503,9 @@ def pull_campaign(path: str | os.PathLike[str], settings: FarmSettings, *,
                 report.matched += 1
             elif record.outcome is Outcome.CRASHED and record.counted:
                 report.crashed_without += 1
-            new_extra = dict(record.extra, farm=redactor.value(extra))
+            # redacted by what is secret, not by key name: the evidence's crash
+            # ``signature`` is kept (the kit made every key here)
+            new_extra = dict(record.extra, farm=redactor.value(extra, by_key=False))
             new_records.append(dataclasses.replace(record, extra=new_extra, **changes))
         _write(store, new_records, records)
         previous = _previous_sessions(store.path / EVIDENCE_FILE)
@@ -366,8 +548,9 @@ def _write(store: Any, new: list[LaunchRecord], old: list[LaunchRecord]) -> None
     if new == old:
         return
     backup = store.path / BACKUP_NAME
-    if not backup.exists():
-        backup.write_bytes(store.launches_path.read_bytes())
+    if lstat_kind(backup) != "a regular file":  # a link (dangling too) is replaced, never
+        write_atomic(backup, read_bytes_bounded(  # followed
+            store.launches_path, 4096 * MiB, what="launches.jsonl"))
     data = b"".join(json.dumps(r.to_dict(), separators=(",", ":")).encode() + b"\n"
                     for r in new)
     write_atomic(store.launches_path, data)

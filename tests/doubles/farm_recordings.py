@@ -271,3 +271,88 @@ def ios_syslog(launches: list[Launch], label: str = "baseline") -> tuple[str, li
 def ips_report() -> str:
     """The #32461 ``.ips`` (tests/data/crashes/ios/xnnpack-create.ips)."""
     return (ROOT.parent / "ios" / "xnnpack-create.ips").read_text()
+
+
+# -- round 2: the shapes of issue #43 ------------------------------------------------------
+
+_THREADTIME_LINE = re.compile(r"^(?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\s+(?P<pid>\d+)\s+"
+                              r"\d+\s+(?P<lvl>[VDIWEFA])\s+(?P<tag>[^:]*?)\s*:\s(?P<msg>.*)$")
+
+
+def as_ftl_logcat(logcat: str) -> str:
+    """The log in Firebase Test Lab's own logcat form, ``MM-DD HH:MM:SS.mmm: L/Tag( pid):
+    msg`` (the form public log tools parse FTL's ``logcat`` in: jerryjeon/logjerry
+    ``FirebaseTestLabLogcatFormatParser``, ``\\( *\\d+ *\\)`` pids padded to 5)."""
+    out = []
+    for line in logcat.splitlines():
+        m = _THREADTIME_LINE.match(line)
+        if not m:
+            out.append(line)
+            continue
+        out.append(f"{m.group('stamp')}: {m.group('lvl')}/{m.group('tag')}"
+                   f"({int(m.group('pid')):5d}): {m.group('msg')}")
+    return "\n".join(out) + "\n"
+
+
+def full_tombstone(pid: int) -> str:
+    """tests/data/crashes/android/tombstone-full-xnnpack-create.txt (the #32461 UAF, a
+    whole tombstone as a crash log holds it: no logcat prefixes) with its pid moved."""
+    text = (ROOT / "tombstone-full-xnnpack-create.txt").read_text()
+    return text.replace("pid: 8214", f"pid: {pid}").replace("tid: 8214", f"tid: {pid}")
+
+
+def js_error() -> str:
+    """A React Native JS error as a crash console shows it
+    (tests/data/crashes/android/expo-cli-js-error.txt): no pid, no logcat prefix."""
+    return (ROOT / "expo-cli-js-error.txt").read_text()
+
+
+def ftl_native_crash_entry(pid: int, app: str = APP) -> str:
+    """What FTL leaves as ``data_app_native_crash_0_<pkg>.txt`` (Flank#2484): one DropBox
+    entry (the ``Process:`` / ``PID:`` header, then the tombstone), here the first entry of
+    tests/data/crashes/android/dropbox-native-crash-mlas.txt's format around the #32461
+    tombstone."""
+    head = (f"Process: {app}\nPID: {pid}\nUID: 10187\nFlags: 0x38c8be44\n"
+            f"Package: {app} v12 (0.3.1)\nForeground: Yes\nBuild: google/sdk_gphone64_arm64/"
+            "emu64a:14/UE1A.230829.036/10709207:userdebug/dev-keys\n\n")
+    return head + full_tombstone(pid)
+
+
+def lambdatest_session_presigned(base: str, files: str, session_id: str) -> dict[str, Any]:
+    """LambdaTest's session JSON as its documented sample gives the log links: presigned
+    S3 / CloudFront URLs on another host (``files``: that host's base here), not the API's
+    (docs/farms.md)."""
+    s3 = (f"{files}/automation-prod-user-files/mobile/{session_id}/device.log?"
+          "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=ASIAFAKE%2F20260314%2Fus-east-1"
+          "%2Fs3%2Faws4_request&X-Amz-Date=20260314T101500Z&X-Amz-Expires=3600&"
+          "X-Amz-SignedHeaders=host&X-Amz-Signature=0badc0ffee0badc0ffee")
+    cf = (f"{files}/d2x8sh3cve7ld1/{session_id}/crash.log?Expires=1773486000&"
+          "Signature=QmFkU2lnbmF0dXJl~x&Key-Pair-Id=K2JCJMDEHXQW5F")
+    data = lambdatest_session(base, session_id)["data"]
+    data.update(device_logs_url=s3, crash_logs_url=cf,
+                video_url=f"{files}/automation-prod-user-files/mobile/{session_id}/video.mp4")
+    return {"data": data}
+
+
+def sauce_rdc_list_entity(job_id: str, start_ms: int, end_ms: int) -> dict[str, Any]:
+    """One entity of ``GET /v1/rdc/jobs`` as sauce-docs ``docs/dev/api/rdc.md`` documents it
+    ("Get Real Device Jobs"): no ``appium_session_id`` (only the job detail has it)."""
+    return {"assigned_tunnel_id": None, "device_type": "real_device",
+            "owner_sauce": "coldstart-ci", "consolidated_status": "failed",
+            "end_time": end_ms, "id": job_id, "name": "coldstart", "os": "Android",
+            "os_version": "13", "device_name": "Google Pixel 7", "start_time": start_ms,
+            "status": "failed", "creation_time": start_ms, "automation_backend": "APPIUM",
+            "automated": True}
+
+
+def sauce_rdc_detail(base: str, job_id: str, session_id: str, start_ms: int, end_ms: int,
+                     package: str = APP, version: str = "0.3.1") -> dict[str, Any]:
+    """``GET /v1/rdc/jobs/{id}`` as documented (``appium_session_id``,
+    ``application_summary``, ``start_time``/``end_time`` in ms)."""
+    job = sauce_rdc_job(base, job_id, session_id)
+    job.update(application_summary={"appStorageId": "861d0f58", "filename": "app.apk",
+                                    "name": "Coldstart", "packageName": package,
+                                    "version": version, "versionCode": "12"},
+               start_time=start_ms, end_time=end_ms, creation_time=start_ms,
+               device_type="real_device", automation_backend="APPIUM")
+    return job
