@@ -30,9 +30,13 @@ counted, never taken for crashes. A crash report that is not a log (a farm's cra
 file, an ``.ips``) goes to the launch of the pid it names, else to the session's only
 crashed launch without evidence (``how: only-crashed-launch``).
 
-Log shapes read (:func:`read_log_lines`): plain text (logcat ``threadtime`` / ``brief``, iOS
-syslog), JSON lines or a JSON array of ``{"timestamp", "level", "message"}`` (Sauce Labs'
-``deviceLogs``, Appium's ``get_log`` entries).
+Log shapes read (:func:`read_log_lines`; :func:`read_log_file` streams a file and keeps
+only the lines attribution uses): plain text (logcat ``threadtime`` / ``brief`` / ``time``,
+Firebase Test Lab's ``MM-DD HH:MM:SS.mmm: L/Tag( pid): msg``, iOS syslog), JSON lines or a
+JSON array of ``{"timestamp", "level", "message"}`` (Sauce Labs' ``deviceLogs``, Appium's
+``get_log`` entries). A crash log that is not a log is cut into its reports by their own
+structure (:func:`split_reports`: a tombstone's header, ``FATAL EXCEPTION``, an ``.ips``
+header line, an Apple crash header, a JS error's headline), never by prefix equality.
 """
 
 from __future__ import annotations

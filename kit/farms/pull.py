@@ -21,6 +21,14 @@ as ``launches.jsonl.pre-farm``):
 A session whose evidence is not ready by the deadline (the farm down, slow, throttling)
 leaves its records as they were and is an infrastructure error of the evidence step:
 ``farm-evidence.json`` says ``incomplete`` and the pull exits 3; a later pull completes it.
+
+Before any record changes, a fetched session is checked to be the campaign's
+(:func:`check_session`: app, upload, time; another's is refused in one line, exit 2), and a
+crash log that answered ``404`` is fetched again while a launch that died has no evidence,
+until it is there or :data:`CRASH_LOG_WAIT_S` after the session's end pass (the session
+is ``incomplete`` while the pull's own deadline ends first; ``crash_log_wait`` and the
+launch's note say which). Every file is written through :func:`kit._bounded.write_atomic`
+(never through a link); device logs are streamed (:func:`read_log_file`).
 """
 
 from __future__ import annotations
