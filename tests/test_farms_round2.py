@@ -493,3 +493,13 @@ def test_pull_settings_refuse_a_bad_api_before_any_request(tmp_path: Path) -> No
     with pytest.raises(UsageError, match="--farm-api"):
         pull_campaign(out, FarmSettings(name="browserstack", api="file:///etc/passwd",
                                         env=_env()))
+
+
+def test_run_appium_refuses_a_bad_farm_api_before_the_campaign(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    code = main(["run", "appium", "--server", "http://127.0.0.1:9/wd/hub", "--platform",
+                 "android", "--app-id", APP, "--farm", "browserstack", "--farm-api",
+                 "file:///etc/passwd", "--launches", "2", "--out", str(out)])
+    err = _error_line(capsys)
+    assert code == 2 and "--farm-api" in err and not out.exists()

@@ -12,7 +12,7 @@ from ..argtypes import positive_seconds
 from .base import FarmSettings
 
 __all__ = ["add_farm_arguments", "settings_from_args", "settings_for_campaign", "STORED",
-           "pull_into"]
+           "pull_into", "check_farm_args"]
 
 #: the farm settings ``run appium --farm`` keeps in ``campaign.json`` (``setup.farm``)
 STORED = ("api", "region", "ref", "steps")
@@ -42,6 +42,23 @@ def add_farm_arguments(parser: argparse.ArgumentParser, *, required: bool) -> No
                              "(default %(default)g, at most 600)")
 
 
+def check_farm_args(args: argparse.Namespace) -> None:
+    """Refuse, before any work, a ``--farm-api`` that is not an ``http(s)`` URL and a
+    ``--farm-ref`` that is not one line (:func:`kit.farms.http.check_api_url`,
+    :func:`kit.farms.check_ref`).
+
+    Raises:
+        UsageError: in one line.
+    """
+    from . import check_ref
+    from .http import check_api_url
+
+    if getattr(args, "farm_api", None) is not None:
+        check_api_url(args.farm_api)
+    if getattr(args, "farm_ref", None) is not None:
+        check_ref(args.farm_ref)
+
+
 def settings_for_campaign(args: argparse.Namespace, stored: Any) -> FarmSettings:
     """The settings of ``coldstart farm pull``: the options given, else what ``run appium
     --farm`` kept in the campaign's ``campaign.json`` (``stored``: its ``setup.farm``).
@@ -51,6 +68,7 @@ def settings_for_campaign(args: argparse.Namespace, stored: Any) -> FarmSettings
     """
     from ..errors import UsageError
 
+    check_farm_args(args)
     kept = stored if isinstance(stored, dict) else {}
     name = kept.get("name") if isinstance(kept.get("name"), str) else None
     if args.farm and name and args.farm != name:
@@ -69,7 +87,9 @@ def settings_for_campaign(args: argparse.Namespace, stored: Any) -> FarmSettings
 
 
 def settings_from_args(args: argparse.Namespace) -> FarmSettings:
-    """The :class:`FarmSettings` of parsed farm options (credentials: ``os.environ``)."""
+    """The :class:`FarmSettings` of parsed farm options (credentials: ``os.environ``).
+    Raises UsageError (:func:`check_farm_args`)."""
+    check_farm_args(args)
     return FarmSettings(name=args.farm, api=args.farm_api, region=args.farm_region,
                         deadline_s=float(args.farm_deadline), env=dict(os.environ),
                         ref=args.farm_ref, steps=args.farm_steps)

@@ -140,6 +140,9 @@ def _farm_config(args: argparse.Namespace) -> dict[str, Any] | None:
     only), for ``campaign.json``."""
     if not getattr(args, "farm", None):
         return None
+    from ...farms.options import check_farm_args
+
+    check_farm_args(args)  # a bad --farm-api / --farm-ref: refused before the campaign
     return {"name": args.farm, "api": args.farm_api, "region": args.farm_region,
             "ref": args.farm_ref, "steps": args.farm_steps}
 
