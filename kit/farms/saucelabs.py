@@ -8,7 +8,7 @@ Real devices (``saucelabs``):
 
 1. the RDC job id is not the WebDriver session id (``/v1/rdc/jobs/<webdriver id>`` is a
    404, node-saucelabs#238), and the listing's entities do not carry the session id
-   (sauce-docs ``docs/dev/api/rdc.md``, "Get Real Device Jobs"): ``GET
+   (https://docs.saucelabs.com/dev/api/rdc/, "Get Real Device Jobs"): ``GET
    {api}/v1/rdc/jobs?limit=&offset=`` is paged through and each Appium job of the
    campaign's time is read in detail (``GET {api}/v1/rdc/jobs/{id}``, which has
    ``appium_session_id``) until it is the session's, polled while none is;
@@ -94,7 +94,7 @@ class SauceRealDevices:
     def _find_job(self, ref: str, ctx: FetchContext, deadline: Deadline
                   ) -> tuple[str, tuple[dict[str, Any], Any] | None] | None:
         """The RDC job whose ``appium_session_id`` is ``ref``: the list's entities carry
-        no such field (sauce-docs ``docs/dev/api/rdc.md``: ``id``, ``name``, ``status``,
+        no such field (https://docs.saucelabs.com/dev/api/rdc/: ``id``, ``name``, ``status``,
         ``start_time``, ``end_time``, ``automation_backend``...), only the job detail
         does, so each Appium job listed (newest first) is read in detail until one
         matches; a listed field of that name is used when a listing has it. Jobs that

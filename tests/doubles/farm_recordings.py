@@ -335,8 +335,9 @@ def lambdatest_session_presigned(base: str, files: str, session_id: str) -> dict
 
 
 def sauce_rdc_list_entity(job_id: str, start_ms: int, end_ms: int) -> dict[str, Any]:
-    """One entity of ``GET /v1/rdc/jobs`` as sauce-docs ``docs/dev/api/rdc.md`` documents it
-    ("Get Real Device Jobs"): no ``appium_session_id`` (only the job detail has it)."""
+    """One entity of ``GET /v1/rdc/jobs`` as https://docs.saucelabs.com/dev/api/rdc/
+    documents it ("Get Real Device Jobs"): no ``appium_session_id`` (only the job detail
+    has it)."""
     return {"assigned_tunnel_id": None, "device_type": "real_device",
             "owner_sauce": "coldstart-ci", "consolidated_status": "failed",
             "end_time": end_ms, "id": job_id, "name": "coldstart", "os": "Android",
