@@ -225,7 +225,7 @@ class FarmHTTP:
         """The error of a URL httpx cannot send (not http(s), malformed): the user's
         (UsageError) when it is the farm's API, else one refused artifact."""
         why = f"{what}: {shown} cannot be fetched ({type(exc).__name__})"
-        if self.is_api(url) or origin_of(url) is None and not self.origins:
+        if self.is_api(url):
             return UsageError(why, "check --farm-api and --farm-ref")
         return ArtifactRefused(why, "the farm named a URL the kit cannot fetch")
 
