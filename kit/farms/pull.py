@@ -257,7 +257,7 @@ def _session_times(ident: dict[str, Any]) -> tuple[float | None, float | None]:
 
 
 def check_session(ev: SessionEvidence, build: dict[str, Any], records: list[LaunchRecord],
-                  shown: str) -> None:
+                  shown: str, app_id: str | None = None) -> None:
     """Refuse a farm session that is not the campaign's: the app it ran (package / bundle
     id, the upload's ``bs://``-style reference) is not the campaign's ``build``, or its
     time (``ev.identity``'s ``start``/``end``/``duration_s``) does not overlap the
@@ -269,7 +269,8 @@ def check_session(ev: SessionEvidence, build: dict[str, Any], records: list[Laun
     """
     ident = ev.identity or {}
     why: list[str] = []
-    app_id = build.get("app_id") if isinstance(build.get("app_id"), str) else None
+    if not app_id:
+        app_id = build.get("app_id") if isinstance(build.get("app_id"), str) else None
     farm_app_id = ident.get("app_id")
     if app_id and isinstance(farm_app_id, str) and farm_app_id and farm_app_id != app_id:
         why.append(f"it ran {farm_app_id[:80]}, the campaign {app_id}")
@@ -417,7 +418,7 @@ def pull_campaign(path: str | os.PathLike[str], settings: FarmSettings, *,
                                           "note": redactor.text(exc.one_line())}
                 summary[shown] = dict(report.sessions[shown])
                 continue
-            check_session(ev, meta.build, group, shown)
+            check_session(ev, meta.build, group, shown, app_id)
             matches, unmatched, stops = _match_session(store.path, ev, group, app_id)
             crash_wait: dict[str, Any] | None = None
             have = {m.launch_id for m, _a in matches}
