@@ -65,8 +65,8 @@ class BrowserStack:
         session, answer = ctx.http.poll(f"BrowserStack session {ref}", ready, ctx.deadline)
         ev.artifacts.append(ctx.keep_answer("session.json", answer))
         ev.device = session.get("device")
-        app = session.get("app_details") if isinstance(session.get("app_details"), dict) \
-            else {}
+        details = session.get("app_details")
+        app: dict = details if isinstance(details, dict) else {}
         ev.identity = {"app": app.get("app_url"), "app_version": app.get("app_version"),
                        "build": session.get("build_name"),
                        "start": _epoch(session.get("created_at")),

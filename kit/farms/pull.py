@@ -434,6 +434,7 @@ def pull_campaign(path: str | os.PathLike[str], settings: FarmSettings, *,
                     ev.notes[:] = [n for n in ev.notes if "404" not in n]
                     matches, unmatched, stops = _match_session(store.path, ev, group, app_id)
             ev.notes.extend(ctx.notes)
+            note: str | None
             if crash_wait is not None and crash_wait["result"] == "pending":
                 note = (f"launch(es) {', '.join(lacking[:5])} died with no evidence and the "
                         f"farm's crash log is not there yet: pull again (it is waited for "

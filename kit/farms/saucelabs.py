@@ -143,8 +143,8 @@ class SauceRealDevices:
         job, answer = ctx.http.poll(f"Sauce RDC job {job_id}", processed, ctx.deadline)
         ev.artifacts.append(ctx.keep_answer("job.json", answer))
         ev.device = job.get("device_name")
-        app = job.get("application_summary") if isinstance(job.get("application_summary"),
-                                                            dict) else {}
+        summary = job.get("application_summary")
+        app: dict = summary if isinstance(summary, dict) else {}
         ev.identity = {"app_id": app.get("packageName"), "app_version": app.get("version"),
                        "build": job.get("build"), "start": epoch_of(job.get("start_time")),
                        "end": epoch_of(job.get("end_time"))}
