@@ -72,10 +72,17 @@ def run_cell(out: Path, tool: str, cell: tuple[str, str, int], launches: int, jo
     cmd = [_coldstart(), "run", "host", "--detector", tool, "--detector-jobs", str(jobs),
            "--launches", str(launches), "--scenario", _scenario(*cell),
            "--label", _name(tool, *cell), "--out", str(path), "--json"]
+    return timed_run(cmd, path, resume)
+
+
+def timed_run(cmd: list[str], path: Path, resume: bool) -> float | None:
+    """Run ``coldstart run ... --out path`` (``--resume`` added when ``path`` exists and
+    ``resume``); its wall seconds, or ``None`` when it failed (its exit code and the end of
+    its stderr are printed). Raises SystemExit when ``path`` exists without ``resume``."""
     if path.exists():
         if not resume:
             raise SystemExit(f"{path} exists: pass --resume or another --out")
-        cmd.append("--resume")
+        cmd = [*cmd, "--resume"]
     started = time.monotonic()
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
@@ -93,25 +100,33 @@ def summarize(out: Path, tools: list[str], walls: dict[str, float],
             path = out / _name(tool, *cell)
             if not (path / "launches.jsonl").exists():
                 continue
-            records = load_campaign(path).counted
-            if not records:
-                continue
-            answers = [record_on_target(r) for r in records]
-            known = [a for a in answers if a is not None]
-            hits = sum(1 for a in known if a)
-            secs = [r.wall_ms / 1000 for r in records]
-            rows.append({"tool": tool, "mode": cell[0], "load": cell[1], "sessions": cell[2],
-                         "launches": len(records), "known": len(known), "on_target": hits,
-                         "unknown": len(answers) - len(known),
-                         "outcomes": sorted({str(r.outcome) for r in records}),
-                         "rate": rate(hits, len(known)).to_dict() if known else None,
-                         "median_s": statistics.median(secs),
-                         "campaign_s_per_launch": (walls.get(path.name, 0) / len(records)
-                                                   if records and walls.get(path.name) else None)})
+            counts = detector_counts(path, walls.get(path.name))
+            if counts is not None:
+                rows.append({"tool": tool, "mode": cell[0], "load": cell[1],
+                             "sessions": cell[2], **counts})
     return rows
 
 
-def _fmt_rate(row: dict[str, Any]) -> str:
+def detector_counts(path: Path, wall: float | None) -> dict[str, Any] | None:
+    """A detector campaign's row: launches, judged (``known``), ``on_target``, ``unknown``,
+    outcomes, the on-target rate with its 95% Clopper-Pearson interval, the median seconds
+    per launch and ``wall`` seconds per launch; ``None`` when it has no counted launch."""
+    records = load_campaign(path).counted
+    if not records:
+        return None
+    answers = [record_on_target(r) for r in records]
+    known = [a for a in answers if a is not None]
+    hits = sum(1 for a in known if a)
+    return {"launches": len(records), "known": len(known), "on_target": hits,
+            "unknown": len(answers) - len(known),
+            "outcomes": sorted({str(r.outcome) for r in records}),
+            "rate": rate(hits, len(known)).to_dict() if known else None,
+            "median_s": statistics.median(r.wall_ms / 1000 for r in records),
+            "campaign_s_per_launch": wall / len(records) if wall else None}
+
+
+def fmt_rate(row: dict[str, Any]) -> str:
+    """``on/known = P% [low%, high%]`` of a :func:`detector_counts` row."""
     r = row["rate"]
     if r is None:
         return "no answer"
@@ -126,7 +141,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         per = row["campaign_s_per_launch"]
         lines.append(f"| {row['tool']} | {row['mode']} | {row['load']} | {row['sessions']} | "
-                     f"{_fmt_rate(row)} | {row['unknown']} | {', '.join(row['outcomes'])} | "
+                     f"{fmt_rate(row)} | {row['unknown']} | {', '.join(row['outcomes'])} | "
                      f"{row['median_s']:.1f} | {'-' if per is None else f'{per:.1f}'} |")
     return "\n".join(lines)
 

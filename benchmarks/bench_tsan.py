@@ -26,19 +26,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kit.analysis.stats import rate  # noqa: E402
-from kit.campaign import load_campaign  # noqa: E402
-from kit.targets.host.detector import record_on_target  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_detector import detector_counts, fmt_rate, timed_run  # noqa: E402
 
 DEFAULT_SCENARIO = "mode=concurrent&models=hey_jarvis_v0.1&sessions=2&infer=0"
 
@@ -53,17 +49,7 @@ def run_campaign(path: Path, tool: str, runtime: str, launches: int, scenario: s
     cmd = [_coldstart(), "run", "host", "--detector", tool, "--runtime", runtime,
            "--detector-jobs", str(jobs), "--launches", str(launches), "--scenario", scenario,
            "--label", f"{tool}-{runtime}", "--out", str(path), "--json"]
-    if path.exists():
-        if not resume:
-            raise SystemExit(f"{path} exists: pass --resume or another --out")
-        cmd.append("--resume")
-    started = time.monotonic()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if proc.returncode != 0:
-        print(f"  {path.name}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}",
-              file=sys.stderr)
-        return None
-    return time.monotonic() - started
+    return timed_run(cmd, path, resume)
 
 
 def summarize(out: Path, tools: list[str], runtimes: list[str],
@@ -74,30 +60,10 @@ def summarize(out: Path, tools: list[str], runtimes: list[str],
             path = out / f"{tool}-{runtime}"
             if not (path / "launches.jsonl").exists():
                 continue
-            records = load_campaign(path).counted
-            if not records:
-                continue
-            answers = [record_on_target(r) for r in records]
-            known = [a for a in answers if a is not None]
-            hits = sum(1 for a in known if a)
-            secs = [r.wall_ms / 1000 for r in records]
-            wall = walls.get(path.name)
-            rows.append({"tool": tool, "runtime": runtime, "launches": len(records),
-                         "known": len(known), "on_target": hits,
-                         "unknown": len(answers) - len(known),
-                         "outcomes": sorted({str(r.outcome) for r in records}),
-                         "rate": rate(hits, len(known)).to_dict() if known else None,
-                         "median_s": statistics.median(secs),
-                         "campaign_s_per_launch": wall / len(records) if wall else None})
+            counts = detector_counts(path, walls.get(path.name))
+            if counts is not None:
+                rows.append({"tool": tool, "runtime": runtime, **counts})
     return rows
-
-
-def _fmt_rate(row: dict[str, Any]) -> str:
-    r = row["rate"]
-    if r is None:
-        return "no answer"
-    return (f"{row['on_target']}/{row['known']} = {100 * r['rate']:.0f}% "
-            f"[{100 * r['low']:.0f}%, {100 * r['high']:.0f}%]")
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -107,7 +73,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         per = row["campaign_s_per_launch"]
         lines.append(f"| {row['tool']} | {row['runtime']} | {row['launches']} | "
-                     f"{_fmt_rate(row)} | {row['unknown']} | {', '.join(row['outcomes'])} | "
+                     f"{fmt_rate(row)} | {row['unknown']} | {', '.join(row['outcomes'])} | "
                      f"{row['median_s']:.2f} | {'-' if per is None else f'{per:.2f}'} |")
     ratios = []
     for runtime in dict.fromkeys(r["runtime"] for r in rows):

@@ -338,25 +338,26 @@ def read_log_file(path: Any, app_id: str | None = None, *,
         else:
             pieces = [(text, None)]
         for piece, ts in pieces:
-            line = _parse_line(n, piece, ts)
+            _keep(out, _parse_line(n, piece, ts), app_id, state)
             n += 1
-            if _wanted(line, app_id, state):
-                out.append(line)
-                state["skipped"] = False
-            else:
-                _skip(out, line.n, state)
     return out
+
+
+def _keep(out: list[LogLine], line: LogLine, app_id: str | None,
+          state: dict[str, Any]) -> None:
+    """Append ``line`` to ``out`` when attribution uses it, else mark the gap."""
+    if _wanted(line, app_id, state):
+        out.append(line)
+        state["skipped"] = False
+    else:
+        _skip(out, line.n, state)
 
 
 def _kept(lines: list[LogLine], app_id: str | None) -> list[LogLine]:
     state: dict[str, Any] = {"skipped": False, "fatal": {}}
     out: list[LogLine] = []
     for line in lines:
-        if _wanted(line, app_id, state):
-            out.append(line)
-            state["skipped"] = False
-        else:
-            _skip(out, line.n, state)
+        _keep(out, line, app_id, state)
     return out
 
 
