@@ -155,3 +155,20 @@ def test_resume_refuses_a_stage_event_that_is_no_crash_class(tmp_path: Path, eve
                      timeout=120)
     one_line_error(proc, "campaign.json: stage.event")
     assert len(load_campaign(campaign.path).records) == 1  # nothing was launched
+
+
+def test_until_verdict_over_the_rule_limit_is_refused_before_any_work(tmp_path: Path) -> None:
+    """``--until-verdict`` with --launches 1,000,000 once printed "this can take a minute"
+    and nothing for 600 s (issue #46 family 5): past MAX_RULE_LAUNCHES it is refused in one
+    line before the target is prepared or anything is written."""
+    from kit.analysis.sprt import MAX_RULE_LAUNCHES
+    from tests.helpers import counts
+
+    base = make_campaign(tmp_path, "base", counts("base", 9, 10))
+    out = tmp_path / "cand"
+    proc = coldstart("run", "host", "--until-verdict", str(base.path), "--launches",
+                     str(MAX_RULE_LAUNCHES + 1), "--out", str(out), "--label", "cand",
+                     "--runtime", "no-such-runtime", timeout=60)
+    line = one_line_error(proc, f"at most {MAX_RULE_LAUNCHES} launches", progress=False)
+    assert f"not {MAX_RULE_LAUNCHES + 1}" in line
+    assert not out.exists()

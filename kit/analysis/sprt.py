@@ -20,10 +20,17 @@ from .binomial import (ALPHA_MARGIN, bound_below, k_max_cached,
                        launches_to_bound_with_power)
 from .stats import first_true
 
-__all__ = ["SprtState", "SprtDesign", "OperatingPoint", "SLOW_RULE_LAUNCHES", "ALPHA_MARGIN"]
+__all__ = ["SprtState", "SprtDesign", "OperatingPoint", "SLOW_RULE_LAUNCHES",
+           "MAX_RULE_LAUNCHES", "ALPHA_MARGIN"]
 
 #: from this many launches on, computing a design's exact thresholds takes seconds: say so
 SLOW_RULE_LAUNCHES = 5000
+
+#: the most launches a run with a stopping rule (``--until-verdict``) is designed for: the
+#: exact thresholds' time grows faster than the square of the launches (measured on a
+#: loaded 2-core machine: 12 s at 2,000, 99 s at 5,000; issue #46: 1,000,000 never
+#: answered), so a larger ``--launches`` is refused up front instead of never answering
+MAX_RULE_LAUNCHES = 5000
 
 #: the false-``fixed`` chance the exact thresholds are computed for, as a share of alpha:
 

@@ -9,10 +9,10 @@ import shlex
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
-from ..analysis.sprt import SprtDesign
+from ..analysis.sprt import MAX_RULE_LAUNCHES, SprtDesign
 from ..analysis.target import DEFAULT_SIGNATURE
 from ..analysis.verdict import VerdictSettings
-from ..errors import ExitCode
+from ..errors import ExitCode, UsageError
 from ..records import LaunchRecord
 from ..scenario import Scenario
 from .loop import RetryPolicy
@@ -256,8 +256,24 @@ def resolve_request(given: Given, meta: CampaignMeta | None, out: Any, *,
     rule = resolve_rule(given, meta.until_verdict if meta is not None else None, out,
                         resume=meta is not None,
                         launches=given.launches if meta is not None else None)
+    if rule is not None:
+        check_rule_launches(launches)
     stage = resolve_stage(given, meta, out, launches, rule)
     return Resolved(scenario, label, launches, timeout_s, rule, stage)
+
+
+def check_rule_launches(launches: int) -> None:
+    """Refuse a stopping rule designed for more than
+    :data:`kit.analysis.sprt.MAX_RULE_LAUNCHES` launches, before any work.
+
+    Raises:
+        UsageError: ``launches`` over the limit.
+    """
+    if launches > MAX_RULE_LAUNCHES:
+        raise UsageError(f"--until-verdict designs its rule for at most {MAX_RULE_LAUNCHES} "
+                         f"launches, not {launches} (its exact thresholds would take hours)",
+                         f"give --launches {MAX_RULE_LAUNCHES} or fewer (`coldstart plan` "
+                         f"says how many a verdict needs), or run without --until-verdict")
 
 
 def resolve_stage(given: Given, meta: CampaignMeta | None, out: Any, launches: int,
