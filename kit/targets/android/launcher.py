@@ -60,26 +60,16 @@ from ...records import LaunchRecord
 from .device import (BOOT_ID_PATH, UPTIME_PATH, WRAP_OPTIONS, ApkInfo, DeviceNotReady,
                      DeviceSetup, wait_until_ready, wrap_property)
 from .evidence import LaunchWindow, collect_death, earlier_pids, package_missing
+from .follow import FOLLOW_COMMAND, MARK_TAG, LogFollow, is_mark
 from .installed import ForeignBuild, InstalledBuild
-from .text import (NO_SERVICE, AmStartFailed, check_am_start, marked_command,
-                   parse_threadtime, read_marked)
+from .text import NO_SERVICE, AmStartFailed, check_am_start, marked_command, read_marked
 from .transport import AdbTransport, TransportError, shell_join
 from .watch import CallLog, LaunchWatch
 
 __all__ = ["AndroidLauncher", "AndroidTimeouts", "FOLLOW_COMMAND", "ForeignBuild"]
 
-_MARK_TAG = "coldstart"
-#: Tags the follower keeps (logcat filter specs; everything else is silenced).
-_FOLLOW_SPECS = ("ReactNativeJS:V", "ActivityManager:I", "libc:F", "DEBUG:F",
-                 "AndroidRuntime:E", f"{_MARK_TAG}:I", "*:S")
-FOLLOW_COMMAND = shell_join(["logcat", "-v", "threadtime", "-b", "main", "-b", "system",
-                             "-b", "crash", *_FOLLOW_SPECS])
 _PREP_MARK = "==coldstart-prep=="
 _NO_LOG_TOOL = re.compile(r"\blog: (?:inaccessible or not found|not found|No such file)")
-#: the waits (s) before each start of a log follower that died under a launch: the first
-#: at once (a logcat that hit ``Unexpected EOF!``), then backing off, so that a logd that
-#: restarts (readers refused for about 2 s; issue #44) is waited out, not spent in 24 ms
-_FOLLOWER_BACKOFF_S = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 #: what ``logcat`` prints while logd is not up (liblog cannot reach its socket:
 #: logcat.cpp's ``Logcat read failure``; ``-c``: ``failed to clear the '<buffer>' log``)
 _LOGD_DOWN = re.compile(r"Logcat read failure|failed to clear the '\w+' log")
@@ -92,7 +82,7 @@ def _prep_command(package: str, marker: str) -> str:
     the clock, the uptime, system_server's pid and the installed APK's path."""
     return shell_join(["am", "force-stop", package],
                       ["logcat", "-b", "main", "-b", "system", "-b", "crash", "-c"],
-                      ["log", "-p", "i", "-t", _MARK_TAG, marker],
+                      ["log", "-p", "i", "-t", MARK_TAG, marker],
                       *marked_command(_PREP_MARK, [
                           ("boot_completed", ["getprop", "sys.boot_completed"]),
                           ("boot_id", ["cat", BOOT_ID_PATH]),
@@ -130,95 +120,6 @@ class AndroidTimeouts:
     report_wait_s: float = 8.0
     reconnect_s: float = 60.0
     error_grace_s: float = 3.0
-
-
-class _Follow:
-    """The log follower of one launch, started again when it dies under the launch, with
-    backoff (:data:`_FOLLOWER_BACKOFF_S`).
-
-    A restarted follower first replays the buffers: what it delivers before the launch's
-    marker is held back and dropped at the marker (lines of before the launch); a replay
-    that never shows the marker (logd restarted and lost its buffers) is released once it
-    goes quiet, and every line read before is skipped when it comes again."""
-
-    #: quiet time (s) after which a replay with no marker is taken as complete
-    REPLAY_QUIET_S = 0.5
-
-    def __init__(self, launcher: "AndroidLauncher", marker: str) -> None:
-        self.launcher = launcher
-        self.marker = marker
-        self.restarts = 0
-        self.next_try = 0.0  # monotonic time of the next start allowed
-        self.why = ""  # how the last follower ended
-        self.held: list[str] | None = None  # a replay's lines until the marker
-        self.held_at = 0.0
-        self._replayed: collections.Counter[str] = collections.Counter()
-
-    @property
-    def exhausted(self) -> bool:
-        """Every start the backoff allows was made in this launch."""
-        return self.restarts >= len(_FOLLOWER_BACKOFF_S)
-
-    def due(self, now: float) -> bool:
-        return not self.exhausted and now >= self.next_try
-
-    def restart(self, seen: list[str], skip: bool = True) -> None:
-        """Start a new follower in place of the dead one (waiting out the backoff); with
-        ``skip``, hold its replay back up to the launch's marker (when the device has
-        markers) and skip ``seen`` lines when they come again.
-
-        Raises:
-            TransportError: every start was made, or the new follower cannot be started
-                (the device is gone: the launch is an infra error).
-        """
-        lr = self.launcher
-        old = lr._follower
-        self.why = old.end_reason if old is not None else "no follower"
-        if self.exhausted:
-            raise TransportError(f"{lr.device}: the log stream ended ({self.why}), "
-                                 f"{self.restarts} times in this launch", state="offline")
-        wait = self.next_try - time.monotonic()
-        if wait > 0:
-            lr._abort.wait(wait)
-        self.restarts += 1
-        delay = _FOLLOWER_BACKOFF_S[min(self.restarts, len(_FOLLOWER_BACKOFF_S) - 1)]
-        self.next_try = time.monotonic() + delay
-        lr._calls.note(f"the log stream ended ({self.why}): starting it again")
-        if old is not None:
-            old.close()
-        lr._follower = None
-        lr._follower = lr.transport.stream(FOLLOW_COMMAND, lr.timeouts.call_s)
-        if skip:
-            if lr._marks:
-                self.held, self.held_at = [], time.monotonic()
-            self._replayed = collections.Counter(seen)
-
-    def hold(self, line: str) -> bool:
-        """True when ``line`` is part of a replay held back (see the class doc)."""
-        if self.held is None:
-            return False
-        entry = parse_threadtime(line)
-        if entry is not None and entry.tag == _MARK_TAG and entry.msg == self.marker:
-            self.held = None  # what came before the marker is of before the launch
-        else:
-            self.held.append(line)
-            self.held_at = time.monotonic()
-        return True
-
-    def release(self, now: float) -> list[str]:
-        """A held replay that went quiet without the marker (logd lost its buffers): its
-        lines, to be read (``[]`` while it is still coming, or none is held)."""
-        if self.held is None or now - self.held_at < self.REPLAY_QUIET_S:
-            return []
-        lines, self.held = self.held, None
-        return lines
-
-    def fresh(self, line: str) -> bool:
-        """False for a line a restarted follower replays that was read before."""
-        if self._replayed[line] > 0:
-            self._replayed[line] -= 1
-            return False
-        return True
 
 
 class AndroidLauncher:
@@ -497,7 +398,7 @@ class AndroidLauncher:
                  ) -> LaunchRecord:
         t = self.timeouts
         device_start = start.clock
-        follow = _Follow(self, marker)
+        follow = LogFollow(self, marker)
         if self._marks:
             self._skip_to(marker, follow)
         else:
@@ -551,7 +452,7 @@ class AndroidLauncher:
                            wall_ms=(time.monotonic() - t0) * 1000.0, artifacts=artifacts,
                            android=android)
 
-    def _skip_to(self, marker: str, follow: "_Follow", wait_s: float = 5.0) -> None:
+    def _skip_to(self, marker: str, follow: LogFollow, wait_s: float = 5.0) -> None:
         """Drop the follower's lines up to this launch's marker. A marker that does not
         come within ``wait_s`` (a log that hides the tag) turns markers off for this device:
         the launch goes on, dropping what came before it.
@@ -564,8 +465,7 @@ class AndroidLauncher:
             follower = self._follower
             line = follower.get(min(0.25, max(0.0, give_up - time.monotonic())))
             if line is not None:
-                entry = parse_threadtime(line)
-                if entry is not None and entry.tag == _MARK_TAG and entry.msg == marker:
+                if is_mark(line, marker):
                     return
                 continue
             if not follower.alive:
@@ -578,7 +478,7 @@ class AndroidLauncher:
                                  "markers off")
                 return
 
-    def _watch(self, watch: LaunchWatch, follow: "_Follow", deadline: float, seen: list[str]
+    def _watch(self, watch: LaunchWatch, follow: LogFollow, deadline: float, seen: list[str]
                ) -> bool:
         """Read the log until ``done``, a death, ``error_grace_s`` after an ``error`` line,
         or ``deadline``; returns whether the deadline passed with the process alive. A

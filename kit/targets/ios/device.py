@@ -41,11 +41,10 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from ...launch import LaunchContext
 from ...store.store import utc_now
@@ -54,90 +53,19 @@ from ...observe import CrashEvidence, Observation, ProcessEnd, crash_evidence, m
 from ...protocol import ProtocolEvent, iter_events
 from ...records import LaunchRecord
 from .app import POISON_ENV, AppBundle, bundle_for_id, read_app_bundle
+from .console import Console
 from .devicectl import Devicectl, PhysicalDevice
 from .installed import ForeignBuild
 from .reports import DEFAULT_REPORT_WAIT_S, read_report, report_matcher
-from .xcrun import Xcrun, infra_error, kill_group, wait_until
+from .xcrun import Xcrun, infra_error, wait_until
 
 __all__ = ["DeviceLauncher", "setup_device"]
 
-#: The longest console line kept (longer ones are cut).
-_MAX_LINE = 256 * 1024
-#: Console lines kept per launch for ``console.txt`` (protocol lines are always kept).
-_MAX_LINES = 20000
 #: what devicectl says when a launch request meets a locked device (SpringBoard's denial
 #: "for reason: Locked", FBSOpenApplicationErrorDomain error 7, ``BSErrorCodeDescription =
 #: Locked``; docs/ios.md)
 _LOCKED = re.compile(r"BSErrorCodeDescription = Locked|for reason: Locked|"
                      r"device was not, or could not,? be, unlocked")
-
-
-class _Console:
-    """The lines of one ``devicectl ... --console`` process, read by a thread; ``wake`` is
-    set on each line and at the end."""
-
-    def __init__(self, proc: Any, wake: threading.Event) -> None:
-        self.proc = proc
-        self.wake = wake
-        self.lines: list[str] = []
-        self.protocol: list[str] = []
-        self.ended = threading.Event()
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._read, daemon=True,
-                                        name="devicectl-console")
-        self._thread.start()
-
-    def _read(self) -> None:
-        try:
-            while True:
-                line = self.proc.stdout.readline(_MAX_LINE)
-                if not line:
-                    break
-                text = line.rstrip("\n")
-                with self._lock:
-                    if len(self.lines) < _MAX_LINES:
-                        self.lines.append(text)
-                    if "COLDSTART " in text:
-                        self.protocol.append(text)
-                self.wake.set()
-        except (OSError, ValueError):
-            pass
-        finally:
-            self.ended.set()
-            self.wake.set()
-
-    def protocol_lines(self, start: int) -> list[str]:
-        with self._lock:
-            return self.protocol[start:]
-
-    def text(self) -> str:
-        with self._lock:
-            return "\n".join(self.lines) + "\n"
-
-    def exit_status(self) -> int | None:
-        """devicectl's exit status once its console ended (its output closes just before
-        it exits: waited for up to 5 s), ``None`` while it runs."""
-        if self.ended.is_set():
-            try:
-                self.proc.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                pass
-        return self.proc.poll()
-
-    def own_error(self) -> str | None:
-        """devicectl's own last ``ERROR`` line when it exited with a failure, else
-        ``None`` (the app's end is not devicectl's failure)."""
-        if self.exit_status() in (0, None):
-            return None
-        with self._lock:
-            return next((ln.strip() for ln in reversed(self.lines) if ln.startswith("ERROR")),
-                        None)
-
-    def stop(self) -> None:
-        kill_group(self.proc)
-        self._thread.join(2)
-        if self.proc.stdout is not None and not self._thread.is_alive():
-            self.proc.stdout.close()
 
 
 class DeviceLauncher:
@@ -173,7 +101,7 @@ class DeviceLauncher:
         self.reconnects = 0
         self._abort = threading.Event()
         self._wake = threading.Event()
-        self._console: _Console | None = None
+        self._console: Console | None = None
         self._suspect = False
         self._known: set[str] | None = None  # crash-log names already judged
         self._past_pids: set[int] = set()
@@ -384,7 +312,7 @@ class DeviceLauncher:
                 "(the install terminated the app)")
 
     def _run_unlocked(self, ctx: LaunchContext
-                      ) -> tuple[ProcessEnd, list[ProtocolEvent], int | None, _Console]:
+                      ) -> tuple[ProcessEnd, list[ProtocolEvent], int | None, Console]:
         """:meth:`_run`, waiting out a locked device: a request devicectl refuses because
         the device is locked (issue #23: three attempts were spent in 4 s) is made again,
         with backoff, for up to ``reconnect_s``, after one line that asks to unlock it.
@@ -413,7 +341,7 @@ class DeviceLauncher:
             delay = min(delay * 2, 4.0)
 
     def _run(self, ctx: LaunchContext
-             ) -> tuple[ProcessEnd, list[ProtocolEvent], int | None, _Console]:
+             ) -> tuple[ProcessEnd, list[ProtocolEvent], int | None, Console]:
         """Launch and read the console until the launch's end (module doc, steps 2-3); the
         timeout runs from the launch request."""
         env = {"OS_ACTIVITY_DT_MODE": "YES", **(POISON_ENV if self.poison else {})}
@@ -421,7 +349,7 @@ class DeviceLauncher:
         t0 = time.monotonic()
         proc = self.devicectl.launch_console(self.phone.identifier, self.app.bundle_id,
                                              ctx.scenario.to_url(), env)
-        console = _Console(proc, self._wake)
+        console = Console(proc, self._wake)
         events: list[ProtocolEvent] = []
         pid: int | None = None
         consumed = 0
@@ -482,7 +410,7 @@ class DeviceLauncher:
             return False
         return not any(p.get("processIdentifier") == pid for p in running)
 
-    def _judge_end(self, ctx: LaunchContext, console: _Console, text: str,
+    def _judge_end(self, ctx: LaunchContext, console: Console, text: str,
                    events: list[ProtocolEvent], pid: int | None
                    ) -> tuple[str | None, CrashEvidence | None, str | None]:
         """What a console that ended before ``done`` means (module doc, step 4):

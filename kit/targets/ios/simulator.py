@@ -55,7 +55,6 @@ setenv``) before the campaign, again after every boot, and unset after the campa
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import threading
 import time
@@ -65,14 +64,15 @@ from ...launch import LaunchContext
 from ...store.store import utc_now
 from ...errors import InfraError, UsageError
 from ...observe import CrashEvidence, Observation, ProcessEnd, crash_evidence, make_record
-from ...protocol import ProtocolEvent, iter_events
 from ...records import LaunchRecord
-from .app import POISON_ENV, SCENARIO_ARGUMENT, AppBundle, bundle_for_id, read_app_bundle
+from .app import POISON_ENV, SCENARIO_ARGUMENT, AppBundle
 from .installed import ForeignBuild, InstalledApp
 from .procwatch import ProcessWatch
 from .reports import DEFAULT_REPORT_WAIT_S, DiagnosticReports, report_matcher
-from .simctl import BOOTED, SETTLING_STATES, LogLine, LogStream, SimDevice, Simctl
-from .xcrun import Xcrun, XcrunError, infra_error, wait_until
+from .seen import LaunchSeen
+from .simctl import BOOTED, SETTLING_STATES, LogStream, SimDevice, Simctl
+from .simsetup import setup_simulator
+from .xcrun import XcrunError, infra_error, wait_until
 
 __all__ = ["Delivery", "SimulatorLauncher", "setup_simulator", "ForeignBuild"]
 
@@ -93,43 +93,6 @@ class Delivery(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
-
-
-@dataclasses.dataclass
-class _Seen:
-    """What one launch's watch saw."""
-
-    end: ProcessEnd | None = None  # None: the app was never seen
-    pid: int | None = None
-    events: list[ProtocolEvent] = dataclasses.field(default_factory=list)
-    infra: str | None = None
-    consumed: int = 0  # protocol lines of the window read so far
-    stream_lost: bool = False  # the log stream ended under the launch (lines may be lost)
-    reread: bool = False  # ... and the unified log was read again since (none is lost)
-    earlier_raw: str = ""  # the window of the stream that ended
-    shown_raw: str = ""  # what the last read of the unified log gave
-    recovered: list[LogLine] = dataclasses.field(default_factory=list)  # from that read
-    read_lines: set[tuple[str, int | None]] = dataclasses.field(default_factory=set)
-
-    def take(self, stream: LogStream | None, launch_id: str
-             ) -> list[tuple[ProtocolEvent, int | None]]:
-        """This launch's events among the stream's new lines (none without a stream) and
-        the lines a read of the unified log recovered, each line once, with each line's
-        pid."""
-        lines = stream.protocol_lines(self.consumed) if stream is not None else []
-        self.consumed += len(lines)
-        lines = lines + self.recovered
-        self.recovered = []
-        fresh = []
-        for line in lines:
-            key = (line.message, line.pid)
-            if key not in self.read_lines:
-                self.read_lines.add(key)
-                fresh.append(line)
-        new = [(event, line.pid) for line in fresh
-               for event in iter_events([line.message], launch_id)]
-        self.events.extend(event for event, _pid in new)
-        return new
 
 
 class SimulatorLauncher:
@@ -461,7 +424,7 @@ class SimulatorLauncher:
         requested = time.monotonic()
         return self._request(ctx.scenario.to_url()), requested
 
-    def _restart_stream(self, seen: _Seen) -> LogStream | None:
+    def _restart_stream(self, seen: LaunchSeen) -> LogStream | None:
         """A new log stream after one ended under the launch with the simulator still
         booted; ``None`` when it does not start."""
         old = self._stream
@@ -480,7 +443,7 @@ class SimulatorLauncher:
         seen.consumed, seen.stream_lost = 0, True
         return stream
 
-    def _reread(self, seen: _Seen, t0: float) -> None:
+    def _reread(self, seen: LaunchSeen, t0: float) -> None:
         """Read the unified log again over the launch's window (from its start by the
         host clock as it is now, less ``date``'s whole second and a margin) into
         ``seen.recovered``; ``seen.reread`` says whether it worked (module doc, step 3)."""
@@ -517,10 +480,10 @@ class SimulatorLauncher:
             return False
         return self.simctl.app_pid(self.device, self.app.bundle_id) != pid
 
-    def _watch(self, ctx: LaunchContext, pid: int | None, t0: float) -> _Seen:
+    def _watch(self, ctx: LaunchContext, pid: int | None, t0: float) -> LaunchSeen:
         """Wait for the launch's end (module doc, steps 3-4), woken by log lines and the
         app's exit."""
-        seen = _Seen(pid=pid)
+        seen = LaunchSeen(pid=pid)
         stream = self._stream
         assert stream is not None
         deadline = t0 + ctx.timeout_s
@@ -629,42 +592,3 @@ class SimulatorLauncher:
         finally:
             if watch is not None:
                 watch.stop()
-
-
-def setup_simulator(xcrun: Xcrun, *, udid: str | None, name: str | None,
-                    app_path: str | None, bundle_id: str | None, install: bool = True,
-                    log: Callable[[str], None] = lambda _m: None) -> tuple[Simctl, SimDevice,
-                                                                            AppBundle]:
-    """Resolve and boot the simulator, check and install the app.
-
-    Raises:
-        UsageError: unknown simulator, an app not built for the simulator, neither
-            ``app_path`` nor ``bundle_id``.
-        XcrunError: booting or installing failed.
-    """
-    simctl = Simctl(xcrun)
-    device = simctl.resolve(udid=udid, name=name)
-    if app_path:
-        app = read_app_bundle(app_path)
-        if not app.for_simulator:
-            platforms = ",".join(app.platforms) or "none"
-            raise UsageError(f"{app_path} is not built for the simulator "
-                             f"(CFBundleSupportedPlatforms: {platforms})",
-                             "build it with `-sdk iphonesimulator` (Products/*-iphonesimulator"
-                             "/*.app), or use `coldstart run ios-device` for device builds")
-        if bundle_id and bundle_id != app.bundle_id:
-            raise UsageError(f"--bundle-id {bundle_id[:80]} does not match the app's "
-                             f"CFBundleIdentifier {app.bundle_id}", "drop --bundle-id")
-    elif bundle_id:
-        app = bundle_for_id(bundle_id)
-    else:
-        raise UsageError("no app given", "pass --app App.app (or --bundle-id of an installed "
-                         "app)")
-    if device.state != BOOTED:
-        log(f"booting simulator {device.name} ({device.udid})")
-    simctl.boot(device.udid)
-    if app_path and install:
-        log(f"installing {app.path} on {device.name}")
-        simctl.install(device.udid, app.path)
-    return simctl, dataclasses.replace(device, state=BOOTED), app
-
