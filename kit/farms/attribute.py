@@ -48,6 +48,7 @@ import re
 from typing import Any, Iterable, Sequence
 
 from ..protocol import MARKER, parse_line
+from .reports import epoch_of, is_report_head, report_time, split_reports
 
 __all__ = ["LogLine", "LaunchSpan", "CrashBlock", "Match", "Attribution", "read_log_lines",
            "read_log_file", "attribute", "crash_blocks", "split_reports", "report_time",
@@ -77,20 +78,6 @@ _TOMBSTONE_LIKE = re.compile(r"^\s*(#\d+ pc|backtrace:|pid: |signal \d|Abort mes
                              r"fingerprint|Revision:|ABI:|Timestamp:|Cmdline:|uid:|Process "
                              r"uptime|x\d|r\d|[re][a-z]{1,2}\s+[0-9a-f]{8}|\d+ total frames|"
                              r"lr |sp |pc |pst )")
-#: the first line of a crash report of its own in a text without logcat prefixes (a farm's
-#: crash log holding several): ``FATAL EXCEPTION``, an Apple crash report's ``Incident
-#: Identifier:``, an ``.ips`` header line (one JSON object naming its ``bug_type``), a JS
-#: error's headline (``TypeError: ...``, ``Unhandled JS Exception: ...``, ``Invariant
-#: Violation: ...``); a tombstone's ``*** *** ***`` line is one too (:func:`split_reports`)
-_REPORT_HEAD = re.compile(r"^(?:FATAL EXCEPTION|Incident Identifier:|\{.*\"bug_type\"\s*:|"
-                          r"(?:Unhandled JS Exception: |Uncaught )?(?:[A-Z][A-Za-z]*Error|"
-                          r"Invariant Violation)(?: \[[^\]]*\])?: )")
-_TIMESTAMPS = (re.compile(r"^Timestamp: (?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<f>\.\d+)?"
-                          r"(?P<z>[+-]\d\d:?\d\d)", re.M),
-               re.compile(r"^Date/Time:\s+(?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<f>\.\d+)?"
-                          r" (?P<z>[+-]\d\d:?\d\d)", re.M),
-               re.compile(r"\"timestamp\"\s*:\s*\"(?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)"
-                          r"(?P<f>\.\d+)? (?P<z>[+-]\d\d:?\d\d)\""))
 #: lines a block may run past, of other tags, before it is taken as ended
 _BLOCK_GAP = 400
 
@@ -162,79 +149,6 @@ class Attribution:
     kit_stops: int
 
 
-def epoch_of(value: Any) -> float | None:
-    """A farm's time as epoch seconds: a number (seconds, or milliseconds when above
-    1e11) or an ISO 8601 text with a zone; ``None`` for anything else (never raises)."""
-    return _epoch(value)
-
-
-def report_time(text: str) -> float | None:
-    """The time a crash report says it was written (a tombstone's ``Timestamp:``, an Apple
-    report's ``Date/Time:``, an ``.ips`` header's ``"timestamp"``), epoch seconds; ``None``
-    when it names none."""
-    for pattern in _TIMESTAMPS:
-        m = pattern.search(text[:64 * 1024])
-        if not m:
-            continue
-        zone = m.group("z").replace(":", "")
-        frac = (m.group("f") or "")[:7]
-        try:
-            when = _dt.datetime.strptime(f"{m.group('t')}{frac}{zone}",
-                                         "%Y-%m-%d %H:%M:%S" + ("%f" if frac else "") + "%z")
-        except ValueError:
-            continue
-        return when.timestamp()
-    return None
-
-
-def split_reports(text: str) -> list[tuple[int, int, str]]:
-    """A crash log's text cut into its reports by their own structure, each
-    ``(first line, last line, text)``: a report starts at a tombstone's ``*** *** ***``
-    line or a :data:`_REPORT_HEAD` line and runs to the next one (a JS error's headline
-    followed within 30 lines by the ``FATAL EXCEPTION`` that carries it stays one
-    report); lines before the first start belong to the first report (a DropBox entry's
-    ``Process:`` / ``PID:`` preamble). Never raises."""
-    lines = text.splitlines()
-    starts: list[int] = []
-    js_at: int | None = None
-    for n, line in enumerate(lines):
-        bare = line.strip()
-        if bare.startswith("*** *** ***") or _REPORT_HEAD.match(bare):
-            if bare.startswith("FATAL EXCEPTION") and js_at is not None and n - js_at <= 30 \
-                    and starts and starts[-1] == js_at:
-                js_at = None
-                continue
-            starts.append(n)
-            js_at = n if (bare[:1].isupper() and "Error" in bare.split(":", 1)[0]) or \
-                bare.startswith(("Unhandled JS", "Uncaught", "Invariant")) else None
-    if not starts:
-        return [(0, max(0, len(lines) - 1), text)] if text.strip() else []
-    starts[0] = 0
-    out = []
-    for k, first in enumerate(starts):
-        last = (starts[k + 1] if k + 1 < len(starts) else len(lines)) - 1
-        piece = "\n".join(lines[first:last + 1]).strip("\n")
-        if piece.strip():
-            out.append((first, last, piece + "\n"))
-    return out
-
-
-def _epoch(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return value / 1000.0 if value > 1e11 else float(value)
-    if isinstance(value, str) and value:
-        try:
-            when = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        if when.tzinfo is None:
-            return None
-        return when.timestamp()
-    return None
-
-
 def _entries(raw: str) -> list[tuple[str, float | None]] | None:
     """JSON lines / a JSON array of ``{message, timestamp}``, or ``None`` for plain text."""
     head = raw.lstrip()[:1]
@@ -259,7 +173,7 @@ def _entries(raw: str) -> list[tuple[str, float | None]] | None:
     for item in items:
         if isinstance(item, dict) and isinstance(item.get("message"), str):
             for piece in item["message"].splitlines() or [""]:
-                out.append((piece, _epoch(item.get("timestamp"))))
+                out.append((piece, epoch_of(item.get("timestamp"))))
     return out
 
 
@@ -331,7 +245,7 @@ def read_log_file(path: Any, app_id: str | None = None, *,
             except (ValueError, RecursionError):
                 item = None
             if isinstance(item, dict) and isinstance(item.get("message"), str):
-                ts = _epoch(item.get("timestamp"))
+                ts = epoch_of(item.get("timestamp"))
                 pieces = [(p, ts) for p in item["message"].splitlines() or [""]]
             else:
                 pieces = [(text, None)]
@@ -378,7 +292,7 @@ def _wanted(line: LogLine, app_id: str | None, state: dict[str, Any]) -> bool:
         stripped = msg.strip()
         return not stripped or bool(_TOMBSTONE_LIKE.match(msg)) or \
             stripped.startswith(("at ", "Caused by", "Process: ", "PID: ")) or \
-            bool(_REPORT_HEAD.match(msg))
+            is_report_head(msg)
     if line.tag in _CRASH_TAGS:
         return True
     since = state["fatal"].get((line.tag, line.pid))
@@ -432,7 +346,7 @@ def crash_blocks(lines: Sequence[LogLine], app_id: str | None = None) -> list[Cr
                 nxt = lines[j]
                 nmsg = nxt.msg or nxt.text
                 if "*** *** ***" in nmsg or MARKER in nmsg or \
-                        (nxt.tag is None and _REPORT_HEAD.match(nmsg)):
+                        (nxt.tag is None and is_report_head(nmsg)):
                     break
                 if _is_tombstone_line(nxt) and (logger is None or nxt.pid == logger):
                     taken.append(nxt)
