@@ -247,10 +247,11 @@ def comparison_level(design: Any, n_b: int) -> float:
     # this module never imports sprt, which imports it
     first = bool(getattr(design, "stop_at_first_below", False))
     stage = getattr(design, "baseline_stage", None)
+    kind: Any = type(design)  # a class is hashable: the cache's key
     if stage is not None:
-        return _level_staged(type(design), design.ceiling, design.design_rate, design.alpha,
+        return _level_staged(kind, design.ceiling, design.design_rate, design.alpha,
                              design.beta, design.max_launches, tuple(stage), first)
-    return _level(type(design), design.ceiling, design.design_rate, design.alpha, design.beta,
+    return _level(kind, design.ceiling, design.design_rate, design.alpha, design.beta,
                   design.max_launches, n_b, first)
 
 

@@ -159,9 +159,10 @@ def passage(reg: Regions, region: np.ndarray, rates: np.ndarray, spread: bool,
     # a count above the most events that pass at max_launches can never reach fixed; when
     # the rule stops at its first "below", above the most that pass where they are first so
     if reg.first:
+        assert reg.first_below is not None  # made whenever first is
         x = np.arange(reg.top + 1)
         fb = np.minimum(reg.first_below, reg.cap)
-        at_first = region[:, fb, x] & (reg.first_below <= reg.cap)[None, :]
+        at_first = region[:, fb, x] & np.asarray(reg.first_below <= reg.cap)[None, :]
         reach = np.array([int(np.flatnonzero(r).max(initial=-1)) for r in at_first])
     else:
         reach = np.array([int(np.flatnonzero(r[reg.cap]).max(initial=-1)) for r in region])
@@ -214,5 +215,6 @@ def masks(reg: Regions, region: np.ndarray, dead: np.ndarray, start: int, stop: 
 def regions_for(design: Any, n_b: int, rate: float, first: bool | None = None) -> Regions:
     if first is None:
         first = bool(getattr(design, "stop_at_first_below", False))
-    return regions_cached(type(design), design.ceiling, design.design_rate, design.alpha,
+    kind: Any = type(design)  # a class is hashable: the cache's key
+    return regions_cached(kind, design.ceiling, design.design_rate, design.alpha,
                            design.beta, design.max_launches, n_b, xb_top(n_b, rate), first)

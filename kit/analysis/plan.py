@@ -249,7 +249,8 @@ def _design_rule(baseline_rate: float, ceiling: float, alpha: float, design_rate
             # lower beta (more candidate power) until the goal is reached, or until the
             # launches are too few for that beta (``None``): then bisect in between, where
             # the largest beta that reaches the goal lies
-            lo, hi, low, prev = beta, beta, first, None
+            low: tuple[float, Any, float] | None = first
+            lo, hi, prev = beta, beta, None
             while (lo > _BETA_FLOOR and low is not None and low[2] < goal and not (
                     search.over() and best is not None)
                    and not beaten(low) and not hopeless(prev, low)):
