@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from kit.analysis.target import hold_never_engaged, is_eligible
 from kit.campaign import load_campaign
 from kit.records import Outcome
 from tests.conftest import coldstart, one_line_error
@@ -165,6 +166,35 @@ def test_injected_crashes_are_crashes_with_evidence(tmp_path: Path, built: None,
     assert record.last_phase == inject.split("@")[1]
     assert (tmp_path / "c" / record.artifacts[-1]).name == "crash.txt"
     assert frame in [f.symbol for f in record.crash.frames]
+
+
+@pytest.mark.host
+def test_the_hold_reaches_the_bindings_threads_and_is_recorded(tmp_path: Path,
+                                                                built: None) -> None:
+    """hold=MS goes to the program as --hold-ms, out of the app's URL (the app refuses the
+    key), and the record gets the host target's ``hold`` field from the program's
+    ``COLDSTART-HOLD`` lines. A held launch may crash or complete: both count here."""
+    run_rn_host(tmp_path / "c", "--scenario", "hold=20", launches=2)
+    for record in load_campaign(tmp_path / "c").records:
+        assert record.outcome in (Outcome.COMPLETED, Outcome.CRASHED), (record.outcome,
+                                                                        record.error)
+        assert record.hold is not None and record.hold.ms == 20
+        assert record.hold.engaged > 0 and record.hold.source == "stderr"
+        assert not hold_never_engaged(record) and is_eligible(record, "xnnpack-allocator-uaf")
+        stderr = (tmp_path / "c" / record.artifacts[1]).read_text(errors="replace")
+        assert re.search(r"^COLDSTART-HOLD n=1 ms=20 t_ms=\d", stderr, re.M), stderr[-2000:]
+
+
+@pytest.mark.host
+def test_a_hold_that_never_engages_leaves_the_launch_out(tmp_path: Path, built: None) -> None:
+    """ep=cpu: no XNNPACK allocator is created, so the hold's line never comes; the launch
+    completes and is not eligible for a failure-tier rate with the hold."""
+    run_rn_host(tmp_path / "c", "--scenario", "hold=20&ep=cpu", launches=1)
+    record = load_campaign(tmp_path / "c").records[0]
+    assert record.outcome is Outcome.COMPLETED, (record.error, record.artifacts)
+    assert record.hold is not None and (record.hold.ms, record.hold.engaged) == (20, 0)
+    assert record.hold.source == "none" and hold_never_engaged(record)
+    assert not is_eligible(record, "xnnpack-allocator-uaf")
 
 
 @pytest.mark.host

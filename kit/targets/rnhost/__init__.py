@@ -50,8 +50,13 @@ class RnHostLauncher(HostLauncher):
                             for a in ("--asset", f"{name}={path}")]
 
     def argv(self, scenario: Scenario) -> list[str]:
-        """The program's argv for one launch of ``scenario``."""
-        return self.program.command(self.runtime, "--scenario", scenario.to_url(),
+        """The program's argv for one launch of ``scenario``. The hold (``hold=MS``, a host
+        key the app refuses) goes to the program as ``--hold-ms``, out of the app's URL; the
+        program writes the host workload's ``COLDSTART-HOLD`` lines, so the record's ``hold``
+        field comes from the host launcher's :func:`kit.targets.host.launcher.hold_payload`."""
+        hold = ["--hold-ms", str(scenario.hold)] if scenario.hold > 0 else []
+        return self.program.command(self.runtime, "--scenario",
+                                    scenario.with_changes(hold=0).to_url(), *hold,
                                     *self._asset_args)
 
 
