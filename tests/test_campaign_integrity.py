@@ -477,7 +477,7 @@ def test_a_fifo_for_any_campaign_file_is_named_by_every_reader_and_writer(
             ("run", "host", "--resume", "--out", str(bad.path), "--launches", "3")]
     for args in runs:
         proc = coldstart(*args, timeout=60)
-        line = one_line_error(proc, "is a FIFO, not a regular file", progress=False)
+        line = one_line_error(proc, "is a FIFO, not a", progress=False)
         assert str(bad.path / name) in line, (args, line)
 
 

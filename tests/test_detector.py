@@ -242,8 +242,8 @@ def test_tool_names_are_checked():
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (("run", "android", "--detector", "drd"), "works on the host target only"),
-    (("run", "appium", "--detector", "helgrind"), "works on the host target only"),
+    (("run", "android", "--detector", "drd"), "works on the host and rn-host targets only"),
+    (("run", "appium", "--detector", "helgrind"), "works on the host and rn-host targets only"),
     (("run", "host", "--detector", "memcheck"), "unknown race detector 'memcheck'"),
 ])
 def test_bad_detector_arguments_are_one_line(args, fragment):

@@ -114,7 +114,7 @@ def test_no_target_is_a_usage_error(double: XcrunDouble, pytester: pytest.Pytest
 
 
 @pytest.mark.parametrize("value, said", [
-    ("", "--coldstart-target must start with one of host, android, ios-sim, ios-device, "
+    ("", "--coldstart-target must start with one of host, rn-host, android, ios-sim, ios-device, "
          "appium, not 'nothing'"),
     ("   ", "not 'nothing'"),
     ("windows --serial x", "not 'windows'"),
@@ -149,7 +149,7 @@ def test_target_ids_never_carry_urls() -> None:
     assert spec.id == "appium-android"
     assert spec.argv[-1] == "my caps.json"
     with pytest.raises(pytest.UsageError,
-                       match="must start with one of host, android, ios-sim, ios-device, "
+                       match="must start with one of host, rn-host, android, ios-sim, ios-device, "
                              "appium, not 'windows'"):
         parse_target_spec("windows --serial x")
 

@@ -22,7 +22,8 @@ def test_defaults_stay_the_production_shape() -> None:
     assert (s.load, s.warmup, s.log, s.sessions, s.mode) == ("path", "none", "warning", 3,
                                                                "concurrent")
     assert s.to_url() == PRODUCTION_URL
-    assert EXTENSION_DEFAULTS == {"log": "warning"}
+    # host amplifiers left out of the URL at their production value: log and the hold (#39)
+    assert EXTENSION_DEFAULTS == {"log": "warning", "hold": "0"}
 
 
 def test_log_warning_spelled_out_is_the_same_scenario() -> None:
