@@ -177,7 +177,10 @@ def test_a_drop_right_after_done_costs_no_counted_launch(
                      *common])
     recs, counted, infra = campaign(out)
     assert code == 0
-    assert recs["d-00001"].outcome is Outcome.COMPLETED  # its fate was known before the drop
+    # the device drops half a phase gap (20 ms) after `done`: the kit either read `done` first (completed) or
+    # not yet (one infra error, the slot made again); which one depends on the machine's
+    # load, so either is right, and a counted launch is never lost or made up
+    assert recs["d-00001"].outcome in (Outcome.COMPLETED, Outcome.INFRA_ERROR)
     assert sorted(r.index for r in counted) == [0, 1, 2]
     assert {r.outcome for r in counted} == {Outcome.COMPLETED}
     # the drop is seen as a drop (EOF / reset), never as a timeout
