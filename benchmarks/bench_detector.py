@@ -231,8 +231,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.calibrate:
         calib = calibrate(out, args.tools, args.calibrate, args.jobs)
         text += "\n\nCalibration:\n\n" + calibration_table(calib)
-    (out / "results.json").write_text(json.dumps({"cells": rows, "calibration": calib},
-                                                 indent=1))
+    return write_results(out, {"cells": rows, "calibration": calib}, text, failed)
+
+
+def write_results(out: Path, results: dict[str, Any], text: str, failed: list[str]) -> int:
+    """Write ``results.json`` and ``table.md`` into ``out``, print the table; the exit code:
+    1 when a campaign failed (named on stderr), else 0."""
+    (out / "results.json").write_text(json.dumps(results, indent=1))
     (out / "table.md").write_text(text + "\n")
     print(text)
     if failed:

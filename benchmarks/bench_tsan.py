@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_detector import detector_counts, fmt_rate, timed_run  # noqa: E402
+from bench_detector import detector_counts, fmt_rate, timed_run, write_results  # noqa: E402
 
 DEFAULT_SCENARIO = "mode=concurrent&models=hey_jarvis_v0.1&sessions=2&infer=0"
 
@@ -161,14 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.calibrate:
         calib = calibrate(out, args.calibrate)
         text += "\n\nCalibration:\n\n" + calibration_table(calib)
-    (out / "results.json").write_text(json.dumps({"scenario": args.scenario, "cells": rows,
-                                                  "calibration": calib}, indent=1))
-    (out / "table.md").write_text(text + "\n")
-    print(text)
-    if failed:
-        print(f"failed campaigns: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    return write_results(out, {"scenario": args.scenario, "cells": rows,
+                               "calibration": calib}, text, failed)
 
 
 if __name__ == "__main__":
