@@ -248,7 +248,7 @@ def test_aws_expired_token_is_exit_2_in_one_line(tmp_path: Path,
             "__type": "ExpiredTokenException",
             "message": "The security token included in the request is expired"}))
         code = main(["farm", "pull", str(out), "--farm", "aws-device-farm", "--farm-api",
-                     d.url, "--farm-ref", job, "--farm-deadline", "5"])
+                     d.url, "--farm-ref", job, "--farm-deadline", "60"])
     err = _error_line(capsys)
     assert code == 2 and "expired" in err and "FwoGZXIv" not in err
 
