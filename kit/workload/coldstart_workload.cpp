@@ -27,6 +27,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -262,18 +263,67 @@ Placement g_placement;
 // (xnnpack_execution_provider.cc:186-193). Sleeping there holds that thread inside the racy
 // window, so every other creating thread passes the null check too: the race happens for
 // real. Each engagement is written at once to stderr (write(2): it survives a crash that
-// follows) as "COLDSTART-HOLD n=N ms=MS t_ms=T", and `sessions-created` carries
-// "hold":{"ms":MS,"engaged":N}.
+// follows) as "COLDSTART-HOLD n=N ms=MS t_ms=T i=I" (I: the session's index), and
+// `sessions-created` carries "hold":{"ms":MS,"engaged":N,"order":[I, ...]}.
+//
+// The held threads leave the window one at a time, in session index order, MS apart (each
+// also held at least MS): session 0's thread publishes its allocator and runs
+// xnn_initialize first, so XNNPACK keeps session 0's allocator, and the later threads then
+// overwrite the static that held it. Only session 0 still owns that allocator; the release
+// (one session at a time, in index order, under a hold: as the app's JS thread disposes its
+// sessions) frees it with session 0, and every later XNNPACK free goes through it. That is
+// the schedule in which the defect fails (active testing picks the failing interleaving of
+// a race it made happen); without a defined order the release only sometimes frees the kept
+// allocator before the last XNNPACK kernel goes (about 60% of launches crashed, issue #39).
 constexpr const char* kHoldLine = "Creating BFCArena for XnnpackExecutionProvider";
 std::atomic<int> g_hold_engaged{0};
+thread_local int t_session_index = -1;  // the creating thread's session, set by the workload
+struct HoldOrder {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<int> inside;  // session indexes held now
+  std::vector<int> order;   // session indexes in the order they left the window
+  std::chrono::steady_clock::time_point last_exit{};
+};
+HoldOrder g_hold;
 
 void hold_here() {
   int n = g_hold_engaged.fetch_add(1, std::memory_order_acq_rel) + 1;
-  char line[96];
-  int len = std::snprintf(line, sizeof line, "COLDSTART-HOLD n=%d ms=%d t_ms=%s\n", n,
-                          g_scenario.hold_ms, json_num(now_ms()).c_str());
+  const int me = t_session_index;
+  const auto ms = std::chrono::milliseconds(g_scenario.hold_ms);
+  {
+    std::lock_guard<std::mutex> lock(g_hold.mutex);
+    g_hold.inside.push_back(me);
+  }
+  char line[112];
+  int len = std::snprintf(line, sizeof line, "COLDSTART-HOLD n=%d ms=%d t_ms=%s i=%d\n", n,
+                          g_scenario.hold_ms, json_num(now_ms()).c_str(), me);
   if (len > 0) (void)!write(2, line, static_cast<size_t>(std::min<int>(len, sizeof line - 1)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(g_scenario.hold_ms));
+  std::this_thread::sleep_for(ms);
+  std::unique_lock<std::mutex> lock(g_hold.mutex);
+  for (;;) {  // wait while a session with a lower index is still held, then keep MS apart
+    bool lower_inside = std::any_of(g_hold.inside.begin(), g_hold.inside.end(),
+                                    [me](int other) { return other < me; });
+    auto since = std::chrono::steady_clock::now() - g_hold.last_exit;
+    if (lower_inside) {
+      g_hold.changed.wait(lock);
+    } else if (!g_hold.order.empty() && since < ms) {
+      g_hold.changed.wait_for(lock, ms - since);
+    } else {
+      break;
+    }
+  }
+  g_hold.inside.erase(std::find(g_hold.inside.begin(), g_hold.inside.end(), me));
+  g_hold.order.push_back(me);
+  g_hold.last_exit = std::chrono::steady_clock::now();
+  g_hold.changed.notify_all();
+}
+
+std::string hold_order_json() {
+  std::lock_guard<std::mutex> lock(g_hold.mutex);
+  std::string out;
+  for (size_t k = 0; k < g_hold.order.size(); ++k) out += (k ? "," : "") + std::to_string(g_hold.order[k]);
+  return "[" + out + "]";
 }
 
 // ORT logging function (onnxruntime_c_api.h, OrtLoggingFunction). Keeps only the
@@ -564,6 +614,7 @@ int main(int argc, char** argv) {
     }
     std::vector<Created> created(sc.sessions);
     run_threads(sc.sessions, sc.mode == "concurrent", [&](int i) {
+      t_session_index = i;
       create_one(env, sc, *by_name[names[i % names.size()]], i, created[i]);
     });
     for (const auto& c : created)
@@ -591,7 +642,8 @@ int main(int argc, char** argv) {
                                   ",\"placement\":[" + placement_json + "]" +
                                   (sc.hold_ms > 0 ? ",\"hold\":{\"ms\":" + std::to_string(sc.hold_ms) +
                                                         ",\"engaged\":" +
-                                                        std::to_string(g_hold_engaged.load()) + "}"
+                                                        std::to_string(g_hold_engaged.load()) +
+                                                        ",\"order\":" + hold_order_json() + "}"
                                                   : std::string()));
 
     if (sc.infer) {
@@ -614,7 +666,10 @@ int main(int argc, char** argv) {
                                   ",\"ok\":" + (ok ? "true" : "false"));
     }
     if (sc.release) {
-      run_threads(sc.sessions, sc.mode == "concurrent", [&](int i) { created[i].session.reset(); });
+      // Under a hold, one session at a time in index order (see hold_here), as the app's JS
+      // thread disposes them; else as they were created.
+      bool together = sc.mode == "concurrent" && sc.hold_ms == 0;
+      run_threads(sc.sessions, together, [&](int i) { created[i].session.reset(); });
       warm.reset();
       reach("sessions-released");
     }

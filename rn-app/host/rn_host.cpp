@@ -38,6 +38,7 @@
 #include "JsiMain.h"
 #include "coldstart_native.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -81,14 +82,108 @@ std::vector<std::pair<long, std::map<std::string, long>>> g_placement;  // threa
 int g_hold_ms = 0;
 std::atomic<int> g_hold_engaged{0};
 
+// issue #39's hold, on the binding's own creating threads (docs/race.md "The hold"; the host
+// workload's hold_here, kit/workload/coldstart_workload.cpp, does the same for its threads):
+// each thread that logs the XNNPACK allocator's creation line is held there at least MS, and
+// the held threads leave one at a time, MS apart, in the order the app requested their
+// sessions. The app disposes its sessions in that order too, one at a time on the JS thread
+// (launch.ts, `session.release()` -> the binding's synchronous `dispose`), so the allocator
+// XNNPACK keeps (the first thread's) goes with the first session, and every later XNNPACK
+// free goes through it. A session's request index comes from its model file (the
+// ORT C API's CreateSession, seen through the C++ API's table, below) and the scenario
+// URL's `models` and `sessions`: session i loads models[i % len(models)], as launch.ts does.
+std::vector<std::string> g_requested;  // model name per session index, from the URL
+std::vector<bool> g_requested_taken;
+std::mutex g_request_mutex;
+thread_local int t_session_index = -1;
+
+struct HoldOrder {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<int> inside;  // session indexes held now
+  std::chrono::steady_clock::time_point last_exit{};
+  bool any_exit = false;
+};
+HoldOrder g_hold;
+
+void hold_here() {
+  const int me = t_session_index;
+  const auto ms = std::chrono::milliseconds(g_hold_ms);
+  {
+    std::lock_guard<std::mutex> lock(g_hold.mutex);
+    g_hold.inside.push_back(me);
+  }
+  // the host workload's line (kit/targets/host/launcher.py, HOLD_PREFIX), written as the
+  // hold begins
+  std::fprintf(stderr, "COLDSTART-HOLD n=%d ms=%d t_ms=%.3f i=%d\n", ++g_hold_engaged, g_hold_ms,
+               now_ms(), me);
+  std::this_thread::sleep_for(ms);
+  std::unique_lock<std::mutex> lock(g_hold.mutex);
+  for (;;) {  // wait while a session requested earlier is still held, then keep MS apart
+    bool earlier_inside = std::any_of(g_hold.inside.begin(), g_hold.inside.end(),
+                                      [me](int other) { return other < me; });
+    auto since = std::chrono::steady_clock::now() - g_hold.last_exit;
+    if (earlier_inside) g_hold.changed.wait(lock);
+    else if (g_hold.any_exit && since < ms) g_hold.changed.wait_for(lock, ms - since);
+    else break;
+  }
+  g_hold.inside.erase(std::find(g_hold.inside.begin(), g_hold.inside.end(), me));
+  g_hold.any_exit = true;
+  g_hold.last_exit = std::chrono::steady_clock::now();
+  g_hold.changed.notify_all();
+}
+
+// The scenario URL's value of `key` ("" when absent); values are URL-safe by the kit's
+// validation (kit/scenario.py, Scenario.to_url), so no unquoting is needed.
+std::string url_value(const std::string& url, const std::string& key) {
+  size_t q = url.find('?');
+  size_t pos = q == std::string::npos ? url.size() : q + 1;
+  while (pos < url.size()) {
+    size_t end = url.find('&', pos);
+    if (end == std::string::npos) end = url.size();
+    std::string item = url.substr(pos, end - pos);
+    if (item.compare(0, key.size() + 1, key + "=") == 0) return item.substr(key.size() + 1);
+    pos = end + 1;
+  }
+  return "";
+}
+
+void set_requested(const std::string& url) {
+  std::vector<std::string> names;
+  std::stringstream models(url_value(url, "models"));
+  for (std::string name; std::getline(models, name, ',');) names.push_back(name);
+  int sessions = std::atoi(url_value(url, "sessions").c_str());
+  for (int i = 0; !names.empty() && i < sessions; ++i) g_requested.push_back(names[i % names.size()]);
+  g_requested_taken.assign(g_requested.size(), false);
+}
+
+const OrtApi* g_real_api = nullptr;
+
+// ORT's CreateSession, as the binding's `Ort::Session(env, path, options)` calls it: notes
+// which requested session this thread creates (the first one not yet taken whose model is
+// the file's name without ".onnx"), then runs the real one.
+OrtStatus* ORT_API_CALL create_session(const OrtEnv* env, const ORTCHAR_T* model_path,
+                                       const OrtSessionOptions* options, OrtSession** out) noexcept {
+  std::string name = model_path;
+  name = name.substr(name.find_last_of('/') + 1);
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".onnx") == 0) name.resize(name.size() - 5);
+  {
+    std::lock_guard<std::mutex> lock(g_request_mutex);
+    for (size_t i = 0; i < g_requested.size(); ++i) {
+      if (!g_requested_taken[i] && g_requested[i] == name) {
+        g_requested_taken[i] = true;
+        t_session_index = static_cast<int>(i);
+        break;
+      }
+    }
+  }
+  return g_real_api->CreateSession(env, model_path, options, out);
+}
+
 void ort_log(void*, OrtLoggingLevel severity, const char* category, const char* logid,
              const char* code_location, const char* message) {
   if (g_hold_ms > 0 && std::strstr(message, "Creating BFCArena for XnnpackExecutionProvider")) {
-    // issue #39's hold, on the binding's own creating thread; the host workload's line
-    // (kit/targets/host/launcher.py, HOLD_PREFIX), written as the hold begins
-    std::fprintf(stderr, "COLDSTART-HOLD n=%d ms=%d t_ms=%.3f\n", ++g_hold_engaged, g_hold_ms,
-                 now_ms());
-    std::this_thread::sleep_for(std::chrono::milliseconds(g_hold_ms));
+    hold_here();
     return;
   }
   const char* placed = std::strstr(message, "placed on [");
@@ -362,6 +457,13 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return usage(e.what());
   }
+  // The C++ API's table (Ort::Global<void>::api_, onnxruntime_cxx_api.h), with CreateSession
+  // seen by the hold; every other entry is ORT's own.
+  static OrtApi api = *Ort::Global<void>::api_;
+  g_real_api = Ort::Global<void>::api_;
+  api.CreateSession = create_session;
+  Ort::Global<void>::api_ = &api;
+  set_requested(url);
   // Before the binding's: the one environment of this process (see the top of this file).
   static Ort::Env* env = new Ort::Env(ORT_LOGGING_LEVEL_VERBOSE, "coldstart-rn-host", ort_log,
                                       nullptr);

@@ -23,7 +23,7 @@ from ...store.identity import BuildIdentity, OrtVariant
 from ...store.meta import RunSetup
 from .runtime import (DEBIAN_SUITE, DEFAULT_MIRROR, DEFAULT_RUNTIME, POISON_ENV, Runtime,
                       build_workload, check_scenario, load_runtime, prepare_runtime,
-                      own_workload, fetch_debug_symbols,
+                      own_workload, workload_digest, fetch_debug_symbols,
                       run_compiler, runtime_dir)
 
 __all__ = ["HostConfig", "HostTarget", "TARGETS", "HostLauncher", "Runtime", "tsan_runtime",
@@ -182,11 +182,18 @@ class HostTarget:
         check_scenario(scenario, ms)
         runtime = (tsan_runtime(config.runtime, log) if config.detector == "tsan"
                    else load_runtime(config.runtime))
-        if runtime.workload_hash is None:
+        # checkouts that share the cache: this one's own build, when it made one; a workload
+        # built from another source (an older checkout) is rebuilt from this one's, never
+        # launched in its place
+        runtime = own_workload(runtime)
+        if runtime.workload_hash is None or (
+                runtime.workload_hash != workload_digest(runtime)
+                and Path(runtime.workload or "").name == "coldstart-workload"):
+            if runtime.workload_hash is not None:
+                log("host: the workload was built from another source than this checkout's: "
+                    "building this one's")
             runtime = build_workload(runtime, log=log)
         runtime.command()  # a workload binary that is gone: one line now, not infra errors
-        # checkouts that share the cache: this one's own build, when it made one
-        runtime = own_workload(runtime)
         found = _detector_for(config, runtime)
         witness_lib, witness_note = _witness_for(runtime, config.witness, log)
         jobs = config.jobs or (len(os.sched_getaffinity(0)) if found else 1)

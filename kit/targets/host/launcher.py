@@ -151,6 +151,12 @@ class HostLauncher:
             "--clip", str(self.modelset.clip), "--expected", expected,
             "--tolerance", repr(float(self._expected["tolerance"]["abs"])))
 
+    def scenario_env(self, scenario: Scenario) -> dict[str, str]:
+        """The environment of one launch of ``scenario``: this launcher's (the kit's own,
+        poisoning, the witness's preload); a target whose program needs more for a scenario
+        adds it here."""
+        return self._env
+
     def abort(self) -> None:
         """Kill the launch in flight, if any (Ctrl-C)."""
         proc = self._proc
@@ -170,9 +176,9 @@ class HostLauncher:
         t0 = time.monotonic()
         stderr_path = ctx.artifacts_dir / "stderr.txt"
         witness_path = ctx.artifacts_dir / "witness.jsonl"
-        env = self._env
+        env = self.scenario_env(ctx.scenario)
         if self.witness is not None:
-            env = {**self._env, witness_race.ENV_FILE: str(witness_path)}
+            env = {**env, witness_race.ENV_FILE: str(witness_path)}
         argv, timeout_s = self.argv(ctx.scenario), ctx.timeout_s
         if self.detector is not None:  # detector mode (kit.targets.host.detector)
             argv, tool_env = self.detector.wrap(argv, ctx.artifacts_dir)

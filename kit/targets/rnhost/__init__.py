@@ -22,11 +22,20 @@ from ..host import HostConfig, HostTarget, Runtime
 from ..host.launcher import HostLauncher
 from .build import RnHostProgram, build_program
 
-__all__ = ["RnHostTarget", "RnHostLauncher", "TARGETS", "DETECTOR_ENV"]
+__all__ = ["RnHostTarget", "RnHostLauncher", "TARGETS", "DETECTOR_ENV", "HOLD_ENV"]
 
 #: JavaScriptCore's options under a race detector: its JIT off (JSC reads ``JSC_<option>``
 #: from the environment), so valgrind runs the interpreter instead of translating JIT code.
 DETECTOR_ENV = {"JSC_useJIT": "false"}
+
+#: JavaScriptCore's options under a hold (``hold=MS``, docs/race.md "The hold on the app"):
+#: a collection every 10 slow-path allocations (JSC's ``slowPathAllocsBetweenGCs``), so the
+#: output tensors the app's JS dropped are finalized before it disposes its sessions, as a
+#: phone's collector does at some point. Without it, JSC never collects in a launch this
+#: short, those tensors keep their session's allocator alive past ``dispose``, and the
+#: release the hold sets up never frees the allocator XNNPACK kept (0 of 20 launches
+#: crashed; with it 8 of 8, issue #40's note).
+HOLD_ENV = {"JSC_slowPathAllocsBetweenGCs": "10"}
 
 
 class RnHostLauncher(HostLauncher):
@@ -48,6 +57,11 @@ class RnHostLauncher(HostLauncher):
                        "manifest.json": modelset.root / "manifest.json"})
         self._asset_args = [a for name, path in sorted(assets.items())
                             for a in ("--asset", f"{name}={path}")]
+
+    def scenario_env(self, scenario: Scenario) -> dict[str, str]:
+        """The host launcher's environment, with :data:`HOLD_ENV` under a hold."""
+        env = super().scenario_env(scenario)
+        return {**env, **HOLD_ENV} if scenario.hold > 0 else env
 
     def argv(self, scenario: Scenario) -> list[str]:
         """The program's argv for one launch of ``scenario``. The hold (``hold=MS``, a host
