@@ -11,9 +11,8 @@ two CI jobs on one machine would. Cells are run in order of hold, so a drifting 
 shared machine shows in the load average printed with each row.
 
 With ``--check`` it exits 1 unless the figures issue #39 asks for hold (one at a time, no
-poisoning): every launch that asked for a hold was held; at 20 and 100 ms at least 80% of
-launches crashed (the issue measured 10/10 idle and 16/20 and 18/20 under a load average of
-7); at least 95% of all crashes were classed ``xnnpack-allocator-uaf``; at most 10% crashed
+poisoning): every launch that asked for a hold was held; at 20 and 100 ms at least 90% of
+launches crashed (the issue's figure for the main job's baseline); at least 95% of all crashes were classed ``xnnpack-allocator-uaf``; at most 10% crashed
 without a hold (the issue: 0/10).
 
 Usage: .venv/bin/python benchmarks/bench_hold.py [--launches 10] [--holds 0 1 5 20 100]
@@ -121,8 +120,8 @@ def check(rows: list[dict[str, Any]]) -> list[str]:
             bad.append(f"{row['name']}: the hold engaged in {_r(row['held'])} launches")
     for row in plain:
         c = row["crashed"]
-        if row["hold_ms"] in (20, 100) and c.n and c.count < 0.8 * c.n:
-            bad.append(f"{row['name']}: crashed {_r(c)}, below 80%")
+        if row["hold_ms"] in (20, 100) and c.n and c.count < 0.9 * c.n:
+            bad.append(f"{row['name']}: crashed {_r(c)}, below 90%")
         if row["hold_ms"] == 0 and c.n and c.count > 0.1 * c.n:
             bad.append(f"{row['name']}: crashed {_r(c)} without a hold, above 10%")
     crashes = sum(r["crashed"].count for r in rows)

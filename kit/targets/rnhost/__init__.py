@@ -103,6 +103,8 @@ class RnHostTarget:
         options = dict(prepared.options)
         if "detector" in options:
             options["detector_env"] = dict(DETECTOR_ENV)
+        if scenario.hold > 0:
+            options["hold_env"] = dict(HOLD_ENV)
         return dataclasses.replace(
             prepared, target=self.name, launchers=launchers, build=build, options=options,
             identity=dataclasses.replace(prepared.identity, program=program.binary,
