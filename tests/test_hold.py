@@ -24,14 +24,16 @@ from tests.helpers import make_campaign, record
 
 # the workload's stderr and stdout for a hold=20 launch (the three creating threads each
 # held once; recorded from `coldstart run host --scenario hold=20` on the runtime debian)
+# (the lines before the held threads left in session order had no `i=`: both forms count)
 STDERR = """Schema error: Trying to register schema with name Crop
-COLDSTART-HOLD n=1 ms=20 t_ms=127.119
-COLDSTART-HOLD n=2 ms=20 t_ms=129.187
+COLDSTART-HOLD n=1 ms=20 t_ms=127.119 i=2
+COLDSTART-HOLD n=2 ms=20 t_ms=129.187 i=1
 COLDSTART-HOLD n=3 ms=20 t_ms=129.324
 COLDSTART-CRASH signal=11 addr=0x7f649066d6c0
 """
 SESSIONS_CREATED = ('COLDSTART {"v":1,"id":"L-1","phase":"sessions-created","t_ms":231,'
-                    '"sessions":[],"eps":["xnnpack","cpu"],"hold":{"ms":20,"engaged":3}}')
+                    '"sessions":[],"eps":["xnnpack","cpu"],'
+                    '"hold":{"ms":20,"engaged":3,"order":[0,1,2]}}')
 
 
 def test_the_hold_is_counted_from_the_workloads_stderr_lines() -> None:
@@ -156,6 +158,23 @@ def test_a_campaign_uses_its_own_checkouts_workload_from_a_shared_cache(
     ours.chmod(0o755)
     mine = own_workload(runtime)
     assert (mine.workload, mine.workload_hash) == (str(ours), digest)
+
+
+def test_a_workload_the_kit_built_from_another_source_is_built_again(tmp_path: Path) -> None:
+    # an older checkout's workload (no hold=, no ordered release) is never launched in place
+    # of this one's; a program the kit did not build is launched as registered
+    from kit.targets.host.runtime import Runtime, workload_digest, workload_needs_build
+
+    runtime = Runtime(name="shared", kind="ort-root", root=str(tmp_path), include_dir="",
+                      lib_dir="", ort_library=str(tmp_path / "libonnxruntime.so"),
+                      xnnpack_library=None, workload=str(tmp_path / "w" / "coldstart-workload"),
+                      workload_hash="0" * 64)
+    assert workload_needs_build(runtime)
+    current = dataclasses.replace(runtime, workload_hash=workload_digest(runtime))
+    assert not workload_needs_build(current)
+    assert workload_needs_build(dataclasses.replace(runtime, workload_hash=None))
+    registered = dataclasses.replace(runtime, workload=str(tmp_path / "recorded_workload.py"))
+    assert not workload_needs_build(registered)
 
 
 CRASHES = Path(__file__).parent / "data" / "crashes" / "host"

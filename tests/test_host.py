@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -132,6 +133,10 @@ def test_a_serial_hold_holds_the_one_creating_thread_and_keeps_the_scores(tmp_pa
         assert record.max_score_diff <= expected["tolerance"]["abs"]
         stderr = (tmp_path / "c" / record.artifacts[1]).read_text()
         assert stderr.count("COLDSTART-HOLD n=") == 1
+        # the one held thread creates session 0, and it is the one that left the window
+        assert re.search(r"^COLDSTART-HOLD n=1 ms=5 t_ms=[0-9.]+ i=0$", stderr, re.M), stderr
+        stdout = (tmp_path / "c" / record.artifacts[0]).read_text()
+        assert '"hold":{"ms":5,"engaged":1,"order":[0]}' in stdout, stdout
 
 
 def test_a_hold_that_never_engages_says_so_in_every_record(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from ...store.identity import BuildIdentity, OrtVariant
 from ...store.meta import RunSetup
 from .runtime import (DEBIAN_SUITE, DEFAULT_MIRROR, DEFAULT_RUNTIME, POISON_ENV, Runtime,
                       build_workload, check_scenario, load_runtime, prepare_runtime,
-                      own_workload, workload_digest, fetch_debug_symbols,
+                      own_workload, workload_needs_build, fetch_debug_symbols,
                       run_compiler, runtime_dir)
 
 __all__ = ["HostConfig", "HostTarget", "TARGETS", "HostLauncher", "Runtime", "tsan_runtime",
@@ -186,9 +186,7 @@ class HostTarget:
         # built from another source (an older checkout) is rebuilt from this one's, never
         # launched in its place
         runtime = own_workload(runtime)
-        if runtime.workload_hash is None or (
-                runtime.workload_hash != workload_digest(runtime)
-                and Path(runtime.workload or "").name == "coldstart-workload"):
+        if workload_needs_build(runtime):
             if runtime.workload_hash is not None:
                 log("host: the workload was built from another source than this checkout's: "
                     "building this one's")

@@ -463,6 +463,18 @@ def own_workload(runtime: Runtime) -> Runtime:
     return runtime
 
 
+def workload_needs_build(runtime: Runtime) -> bool:
+    """Whether a run must build the workload first: none was built, or the one ``runtime``
+    names was built by the kit (``.../coldstart-workload``) from another source or flags than
+    this checkout's (:func:`workload_digest`; an older checkout's, without a key this one
+    sends). A workload the kit did not build (another program registered in ``runtime.json``)
+    is launched as it is."""
+    if runtime.workload_hash is None:
+        return True
+    return (runtime.workload_hash != workload_digest(runtime)
+            and Path(runtime.workload or "").name == "coldstart-workload")
+
+
 def build_workload(runtime: Runtime, force: bool = False,
                    log: Callable[[str], None] = lambda _m: None) -> Runtime:
     """Compile the workload with the runtime's own compiler and headers.
