@@ -186,6 +186,10 @@ CRASHES = Path(__file__).parent / "data" / "crashes" / "host"
      ["libXNNPACK.so.0.20241108", "xnn_delete_operator", "libonnxruntime.so.1.21"]),
     ("hold-release-callback-debian-poison.txt", 11, "xnnpack-allocator-uaf",
      ["libonnxruntime.so.1.21", "libXNNPACK.so.0.20241108", "xnn_delete_operator"]),
+    # the app's own release (rn-host, the kit's baseline): the binding's dispose on the JS
+    # thread, under JavaScriptCore
+    ("hold-release-app-dispose.txt", 11, "xnnpack-allocator-uaf",
+     ["libXNNPACK.so.0.20241108", "xnn_delete_operator", "libonnxruntime.so.1"]),
     # the named sites (a build with ORT's symbols): creation under PrePack, inference, release
     ("backtrace-mangled-create.txt", 11, "xnnpack-allocator-uaf", None),
     ("gdb-reshape.txt", None, "xnnpack-allocator-uaf", None),
