@@ -142,11 +142,12 @@ for label in ("debian-concurrent", "baseline"):
     campaign = load_campaign(Path(sys.argv[1]) / label)
     counted = [r for r in campaign.records if r.outcome is not Outcome.INFRA_ERROR]
     raced = sum(1 for r in counted if record_on_target(r))
-    build = campaign.meta.build
-    what = "Debian's own libonnxruntime" if "ort_build" not in build else "the kit's baseline"
+    identity = campaign.meta.build_identity  # typed: the build that was launched
+    what = ("Debian's own libonnxruntime" if identity.ort_build is None
+            else "the kit's baseline")
     tool = (campaign.meta.setup.detector or "no detector")
     print(f"{label:18} {raced}/{len(counted)} launches with a data race on the allocator "
-          f"statics ({what}, under {tool}, sha256 {build['ort_library_sha256'][:12]}...)")
+          f"statics ({what}, under {tool}, sha256 {(identity.sha256 or '?')[:12]}...)")
 PY
 kit_ceiling=0.3
 [ "$mechanism" = tsan ] && kit_ceiling=0.05
