@@ -25,6 +25,9 @@ def register(commands: argparse._SubParsersAction, run_targets: argparse._SubPar
     build.add_argument("--runtime", "--name", dest="runtime", default=host.DEFAULT_RUNTIME,
                        metavar="NAME", help="runtime name (default: debian)")
     build.add_argument("--force", action="store_true", help="recompile even if up to date")
+    build.add_argument("--tsan", action="store_true",
+                       help="build it for the runtime's ThreadSanitizer variant (`runtime "
+                            "build-ort --tsan`), as `run rn-host --detector tsan` does")
     build.set_defaults(func=_build)
 
 
@@ -34,7 +37,9 @@ def _log(message: str) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    program = build_program(host.load_runtime(args.runtime), force=args.force, log=_log)
+    runtime = (host.load_runtime(args.runtime, sanitizer="tsan") if args.tsan
+               else host.load_runtime(args.runtime))
+    program = build_program(runtime, force=args.force, log=_log)
     _log(f"ready in {time.monotonic() - started:.0f} s: {program.binary} with "
          f"{program.bundle}")
     return 0

@@ -7,6 +7,10 @@ It is the host target with another program: :meth:`RnHostTarget.prepare` lets
 witness and the detector, then builds the rn-host program for that runtime
 (:mod:`.build`) and hands the launches to :class:`RnHostLauncher`, the host's launcher with
 the program's command line. Its config is the host's (:class:`kit.targets.host.HostConfig`).
+With ``--detector tsan`` the runtime is the host's ThreadSanitizer variant
+(:func:`kit.targets.host.tsan_runtime`) and the program is built for it with
+``-fsanitize=thread``; the host launcher's detector path (``TSAN_OPTIONS``, the reports, the
+attribution to the allocator statics) is used as it is.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ...errors import UsageError
 from ...launch import LogFn, PreparedTarget
 from ...modelset import ModelSet
 from ...scenario import Scenario
@@ -25,7 +28,9 @@ from .build import RnHostProgram, build_program
 __all__ = ["RnHostTarget", "RnHostLauncher", "TARGETS", "DETECTOR_ENV", "HOLD_ENV"]
 
 #: JavaScriptCore's options under a race detector: its JIT off (JSC reads ``JSC_<option>``
-#: from the environment), so valgrind runs the interpreter instead of translating JIT code.
+#: from the environment), so valgrind runs the interpreter instead of translating JIT code;
+#: kept under ThreadSanitizer too (JIT code is never instrumented, and the campaigns of
+#: both detectors then run the same JS engine).
 DETECTOR_ENV = {"JSC_useJIT": "false"}
 
 #: JavaScriptCore's options under a hold (``hold=MS``, docs/race.md "The hold on the app"):
@@ -86,11 +91,6 @@ class RnHostTarget:
             UsageError, DataError, InfraError: as :meth:`kit.targets.host.HostTarget.prepare`
                 and :func:`.build.build_program`.
         """
-        if config.detector == "tsan":
-            raise UsageError("rn-host has no ThreadSanitizer build of its program (JavaScriptCore "
-                             "and the binding are not instrumented)",
-                             "use --detector drd with rn-host, or run the host target with "
-                             "--detector tsan")
         prepared = HostTarget().prepare(config, scenario, log)
         hosts = [h for h in prepared.launchers if isinstance(h, HostLauncher)]
         program = build_program(hosts[0].runtime, log=log)

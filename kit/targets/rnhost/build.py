@@ -13,7 +13,9 @@
   valgrind there.
 
 The program is compiled inside the root (``chroot``, the root's g++) against the runtime's
-own onnxruntime headers and library, into ``/opt/coldstart/rn-host/<runtime>/``, and kept
+own onnxruntime headers and library, into ``/opt/coldstart/rn-host/<runtime>/`` (for a
+runtime's ThreadSanitizer variant ``<runtime>-tsan/``, compiled and linked with
+``-fsanitize=thread``: :data:`SANITIZER_FLAGS`), and kept
 while the digest of its sources, flags and runtime is the same (as the workload is:
 :func:`kit.targets.host.runtime.build_workload`). The JS bundle is made on the host with
 ``node`` and esbuild, keyed by the digest of the app's files, under
@@ -43,11 +45,18 @@ from ...modelset import cache_dir
 from ..host.runtime import Runtime, run_compiler
 
 __all__ = ["RnHostProgram", "build_program", "app_dir", "npm_pins", "SYMBOLIC_DIMENSIONS_EDIT",
-           "ROOT_PACKAGES"]
+           "ROOT_PACKAGES", "SANITIZER_FLAGS", "program_flags", "program_dir",
+           "program_digest"]
 
 ROOT_PACKAGES = ("libjavascriptcoregtk-4.1-dev", "pkg-config")
 _JSC_PC = "javascriptcoregtk-4.1"
 _CXXFLAGS = ("-std=c++20", "-O2", "-g", "-DNDEBUG", "-pthread")
+#: what a runtime's ``sanitizer`` adds to the program's compile and link lines: the
+#: ThreadSanitizer variant of a kit build (``build-ort --tsan``) gets a program compiled and
+#: linked with it, as the host workload is (:func:`kit.targets.host.runtime.build_workload`),
+#: so libtsan is loaded first and intercepts every thread, lock and ``pthread_once`` of the
+#: process. JavaScriptCore (Debian's library) stays uninstrumented.
+SANITIZER_FLAGS = {"tsan": ("-fsanitize=thread",)}
 #: onnxruntime-react-native 1.24.3's InferenceSessionHostObject.cpp calls the no-argument
 #: ``GetSymbolicDimensions()`` of ORT >= 1.22's C++ API twice; ORT 1.21's headers (Debian's
 #: and the kit's builds) have only ``GetSymbolicDimensions(const char**, size_t)``. The
@@ -90,6 +99,38 @@ class RnHostProgram:
         assert runtime.loader is not None
         return [runtime.loader, "--library-path", runtime.library_path, self.binary,
                 "--bundle", self.bundle, *args]
+
+
+def program_flags(runtime: Runtime) -> tuple[str, ...]:
+    """The compile flags of the program for ``runtime``: :data:`_CXXFLAGS`, plus
+    :data:`SANITIZER_FLAGS` of its ``sanitizer`` (also given to the link)."""
+    return _CXXFLAGS + SANITIZER_FLAGS.get(runtime.sanitizer or "", ())
+
+
+def program_dir(runtime: Runtime) -> Path:
+    """Where the program for ``runtime`` is built, inside its Debian root:
+    ``/opt/coldstart/rn-host/<runtime>`` (``<runtime>-<sanitizer>`` for an instrumented
+    variant, so the plain program and the instrumented one are kept apart).
+
+    Raises:
+        UsageError: the runtime has no Debian root.
+    """
+    if runtime.root is None:
+        raise UsageError(f"rn-host runs in the kit's Debian root; runtime {runtime.name!r} "
+                         "has none", "use --runtime debian (or a `runtime build-ort` runtime)")
+    folder = runtime.name + (f"-{runtime.sanitizer}" if runtime.sanitizer else "")
+    return Path(runtime.root) / "opt/coldstart/rn-host" / folder
+
+
+def program_digest(runtime: Runtime, files: dict[str, bytes]) -> str:
+    """The program's build key (sha256, hex) from its build-tree ``files`` (path ->
+    content), its flags (:func:`program_flags`: the sanitizer's among them) and the
+    runtime's kind and onnxruntime library."""
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    digest.update(repr((program_flags(runtime), runtime.kind, runtime.ort_library)).encode())
+    return digest.hexdigest()
 
 
 def _lock(path: Path) -> dict:
@@ -244,7 +285,7 @@ def _compile(runtime: Runtime, files: dict[str, bytes], digest: str, out: Path,
 
     def unit(name: str) -> None:
         obj = f"{inner}/obj/{Path(name).stem}.o"
-        run_compiler(["chroot", str(root), "g++", *_CXXFLAGS, *includes,
+        run_compiler(["chroot", str(root), "g++", *program_flags(runtime), *includes,
                       *[f for f in flags if not f.startswith("-l")], "-c",
                       f"{inner}/src/{name}", "-o", obj],
                      f"rn-host's {name}", out / "obj" / f"{Path(name).stem}.log")
@@ -253,6 +294,7 @@ def _compile(runtime: Runtime, files: dict[str, bytes], digest: str, out: Path,
         for done in [pool.submit(unit, n) for n in units]:
             done.result()
     run_compiler(["chroot", str(root), "g++", "-rdynamic", "-pthread",
+                  *SANITIZER_FLAGS.get(runtime.sanitizer or "", ()),
                   *[f"{inner}/obj/{Path(n).stem}.o" for n in units], "-o",
                   f"{inner}/coldstart-rn-host", *link, "-lonnxruntime",
                   *[f for f in flags if f.startswith("-l")]],
@@ -314,12 +356,8 @@ def _build_locked(runtime: Runtime, work: Path, force: bool,
     pins = npm_pins()
     modules = _node_modules(work, log)
     files = _sources(runtime, modules, _react_native(work, pins["react-native"], log))
-    digest = hashlib.sha256()
-    for name in sorted(files):
-        digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
-    digest.update(repr((_CXXFLAGS, runtime.kind, runtime.ort_library)).encode())
-    key = digest.hexdigest()
-    out = Path(runtime.root) / "opt/coldstart/rn-host" / runtime.name
+    key = program_digest(runtime, files)
+    out = program_dir(runtime)
     binary = out / "coldstart-rn-host"
     stamp = out / "build.json"
     built = stamp.exists() and json.loads(stamp.read_text()).get("digest") == key
