@@ -223,3 +223,104 @@ def test_resume_goes_on_and_refuses_another_runtime(tmp_path: Path, built: None)
     proc = coldstart("run", "rn-host", "--out", str(out), "--resume", "--runtime", "other")
     one_line_error(proc, "cannot resume")
 
+
+
+# ---------------------------------------------------------------- ThreadSanitizer (--detector tsan)
+
+def _runtime(sanitizer: str | None, root: str | None = "/r", library: str = "/r/lib/libort.so"):
+    from kit.targets.host.runtime import Runtime
+
+    return Runtime(name="baseline", kind="debian-root", root=root, include_dir="/r/include",
+                   lib_dir="/r/lib", ort_library=library, xnnpack_library=None,
+                   ort_lib_dir="/r/lib", sanitizer=sanitizer)
+
+
+def test_the_tsan_program_is_built_apart_and_keyed_on_the_sanitizer() -> None:
+    from kit.errors import UsageError
+    from kit.targets.rnhost.build import program_digest, program_dir, program_flags
+
+    plain, tsan = _runtime(None), _runtime("tsan")
+    assert program_dir(plain) == Path("/r/opt/coldstart/rn-host/baseline")
+    assert program_dir(tsan) == Path("/r/opt/coldstart/rn-host/baseline-tsan")
+    assert "-fsanitize=thread" in program_flags(tsan)
+    assert "-fsanitize=thread" not in program_flags(plain)
+    assert program_flags(tsan)[:len(program_flags(plain))] == program_flags(plain)
+    files = {"rn_host.cpp": b"int main() {}\n", "binding/JsiMain.cpp": b"// binding\n"}
+    # the same sources and library: the sanitizer alone changes the key
+    assert program_digest(plain, files) != program_digest(tsan, files)
+    assert program_digest(plain, files) == program_digest(_runtime(None), dict(files))
+    assert program_digest(plain, files) != program_digest(
+        plain, {**files, "rn_host.cpp": b"int main() { return 1; }\n"})
+    with pytest.raises(UsageError, match="Debian root"):
+        program_dir(_runtime("tsan", root=None))
+
+
+def _debian_binary_cache(tmp_path: Path) -> dict[str, str]:
+    """A cache whose ``debian`` runtime is a plain binary (no kit build, no tsan variant)."""
+    cache = tmp_path / "cache"
+    folder = cache / "runtimes" / "debian"
+    folder.mkdir(parents=True)
+    lib = tmp_path / "libonnxruntime.so"
+    lib.write_bytes(b"x")
+    (folder / "runtime.json").write_text(json.dumps({
+        "name": "debian", "kind": "ort-root", "root": str(tmp_path),
+        "include_dir": str(tmp_path), "lib_dir": str(tmp_path), "ort_library": str(lib),
+        "xnnpack_library": None}))
+    return {"COLDSTART_CACHE": str(cache)}
+
+
+def test_rn_host_takes_the_host_targets_tsan_path(tmp_path: Path) -> None:
+    """``--detector tsan`` is no longer refused by rn-host: it goes the host target's way, which
+    refuses Debian's own binary (it cannot be instrumented) in one line, before any launch."""
+    env = _debian_binary_cache(tmp_path)
+    proc = coldstart("run", "rn-host", "--runtime", "debian", "--detector", "tsan",
+                     "--launches", "1", "--out", str(tmp_path / "out"), env=env)
+    one_line_error(proc, "--detector tsan needs a runtime the kit built")
+    assert "rn-host has no ThreadSanitizer" not in proc.stderr
+    proc = coldstart("rn-host", "build", "--runtime", "debian", "--tsan", env=env)
+    one_line_error(proc, "runtime 'debian' has no tsan variant")
+
+
+def _tsan_variant(name: str):
+    from kit.errors import UsageError
+    from kit.targets.host import load_runtime
+
+    try:
+        return load_runtime(name, sanitizer="tsan")
+    except UsageError:
+        pytest.skip(f"no ThreadSanitizer variant of the kit build {name!r} on this machine "
+                    f"(make it with `coldstart runtime build-ort --name {name} ... --tsan`)")
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("name", ["baseline", "fix"])
+def test_one_tsan_launch_of_the_app_per_kit_build(tmp_path: Path, built: None,
+                                                  name: str) -> None:
+    """The app's program built for the instrumented variant: the launch completes under
+    ThreadSanitizer with the host's detector payload, the statics are located, JavaScriptCore's
+    own reports (it is not instrumented) are never on target, and the fix never races on the
+    statics (it makes the allocator once, in ``std::call_once``). Whether the baseline's race
+    shows in one launch is not asserted (docs/race.md: a happens-before detector misses a
+    race whose accesses a later lock happens to order)."""
+    from kit.targets.host.detector import record_on_target
+
+    runtime = _tsan_variant(name)
+    run_rn_host(tmp_path / "c", "--runtime", name, "--detector", "tsan", launches=1)
+    campaign = load_campaign(tmp_path / "c")
+    assert campaign.meta.build_identity.program.endswith(f"/rn-host/{name}-tsan/coldstart-rn-host")
+    assert campaign.meta.build["ort_library"] == runtime.ort_library
+    assert campaign.meta.options["detector"]["tool"] == "tsan"
+    assert campaign.meta.options["detector_env"] == {"JSC_useJIT": "false"}
+    (record,) = campaign.records
+    assert record.outcome is Outcome.COMPLETED, (record.error, record.artifacts)
+    assert record.detector is not None and record.detector.extra["complete"], record.detector
+    assert record.detector.extra["xml"].endswith("/tsan-report.txt")
+    assert record.detector.extra["evidence"]["wrapper"]["size"] == 48
+    for race in record.detector.races:
+        frames = [f["module"] for f in race["stack"] if not f["module"].startswith("libtsan")]
+        if race["class"] == "on_target":
+            assert "GetStoredAllocator" in race["segment"], race
+        if frames and frames[0].startswith("libjavascriptcoregtk"):
+            assert race["class"] == "other", race
+    if name == "fix":
+        assert record_on_target(record) is False, record.detector
