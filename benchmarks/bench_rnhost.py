@@ -10,8 +10,12 @@ both; the figures are medians over every launch of every round:
 * sessions created: ``t_ms`` of ``sessions-created``;
 * the ratio rn-host / host of the per-launch medians.
 
+With ``--detector tsan --runtime baseline`` (a kit build with its ThreadSanitizer variant)
+both targets run under ThreadSanitizer: the app's program and the workload compiled with
+``-fsanitize=thread`` (docs/rn-host.md, "ThreadSanitizer"), two launches at a time.
+
 Usage: .venv/bin/python benchmarks/bench_rnhost.py [--launches 20] [--rounds 2]
-[--runtime debian] [--scenario Q]
+[--runtime debian] [--scenario Q] [--detector tsan]
 Needs the prepared runtime and `coldstart rn-host build` (scripts/setup.sh). No goal: the
 figure is reported (docs/rn-host.md keeps the last measured one).
 """
@@ -37,6 +41,8 @@ SMOKE = {"args": ["--launches", "1", "--rounds", "1"],
 def _campaign(target: str, out: Path, args: argparse.Namespace) -> list[dict]:
     cmd = [sys.executable, "-m", "kit.cli", "run", target, "--runtime", args.runtime,
            "--launches", str(args.launches), "--out", str(out), "--scenario", args.scenario]
+    if args.detector:
+        cmd += ["--detector", args.detector]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"bench_rnhost: `{' '.join(cmd[3:])}` failed: "
@@ -50,6 +56,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--runtime", default="debian")
     parser.add_argument("--scenario", default="mode=concurrent")
+    parser.add_argument("--detector", choices=["tsan"], default=None,
+                        help="run both targets under ThreadSanitizer (a kit build's variant)")
     args = parser.parse_args()
     records: dict[str, list[dict]] = {"host": [], "rn-host": []}
     with tempfile.TemporaryDirectory() as scratch:
@@ -58,7 +66,8 @@ def main() -> int:
                 records[target] += _campaign(target, Path(scratch) / f"{target}-{round_no}",
                                              args)
     lines = [f"{args.launches} launches x {args.rounds} rounds per target, runtime "
-             f"{args.runtime}, scenario {args.scenario}"]
+             f"{args.runtime}, scenario {args.scenario}"
+             + (f", under {args.detector}" if args.detector else "")]
     medians = {}
     for target, rows in records.items():
         done = [r for r in rows if r["outcome"] == "completed"]

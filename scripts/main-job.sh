@@ -11,7 +11,8 @@
 #      baseline vs fix (FIXED) and vs half-fix, each on xnnpack-allocator-uaf at the default
 #      5% ceiling (59 clean candidate launches); then the app itself (rn-host: the app's own
 #      JS with onnxruntime-react-native's own threads) on baseline vs fix and vs half-fix,
-#      held the same way;
+#      held the same way, and in the mechanism tier (below) under ThreadSanitizer: the app's
+#      baseline vs fix (FIXED) and vs half-fix (NOT-FIXED), TSAN_LAUNCHES launches each;
 #   2. the mechanism tier, under a happens-before race detector, which sees the data race on
 #      the XNNPACK allocator statics whatever the timing: Debian's binary concurrent and
 #      serial under DRD (REMOVED: the serial workaround; Debian's library cannot be
@@ -69,33 +70,6 @@ crash_run crash-half-fix half-fix concurrent "$clean_launches"
 crash_compare crash-baseline crash-fix
 crash_compare crash-baseline crash-half-fix
 
-# The app itself (docs/rn-host.md): the app's own JS on JavaScriptCore with
-# onnxruntime-react-native's own LoadModelAsyncWorker threads, on the kit's baseline, fix and
-# half-fix, held the same way (the program takes the hold; the app's URL never carries it;
-# JavaScriptCore collects often under it, so the outputs the JS dropped no longer keep the
-# allocator XNNPACK kept alive: docs/race.md, "The hold on the app").
-app_run() {  # LABEL RUNTIME LAUNCHES
-  printf "\n== failure tier, the app's own threads: %s (rn-host, runtime %s, %s): %s launches\n" \
-    "$1" "$2" "$held" "$3"
-  "$coldstart" run rn-host --runtime "$2" --launches "$3" --scenario "$held" --label "$1" \
-    --out "$out/$1"
-}
-app_run app-baseline baseline "$launches"
-app_run app-fix fix "$clean_launches"
-app_run app-half-fix half-fix "$clean_launches"
-crash_compare app-baseline app-fix
-crash_compare app-baseline app-half-fix
-
-# Two sessions of the keyword model without inference: the race is in session creation,
-# and a launch under DRD takes about 20 s instead of about a minute with the whole pipeline.
-detector_scenario='models=hey_jarvis_v0.1&sessions=2&infer=0'
-detect() {  # LABEL RUNTIME MODE [DETECTOR [LAUNCHES]]
-  local tool=${4:-drd} n=${5:-$detector_launches}
-  printf '\n== mechanism tier: %s (runtime %s, mode=%s): %s launches under %s\n' \
-    "$1" "$2" "$3" "$n" "$tool"
-  "${run[@]}" --detector "$tool" --runtime "$2" --launches "$n" \
-    --scenario "mode=$3&$detector_scenario" --label "$1" --out "$out/$1"
-}
 # ThreadSanitizer for the kit's builds when their instrumented variants exist or can be built
 # here (as root: about 4 minutes the first time, docs/builds.md); else DRD, said in one line.
 mechanism=${MECHANISM:-tsan}
@@ -113,6 +87,62 @@ then
   printf '== mechanism tier: no ThreadSanitizer builds and no root to make them: DRD instead\n'
   mechanism=drd
 fi
+
+# The app itself (docs/rn-host.md): the app's own JS on JavaScriptCore with
+# onnxruntime-react-native's own LoadModelAsyncWorker threads, on the kit's baseline, fix and
+# half-fix, held the same way (the program takes the hold; the app's URL never carries it;
+# JavaScriptCore collects often under it, so the outputs the JS dropped no longer keep the
+# allocator XNNPACK kept alive: docs/race.md, "The hold on the app").
+app_run() {  # LABEL RUNTIME LAUNCHES
+  printf "\n== failure tier, the app's own threads: %s (rn-host, runtime %s, %s): %s launches\n" \
+    "$1" "$2" "$held" "$3"
+  "$coldstart" run rn-host --runtime "$2" --launches "$3" --scenario "$held" --label "$1" \
+    --out "$out/$1"
+}
+app_run app-baseline baseline "$launches"
+app_run app-fix fix "$clean_launches"
+app_run app-half-fix half-fix "$clean_launches"
+crash_compare app-baseline app-fix
+crash_compare app-baseline app-half-fix
+
+# The mechanism tier on the app's own threads (docs/rn-host.md, "ThreadSanitizer"): the app's
+# program built for each kit build's ThreadSanitizer variant (its own C++, the binding and JSI
+# compiled with -fsanitize=thread, as are onnxruntime's two racy translation units;
+# JavaScriptCore is not), the app's production shape, as many launches as the kit's builds
+# get under ThreadSanitizer below (59: the default 5% ceiling; about 1 s a launch, two at a
+# time). Under DRD a launch of the app takes about 135 s, so without the instrumented
+# variants this part is left out, said in one line.
+app_tsan() {  # LABEL RUNTIME
+  printf "\n== mechanism tier, the app's own threads: %s (rn-host, runtime %s): %s launches under tsan\n" \
+    "$1" "$2" "$tsan_launches"
+  "$coldstart" run rn-host --runtime "$2" --detector tsan --launches "$tsan_launches" \
+    --label "$1" --out "$out/$1"
+}
+app_tsan_compare() {  # CANDIDATE
+  printf "\n== mechanism tier: the app's own threads' verdict: compare app-tsan-baseline vs %s\n" "$1"
+  "$coldstart" compare "$out/app-tsan-baseline" "$out/$1" --event race-detected \
+    --ceiling 0.05 --out "$out/compare-app-tsan-baseline-vs-$1" || [ $? -eq 1 ]
+}
+if [ "$mechanism" = tsan ]; then
+  app_tsan app-tsan-baseline baseline
+  app_tsan app-tsan-fix fix
+  app_tsan app-tsan-half-fix half-fix
+  app_tsan_compare app-tsan-fix
+  app_tsan_compare app-tsan-half-fix
+else
+  printf "\n== mechanism tier, the app's own threads: left out (no ThreadSanitizer builds; under DRD\n   a launch of the app takes about 135 s: docs/rn-host.md)\n"
+fi
+
+# Two sessions of the keyword model without inference: the race is in session creation,
+# and a launch under DRD takes about 20 s instead of about a minute with the whole pipeline.
+detector_scenario='models=hey_jarvis_v0.1&sessions=2&infer=0'
+detect() {  # LABEL RUNTIME MODE [DETECTOR [LAUNCHES]]
+  local tool=${4:-drd} n=${5:-$detector_launches}
+  printf '\n== mechanism tier: %s (runtime %s, mode=%s): %s launches under %s\n' \
+    "$1" "$2" "$3" "$n" "$tool"
+  "${run[@]}" --detector "$tool" --runtime "$2" --launches "$n" \
+    --scenario "mode=$3&$detector_scenario" --label "$1" --out "$out/$1"
+}
 kit_launches=$detector_launches
 [ "$mechanism" = tsan ] && kit_launches=$tsan_launches
 detect debian-concurrent debian concurrent
