@@ -69,7 +69,7 @@ def _serve_devices(count: int, sha: str, server_port: int, latency_s: float,
 
 def _campaign(server_port: int, serials: list[str], apk: Path, launches: int, out: Path,
               before: Any) -> tuple[list[Any], float]:
-    from kit.campaign import prepare_store, run_campaign
+    from kit.campaign import open_to_write, run_campaign
     from kit.scenario import parse_scenario
     from kit.targets.android import AndroidLauncher, AndroidTimeouts, ServerTransport, \
         inspect_apk, prepare_device
@@ -82,13 +82,16 @@ def _campaign(server_port: int, serials: list[str], apk: Path, launches: int, ou
     for launcher in launchers:  # open each log follower outside the timing
         launcher.open()
     scenario = parse_scenario("")
-    store, records = prepare_store(out, label="bench", target="android", scenario=scenario,
-                                   launches=launches, resume=False)
+    camp = open_to_write(out, mode="new")
+    camp.create(label="bench", target="android", scenario=scenario, launches=launches)
     before()  # setup (install, checks, followers) is not part of a launch
     t0 = time.perf_counter()
-    records = run_campaign(store, records, launchers, label="bench", scenario=scenario,
-                           launches=launches, timeout_s=20.0)
-    elapsed = time.perf_counter() - t0
+    try:
+        records = run_campaign(camp.store, camp.records, launchers, label="bench",
+                               scenario=scenario, launches=launches, timeout_s=20.0)
+        elapsed = time.perf_counter() - t0
+    finally:
+        camp.close()
     for launcher in launchers:
         launcher.close()
     return records, elapsed

@@ -40,7 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kit.campaign import launch_id_for, prepare_store  # noqa: E402
+from kit.campaign import launch_id_for, open_to_write  # noqa: E402
 from kit.launch import LaunchContext  # noqa: E402
 from kit.scenario import Scenario  # noqa: E402
 from kit.targets import ios  # noqa: E402
@@ -139,8 +139,9 @@ def _campaign(name: str, kind: str, prepared: Any, xcrun: Any, double: XcrunDoub
     """``launches`` kit launches (each appended to a campaign, as the loop does), each
     followed by one minimal-driver launch, so that load changes hit both alike."""
     launcher = Counting(prepared.launchers[0], xcrun)
-    store, _old = prepare_store(out, label="bench", target=prepared.target,
-                                scenario=Scenario(), launches=launches, resume=False)
+    camp = open_to_write(out, mode="new")
+    camp.create(label="bench", target=prepared.target, scenario=Scenario(), launches=launches)
+    store = camp.store
     rows = []
     try:
         for index in range(launches):
@@ -160,6 +161,7 @@ def _campaign(name: str, kind: str, prepared: Any, xcrun: Any, double: XcrunDoub
                              "minimal": minimal_ms, "calls": launcher.calls[-1]})
     finally:
         prepared.close()
+        camp.close()
     return {"name": name, "launches": launches, "rows": rows}
 
 

@@ -137,17 +137,20 @@ def test_a_campaign_resumed_on_another_device_goes_on_there_and_keeps_both(
                                                        second.serial: None}
 
 
-def test_a_device_the_campaign_ran_on_must_keep_its_poisoning_method() -> None:
+def test_a_device_the_campaign_ran_on_must_keep_its_poisoning_method(tmp_path: Path) -> None:
     # options.poison_methods maps each device to its method: another device joins the
     # campaign with its own; the same device with another method is another setup
     from kit.errors import UsageError
     from kit.scenario import parse_scenario
     from kit.store.resume import check_same_setup
-    from kit.store.store import new_meta
+    from tests.helpers import prepare_store
 
-    meta = new_meta(label="m", target="android", scenario=parse_scenario("mode=concurrent"),
-                    launches=2, extra={"options": {"poison": "malloc-debug", "poison_methods":
-                                                   {"emulator-5554": "wrap.sh"}}})
+    store, _ = prepare_store(tmp_path / "c", label="m", target="android",
+                             scenario=parse_scenario("mode=concurrent"), launches=2,
+                             resume=False, meta_extra={"options": {
+                                 "poison": "malloc-debug",
+                                 "poison_methods": {"emulator-5554": "wrap.sh"}}})
+    meta = store.read_meta()
     check_same_setup(Path("c"), meta, {}, {"poison": "malloc-debug", "poison_methods": {
         "emulator-5556": "wrap-property"}}, per_device=("poison_methods",))
     with pytest.raises(UsageError) as refused:

@@ -252,7 +252,8 @@ def test_install_refused_by_the_device_is_one_usage_error(direct, tmp_path: Path
 
 def test_a_log_quiet_for_longer_than_the_call_timeout_is_a_hang_not_an_infra_error(
         direct, tmp_path: Path) -> None:
-    from kit.campaign import prepare_store, run_campaign
+    from kit.campaign import run_campaign
+    from tests.helpers import prepare_store
     from kit.records import Outcome
     from kit.scenario import parse_scenario
     from tests.doubles.fake_adb_device import AppBehaviour

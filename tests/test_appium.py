@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kit.campaign import load_campaign, prepare_store, run_campaign
+from kit.campaign import load_campaign, run_campaign
+from tests.helpers import prepare_store
 from kit.cli import build_parser, main
 from kit.protocol import parse_line
 from kit.records import Outcome

@@ -11,10 +11,11 @@ import pytest
 from kit.analysis.sequential import COMPARISON, COMPARISON_FINISHED, make_stop_rule
 from kit.analysis.summary import size_not_fixed
 from kit.analysis.verdict import Verdict, VerdictSettings, compare_campaigns
-from kit.campaign import CampaignStore, load_campaign, update_meta
+from kit.campaign import load_campaign
+from kit.store.store import CampaignStore
 from kit.errors import DataError
 from kit.store.meta import CampaignMeta
-from tests.helpers import counts, make_campaign
+from tests.helpers import counts, make_campaign, update_meta
 
 
 def test_a_baseline_of_its_planned_size_gets_the_exact_level(tmp_path: Path) -> None:

@@ -16,12 +16,13 @@ from kit.analysis.sprt import SprtDesign
 from kit.analysis.stage import StageRule, parse_stage, stage_problem
 from kit.analysis.summary import size_not_fixed
 from kit.analysis.verdict import VerdictSettings
-from kit.campaign import CampaignStore, load_campaign, prepare_store, update_meta
+from kit.campaign import load_campaign
+from kit.store.store import CampaignStore
 from kit.campaign.loop import Arm, RetryPolicy, StagedSchedule, run_arms
 from kit.scenario import parse_scenario
 from kit.store.meta import StageMeta
 from tests.doubles.scripted_launcher import ScriptedLauncherDouble
-from tests.helpers import counts, make_campaign
+from tests.helpers import counts, make_campaign, prepare_store, update_meta
 
 C, STAGE, CAP = 0.3, (2, 2, 5), 24
 

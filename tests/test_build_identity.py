@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from kit.analysis.compare import build_change, compare_campaigns, same_build
-from kit.campaign import load_campaign, prepare_store
+from kit.campaign import load_campaign
 from kit.errors import DataError
 from kit.scenario import parse_scenario
 from kit.store.identity import BuildIdentity, OrtPatch, OrtVariant
 from kit.store.meta import CampaignMeta, read_meta
-from tests.helpers import counts
+from tests.helpers import counts, prepare_store
 
 KIT = Path(__file__).resolve().parent.parent / "kit"
 

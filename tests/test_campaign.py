@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kit.campaign import load_campaign, prepare_store, run_campaign
+from kit.campaign import load_campaign, run_campaign
+from tests.helpers import prepare_store
 from kit.errors import DataError, UsageError
 from kit.records import Outcome
 from kit.scenario import parse_scenario

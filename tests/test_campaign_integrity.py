@@ -20,15 +20,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kit.campaign import (CampaignStore, load_campaign, prepare_store, repair_campaign,
-                          run_campaign)
-from kit.store.repair import RepairReport
+from kit.campaign import load_campaign, run_campaign
+from kit.store.store import CampaignStore
+from kit.store.repair import repair_campaign, RepairReport
 from kit.errors import DataError, InfraError, UsageError
 from kit.records import Outcome
 from kit.scenario import parse_scenario
 from tests.conftest import ROOT, coldstart, one_line_error
 from tests.doubles.scripted_launcher import ScriptedLauncherDouble
-from tests.helpers import make_campaign, record
+from tests.helpers import make_campaign, prepare_store, record
 
 SCENARIO = parse_scenario("mode=serial")
 
@@ -108,7 +108,7 @@ def test_a_reader_notes_a_campaign_in_progress(tmp_path: Path) -> None:
 
 def test_compare_on_a_campaign_in_progress_says_so_once_and_not_interrupted(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from kit.campaign import update_meta
+    from tests.helpers import update_meta
     from kit.cli import main
 
     store = _campaign(tmp_path / "c")
@@ -313,7 +313,7 @@ def test_a_failed_append_leaves_no_half_line_and_names_the_path(tmp_path: Path) 
     script = textwrap.dedent(f"""
         import resource, sys
         sys.path.insert(0, {str(ROOT)!r})
-        from kit.campaign import CampaignStore
+        from kit.store.store import CampaignStore
         from kit.errors import InfraError
         from tests.helpers import record
         store = CampaignStore({str(tmp_path / 'c')!r})

@@ -9,7 +9,8 @@ from pathlib import Path
 from kit.analysis.sequential import InterleavedRule
 from kit.analysis.sprt import SprtDesign
 from kit.analysis.verdict import VerdictSettings
-from kit.campaign import RetryPolicy, load_campaign, prepare_store, run_campaign
+from kit.campaign import RetryPolicy, load_campaign, run_campaign
+from tests.helpers import prepare_store
 from kit.campaign.interleave import Arm, run_interleaved
 from kit.records import Outcome
 from kit.scenario import parse_scenario

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from kit.campaign import load_campaign, prepare_store, update_meta
+from kit.campaign import load_campaign
 from kit.modelset import cache_dir
 from kit.records import Outcome
 from kit.scenario import parse_scenario
 from tests.conftest import coldstart
-from tests.helpers import record
+from tests.helpers import prepare_store, record, update_meta
 
 ROOT = Path(__file__).resolve().parent.parent
 DOUBLE = ROOT / "tests" / "doubles" / "crashing_workload.py"

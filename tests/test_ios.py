@@ -305,7 +305,8 @@ def test_device_unknown_udid_is_exit_2(double: XcrunDouble, tmp_path: Path,
 
 def test_app_that_never_starts_is_an_infra_error_not_a_crash(
         double: XcrunDouble, app: Path, tmp_path: Path) -> None:
-    from kit.campaign import prepare_store, run_campaign
+    from kit.campaign import run_campaign
+    from tests.helpers import prepare_store
     from kit.scenario import Scenario
 
     double.script(["nostart", "completed"])

@@ -55,7 +55,7 @@ def test_old_campaigns_compare_and_name_the_option_that_differs(old: Path) -> No
 
 
 def _request(target: str, argv: list[str]):
-    from kit.campaign.build import request_from_argv
+    from tests.helpers import request_from_argv
     from kit.targets.registry import get_plugin
 
     return request_from_argv(get_plugin(target), argv)
@@ -110,7 +110,7 @@ class _SameRuntime:
 
 
 def test_an_old_campaign_resumes_and_keeps_its_config_and_setup(old: Path) -> None:
-    from kit.campaign.build import request_from_argv
+    from tests.helpers import request_from_argv
     from kit.campaign.session import run_session
     from kit.store.store import load_campaign
 

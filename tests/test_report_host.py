@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from kit import modelset
-from kit.campaign import load_campaign, prepare_store
+from kit.campaign import load_campaign
 from kit.scenario import parse_scenario
 from kit.analysis.sequential import InterleavedRule, SprtDesign
 from kit.campaign.interleave import Arm, run_interleaved
@@ -29,7 +29,7 @@ from kit.analysis.summary import summarize
 from kit.targets import host
 from kit.analysis.verdict import VerdictSettings, count_events
 from tests.test_report import check_html_renders_its_plots
-from tests.helpers import counts, make_campaign
+from tests.helpers import counts, make_campaign, prepare_store
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.host, pytest.mark.slow]

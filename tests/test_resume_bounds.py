@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kit.campaign import CampaignStore, load_campaign
+from kit.campaign import load_campaign
+from kit.store.store import CampaignStore
 from kit.store.meta import CampaignMeta
 from kit.campaign.request import kept_timeout_s
 from kit.errors import ColdstartError, DataError

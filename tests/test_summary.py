@@ -1,6 +1,6 @@
 """Campaign summary: counts, Clopper-Pearson rates, create overlap, infra errors apart.
 
-Campaigns are built through the kit's own store (prepare_store + append), as `coldstart run`
+Campaigns are built through the kit's own store (tests/helpers.py prepare_store + append), as `coldstart run`
 writes them. Its helpers are in tests/helpers.py.
 """
 
@@ -184,16 +184,16 @@ def test_long_signature_and_infra_error_lists_are_bounded(tmp_path: Path) -> Non
 
 
 def test_a_streamed_campaign_summarises_as_a_loaded_one(mixed: Campaign) -> None:
-    from kit.store.store import open_campaign
+    from kit.store.store import load_campaign
 
-    streamed = summarize(open_campaign(mixed.path)).to_dict()
+    streamed = summarize(load_campaign(mixed.path, stream=True)).to_dict()
     assert streamed == summarize(mixed).to_dict()
 
 
 def test_one_campaign_type_loaded_or_left_on_disk(mixed: Campaign) -> None:
-    from kit.store.store import open_campaign
+    from kit.store.store import load_campaign
 
-    opened = open_campaign(mixed.path)
+    opened = load_campaign(mixed.path, stream=True)
     assert type(opened) is type(mixed) is Campaign
     assert mixed.loaded and not opened.loaded and opened.records is None
     assert [r.launch_id for r in opened.iter_records()] == [r.launch_id for r in mixed.records]

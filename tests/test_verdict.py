@@ -198,7 +198,9 @@ def test_race_witnessed_target_counts_launches_with_a_witness(tmp_path: Path) ->
 
 
 def test_an_interrupted_campaign_is_said(tmp_path: Path) -> None:
-    from kit.campaign import CampaignStore, load_campaign, update_meta
+    from kit.campaign import load_campaign
+    from kit.store.store import CampaignStore
+    from tests.helpers import update_meta
     from kit.analysis.summary import summarize
 
     base = make_campaign(tmp_path, "b", counts("b", 12, 20))
@@ -225,7 +227,9 @@ def test_an_interrupted_campaign_is_said(tmp_path: Path) -> None:
 
 
 def test_different_launch_options_are_said(tmp_path: Path) -> None:
-    from kit.campaign import CampaignStore, load_campaign, update_meta
+    from kit.campaign import load_campaign
+    from kit.store.store import CampaignStore
+    from tests.helpers import update_meta
 
     base = make_campaign(tmp_path, "b", counts("b", 12, 20))
     cand = make_campaign(tmp_path, "c", counts("c", 0, 100))

@@ -17,8 +17,9 @@ from kit.analysis.sequential import (InterleavedRule, SprtDesign, SprtState, Sto
                                      interleave, make_stop_rule)
 from kit.analysis.stats import k_max_at, upper_bound
 from kit.analysis.verdict import Verdict, VerdictSettings, compare_campaigns, decide
-from kit.campaign.options import add_until_verdict_options, interleaved_rule_from_args, stop_rule_from_args
-from tests.helpers import counts, make_campaign, record
+from kit.campaign.options import add_until_verdict_options
+from tests.helpers import (counts, interleaved_rule_from_args, make_campaign, record,
+                           stop_rule_from_args)
 
 WALD = SprtDesign(ceiling=0.05, design_rate=0.0125, alpha=0.05, beta=0.2)
 EXACT = SprtDesign(ceiling=0.05, design_rate=0.0125, alpha=0.05, beta=0.2, max_launches=306)
@@ -200,7 +201,9 @@ def test_compare_judges_a_rule_run_by_the_rule(tmp_path: Path) -> None:
     # first "below the ceiling", 0/74, where Fisher's p (0.0078) is within its level for a
     # 20-launch baseline (0.110); compare of the rule's campaign says fixed there and not
     # before. Under the e-value's comparison (an interleaved run's) it needs 0/106
-    from kit.campaign import CampaignStore, load_campaign, update_meta
+    from kit.campaign import load_campaign
+    from kit.store.store import CampaignStore
+    from tests.helpers import update_meta
 
     rule = make_stop_rule(counts("b", 3, 20), VerdictSettings(), max_launches=306)
     assert rule.design.comparison_alpha == pytest.approx(0.1104, abs=1e-3)

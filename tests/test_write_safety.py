@@ -18,13 +18,12 @@ from pathlib import Path
 import pytest
 
 from kit._bounded import write_atomic
-from kit.campaign import CampaignStore, prepare_store
-from kit.store.store import LOCK_NAME
+from kit.store.store import LOCK_NAME, CampaignStore
 from kit.errors import InfraError, UsageError
 from kit.report import check_report_dir, write_reports
 from kit.scenario import parse_scenario
 from tests.conftest import ROOT, coldstart, one_line_error
-from tests.helpers import make_campaign, record
+from tests.helpers import make_campaign, prepare_store, record
 
 SCENARIO = parse_scenario("mode=serial")
 THESIS = "four years of work\n"

@@ -342,8 +342,8 @@ def _rule_design(candidate: Campaign, settings: VerdictSettings, notes: list[str
 def compare_campaigns(baseline: Campaign, candidate: Campaign,
                       settings: VerdictSettings = VerdictSettings(), *,
                       scans: tuple[Scan, Scan] | None = None) -> Comparison:
-    """Compare two campaigns (loaded, or :func:`kit.store.store.open_campaign`'s streamed
-    ones) and state the verdict (module doc).
+    """Compare two campaigns (loaded, or streamed: :func:`kit.store.store.load_campaign`)
+    and state the verdict (module doc).
 
     With more than one device across both campaigns the decision uses the stratified exact
     test over devices (:func:`kit.analysis.stats.stratified_exact_p`), so a device that ran

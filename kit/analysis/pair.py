@@ -13,7 +13,7 @@ from typing import Any
 
 from .compare import Comparison, compare_campaigns
 from .decide import VerdictSettings, setting_option
-from ..store.store import Campaign, open_campaign
+from ..store.store import Campaign, load_campaign
 from .scan import Scan, scan_campaign
 from .summary import CampaignSummary, summarize
 from .target import DEFAULT_SIGNATURE
@@ -81,8 +81,10 @@ def compare_pair(baseline: Campaign | str | os.PathLike[str],
         UsageError: a missing campaign, the same campaign twice, or two targets.
         DataError: a campaign's files are invalid.
     """
-    base = open_campaign(baseline) if isinstance(baseline, (str, os.PathLike)) else baseline
-    cand = open_campaign(candidate) if isinstance(candidate, (str, os.PathLike)) else candidate
+    base = (load_campaign(baseline, stream=True) if isinstance(baseline, (str, os.PathLike))
+            else baseline)
+    cand = (load_campaign(candidate, stream=True) if isinstance(candidate, (str, os.PathLike))
+            else candidate)
     settings, taken = resolve_settings(cand, signature=signature, alpha=alpha,
                                        ceiling=ceiling, power=power)
     scans = (scan_campaign(base, settings.signature), scan_campaign(cand, settings.signature))

@@ -10,7 +10,7 @@ import os
 from typing import Callable
 
 from ..errors import UsageError
-from ..store.store import Campaign, open_campaign
+from ..store.store import Campaign, load_campaign
 from .plan import SequentialPlan, plan_sequential
 from .target import DEFAULT_SIGNATURE
 
@@ -92,7 +92,8 @@ def plan_run(*, baseline: Campaign | str | os.PathLike[str] | None = None,
     if baseline is not None:
         event = event or DEFAULT_SIGNATURE
         check_signature(event)
-        campaign = baseline if isinstance(baseline, Campaign) else open_campaign(baseline)
+        campaign = (baseline if isinstance(baseline, Campaign)
+                    else load_campaign(baseline, stream=True))
         events, n = count_events(campaign.iter_records(), event)
         if events == 0:
             where = campaign.path if isinstance(baseline, Campaign) else baseline

@@ -4,8 +4,8 @@ launches is never held as 100,000 record objects (issue #13: compare took 2.1 GB
 2 x 100k launches).
 
 * a :class:`~kit.store.store.Campaign` loaded or opened with its records left on disk
-  (:func:`kit.store.store.open_campaign`): :meth:`~kit.store.store.Campaign.iter_records`
-  gives them either way.
+  (:func:`kit.store.store.load_campaign` with ``stream``):
+  :meth:`~kit.store.store.Campaign.iter_records` gives them either way.
 * :class:`Scan`: feed it records one by one (:meth:`Scan.add`), or :func:`scan_campaign`.
 """
 

@@ -16,14 +16,13 @@ from .._bounded import check_directory_arg
 from ..errors import UsageError
 from ..launch import TargetPlugin
 from ..scenario import KEYS_HELP
-from ..store.opened import OpenCampaign, open_to_resume
+from ..store.opened import OpenCampaign, open_to_write
 from ..store.store import check_label
 from .loop import RetryPolicy
 from .options import add_campaign_options, given_from_args
 from .request import CampaignRequest, check_out_arg, resolve_request
 
-__all__ = ["add_run_arguments", "build_request", "open_resume", "parse_run_args",
-           "request_from_argv"]
+__all__ = ["add_run_arguments", "build_request", "open_resume", "parse_run_args"]
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, plugin: TargetPlugin[Any]) -> None:
@@ -56,19 +55,19 @@ def parse_run_args(plugin: TargetPlugin[Any], argv: Sequence[str],
 
 
 def open_resume(args: argparse.Namespace) -> OpenCampaign | None:
-    """The campaign to resume (``--resume``), locked and read once (:func:`open_to_resume`),
-    else ``None``.
+    """The campaign to resume (``--resume``), locked and read once
+    (:func:`kit.store.opened.open_to_write`), else ``None``.
 
     Raises:
         UsageError: ``--resume`` without ``--out`` or ``--label``; see
-            :func:`open_to_resume`.
+            :func:`kit.store.opened.open_to_write`.
     """
     if not getattr(args, "resume", False):
         return None
     if not args.out and not args.label:
         raise UsageError("--resume needs the campaign to resume", "pass --out DIR")
     out = Path(args.out) if args.out else Path("runs") / args.label
-    return open_to_resume(out)
+    return open_to_write(out, mode="resume")
 
 
 def build_request(plugin: TargetPlugin[Any], args: argparse.Namespace,
@@ -83,7 +82,7 @@ def build_request(plugin: TargetPlugin[Any], args: argparse.Namespace,
     if opened is None and getattr(args, "resume", False):
         opened = open_resume(args)
         assert opened is not None
-        opened.store.unlock()  # a caller that only builds the request writes nothing
+        opened.close()  # a caller that only builds the request writes nothing
     meta = opened.meta if opened is not None else None
     if args.label == "":
         raise UsageError("--label is empty", "give a label such as baseline or patched")
@@ -109,12 +108,3 @@ def build_request(plugin: TargetPlugin[Any], args: argparse.Namespace,
                            label=resolved.label, out=out, launches=resolved.launches,
                            timeout_s=resolved.timeout_s, retry=retry,
                            resume=bool(args.resume), rule=rule, stage=resolved.stage)
-
-
-def request_from_argv(plugin: TargetPlugin[Any], argv: Sequence[str]) -> CampaignRequest:
-    """:func:`build_request` of ``coldstart run <plugin> ARGV`` (nothing is launched).
-
-    Raises:
-        UsageError: as :func:`parse_run_args` and :func:`build_request`.
-    """
-    return build_request(plugin, parse_run_args(plugin, argv))

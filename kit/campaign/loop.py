@@ -239,8 +239,9 @@ def run_campaign(store: CampaignStore, records: list[LaunchRecord],
     under a :class:`CampaignSchedule`.
 
     Args:
-        store: from :func:`kit.campaign.prepare_store`.
-        records: records already in the store (for resume).
+        store: the campaign's, locked (:attr:`kit.store.opened.OpenCampaign.store`, from
+            :func:`kit.store.opened.open_to_write`).
+        records: records already in the store (for resume; ``OpenCampaign.records``).
         launchers: one per device; all run in parallel.
         max_attempts: overrides ``retry.max_attempts``.
         should_stop: called before the first launch and after each record with all records

@@ -11,7 +11,6 @@ import argparse
 import sys
 from typing import Any
 
-from ..analysis.sequential import InterleavedRule, StopRule
 from ..analysis.verdict import DEFAULT_SIGNATURE, MIN_FRACTION
 from ..store.meta import RuleMeta
 from .request import RULE_DEFAULTS as _RULE_DEFAULTS
@@ -188,30 +187,3 @@ def rule_from_args(args: argparse.Namespace, kept: RuleMeta | None, out: Any,
     return resolve_rule(given_from_args(args), kept, out,
                         resume=kept is not None or bool(getattr(args, "resume", False)),
                         launches=launches)
-
-
-def stop_rule_from_args(args: argparse.Namespace, target: str | None = None
-                        ) -> StopRule | None:
-    """The :class:`~kit.analysis.sequential.StopRule` for ``--until-verdict BASELINE_DIR``
-    (``None`` without it) against a finished baseline, for a run on ``target``.
-
-    Raises:
-        UsageError: bad settings, a missing baseline, one of another target, or one without
-            a positive control.
-    """
-    from .session import stop_rule_for
-
-    rule = rule_from_args(args, None, getattr(args, "out", None))
-    if rule is None:
-        return None
-    return stop_rule_for(rule, target, args.launches)
-
-
-def interleaved_rule_from_args(args: argparse.Namespace) -> InterleavedRule | None:
-    """The :class:`~kit.analysis.sequential.InterleavedRule` for a run that makes both
-    builds (``None`` without ``--until-verdict``), with exact thresholds for
-    ``args.launches`` per build. Raises UsageError for bad settings."""
-    rule = rule_from_args(args, None, getattr(args, "out", None))
-    if rule is None:
-        return None
-    return InterleavedRule(rule.design(args.launches), rule.settings)

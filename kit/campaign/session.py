@@ -21,6 +21,7 @@ changes nothing):
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 from pathlib import Path
@@ -30,20 +31,18 @@ from ..analysis.sequential import InterleavedRule, StopRule, make_stop_rule
 from ..analysis.stage import StageRule, first_stage
 from ..analysis.sprt import SLOW_RULE_LAUNCHES
 from ..analysis.verdict import RACE_DETECTED, RACE_WITNESSED, count_events
-from .._bounded import describe_path, path_kind
 from ..errors import UsageError
 from ..records import LaunchRecord
 from ..launch import PreparedTarget, TargetPlugin
 from .interleave import InterleavedSchedule
 from .loop import Arm, CampaignSchedule, StagedSchedule, abandoned_slots, run_arms
 from ..store.meta import CampaignMeta, PairMeta, RuleMeta
-from ..store.opened import OpenCampaign, open_to_resume
+from ..store.opened import OpenCampaign, WriteMode, open_to_write
 from .request import (CampaignRequest, CampaignRun, RuleRequest, SessionObserver,
                       SessionResult, compare_argv, resume_command)
 from ..store.resume import (check_identity, check_kept_rule, check_launches,
                             check_same_setup, conflict)
-from ..store.store import (Campaign, CampaignStore, check_out_dir, create_campaign,
-                    load_campaign, new_meta)
+from ..store.store import Campaign, load_campaign
 
 __all__ = ["RuleRequest", "CampaignRequest", "SessionObserver", "CampaignRun",
            "SessionResult", "run_session", "compare_argv", "stop_rule_for", "resume_command"]
@@ -91,23 +90,22 @@ def _check_rule(request: CampaignRequest, prepared: Sequence[PreparedTarget]) ->
                              "--event")
 
 
-def _check_resumed_rule(store: CampaignStore, meta: CampaignMeta,
-                        rule: RuleRequest | None) -> None:
+def _check_resumed_rule(path: Path, meta: CampaignMeta, rule: RuleRequest | None) -> None:
     kept = meta.until_verdict
     if kept is None:
         if rule is not None:
-            raise conflict("rule-added", store.path)
+            raise conflict("rule-added", path)
         return
     if rule is None:
-        raise conflict("rule-dropped", store.path, old=kept.baseline)
+        raise conflict("rule-dropped", path, old=kept.baseline)
     s = rule.settings
-    check_kept_rule(store.path, kept, {
+    check_kept_rule(path, kept, {
         "until_verdict": str(rule.baseline), "signature": s.signature, "alpha": s.alpha,
         "ceiling": s.ceiling, "beta": rule.beta,
         "design_rate": rule.design(meta.launches).design_rate,
         "stop_at_first_below": rule.stop_at_first_below})
     if kept.interleaved != rule.interleaved:
-        raise conflict("interleaving", store.path,
+        raise conflict("interleaving", path,
                        how="without" if kept.interleaved else "with",
                        old="interleaved" if kept.interleaved
                        else "against a finished baseline")
@@ -128,18 +126,13 @@ class _Made:
             shutil.rmtree(self.path, ignore_errors=True)
 
 
-def _lock(store: CampaignStore, made: list[_Made]) -> None:
-    made.append(_Made(store.path))
-    store.lock()
-
-
 def run_session(target: TargetPlugin[Any], request: CampaignRequest, observer: SessionObserver,
                 opened: OpenCampaign | None = None) -> SessionResult:
     """Run one request (module doc) on ``target`` (the registry's target named
     ``request.target``, :func:`kit.targets.registry.get_plugin`). ``opened``: the campaign
     ``request.out`` as the caller already opened it to resume
-    (:func:`kit.store.opened.open_to_resume`, so that it is read once); the session unlocks
-    it when it ends.
+    (:func:`kit.store.opened.open_to_write`, so that it is read once); the session closes
+    it when it ends. Every campaign it writes it opens through that one door.
 
     Raises:
         UsageError: a bad request, a campaign of another setup, a campaign in use.
@@ -149,47 +142,48 @@ def run_session(target: TargetPlugin[Any], request: CampaignRequest, observer: S
     """
     if target.name != request.target:
         raise ValueError(f"target {target.name!r} given for a request of {request.target!r}")
-    if opened is None and request.resume:  # opened here: the one store the session unlocks
-        opened = open_to_resume(request.out)
-    store = opened.store if opened is not None else CampaignStore(request.out)
-    stores: list[CampaignStore] = [store]
+    if opened is None and request.resume:  # opened here: the one campaign the session closes
+        opened = open_to_write(request.out, mode="resume")
+    held: list[OpenCampaign] = [] if opened is None else [opened]
     made: list[_Made] = []
     try:
         if request.rule is not None and request.rule.interleaved:
-            base_store = CampaignStore(request.rule.baseline)
-            stores.append(base_store)
-            return _run_interleaved(request, target, store, base_store, observer, made,
-                                    opened)
-        return _run_single(request, target, store, observer, made, opened)
+            return _run_interleaved(request, target, observer, made, held, opened)
+        return _run_single(request, target, observer, made, held, opened)
     except BaseException:
         for m in made:
             m.undo()
         raise
     finally:
-        for s in stores:
-            s.unlock()
+        for camp in held:
+            camp.close()
 
 
-def _open_for_run(request: CampaignRequest, store: CampaignStore, made: list[_Made],
+def _open(path: str | os.PathLike[str], mode: WriteMode, made: list[_Made], held: list[OpenCampaign],
+          flag: str = "--out") -> OpenCampaign:
+    """Open ``path`` to write (:func:`kit.store.opened.open_to_write`), kept in ``held``
+    (closed when the session ends) and ``made`` (a directory made for a refused session is
+    removed)."""
+    made.append(_Made(Path(path)))
+    camp = open_to_write(path, mode=mode, flag=flag)
+    held.append(camp)
+    return camp
+
+
+def _open_for_run(request: CampaignRequest, made: list[_Made], held: list[OpenCampaign],
                   opened: OpenCampaign | None) -> OpenCampaign:
-    """Lock ``store``; check what is there. On resume, the campaign read once (``opened``
-    when the caller read it), else one with no meta yet."""
+    """Lock ``request.out``; check what is there. On resume, the campaign read once
+    (``opened``, which the caller or :func:`run_session` read), else one with no meta yet."""
     if request.resume:
         assert opened is not None  # run_session opened it
         camp = opened
         meta = camp.meta
         assert meta is not None
-        check_identity(store.path, meta, label=request.label, target=request.target,
+        check_identity(camp.path, meta, label=request.label, target=request.target,
                        scenario=request.scenario.key())
-        _check_resumed_rule(store, meta, request.rule)
+        _check_resumed_rule(camp.path, meta, request.rule)
         return camp
-    holder = store.writer_pid()
-    if holder is not None:  # named before anything else is said about the directory
-        store.lock()  # raises, naming the holder
-    check_out_dir(store.path)
-    _lock(store, made)
-    check_out_dir(store.path)  # again, holding the lock: nobody made one since
-    return OpenCampaign(store, None, [])
+    return _open(request.out, "new", made, held)
 
 
 def _setup_fields(target: TargetPlugin[Any], config: Any,
@@ -206,10 +200,8 @@ def _write_setup(camp: OpenCampaign, request: CampaignRequest, label: str,
     """Make the campaign with its whole setup, or (resumed) check the setup is the
     campaign's and write the new ``launches`` and rule; no read of ``campaign.json``."""
     if camp.meta is None:
-        meta = new_meta(label=label, target=request.target, scenario=request.scenario,
-                        launches=request.launches, extra=setup)
-        create_campaign(camp.store, meta)
-        camp.made(meta)
+        camp.create(label=label, target=request.target, scenario=request.scenario,
+                    launches=request.launches, extra=setup)
         return
     check_same_setup(camp.path, camp.meta, prepared.build, prepared.options,
                      prepared.learned, prepared.per_device)
@@ -274,10 +266,11 @@ def _finish(prepared: PreparedTarget, camp: OpenCampaign) -> None:
         camp.update(build=learned)
 
 
-def _run_single(request: CampaignRequest, target: TargetPlugin[Any], store: CampaignStore,
-                observer: SessionObserver, made: list[_Made],
+def _run_single(request: CampaignRequest, target: TargetPlugin[Any], observer: SessionObserver,
+                made: list[_Made], held: list[OpenCampaign],
                 opened: OpenCampaign | None) -> SessionResult:
-    camp = _open_for_run(request, store, made, opened)
+    camp = _open_for_run(request, made, held, opened)
+    store = camp.store
     prepared = target.prepare(request.config, request.scenario, observer.note)
     should_stop: StopRule | None = None
     base: Campaign | None = None
@@ -371,7 +364,7 @@ def _rule_notes(request: CampaignRequest, rule: StopRule, prepared: PreparedTarg
                       f": the verdict will compare them as well as the builds")
 
 
-def _check_baseline_dir(base: CampaignStore, meta: CampaignMeta | None,
+def _check_baseline_dir(base: Path, meta: CampaignMeta | None,
                         records: Sequence[LaunchRecord], out: Path,
                         request: CampaignRequest) -> None:
     """Refuse an interleaved run's baseline directory that holds a campaign it cannot
@@ -380,7 +373,7 @@ def _check_baseline_dir(base: CampaignStore, meta: CampaignMeta | None,
     baseline of another interleaved run."""
     if meta is None:
         return
-    flag = f"--until-verdict {base.path}"
+    flag = f"--until-verdict {base}"
     for key, want in (("target", request.target), ("scenario", request.scenario.key())):
         if getattr(meta, key) != want:
             raise UsageError(f"{flag} holds a campaign of another {key} "
@@ -406,9 +399,9 @@ def _check_baseline_dir(base: CampaignStore, meta: CampaignMeta | None,
                          "drop the baseline build option to run against it as it is")
 
 
-def _run_interleaved(request: CampaignRequest, target: TargetPlugin[Any], store: CampaignStore,
-                     base_store: CampaignStore, observer: SessionObserver,
-                     made: list[_Made], opened: OpenCampaign | None) -> SessionResult:
+def _run_interleaved(request: CampaignRequest, target: TargetPlugin[Any],
+                     observer: SessionObserver, made: list[_Made], held: list[OpenCampaign],
+                     opened: OpenCampaign | None) -> SessionResult:
     """Make both builds' launches, alternating, until the verdict is settled (the candidate
     in ``out``, the baseline in the rule's ``baseline``, made or continued), each at most
     ``launches``, under :class:`kit.analysis.sequential.InterleavedRule`."""
@@ -419,22 +412,15 @@ def _run_interleaved(request: CampaignRequest, target: TargetPlugin[Any], store:
         raise UsageError(f"--until-verdict names this run's own --out ({request.out})",
                          "give the baseline campaign's directory")
     rule = InterleavedRule(rule_req.design(request.launches), rule_req.settings)
+    camp = _open_for_run(request, made, held, opened)  # this run's own campaign first
+    store = camp.store
     out = store.path
-    camp = _open_for_run(request, store, made, opened)  # this run's own campaign first
-    base_path = base_store.path
-    if path_kind(base_path) not in ("missing", "a directory"):
-        raise UsageError(f"--until-verdict {base_path} {describe_path(base_path)}",
-                         "choose a directory")
-    _lock(base_store, made)
-    if base_store.exists():  # read once, holding its lock
-        base_camp = OpenCampaign(base_store, base_store.read_meta(),
-                                 list(base_store.iter_records()))
-    else:
-        check_out_dir(base_path, "--until-verdict")
-        base_camp = OpenCampaign(base_store, None, [])
+    # the baseline: continued when there (read once, holding its lock), else made
+    base_camp = _open(rule_req.baseline, "either", made, held, "--until-verdict")
+    base_path = base_camp.path
     base_meta = base_camp.meta
     base_label = base_meta.label if base_meta is not None else "baseline"
-    _check_baseline_dir(base_store, base_meta, base_camp.records, out, request)
+    _check_baseline_dir(base_path, base_meta, base_camp.records, out, request)
     if base_label == request.label:
         raise UsageError(f"the baseline and this run are both labelled {request.label!r}",
                          "give this run another --label, e.g. --label patched")

@@ -14,7 +14,7 @@ from .run import check_directory_arg, stderr_console
 from .._bounded import check_writable_entries, describe_path
 from ..errors import ExitCode, UsageError
 from ..analysis.scan import scan_campaign
-from ..store.store import open_campaign
+from ..store.store import load_campaign
 from ..analysis.verdict import DEFAULT_SIGNATURE, Comparison, Verdict
 
 __all__ = ["register", "fail_verdicts"]
@@ -202,7 +202,8 @@ def _compare(args: argparse.Namespace) -> int:
     if args.out:
         check_directory_arg(Path(args.out), "--out")
     # campaign.json only: the records are streamed, once per campaign
-    baseline, candidate = open_campaign(args.baseline), open_campaign(args.candidate)
+    baseline = load_campaign(args.baseline, stream=True)
+    candidate = load_campaign(args.candidate, stream=True)
     out = Path(args.out) if args.out else candidate.path / "comparison"
     if not args.no_reports:
         check_report_dir(out)  # before the verdict: a refused --out changes nothing
@@ -337,7 +338,7 @@ def _report(args: argparse.Namespace) -> int:
     if not dirs:
         raise UsageError(f"no campaign found in {', '.join(args.dirs)}",
                          "give directories made by `coldstart run` (with campaign.json)")
-    campaigns = [open_campaign(d) for d in dirs]
+    campaigns = [load_campaign(d, stream=True) for d in dirs]
     if args.out:
         out = Path(args.out)
     elif len(campaigns) == 1:

@@ -66,7 +66,7 @@ def _run(args: argparse.Namespace) -> int:
         request = build_request(plugin, args, opened)
     except BaseException:
         if opened is not None:
-            opened.store.unlock()
+            opened.close()
         raise
     dirs = [request.out] + ([request.rule.baseline] if request.rule is not None
                             and request.rule.interleaved else [])

@@ -169,7 +169,7 @@ def write_reports(out_dir: str | Path, campaigns: Sequence[Campaign],
 
     Args:
         campaigns: the campaigns reported (baseline first, then candidate, for a
-            comparison), loaded or streamed (:func:`kit.store.store.open_campaign`).
+            comparison), loaded or streamed (:func:`kit.store.store.load_campaign`).
         comparison: from :func:`kit.analysis.verdict.compare_campaigns`, or ``None``.
         signature: target class to plot for campaign reports (a comparison's wins).
         fail_on: verdicts that the JUnit report marks as failures (``not-fixed`` and

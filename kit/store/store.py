@@ -47,11 +47,9 @@ from ..errors import DataError, InfraError, UsageError
 from ..records import LaunchRecord
 from ..scenario import Scenario, parse_scenario
 from .lock import LOCK_NAME, CampaignLock
-from .meta import LABEL_RE, SCHEMA_VERSION, CampaignMeta, merged_meta, read_meta, write_meta
-from .resume import check_identity, check_launches
+from .meta import LABEL_RE, SCHEMA_VERSION, CampaignMeta, read_meta, write_meta
 
-__all__ = ["Campaign", "CampaignStore", "load_campaign", "open_campaign", "prepare_store", "update_meta",
-           "new_meta", "create_campaign",
+__all__ = ["Campaign", "CampaignStore", "load_campaign",
            "iter_campaign_dirs", "check_label", "LABEL_RE", "SCHEMA_VERSION", "launch_id_for",
            "utc_now", "tool_versions", "MAX_RECORD_BYTES", "LOCK_NAME", "check_out_dir"]
 
@@ -100,8 +98,8 @@ class Campaign:
     """One campaign as a command reads it: ``path``, ``meta`` (``campaign.json``), ``notes``
     (what a reader should know: a cut last line, a writer still running) and its records,
     either loaded (``records``: every line of ``launches.jsonl``, retries included, in file
-    order; :func:`load_campaign`) or left on disk (``records`` is ``None``;
-    :func:`open_campaign`, for analyses that must not hold a large campaign in memory).
+    order) or left on disk (``records`` is ``None``, for analyses that must not hold a
+    large campaign in memory); :func:`load_campaign` opens it either way.
     :meth:`iter_records` gives the records either way."""
 
     path: Path
@@ -163,29 +161,6 @@ class CampaignStore:
         """``campaign.json``, typed. Raises UsageError (missing) or DataError (invalid)."""
         return read_meta(self.path)
 
-    def resumable_meta(self) -> CampaignMeta:
-        """``campaign.json`` of the campaign ``--resume`` continues.
-
-        Raises:
-            UsageError: the path is a file, or holds no campaign (one line, what to do).
-            DataError: ``campaign.json`` is invalid.
-        """
-        if not self.exists():
-            if path_kind(self.path) not in ("missing", "a directory"):
-                raise UsageError(f"--out {self.path} {describe_path(self.path)}",
-                                 "give the campaign's directory")
-            raise UsageError(f"nothing to resume: {self.path} holds no campaign",
-                             "drop --resume to start one, or fix --out")
-        self.check_entries()
-        meta = self.read_meta()
-        if meta.interleaved is not None:
-            raise UsageError(f"{self.path} is the baseline of the interleaved run "
-                             f"{meta.interleaved.candidate}: resuming it alone would ignore "
-                             f"the run's rule", f"resume that run: coldstart run {meta.target} "
-                                                f"--resume --out "
-                                                f"{shlex.quote(meta.interleaved.candidate)}")
-        return meta
-
     def write_meta(self, meta: CampaignMeta) -> None:
         """Write ``campaign.json`` atomically (a writer whose lock is gone raises
         InfraError, :meth:`check_lock`, and writes nothing)."""
@@ -220,7 +195,7 @@ class CampaignStore:
         """
         return self._lock.writer_pid()
 
-    def in_progress_note(self, pid: int | None) -> str | None:
+    def _in_progress_note(self, pid: int | None) -> str | None:
         """The note a reader gets for a campaign that ``pid`` (:meth:`writer_pid`) is still
         writing, else ``None``."""
         if pid is None:
@@ -276,7 +251,7 @@ class CampaignStore:
                     counted[record.index] = record.launch_id
             yield record
 
-    def read_records(self) -> tuple[list[LaunchRecord], list[str]]:
+    def _read_records(self) -> tuple[list[LaunchRecord], list[str]]:
         """Every record (see :meth:`iter_records`, which raises the same) and notes: a cut
         last line is noted."""
         records = list(self.iter_records())
@@ -391,41 +366,33 @@ class CampaignStore:
         check_writable_entries(self.path, WRITTEN_ENTRIES)
 
 
-def load_campaign(path: str | os.PathLike[str]) -> Campaign:
-    """Load a campaign directory, read-only.
+def load_campaign(path: str | os.PathLike[str], *, stream: bool = False) -> Campaign:
+    """Open a campaign directory for reading: the one way a command reads a campaign
+    (the one way to write one is :func:`kit.store.opened.open_to_write`). Never locks.
+
+    ``campaign.json`` is read and checked; ``notes`` say what a reader should know (a cut
+    last line, a writer still running, :attr:`Campaign.writer`). The records are loaded
+    (every line of ``launches.jsonl`` read and checked now), or with ``stream`` left on disk
+    (``records`` is ``None``; :meth:`Campaign.iter_records` streams and checks them, for
+    analyses that must not hold a large campaign in memory).
 
     Raises:
-        UsageError: ``path`` has no ``campaign.json``.
+        UsageError: ``path`` has no ``campaign.json``, or an entry is a FIFO or a device.
         DataError: ``campaign.json`` or a record is invalid (see
-            :meth:`CampaignStore.iter_records`).
+            :meth:`CampaignStore.iter_records`; with ``stream``, when it is streamed).
     """
     store = CampaignStore(path)
     meta = store.read_meta()
-    records, notes = store.read_records()
+    records: list[LaunchRecord] | None = None
+    if stream:
+        note = store.cut_tail_note()
+        notes = [note] if note else []
+    else:
+        records, notes = store._read_records()
     pid = store.writer_pid()
-    note = store.in_progress_note(pid)
+    note = store._in_progress_note(pid)
     return Campaign(path=Path(path), meta=meta, records=records,
                     notes=notes + ([note] if note else []), writer=pid)
-
-
-def open_campaign(path: str | os.PathLike[str]) -> Campaign:
-    """Open a campaign for a streamed analysis: ``campaign.json`` read and checked, the
-    notes :func:`load_campaign` gives, no record loaded (``records`` is ``None``;
-    :meth:`Campaign.iter_records` streams them).
-
-    Raises:
-        UsageError, DataError: as :func:`load_campaign`.
-    """
-    store = CampaignStore(path)
-    meta = store.read_meta()
-    notes = []
-    note = store.cut_tail_note()  # the store's own check, as load_campaign notes it
-    if note:
-        notes.append(note)
-    pid = store.writer_pid()
-    note = store.in_progress_note(pid)
-    return Campaign(path=Path(path), meta=meta, notes=notes + ([note] if note else []),
-                    writer=pid)
 
 
 def check_out_dir(path: Path, flag: str = "--out") -> None:
@@ -449,66 +416,6 @@ def check_out_dir(path: Path, flag: str = "--out") -> None:
         raise UsageError(f"{flag} {path} is not empty ({shown}) and holds no campaign",
                          "give a new or empty directory; a campaign never moves into other "
                          "files")
-
-
-def prepare_store(out: str | os.PathLike[str], *, label: str, target: str,
-                  scenario: Scenario, launches: int, resume: bool,
-                  meta_extra: dict[str, Any] | None = None,
-                  allow_pair_baseline: bool = False) -> tuple[CampaignStore,
-                                                                     list[LaunchRecord]]:
-    """Create (or reopen with ``resume``) a campaign directory. The caller holds (or takes)
-    no lock here; :mod:`kit.campaign.session` locks before it calls this.
-
-    On ``resume``, nothing in ``campaign.json`` is changed here: the caller writes a new
-    ``launches`` once its own checks have passed, so that a refused command changes nothing.
-
-    Returns:
-        The store and the records already in it (empty for a new campaign).
-
-    Raises:
-        UsageError: without ``resume``: the directory holds a campaign or other files; with
-            ``resume``: no campaign there, or the stored label, target or scenario differ,
-            or ``launches`` is fewer than the campaign has made or plans.
-        DataError: the campaign's files are invalid.
-    """
-    check_label(label)
-    store = CampaignStore(out)
-    if not resume:
-        create_campaign(store, new_meta(label=label, target=target, scenario=scenario,
-                                        launches=launches, extra=meta_extra))
-        return store, []
-    store.check_entries()
-    meta = store.read_meta() if allow_pair_baseline else store.resumable_meta()
-    check_identity(store.path, meta, label=label, target=target, scenario=scenario.key())
-    records, _notes = store.read_records()  # a cut last line is cut by append()
-    check_launches(store.path, meta, records, launches)
-    return store, records
-
-
-def new_meta(*, label: str, target: str, scenario: Scenario, launches: int,
-             extra: dict[str, Any] | None = None) -> CampaignMeta:
-    """The ``campaign.json`` of a new campaign, made now with this kit's tool versions;
-    ``extra`` as :func:`kit.store.meta.merged_meta` takes it."""
-    meta = CampaignMeta(label=check_label(label), target=target, scenario=scenario.key(),
-                        scenario_description=scenario.describe(), launches=launches,
-                        created_at=utc_now(), tools=tool_versions())
-    return merged_meta(meta, extra or {})
-
-
-def create_campaign(store: CampaignStore, meta: CampaignMeta) -> None:
-    """Make a new campaign in ``store``'s directory: ``campaign.json`` whole and an empty
-    ``launches.jsonl``. Raises UsageError as :func:`check_out_dir`."""
-    check_out_dir(store.path)
-    store.write_meta(meta)
-    store.launches_path.touch()
-
-
-def update_meta(store: CampaignStore, **changes: Any) -> CampaignMeta:
-    """Merge ``changes`` into ``campaign.json`` (see :func:`kit.store.meta.merged_meta`)
-    and write it."""
-    meta = merged_meta(store.read_meta(), changes)
-    store.write_meta(meta)
-    return meta
 
 
 def iter_campaign_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:

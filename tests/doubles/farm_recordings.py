@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kit.campaign import prepare_store
+from tests.helpers import prepare_store
 from kit.records import LaunchRecord, Outcome
 from kit.scenario import parse_scenario
 
