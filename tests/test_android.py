@@ -11,77 +11,19 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterator
 
 import pytest
 
 from kit.campaign import load_campaign
 from kit.cli import main
 from kit.records import Outcome
-from tests.doubles.android_adb_server import DeviceRig, PrivateAdbServer
+from tests.doubles.android_adb_server import DeviceRig
 from tests.doubles.android_apk_double import ApkSpec, build_apk_double
 from tests.doubles.fake_adb_device import AppBehaviour as B
 from tests.doubles.fake_adb_device import EXIT_INFO_RING, FakeAndroidDevice, FakeApp, \
     LaunchScript
+from tests.helpers.android import PKG, Rigs, records_by_id, run_android
 from tests.timeouts import LAUNCH_S, REPORT_WAIT_S
-
-PKG = "org.coldstart.app"
-
-
-@pytest.fixture(scope="module")
-def adb_server() -> Iterator[PrivateAdbServer]:
-    server = PrivateAdbServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def apk(tmp_path: Path) -> tuple[Path, str]:
-    return build_apk_double(tmp_path / "coldstart.apk")
-
-
-class Rigs:
-    """Starts scripted devices for one test and stops them all at teardown."""
-
-    def __init__(self, server: PrivateAdbServer) -> None:
-        self.server = server
-        self.rigs: list[DeviceRig] = []
-
-    def add(self, sha: str, script: LaunchScript, *, server: bool = True,
-            latency_s: float = 0.0, **device_kw: Any) -> DeviceRig:
-        name = f"dev{len(self.rigs)}"
-        device = FakeAndroidDevice(name, (FakeApp(PKG, sha),), script, **device_kw)
-        rig = DeviceRig(device, self.server if server else None, latency_s=latency_s)
-        self.rigs.append(rig)
-        return rig.start()
-
-    def stop(self) -> None:
-        for rig in self.rigs:
-            rig.stop()
-        for script in {id(r.device.script): r.device.script for r in self.rigs}.values():
-            script.assert_used_up()
-
-
-@pytest.fixture
-def rigs(adb_server: PrivateAdbServer) -> Iterator[Rigs]:
-    made = Rigs(adb_server)
-    try:
-        yield made
-    finally:
-        made.stop()
-
-
-def run_android(server: PrivateAdbServer, out: Path, *args: str) -> int:
-    return main(["run", "android", "--adb-server", f"127.0.0.1:{server.port}",
-                 "--out", str(out), "--report-wait", f"{REPORT_WAIT_S:g}",
-                 "--reconnect-timeout", "15", "--poll", "0.5", *args])
-
-
-def records_by_id(out: Path) -> dict[str, Any]:
-    return {r.launch_id: r for r in load_campaign(out).records}
-
 
 @pytest.mark.slow
 def test_campaign_gives_exactly_the_scripted_outcomes(rigs: Rigs, apk: tuple[Path, str],

@@ -23,10 +23,9 @@ from kit.targets import android
 from tests.doubles.android_adb_server import DeviceRig, PrivateAdbServer
 from tests.doubles.fake_adb_device import AppBehaviour as B
 from tests.doubles.fake_adb_device import FakeAndroidDevice, FakeApp, LaunchScript
-from tests.test_android import PKG, Rigs, adb_server, apk, records_by_id, rigs, run_android
+from tests.helpers.android import PKG, Rigs, records_by_id, run_android
 from tests.timeouts import LAUNCH_S, REPORT_WAIT_S
 
-__all__ = ["adb_server", "apk", "rigs"]  # fixtures shared with tests/test_android.py
 
 
 def campaign(out: Path) -> tuple[dict[str, Any], list[Any], list[Any]]:

@@ -17,61 +17,18 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
-from kit.campaign import load_campaign
 from kit.cli import main
 from kit.records import Outcome
-from tests.doubles.android_adb_server import DeviceRig, PrivateAdbServer
+from tests.doubles.android_adb_server import PrivateAdbServer
 from tests.doubles.fake_adb_device import AppBehaviour as B
-from tests.doubles.fake_adb_device import FakeAndroidDevice, FakeApp, LaunchScript
-from tests.test_android import PKG, Rigs, adb_server, apk, records_by_id, rigs
+from tests.doubles.fake_adb_device import FakeApp, LaunchScript
+from tests.helpers.android import PKG, TRANSPORTS, Rigs, run, split
 from tests.timeouts import LAUNCH_S, REPORT_WAIT_S
 
-__all__ = ["adb_server", "apk", "rigs"]  # fixtures shared with tests/test_android.py
-
-
-@pytest.fixture(scope="module")
-def adbkey(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
-    """One adb key for the direct transport: ``(private key path, public key PEM)``."""
-    from adb_shell.auth.keygen import keygen
-    from cryptography.hazmat.primitives import serialization
-
-    key = tmp_path_factory.mktemp("adbkey") / "adbkey"
-    keygen(str(key))
-    public = serialization.load_pem_private_key(key.read_bytes(), None).public_key()
-    return key, public.public_bytes(serialization.Encoding.PEM,
-                                    serialization.PublicFormat.SubjectPublicKeyInfo)
-
-
-def run(transport: str, rigs: Rigs, adbkey: tuple[Path, bytes], sha: str,
-        script: LaunchScript, out: Path, *args: str, **device_kw: Any
-        ) -> tuple[DeviceRig, int]:
-    """``coldstart run android`` on one new scripted device over ``transport``
-    (``server``: the private adb server; ``direct``: adbd over TCP)."""
-    common = ["--out", str(out), "--report-wait", f"{REPORT_WAIT_S:g}",
-              "--reconnect-timeout", "15", "--poll", "0.5", "--timeout", f"{LAUNCH_S:g}",
-              *args]
-    if transport == "server":
-        rig = rigs.add(sha, script, **device_kw)
-        return rig, main(["run", "android", "--adb-server", f"127.0.0.1:{rigs.server.port}",
-                          "--serial", rig.serial, *common])
-    device = FakeAndroidDevice("direct", (FakeApp(PKG, sha),), script, **device_kw)
-    rig = DeviceRig(device, None, auth_keys=(adbkey[1],))
-    rigs.rigs.append(rig)
-    rig.start()
-    return rig, main(["run", "android", "--direct", rig.address, "--adbkey",
-                      str(adbkey[0]), *common])
-
-
-def split(out: Path) -> tuple[dict[str, Any], list[Any], list[Any]]:
-    loaded = load_campaign(out)
-    return records_by_id(out), list(loaded.counted), list(loaded.infra_errors)
-
-
-TRANSPORTS = pytest.mark.parametrize("transport", ["server", "direct"])
 
 
 @TRANSPORTS

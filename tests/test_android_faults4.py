@@ -13,10 +13,8 @@ from pathlib import Path
 from kit.records import Outcome
 from tests.doubles.fake_adb_device import AppBehaviour as B
 from tests.doubles.fake_adb_device import LaunchScript
-from tests.test_android import Rigs, adb_server, apk, rigs
-from tests.test_android_faults3 import TRANSPORTS, adbkey, run, split
+from tests.helpers.android import TRANSPORTS, Rigs, run, split
 
-__all__ = ["adb_server", "apk", "rigs", "adbkey"]  # fixtures shared with the other modules
 
 
 @TRANSPORTS

@@ -23,10 +23,9 @@ from kit.records import Outcome
 from tests.conftest import ROOT
 from tests.doubles.fake_adb_device import AppBehaviour as B
 from tests.doubles.fake_adb_device import LaunchScript
-from tests.test_android import PKG, Rigs, adb_server, apk, records_by_id, rigs, run_android
+from tests.helpers.android import PKG, Rigs, records_by_id, run_android
 from tests.timeouts import LAUNCH_S, REPORT_WAIT_S
 
-__all__ = ["adb_server", "apk", "rigs"]  # fixtures shared with tests/test_android.py
 
 #: how long the killed driver may take to reach its second launch on a loaded machine
 DRIVER_S = 240

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import plistlib
-import zipfile
 from pathlib import Path
 
 import onnxruntime
@@ -22,29 +21,13 @@ import pytest
 from kit.app_inspect import inspect_app, scan_binary
 from kit.cli import main
 from kit.errors import DataError, UsageError
+from tests.helpers.app_inspect import MANIFEST, ORT_CAPI, PYPI_PROVIDERS_SHARED, make_apk
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).resolve().parent / "data" / "app_inspect"
-MANIFEST = DATA / "io.appium.settings-8.0.10.AndroidManifest.xml"
 WRAP_SH = ROOT / "android/app/src/mallocdebug/resources/lib/arm64-v8a/wrap.sh"
-ORT_CAPI = Path(onnxruntime.__file__).resolve().parent / "capi"
 PYPI_ORT = next(ORT_CAPI.glob("libonnxruntime.so.*"))
-PYPI_PROVIDERS_SHARED = ORT_CAPI / "libonnxruntime_providers_shared.so"
-
-
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def make_apk(path: Path, entries: dict[str, bytes | Path]) -> Path:
-    """A zip laid out like an APK: ``entries`` maps entry names to bytes or source files."""
-    with zipfile.ZipFile(path, "w") as zf:
-        for name, content in entries.items():
-            data = content.read_bytes() if isinstance(content, Path) else content
-            # binaries are stored (native libraries are, in real APKs); small files deflated
-            kind = zipfile.ZIP_STORED if len(data) > 65536 else zipfile.ZIP_DEFLATED
-            zf.writestr(name, data, compress_type=kind)
-    return path
 
 
 @pytest.fixture(scope="module")

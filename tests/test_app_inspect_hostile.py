@@ -26,7 +26,7 @@ import kit.app_inspect as app_inspect
 from kit.app_inspect import inspect_app
 from kit.errors import ColdstartError, DataError
 from tests.conftest import coldstart, one_line_error
-from tests.test_app_inspect import MANIFEST, PYPI_PROVIDERS_SHARED, make_apk
+from tests.helpers.app_inspect import MANIFEST, PYPI_PROVIDERS_SHARED, make_apk
 
 EXAMPLES = int(os.environ.get("COLDSTART_FUZZ_EXAMPLES", "150"))
 

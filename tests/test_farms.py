@@ -9,88 +9,22 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from kit.campaign import load_campaign
 from kit.cli import main
-from kit.farms import FarmSettings
 from kit.farms.attribute import LaunchSpan, attribute, read_log_lines
-from kit.farms.pull import EVIDENCE_FILE, pull_campaign
+from kit.farms.pull import EVIDENCE_FILE
 from kit.records import Outcome
 from kit.redact import Redactor, redact_url, secrets_in_url
 from tests.doubles.farm_recordings import (APP, IPS_PID, Launch, as_json_lines,
                                            browserstack_session, campaign, ftl_step,
                                            ios_syslog, ips_report, lambdatest_session,
                                            sauce_rdc_job, sauce_vdc_assets, session_logcat)
-from tests.doubles.farm_server import FarmDouble, Reply, Request
-
-USER, KEY = "coldstart-ci", "Acc3ssKey-5ecret-77"
-SID = "4f1e0c2b9a8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f"
-SCRIPT = [Launch("completed"), Launch("native"), Launch("native-late"), Launch("java"),
-          Launch("completed"), Launch("silent")]
-UAF_SIG = "onnxruntime::xnnpack::(anonymous namespace)::xnn_aligned_allocate"
-
-
-class FakeTime:
-    """An injected monotonic clock, sleep and epoch clock."""
-
-    def __init__(self) -> None:
-        self.t = 1000.0
-        self.slept: list[float] = []
-
-    def clock(self) -> float:
-        return self.t
-
-    def wall(self) -> float:
-        return 1773482400.0 + self.t
-
-    def sleep(self, s: float) -> None:
-        self.slept.append(s)
-        self.t += s
-
-
-def _env(**more: str) -> dict[str, str]:
-    return {"BROWSERSTACK_USERNAME": USER, "BROWSERSTACK_ACCESS_KEY": KEY,
-            "SAUCE_USERNAME": USER, "SAUCE_ACCESS_KEY": KEY, "LT_USERNAME": USER,
-            "LT_ACCESS_KEY": KEY, **more}
-
-
-def _pull(out: Path, double: FarmDouble, farm: str, fake: FakeTime, deadline: float = 300,
-          **kw: Any) -> Any:
-    env = _env(**kw.pop("env", {}))
-    settings = FarmSettings(name=farm, api=double.url, deadline_s=deadline, env=env, **kw)
-    report = pull_campaign(out, settings, clock=fake.clock, sleep=fake.sleep, wall=fake.wall)
-    written = "\n".join(p.read_bytes().decode("utf-8", "replace")
-                        for p in out.rglob("*") if p.is_file())
-    b64 = base64.b64encode(f"{USER}:{KEY}".encode()).decode()
-    for secret in [*env.values(), b64]:  # no credential reaches any file
-        assert secret not in written, secret
-    return report
-
-
-def _classes(out: Path) -> list[tuple[str, str | None, str | None]]:
-    return [(r.outcome.value, r.crash_class and str(r.crash_class), r.signature)
-            for r in sorted(load_campaign(out).records, key=lambda r: r.index)]
-
-
-def _assert_script_classes(out: Path) -> None:
-    got = _classes(out)
-    assert [g[:2] for g in got] == [
-        ("completed", None), ("crashed", "xnnpack-allocator-uaf"),
-        ("crashed", "xnnpack-allocator-uaf"), ("crashed", "abort"), ("completed", None),
-        ("crashed", None)]
-    assert got[1][2].startswith(UAF_SIG) and got[2][2].startswith(UAF_SIG)
-    assert got[3][2].startswith("java.lang.IllegalStateException")
-    records = sorted(load_campaign(out).records, key=lambda r: r.index)
-    farm = records[1].extra["farm"]
-    assert farm["applied"] is True and farm["evidence"][0]["how"] == "pid"
-    assert len(farm["evidence"][0]["sha256"]) == 64
-    assert records[1].crash["pid"] == 12100 and records[2].crash["pid"] == 12200
-    assert "no crash evidence for this launch" in records[5].extra["farm"]["note"]
-    assert records[0].extra["farm"]["evidence"] == []
-
+from tests.doubles.farm_server import FarmDouble, Reply
+from tests.helpers.farms import (KEY, SCRIPT, SID, USER, FakeTime, add_aws_job,
+                                 assert_script_classes, crash_classes, farm_env, pull)
 
 # -- attribution ---------------------------------------------------------------------------
 
@@ -155,7 +89,7 @@ def test_ios_crash_log_goes_to_the_launch_of_its_pid(tmp_path: Path) -> None:
         base = f"/app-automate/builds/b0a1c2d3/sessions/{SID}"
         d.add(f"{base}/devicelogs", Reply(body=syslog))
         d.add(f"{base}/crashlogs", Reply(body=ips_report()))
-        report = _pull(out, d, "browserstack", fake)
+        report = pull(out, d, "browserstack", fake)
     assert report.exit_code == 0 and report.crashed_without == 1
     records = sorted(load_campaign(out).records, key=lambda r: r.index)
     assert records[2].crash_class == "xnnpack-allocator-uaf"
@@ -177,12 +111,12 @@ def test_browserstack_campaign_devicelogs_and_crashlogs_404_is_none(tmp_path: Pa
         base = f"/app-automate/builds/b0a1c2d3/sessions/{SID}"
         d.add(f"{base}/devicelogs", Reply(404, "processing"), Reply(body=logcat))
         d.add(f"{base}/crashlogs", Reply(404, {"message": "no crash logs"}))
-        report = _pull(out, d, "browserstack", fake)
+        report = pull(out, d, "browserstack", fake)
         assert d.count(f"/app-automate/sessions/{SID}.json") == 3
         auth = {c.headers.get("authorization") for c in d.calls}
     assert auth == {"Basic " + base64.b64encode(f"{USER}:{KEY}".encode()).decode()}
     assert report.exit_code == 0 and report.matched == 3 and report.crashed_without == 1
-    _assert_script_classes(out)
+    assert_script_classes(out)
     evidence = json.loads((out / EVIDENCE_FILE).read_text())
     session = evidence["sessions"][SID]
     assert "crashlogs: 404, the session had no crash" in session["notes"]
@@ -210,11 +144,11 @@ def test_sauce_real_devices_pages_jobs_polls_until_processed(tmp_path: Path) -> 
               Reply(body=sauce_rdc_job(d.url, "rdc-job-7", SID)))
         d.add("/v1/rdc/jobs/rdc-job-7/deviceLogs", Reply(body=as_json_lines(logcat)))
         d.add("/v1/rdc/jobs/rdc-job-7/crash.json", Reply(404, {"message": "not found"}))
-        report = _pull(out, d, "saucelabs", fake)
+        report = pull(out, d, "saucelabs", fake)
         offsets = [c.query.get("offset") for c in d.calls if c.path == "/v1/rdc/jobs"]
     assert offsets == ["0", "50"]  # paginated to the second page
     assert report.exit_code == 0
-    _assert_script_classes(out)
+    assert_script_classes(out)
 
 
 def test_sauce_emulators_job_assets_after_404(tmp_path: Path) -> None:
@@ -225,9 +159,9 @@ def test_sauce_emulators_job_assets_after_404(tmp_path: Path) -> None:
         base = f"/rest/v1/{USER}/jobs/{SID}/assets"
         d.add(base, Reply(404, {"message": "job not finished"}), Reply(body=sauce_vdc_assets()))
         d.add(f"{base}/logcat.log", Reply(body=logcat))
-        report = _pull(out, d, "saucelabs-vdc", fake)
+        report = pull(out, d, "saucelabs-vdc", fake)
     assert report.exit_code == 0
-    _assert_script_classes(out)
+    assert_script_classes(out)
     evidence = (out / EVIDENCE_FILE).read_text()
     assert USER not in evidence  # the user name in the asset URL's path is masked
 
@@ -242,10 +176,10 @@ def test_lambdatest_campaign_429_with_retry_after(tmp_path: Path) -> None:
         d.add(f"{s}/log/device", Reply(429, "slow down", {"Retry-After": "7"}),
               Reply(body=logcat))
         d.add(f"{s}/log/crash", Reply(404, "none"))
-        report = _pull(out, d, "lambdatest", fake)
+        report = pull(out, d, "lambdatest", fake)
     assert 7.0 in fake.slept  # Retry-After honoured
     assert report.exit_code == 0
-    _assert_script_classes(out)
+    assert_script_classes(out)
 
 
 def test_429_without_retry_after_backs_off_exponentially(tmp_path: Path) -> None:
@@ -257,41 +191,10 @@ def test_429_without_retry_after_backs_off_exponentially(tmp_path: Path) -> None
         d.add(s, Reply(429, "x"), Reply(429, "x"), Reply(429, "x"),
               Reply(body=lambdatest_session(d.url, SID)))
         d.add(f"{s}/log/device", Reply(body=logcat))
-        report = _pull(out, d, "lambdatest", fake)
+        report = pull(out, d, "lambdatest", fake)
     assert fake.slept[:3] == [1.0, 2.0, 4.0]
-    assert report.exit_code == 0 and _classes(out)[0][1] == "xnnpack-allocator-uaf"
+    assert report.exit_code == 0 and crash_classes(out)[0][1] == "xnnpack-allocator-uaf"
     assert json.loads((out / EVIDENCE_FILE).read_text())["throttled"] == 3
-
-
-def _aws(d: FarmDouble, logcat: str, job: str, status_seq: list[str]) -> None:
-    statuses = iter(status_seq)
-
-    def get_job(_r: Request) -> Reply:
-        return Reply(body={"job": {"arn": job, "status": next(statuses, "COMPLETED"),
-                                   "device": {"name": "Google Pixel 7"}}})
-
-    throttled = {"n": 0}
-
-    def list_artifacts(r: Request) -> Reply:
-        if throttled["n"] == 0:
-            throttled["n"] += 1
-            return Reply(400, {"__type": "ThrottlingException", "message": "Rate exceeded"})
-        sig = "?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAFAKE%2F20260314&" \
-              "X-Amz-Signature=deadbeefcafe0123456789"
-        if r.body.get("type") != "LOG":
-            return Reply(body={"artifacts": []})
-        if not r.body.get("nextToken"):
-            return Reply(body={"artifacts": [{"arn": f"{job}/a1", "name": "Video",
-                                              "type": "VIDEO", "extension": "mp4",
-                                              "url": f"{d.url}/s3/video{sig}"}],
-                               "nextToken": "page-2"})
-        return Reply(body={"artifacts": [{"arn": f"{job}/a2", "name": "Logcat",
-                                          "type": "DEVICE_LOG", "extension": "txt",
-                                          "url": f"{d.url}/s3/logcat{sig}"}]})
-
-    d.add_aws("GetJob", get_job)
-    d.add_aws("ListArtifacts", list_artifacts)
-    d.add("/s3/logcat", Reply(body=logcat))
 
 
 def test_aws_device_farm_campaign_waits_for_completed_and_paginates(tmp_path: Path) -> None:
@@ -300,8 +203,8 @@ def test_aws_device_farm_campaign_waits_for_completed_and_paginates(tmp_path: Pa
     logcat, _ = session_logcat(SCRIPT)
     fake = FakeTime()
     with FarmDouble() as d:
-        _aws(d, logcat, job, ["RUNNING", "RUNNING"])
-        report = _pull(out, d, "aws-device-farm", fake, ref=job, env={
+        add_aws_job(d, logcat, job, ["RUNNING", "RUNNING"])
+        report = pull(out, d, "aws-device-farm", fake, ref=job, env={
             "AWS_ACCESS_KEY_ID": "AKIAFAKEFAKEFAKE", "AWS_SECRET_ACCESS_KEY": "SeCr3tAwsK3y"})
         tokens = [c.body.get("nextToken") for c in d.calls
                   if c.headers.get("x-amz-target", "").endswith("ListArtifacts")
@@ -309,7 +212,7 @@ def test_aws_device_farm_campaign_waits_for_completed_and_paginates(tmp_path: Pa
         assert d.count("/s3/video") == 0  # only the kept types are downloaded
     assert None in tokens and "page-2" in tokens
     assert report.exit_code == 0
-    _assert_script_classes(out)
+    assert_script_classes(out)
     text = (out / EVIDENCE_FILE).read_text()
     assert "deadbeefcafe" not in text and "X-Amz-Signature=***" in text
 
@@ -334,12 +237,12 @@ def test_firebase_test_lab_results_dir_and_tool_results_issues(tmp_path: Path) -
         d.add(f"/toolresults/v1beta3/{steps}/steps",
               Reply(body={"steps": [ftl_step("s1", bucket, rdir, "inProgress")]}),
               Reply(body={"steps": [ftl_step("s1", bucket, rdir)]}))
-        report = _pull(out, d, "firebase", fake, ref=f"gs://{bucket}/{rdir}", steps=steps,
+        report = pull(out, d, "firebase", fake, ref=f"gs://{bucket}/{rdir}", steps=steps,
                        env={"GOOGLE_OAUTH_ACCESS_TOKEN": "ya29.FAKE-oauth-token-123"})
         bearer = {c.headers.get("authorization") for c in d.calls}
     assert bearer == {"Bearer ya29.FAKE-oauth-token-123"}
     assert report.exit_code == 0
-    _assert_script_classes(out)
+    assert_script_classes(out)
     session = json.loads((out / EVIDENCE_FILE).read_text())["sessions"][f"gs://{bucket}/{rdir}"]
     assert [i["type"] for i in session["issues"]] == ["nativeCrash"]
     assert {a["kind"] for a in session["artifacts"]} == {"device-log", "test-result",
@@ -356,7 +259,7 @@ def test_a_farm_down_past_the_deadline_is_exit_3_and_a_later_pull_completes(
     fake = FakeTime()
     with FarmDouble() as d:
         d.add(f"/app-automate/sessions/{SID}.json", Reply(503, "<html>maintenance</html>"))
-        report = _pull(out, d, "browserstack", fake, deadline=60)
+        report = pull(out, d, "browserstack", fake, deadline=60)
         assert report.exit_code == 3
         assert (out / "launches.jsonl").read_bytes() == before  # every record kept as is
         evidence = json.loads((out / EVIDENCE_FILE).read_text())
@@ -366,13 +269,13 @@ def test_a_farm_down_past_the_deadline_is_exit_3_and_a_later_pull_completes(
         d.add(f"/app-automate/sessions/{SID}.json", Reply(body=browserstack_session(d.url, SID)))
         base = f"/app-automate/builds/b0a1c2d3/sessions/{SID}"
         d.add(f"{base}/devicelogs", Reply(body=logcat))
-        again = _pull(out, d, "browserstack", fake)
+        again = pull(out, d, "browserstack", fake)
         assert again.exit_code == 0
-        _assert_script_classes(out)
+        assert_script_classes(out)
         d.add(f"/app-automate/sessions/{SID}.json", Reply(503, "down again"))
-        third = _pull(out, d, "browserstack", fake, deadline=10)
+        third = pull(out, d, "browserstack", fake, deadline=10)
     assert third.exit_code == 3  # a failed re-pull keeps what the earlier one matched
-    _assert_script_classes(out)
+    assert_script_classes(out)
     kept = json.loads((out / EVIDENCE_FILE).read_text())["sessions"][SID]
     assert kept["status"] == "complete" and kept["last_pull"]["status"] == "incomplete"
 
@@ -388,9 +291,9 @@ def test_a_session_with_no_crash_gains_no_crash(tmp_path: Path) -> None:
         base = f"/app-automate/builds/b0a1c2d3/sessions/{SID}"
         d.add(f"{base}/devicelogs", Reply(body=logcat))
         d.add(f"{base}/crashlogs", Reply(404, "no crash"))
-        report = _pull(out, d, "browserstack", fake)
+        report = pull(out, d, "browserstack", fake)
     assert report.exit_code == 0 and report.matched == 0 and report.unmatched == 0
-    assert _classes(out) == [("completed", None, None)] * 3
+    assert crash_classes(out) == [("completed", None, None)] * 3
     records = load_campaign(out).records
     assert all(r.extra["farm"]["evidence"] == [] and r.extra["farm"]["note"] is None
                for r in records)
@@ -403,7 +306,7 @@ def test_cli_pull_leaks_no_credential_to_any_file_or_stream(
         monkeypatch: pytest.MonkeyPatch) -> None:
     out = campaign(tmp_path / "cli", SCRIPT, SID)
     logcat, _ = session_logcat(SCRIPT)
-    for name, value in _env().items():
+    for name, value in farm_env().items():
         monkeypatch.setenv(name, value)
     with FarmDouble() as d:
         d.add(f"/app-automate/sessions/{SID}.json", Reply(body=browserstack_session(d.url, SID)))
@@ -461,7 +364,7 @@ def test_headspin_path_token_and_every_farm_url_shape_are_redacted() -> None:
 def test_pull_of_no_campaign_is_one_line_exit_2(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in _env().items():
+    for name, value in farm_env().items():
         monkeypatch.setenv(name, value)
     assert main(["farm", "pull", str(tmp_path / "nothing"), "--farm", "browserstack"]) == 2
     err = capsys.readouterr().err

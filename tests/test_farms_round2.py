@@ -33,8 +33,8 @@ from tests.doubles.farm_recordings import (APP, IPS_PID, Launch, as_ftl_logcat, 
                                            sauce_rdc_detail, sauce_rdc_list_entity,
                                            session_logcat)
 from tests.doubles.farm_server import FarmDouble, Reply, Request
-from tests.test_farms import (KEY, SCRIPT, SID, UAF_SIG, USER, FakeTime, _assert_script_classes,
-                              _classes, _env, _pull)
+from tests.helpers.farms import (KEY, SCRIPT, SID, UAF_SIG, USER, FakeTime, add_aws_job,
+                                 assert_script_classes, crash_classes, farm_env, pull)
 
 BASIC = "Basic " + base64.b64encode(f"{USER}:{KEY}".encode()).decode()
 BS_BASE = f"/app-automate/builds/b0a1c2d3/sessions/{SID}"
@@ -78,7 +78,7 @@ def test_a_crash_log_of_several_reports_gives_each_its_own_launch(tmp_path: Path
     fake = FakeTime()
     with FarmDouble() as d:
         _bs_routes(d, logcat, crashlog)
-        report = _pull(out, d, "browserstack", fake)
+        report = pull(out, d, "browserstack", fake)
     assert report.exit_code == 0 and report.unmatched == 0
     records = _records(out)
     assert [r.crash_class for r in records[4:7:2]] == ["xnnpack-allocator-uaf"] * 2
@@ -110,7 +110,7 @@ def test_a_second_ips_in_the_crash_log_goes_to_the_second_launch(tmp_path: Path)
     fake = FakeTime()
     with FarmDouble() as d:
         _bs_routes(d, syslog, ips_report() + second)
-        report = _pull(out, d, "browserstack", fake)
+        report = pull(out, d, "browserstack", fake)
     assert report.exit_code == 0
     records = _records(out)
     assert records[0].crash["pid"] == IPS_PID and records[2].crash["pid"] == pids[2]
@@ -143,10 +143,10 @@ def test_ftl_campaign_in_its_own_logcat_form_with_its_native_crash_file(
         d.add(f"/storage/v1/b/{bucket}/o/{enc}%2Flogcat", Reply(body=as_ftl_logcat(logcat)))
         d.add(f"/storage/v1/b/{bucket}/o/{enc}%2Fdata_app_native_crash_0_{APP}.txt",
               Reply(body=ftl_native_crash_entry(pids[5])))
-        report = _pull(out, d, "firebase", fake, ref=f"gs://{bucket}/{rdir}",
+        report = pull(out, d, "firebase", fake, ref=f"gs://{bucket}/{rdir}",
                        env={"GOOGLE_OAUTH_ACCESS_TOKEN": "ya29.FAKE-oauth-token-123"})
     assert report.exit_code == 0 and report.unmatched == 0
-    got = _classes(out)
+    got = crash_classes(out)
     assert [g[1] for g in got] == [None, "xnnpack-allocator-uaf", "xnnpack-allocator-uaf",
                                    "abort", None, "xnnpack-allocator-uaf"]
     assert got[3][2].startswith("java.lang.IllegalStateException")
@@ -179,12 +179,12 @@ def test_presigned_urls_in_a_session_record_are_fetched_bare(tmp_path: Path) -> 
                 Reply(body=lambdatest_session_presigned(api.url, files.url, SID)))
         files.add(f"/automation-prod-user-files/mobile/{SID}/device.log", _s3(seen, logcat))
         files.add(f"/d2x8sh3cve7ld1/{SID}/crash.log", Reply(404, "<Error>NoSuchKey</Error>"))
-        report = _pull(out, api, "lambdatest", fake)
+        report = pull(out, api, "lambdatest", fake)
         api_auth = {c.headers.get("authorization") for c in api.calls}
         files_auth = {c.headers.get("authorization") for c in files.calls}
     assert api_auth == {BASIC} and files_auth == {None} and seen
     assert report.exit_code == 0
-    _assert_script_classes(out)
+    assert_script_classes(out)
 
 
 def test_a_refused_artifact_loses_only_itself(tmp_path: Path) -> None:
@@ -197,9 +197,9 @@ def test_a_refused_artifact_loses_only_itself(tmp_path: Path) -> None:
         files.add(f"/automation-prod-user-files/mobile/{SID}/device.log", Reply(body=logcat))
         files.add(f"/d2x8sh3cve7ld1/{SID}/crash.log",
                   Reply(403, "<Error><Code>AccessDenied</Code>Request has expired</Error>"))
-        report = _pull(out, api, "lambdatest", fake)
+        report = pull(out, api, "lambdatest", fake)
     assert report.exit_code == 0  # the device log's evidence is kept
-    _assert_script_classes(out)
+    assert_script_classes(out)
     notes = json.loads((out / EVIDENCE_FILE).read_text())["sessions"][SID]["notes"]
     assert any("HTTP 403" in n and "crash" in n.lower() for n in notes)
     assert not any("0badc0ffee" in n or "QmFkU2ln" in n for n in notes)
@@ -226,11 +226,11 @@ def test_sauce_rdc_job_found_through_the_documented_detail(tmp_path: Path) -> No
                                                                T0_MS - 5000, T0_MS + 60000)))
         d.add("/v1/rdc/jobs/mine/deviceLogs", Reply(body=as_json_lines(logcat)))
         d.add("/v1/rdc/jobs/mine/crash.json", Reply(404, {"message": "not found"}))
-        report = _pull(out, d, "saucelabs", fake, deadline=30)
+        report = pull(out, d, "saucelabs", fake, deadline=30)
         details = [c.path for c in d.calls if c.path.count("/") == 4]
     assert report.exit_code == 0
     assert "/v1/rdc/jobs/newer" not in details and "/v1/rdc/jobs/old" not in details
-    _assert_script_classes(out)
+    assert_script_classes(out)
 
 
 # -- 5. expired credentials, and botocore's retries really off -----------------------------
@@ -257,7 +257,7 @@ def test_browserstack_revoked_key_is_exit_2_in_one_line_naming_its_variables(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     out = campaign(tmp_path / "bs", SCRIPT, SID)
-    for name, value in _env().items():
+    for name, value in farm_env().items():
         monkeypatch.setenv(name, value)
     with FarmDouble() as d:
         d.add(f"/app-automate/sessions/{SID}.json", Reply(401, "<html>Unauthorized</html>"))
@@ -267,15 +267,13 @@ def test_browserstack_revoked_key_is_exit_2_in_one_line_naming_its_variables(
 
 
 def test_aws_throttle_reaches_the_kit_botocore_does_not_retry(tmp_path: Path) -> None:
-    from tests.test_farms import _aws
-
     job = "arn:aws:devicefarm:us-west-2:123456789012:job:p0/r0/00000"
     out = campaign(tmp_path / "aws", SCRIPT, SID)
     logcat, _ = session_logcat(SCRIPT)
     fake = FakeTime()
     with FarmDouble() as d:
-        _aws(d, logcat, job, [])
-        report = _pull(out, d, "aws-device-farm", fake, ref=job, env={
+        add_aws_job(d, logcat, job, [])
+        report = pull(out, d, "aws-device-farm", fake, ref=job, env={
             "AWS_ACCESS_KEY_ID": "AKIAFAKEFAKEFAKE", "AWS_SECRET_ACCESS_KEY": "SeCr3tAwsK3y"})
         first = [c for c in d.calls if c.headers.get("x-amz-target", "").endswith(
             "ListArtifacts")][:2]
@@ -293,7 +291,7 @@ def test_evidence_keeps_its_signature(tmp_path: Path) -> None:
     fake = FakeTime()
     with FarmDouble() as d:
         _bs_routes(d, logcat, [Reply(404, "none")])
-        _pull(out, d, "browserstack", fake)
+        pull(out, d, "browserstack", fake)
     records = _records(out)
     for record in (records[1], records[2]):
         evidence = record.extra["farm"]["evidence"][0]
@@ -310,7 +308,7 @@ def test_another_builds_session_is_refused_in_one_line(tmp_path: Path,
     out = campaign(tmp_path / "bs", SCRIPT, SID)
     before = (out / "launches.jsonl").read_bytes()
     logcat, _ = session_logcat(SCRIPT)
-    for name, value in _env().items():
+    for name, value in farm_env().items():
         monkeypatch.setenv(name, value)
     with FarmDouble() as d:
         _bs_routes(d, logcat, [Reply(404, "none")], build_name="coldstart-0.3.0",
@@ -335,7 +333,7 @@ def test_a_session_of_yesterday_is_refused(tmp_path: Path) -> None:
                                                             T0_MS - day + 60000)))
         d.add("/v1/rdc/jobs/y/deviceLogs", Reply(body=as_json_lines(logcat)))
         with pytest.raises(UsageError, match="not this campaign's.*2026-03-13T10:00:00Z"):
-            _pull(out, d, "saucelabs", fake, deadline=30, ref=SID)
+            pull(out, d, "saucelabs", fake, deadline=30, ref=SID)
 
 
 # -- 8. a crash log later than the device log ----------------------------------------------
@@ -348,7 +346,7 @@ def test_a_crash_log_ready_after_the_device_log_is_waited_for(tmp_path: Path) ->
     with FarmDouble() as d:
         _bs_routes(d, syslog, [Reply(404, "no crash"), Reply(404, "no crash"),
                                Reply(404, "no crash"), Reply(body=ips_report())])
-        report = _pull(out, d, "browserstack", fake)
+        report = pull(out, d, "browserstack", fake)
     assert report.exit_code == 0 and report.matched == 1
     record = _records(out)[1]
     assert record.crash_class == "xnnpack-allocator-uaf" and record.crash["pid"] == IPS_PID
@@ -364,7 +362,7 @@ def test_a_crash_log_never_there_ends_at_the_stated_deadline(tmp_path: Path) -> 
     fake = FakeTime()
     with FarmDouble() as d:
         _bs_routes(d, syslog, [Reply(404, "no crash")])
-        report = _pull(out, d, "browserstack", fake)
+        report = pull(out, d, "browserstack", fake)
     assert report.exit_code == 0
     note = _records(out)[1].extra["farm"]["note"]
     assert "was not there by" in note and "stated deadline" in note
@@ -383,11 +381,11 @@ def test_a_crash_log_wait_cut_by_the_pulls_deadline_is_incomplete(tmp_path: Path
         session["automation_session"]["created_at"] = "2026-03-14T09:59:50Z"
         session["automation_session"]["duration"] = 1010
         d.add(f"/app-automate/sessions/{SID}.json", Reply(body=session))
-        first = _pull(out, d, "browserstack", fake, deadline=30)
+        first = pull(out, d, "browserstack", fake, deadline=30)
         assert first.exit_code == 3 and "not there yet" in first.sessions[SID]["note"]
         assert _records(out)[0].extra.get("farm") is None  # records kept as they were
         fake.t = 1000.0 + 200  # past the stated 180 s after the session's end
-        again = _pull(out, d, "browserstack", fake, deadline=30)
+        again = pull(out, d, "browserstack", fake, deadline=30)
     assert again.exit_code == 0
     assert "not there by 2026-03-14T10:19:40Z" in _records(out)[0].extra["farm"]["note"]
 
@@ -409,14 +407,14 @@ def test_pull_writes_through_no_link_planted_in_the_campaign(tmp_path: Path) -> 
     fake = FakeTime()
     with FarmDouble() as d:
         _bs_routes(d, logcat, [Reply(404, "none")])
-        report = _pull(out, d, "browserstack", fake)
+        report = pull(out, d, "browserstack", fake)
     assert report.exit_code == 0
     assert victim.read_text() == "the user's file\n"
     assert not os.path.lexists(dangling)
     assert not (out / BACKUP_NAME).is_symlink() and b"baseline-00000" in \
         (out / BACKUP_NAME).read_bytes()
     assert not (farm_dir / "session.json").is_symlink()
-    _assert_script_classes(out)
+    assert_script_classes(out)
 
 
 # -- issue #46 family 4: a device log streamed, never held whole ---------------------------
@@ -453,7 +451,7 @@ def test_a_100_mb_device_log_is_streamed(tmp_path: Path) -> None:
     got = json.loads(run.stdout.strip().splitlines()[-1])
     assert got["exit"] == 0
     assert got["grew_kib"] < 160 * 1024  # 100 MB held ~6.5 times over was 663 MB
-    assert _classes(out)[1][1] == "xnnpack-allocator-uaf"
+    assert crash_classes(out)[1][1] == "xnnpack-allocator-uaf"
     assert head and tail
 
 
@@ -465,7 +463,7 @@ def test_a_farm_api_that_is_no_http_url_is_exit_2_at_once(
         api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     out = campaign(tmp_path / "c", SCRIPT, SID)
-    for name, value in _env().items():
+    for name, value in farm_env().items():
         monkeypatch.setenv(name, value)
     slept: list[float] = []
     monkeypatch.setattr("time.sleep", slept.append)
@@ -479,7 +477,7 @@ def test_a_farm_ref_with_a_newline_is_one_line(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     out = campaign(tmp_path / "c", SCRIPT, SID)
-    for name, value in _env().items():
+    for name, value in farm_env().items():
         monkeypatch.setenv(name, value)
     code = main(["farm", "pull", str(out), "--farm", "browserstack", "--farm-api",
                  "http://127.0.0.1:9", "--farm-ref", f"{SID}\nHost: evil"])
@@ -492,7 +490,7 @@ def test_pull_settings_refuse_a_bad_api_before_any_request(tmp_path: Path) -> No
     out = campaign(tmp_path / "c", SCRIPT, SID)
     with pytest.raises(UsageError, match="--farm-api"):
         pull_campaign(out, FarmSettings(name="browserstack", api="file:///etc/passwd",
-                                        env=_env()))
+                                        env=farm_env()))
 
 
 def test_run_appium_refuses_a_bad_farm_api_before_the_campaign(

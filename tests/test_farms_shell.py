@@ -288,7 +288,7 @@ def test_aws_test_spec_dumps_come_back_as_a_customer_artifact_per_launch(
     from tests.doubles.adb_cli_double import write_adb
     from tests.doubles.farm_recordings import APP as FARM_APP
     from tests.doubles.farm_recordings import Launch, campaign, session_logcat
-    from tests.test_farms import FakeTime
+    from tests.helpers.farms import FakeTime
 
     script = [Launch("completed"), Launch("silent"), Launch("completed")]
     out = campaign(tmp_path / "aws", script, "4f1e0c2b9a8d")

@@ -18,35 +18,8 @@ from kit.cli import main
 from kit.records import Outcome
 from kit.targets import ios
 from tests.doubles.xcrun_double import XcrunDouble
+from tests.helpers.ios import DEVICE_UDID, UDID, run_sim
 from tests.timeouts import LAUNCH_S, REPORT_WAIT_S
-
-UDID = "6F1C2A4B-1D2E-4F60-9A7B-0C1D2E3F4A5B"
-DEVICE_UDID = "00008110-001A2B3C4D5E801E"
-
-
-@pytest.fixture
-def double(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    xd = XcrunDouble(tmp_path)
-    xd.add_simulator(UDID, "iPhone 16")
-    for key, value in xd.env().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv(ios.DIAGNOSTIC_REPORTS_ENV, raising=False)
-    yield xd
-    xd.kill_apps()
-    assert xd.unused_script() == [], "the test scripted launches that were never made"
-
-
-@pytest.fixture
-def app(tmp_path: Path) -> Path:
-    return XcrunDouble.make_app(tmp_path / "build" / "ColdstartApp.app")
-
-
-def _run_sim(double: XcrunDouble, app: Path, out: Path, launches: int, *extra: str) -> int:
-    return main(["run", "ios-sim", "--udid", UDID, "--app", str(app), "--launches",
-                 str(launches), "--out", str(out), "--timeout", f"{LAUNCH_S:g}",
-                 "--report-wait", f"{REPORT_WAIT_S:g}", "--diagnostic-reports",
-                 str(double.reports), "--label", "baseline", *extra])
-
 
 def test_a_crash_no_poll_saw_takes_its_pid_from_the_report(
         double: XcrunDouble, app: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -58,7 +31,7 @@ def test_a_crash_no_poll_saw_takes_its_pid_from_the_report(
     monkeypatch.setattr(ios.Simctl, "app_pid", lambda self, udid, bundle_id: None)
     double.script(["crash@sessions-created"])
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 1) == 0
+    assert run_sim(double, app, out, 1) == 0
     record = load_campaign(out).records[0]
     assert record.outcome is Outcome.CRASHED and record.crash["pid"] is not None
     assert record.extra["pid"] == record.crash["pid"]
@@ -71,7 +44,7 @@ def test_sim_campaign_gives_scripted_outcomes_phases_and_classes(
                    "crash@inference-done", "error@models-ready", "hang@sessions-created",
                    "js-fatal@sessions-created", "wrong-output"])
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 8) == 0
+    assert run_sim(double, app, out, 8) == 0
     camp = load_campaign(out)
     got = [(r.outcome, r.last_phase, r.crash_class) for r in
            sorted(camp.records, key=lambda r: r.index)]
@@ -125,7 +98,7 @@ def test_sim_boots_a_shut_down_simulator_and_poisons_through_launchd(
         st["devices"][next(iter(st["devices"]))][0]["state"] = "Shutdown"
     double.script(["completed"])
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 1, "--poison") == 0
+    assert run_sim(double, app, out, 1, "--poison") == 0
     assert double.sim_state(UDID) == "Booted"
     record = load_campaign(out).records[0]
     assert record.outcome is Outcome.COMPLETED
@@ -144,7 +117,7 @@ def test_sim_launch_arguments_carry_scenario_and_simctl_child_env(
         double: XcrunDouble, app: Path, tmp_path: Path) -> None:
     double.script(["crash@sessions-created"])
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 1, "--deliver", "args", "--poison") == 0
+    assert run_sim(double, app, out, 1, "--deliver", "args", "--poison") == 0
     record = load_campaign(out).records[0]
     assert (record.outcome, record.last_phase) == (Outcome.CRASHED, "sessions-created")
     launch = next(c for c in double.calls() if c["argv"][:2] == ["simctl", "launch"])
@@ -174,7 +147,7 @@ def test_sim_that_shuts_down_mid_campaign_gives_infra_errors_never_counted(
     # the simulator is booted again (waiting for boot) and every planned launch is counted
     double.script(script)
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 3, "--deliver", deliver, "--poison") == 0
+    assert run_sim(double, app, out, 3, "--deliver", deliver, "--poison") == 0
     records = sorted(load_campaign(out).records, key=lambda r: (r.index, r.attempt))
     _counted_once_each(records, 3)
     assert all(r.outcome is not Outcome.CRASHED for r in records)
@@ -382,7 +355,7 @@ def test_fatal_js_error_with_its_report_arriving_later_is_a_js_error_crash(
     double.script(["error-fatal@sessions-created~2.2", "error@models-ready"])
     out = tmp_path / "run"
     if where == "ios-sim":
-        assert _run_sim(double, app, out, 2, "--report-wait", "8") == 0
+        assert run_sim(double, app, out, 2, "--report-wait", "8") == 0
     else:
         assert _run_device(_device(double, tmp_path), out, 2, "--report-wait", "8") == 0
     records = sorted(load_campaign(out).records, key=lambda r: r.index)
@@ -403,7 +376,7 @@ def test_inference_without_scores_or_ok_is_never_a_pass(double: XcrunDouble, app
                                                         tmp_path: Path) -> None:
     double.script(["unchecked"])
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 1) == 0
+    assert run_sim(double, app, out, 1) == 0
     record = load_campaign(out).records[0]
     assert (record.outcome, record.last_phase) == (Outcome.WRONG_OUTPUT, "done")
     assert record.error == ("inference ran but its outputs cannot be checked (no scores the "
@@ -416,7 +389,7 @@ def test_run_json_stdout_is_json_lines(double: XcrunDouble, app: Path, tmp_path:
     out = tmp_path / "run"
     if where == "ios-sim":  # a reboot mid-campaign: its progress lines go to stderr
         double.script(["completed", "shutdown", "crash@models-ready"])
-        assert _run_sim(double, app, out, 2, "--json") == 0
+        assert run_sim(double, app, out, 2, "--json") == 0
     else:
         double.script(["completed", "drop:3", "crash@models-ready"])
         assert _run_device(_device(double, tmp_path), out, 2, "--json") == 0
@@ -485,7 +458,7 @@ def test_sim_without_process_exit_events_asks_launchctl(
         lambda pid, on_exit: None if source == "none" else Gone()))
     double.script(["crash@models-ready", "completed"])
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 2) == 0
+    assert run_sim(double, app, out, 2) == 0
     records = sorted(load_campaign(out).records, key=lambda r: r.index)
     assert [(r.outcome, r.last_phase, r.crash_class) for r in records] == [
         (Outcome.CRASHED, "models-ready", "xnnpack-allocator-uaf"),
@@ -501,7 +474,7 @@ def test_sim_app_that_exits_during_its_launch_request_with_a_report_is_a_crash(
     # app's crash, counted, not an infra error retried until the campaign gives up
     double.script(["completed", "launch-exit", "completed"])
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 3, "--deliver", "args") == 0
+    assert run_sim(double, app, out, 3, "--deliver", "args") == 0
     assert double.unused_script() == []
     records = sorted(load_campaign(out).records, key=lambda r: (r.index, r.attempt))
     assert [(r.index, r.attempt, r.outcome) for r in records] == [

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,18 +15,10 @@ from kit.campaign import load_campaign
 from kit.cli import main
 from kit.records import Outcome
 from tests.doubles.xcrun_double import XcrunDouble
-from tests.test_ios import DEVICE_UDID, UDID, _run_sim, app, double
+from tests.helpers.ios import UDID, by_index, run_device, run_sim
 from tests.timeouts import LAUNCH_S, REPORT_WAIT_S
 
-__all__ = ["app", "double"]  # fixtures shared with tests/test_ios.py
 
-CORE_ID = "A1B2C3D4-0000-4000-8000-00000000CAFE"
-
-
-def by_index(out: Path) -> tuple[dict[int, Any], list[Any]]:
-    """``(counted record by slot, infra errors)``."""
-    loaded = load_campaign(out)
-    return {r.index: r for r in loaded.counted}, list(loaded.infra_errors)
 
 
 def test_a_log_stream_that_ends_under_a_crashing_launch_keeps_the_crash(
@@ -36,7 +27,7 @@ def test_a_log_stream_that_ends_under_a_crashing_launch_keeps_the_crash(
     # (in inference) and ReportCrash writes its .ips
     double.script(["completed", "logend-crash@sessions-created"])
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 3) == 0
+    assert run_sim(double, app, out, 3) == 0
     counted, infra = by_index(out)
     assert infra == [] and sorted(counted) == [0, 1, 2]
     crash = counted[1]
@@ -50,7 +41,7 @@ def test_an_erased_simulator_gets_the_app_installed_again(
         capsys: pytest.CaptureFixture[str]) -> None:
     double.script(["erase@models-ready"])
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 3) == 0
+    assert run_sim(double, app, out, 3) == 0
     counted, infra = by_index(out)
     assert sorted(counted) == [0, 1, 2]
     assert {r.outcome for r in counted.values()} == {Outcome.COMPLETED}
@@ -65,7 +56,7 @@ def test_another_build_installed_on_the_simulator_is_never_counted(
     # crash report; that is not a crash, and the next launch runs the campaign's build
     double.script(["foreign@models-ready"])
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 3) == 0
+    assert run_sim(double, app, out, 3) == 0
     counted, infra = by_index(out)
     assert sorted(counted) == [0, 1, 2]
     assert {r.outcome for r in counted.values()} == {Outcome.COMPLETED}
@@ -95,19 +86,11 @@ def test_an_erased_simulator_with_no_app_to_install_stops_the_campaign(
     assert "remaining launches are abandoned" in last.error
 
 
-def _run_device(double: XcrunDouble, tmp_path: Path, launches: int, *extra: str) -> int:
-    double.add_device(DEVICE_UDID, "Test iPhone", CORE_ID)
-    ipa_app = XcrunDouble.make_app(tmp_path / "dev" / "ColdstartApp.app", platform="iPhoneOS")
-    return main(["run", "ios-device", "--udid", DEVICE_UDID, "--ipa", str(ipa_app),
-                 "--launches", str(launches), "--out", str(tmp_path / "run"), "--timeout",
-                 f"{LAUNCH_S:g}", "--report-wait", f"{REPORT_WAIT_S:g}", *extra])
-
-
 def test_a_locked_device_is_waited_for_with_one_line(
         double: XcrunDouble, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # locked for 3 s from the second launch request: the retries within it are refused
     double.script(["completed", "locked:3"])
-    assert _run_device(double, tmp_path, 3, "--reconnect-timeout", "30") == 0
+    assert run_device(double, tmp_path, 3, "--reconnect-timeout", "30") == 0
     counted, infra = by_index(tmp_path / "run")
     assert infra == [] and sorted(counted) == [0, 1, 2]
     assert {r.outcome for r in counted.values()} == {Outcome.COMPLETED}
@@ -118,7 +101,7 @@ def test_a_locked_device_is_waited_for_with_one_line(
 def test_a_device_locked_past_the_reconnect_timeout_is_an_infra_error_not_a_crash(
         double: XcrunDouble, tmp_path: Path) -> None:
     double.script(["locked:60"])
-    code = _run_device(double, tmp_path, 1, "--reconnect-timeout", "2")
+    code = run_device(double, tmp_path, 1, "--reconnect-timeout", "2")
     loaded = load_campaign(tmp_path / "run")
     assert code == 3 and list(loaded.counted) == []
     assert loaded.records and all("stayed locked for 2 s" in r.error
@@ -131,7 +114,7 @@ def test_a_console_that_dies_under_a_running_app_costs_no_report_wait(
     # devicectl's console dies with its own error; the device stays reachable and the app
     # runs on. A long --report-wait: a kit that waited for a report would be seen waiting
     double.script([f"console-exit@{at}"])
-    assert _run_device(double, tmp_path, 2, "--report-wait", "60") == 0
+    assert run_device(double, tmp_path, 2, "--report-wait", "60") == 0
     loaded = load_campaign(tmp_path / "run")
     first = min(loaded.records, key=lambda r: (r.index, r.attempt))
     if at == "done":  # its fate was known: done, and the app still running
@@ -152,7 +135,7 @@ def test_another_build_installed_on_the_device_is_never_counted(
     # an install over the running app terminates it with no crash report: not a crash;
     # the campaign's app is installed again before the next launch
     double.script(["completed", "foreign@models-ready"])
-    assert _run_device(double, tmp_path, 3, "--report-wait", "2") == 0
+    assert run_device(double, tmp_path, 3, "--report-wait", "2") == 0
     counted, infra = by_index(tmp_path / "run")
     assert sorted(counted) == [0, 1, 2]
     assert {r.outcome for r in counted.values()} == {Outcome.COMPLETED}
@@ -171,7 +154,7 @@ def test_a_simulator_clock_set_back_keeps_the_crash_report(
     # its .ips is stamped an hour before the launch began, and still names the launch's pid
     double.script(["completed", "clockback@sessions-created:3600", "completed"])
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 3) == 0
+    assert run_sim(double, app, out, 3) == 0
     counted, infra = by_index(out)
     assert infra == [] and sorted(counted) == [0, 1, 2]
     crash = counted[1]
@@ -186,7 +169,7 @@ def test_a_device_clock_set_back_keeps_the_crash_report(
     # the device's report names are dated by its clock, set back an hour: the kit's window is
     # the names it had judged before, never a time (a regression guard: no fix was needed)
     double.script(["completed", "clockback@sessions-created:3600", "completed"])
-    assert _run_device(double, tmp_path, 3) == 0
+    assert run_device(double, tmp_path, 3) == 0
     counted, infra = by_index(tmp_path / "run")
     assert infra == [] and sorted(counted) == [0, 1, 2]
     crash = counted[1]

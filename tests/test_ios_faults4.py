@@ -11,11 +11,9 @@ from pathlib import Path
 from kit.campaign import load_campaign
 from kit.records import Outcome
 from tests.doubles.xcrun_double import XcrunDouble
-from tests.test_ios import _run_sim, app, double
-from tests.test_ios_faults3 import _run_device, by_index
+from tests.helpers.ios import by_index, run_device, run_sim
 from tests.timeouts import LAUNCH_S
 
-__all__ = ["app", "double"]  # fixtures shared with tests/test_ios.py
 
 
 def test_a_log_stream_that_dies_before_a_line_keeps_the_crash_at_its_phase(
@@ -24,7 +22,7 @@ def test_a_log_stream_that_dies_before_a_line_keeps_the_crash_at_its_phase(
     # app crashes in inference half a second later. The unified log has the line.
     double.script(["completed", "logdrop-crash@sessions-created"])
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 3) == 0
+    assert run_sim(double, app, out, 3) == 0
     counted, infra = by_index(out)
     assert infra == [] and sorted(counted) == [0, 1, 2]
     crash = counted[1]
@@ -40,7 +38,7 @@ def test_a_log_stream_that_dies_under_a_completing_launch_is_not_waited_on(
     # before any new stream can start: the unified log holds done
     double.script(["logdrop-done@inference-done", "completed"])
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 2) == 0
+    assert run_sim(double, app, out, 2) == 0
     counted, infra = by_index(out)
     assert infra == [] and sorted(counted) == [0, 1]
     first = counted[0]
@@ -53,7 +51,7 @@ def test_a_console_relay_that_dies_before_a_crash_keeps_the_crash(
     # CoreDeviceError error 4: the console relay dies after sessions-created while the app
     # runs; the app crashes 0.15 s later and its .ips comes as ever
     double.script(["completed", "console-lost-crash@sessions-created"])
-    assert _run_device(double, tmp_path, 3) == 0
+    assert run_device(double, tmp_path, 3) == 0
     counted, infra = by_index(tmp_path / "run")
     assert infra == [] and sorted(counted) == [0, 1, 2]
     crash = counted[1]
@@ -67,7 +65,7 @@ def test_a_hanging_launch_request_is_a_tool_failure_and_a_left_app_is_stopped(
     # the console dies under a running app (its fate unknown: infra-error, the app left
     # running), then devicectl's launch request for the retry hangs and starts nothing
     double.script(["completed", "console-exit@models-ready", "launch-hang"])
-    assert _run_device(double, tmp_path, 3) == 0
+    assert run_device(double, tmp_path, 3) == 0
     loaded = load_campaign(tmp_path / "run")
     counted, infra = by_index(tmp_path / "run")
     assert sorted(counted) == [0, 1, 2]
@@ -92,7 +90,7 @@ def test_a_log_stream_that_cannot_start_again_is_replaced_by_the_stored_log(
     # app crashes half a second later: the stored log and the process still tell it
     double.script(["logdown-crash@sessions-created:5"])
     out = tmp_path / "run"
-    assert _run_sim(double, app, out, 2) == 0
+    assert run_sim(double, app, out, 2) == 0
     counted, infra = by_index(out)
     assert infra == [] and sorted(counted) == [0, 1]
     crash = counted[0]

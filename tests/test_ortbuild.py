@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import json
 import os
 import subprocess
 import sys
-import tarfile
-from pathlib import Path
 
 import pytest
 
@@ -22,101 +19,14 @@ from kit.store.identity import BuildIdentity, OrtVariant
 from kit.analysis.decide import decide
 from kit.errors import InfraError, UsageError
 from kit.targets.host import ortbuild
-from kit.targets.host.ortbuild import (BuildProgress, OrtBuild, OrtSource, SourceFile,
+from kit.targets.host.ortbuild import (BuildProgress, OrtBuild,
                                        build_variant, format_progress, load_patch,
                                        parse_ninja_status, read_series, select_hunks)
-from tests.doubles.ort_build_root import HostRootExecutor
-
-EP = "onnxruntime/core/providers/xnnpack/xnnpack_execution_provider.cc"
-DEPS = "cmake/deps.cmake"
-
-DEPS_TEXT = "".join(f"line {i}\n" for i in range(1, 31))
-ONE_PATCH = f"""Description: two hunks; the series takes only the second
---- a/{DEPS}
-+++ b/{DEPS}
-@@ -2,3 +2,3 @@
- line 2
--line 3
-+line 3 (hunk one)
- line 4
-@@ -20,3 +20,3 @@
- line 20
--line 21
-+line 21 (hunk two)
- line 22
-"""
-TWO_PATCH = """Description: adds a file
---- /dev/null
-+++ b/onnxruntime/core/added.cc
-@@ -0,0 +1 @@
-+// added by two.patch
-"""
-PORT = f"""the kit's port for the mini source
---- a/{DEPS}
-+++ b/{DEPS}
-@@ -29,2 +29,2 @@
- line 29
--line 30
-+line 30 (port)
-"""
-FIX = f"""coldstart patch: a test fix
---- a/{EP}
-+++ b/{EP}
-@@ -1,2 +1,2 @@
- // the EP
--racy();
-+std::call_once(once, init);
-"""
-
+from tests.helpers.ortbuild import DEPS, EP, FIX, ONE_PATCH
 
 def _kit_build(provenance: dict) -> BuildIdentity:
     """The identity of a host campaign on the kit's build with ``provenance``."""
     return BuildIdentity(artifact="ort_library", ort_build=OrtVariant.from_dict(provenance, "x"))
-
-
-def _tar(path: Path, top: str, files: dict[str, str]) -> None:
-    with tarfile.open(path, "w:xz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"{top}/{name}")
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-
-
-def _file(path: Path, request: str) -> SourceFile:
-    data = path.read_bytes()
-    return SourceFile(path.name, hashlib.sha256(data).hexdigest(), len(data), request)
-
-
-@pytest.fixture
-def mini(tmp_path):
-    """(OrtSource, HostRootExecutor) for a small package of onnxruntime's layout."""
-    archive = tmp_path / "archive"
-    archive.mkdir()
-    orig = archive / "mini_1.0.orig.tar.xz"
-    _tar(orig, "mini-1.0", {
-        "cmake/CMakeLists.txt": "project(mini)\n", DEPS: DEPS_TEXT,
-        "include/onnxruntime/core/session/onnxruntime_cxx_api.h": "// api\n",
-        "include/onnxruntime/core/session/onnxruntime_c_api.h": "// c api\n",
-        "include/onnxruntime/core/providers/cpu/cpu_provider_factory.h": "// cpu\n",
-        EP: "// the EP\nracy();\n", "onnxruntime/core/session.cc": "// session\n"})
-    packaging = archive / "mini_1.0-1.debian.tar.xz"
-    _tar(packaging, "debian", {"patches/one.patch": ONE_PATCH, "patches/two.patch": TWO_PATCH,
-                               "patches/series": "one.patch\ntwo.patch\n"})
-    series = tmp_path / "series.txt"
-    series.write_text("# the kit's selection\none.patch hunks=2\ntwo.patch\n")
-    port = tmp_path / "port.patch"
-    port.write_text(PORT)
-    source = OrtSource(package="mini", version="1.0-1",
-                       upstream=_file(orig, "mini=1.0-1"),
-                       packaging=_file(packaging, "mini-packaging=2.0-1"),
-                       series=str(series), port=str(port), tree="1.0",
-                       build_dep="mini=1.0-1")
-    root = tmp_path / "root"
-    root.mkdir()
-    executor = HostRootExecutor(root, {"mini=1.0-1": [orig],
-                                       "mini-packaging=2.0-1": [packaging]})
-    return source, executor
 
 
 def _builder(mini, tmp_path, **kw):

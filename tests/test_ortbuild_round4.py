@@ -23,7 +23,7 @@ import pytest
 from kit.errors import InfraError, UsageError
 from kit.targets.host import ortbuild
 from kit.targets.host.ortbuild import TSAN, OrtBuild, build_variant, check_mirror, load_patch
-from tests.test_ortbuild import EP, FIX, mini  # noqa: F401  (the fixture)
+from tests.helpers.ortbuild import EP, FIX
 
 ROOT = Path(__file__).resolve().parent.parent
 

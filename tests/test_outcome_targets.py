@@ -64,7 +64,6 @@ from tests.doubles.fake_adb_device import AppBehaviour as B
 from tests.doubles.fake_adb_device import FakeAndroidDevice, FakeApp, LaunchScript
 from tests.doubles.recorded_workload import RecordedWorkload
 from tests.doubles.xcrun_double import XcrunDouble
-from tests.test_android import adb_server  # noqa: F401 - the module's private adb server
 from tests.timeouts import LAUNCH_S, REPORT_WAIT_S
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from kit.report import REPORT_SCHEMA_VERSION, write_reports
 from kit.report.markdown import escape
 from kit.analysis.verdict import Verdict, compare_campaigns
 from tests.helpers import counts, make_campaign, record
+from tests.helpers.report import check_html_renders_its_plots
 
 EVIL = "<script>alert(1)</script>"
 SECRET_URL = "https://alice:s3cr3tKey@hub.example.com/wd/hub?token=tok123456"
@@ -126,52 +125,6 @@ def test_markdown_is_short_and_inert(pair, tmp_path: Path) -> None:
     assert "| `xnnpack-allocator-uaf` | 12/20 (60.0%, 95% CI 36.1%-80.9%) |" in md
     assert len(md.splitlines()) < 40
     assert escape("a|b *c* [x](y) <img>") == r"a\|b \*c\* \[x\](y) &lt;img>"
-
-
-def _chromium() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:  # scripts/setup.sh installs it: a missing browser fails, never skips
-        pytest.fail("chromium is not installed: run scripts/setup.sh (apt-get install -y "
-                    "chromium)")
-    return exe
-
-
-def _chromium_run(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={profile}", *extra, page.as_uri()],
-        capture_output=True, text=True, timeout=300)  # a bound: seconds, more when loaded
-
-
-def check_html_renders_its_plots(html: Path, work: Path) -> None:
-    """Open ``html`` in headless Chromium: every plot decodes (natural size > 0, read by a
-    checker script in a copy without the page's CSP), and a screenshot shows the plots'
-    colours."""
-    copy = work / "checked.html"
-    checker = ("<script>window.addEventListener('load', () => { document.body.setAttribute("
-               "'data-sizes', Array.from(document.images).map(i => i.complete + ':' + "
-               "i.naturalWidth + 'x' + i.naturalHeight).join(' ')); });</script>")
-    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html.read_text())
-    copy.write_text(text.replace("</body>", checker + "</body>"))
-    dom = _chromium_run(copy, work / "profile1", "--virtual-time-budget=5000", "--dump-dom")
-    sizes = re.search(r'data-sizes="([^"]*)"', dom.stdout)
-    assert sizes, dom.stdout[-2000:] + dom.stderr[-2000:]
-    images = sizes.group(1).split()
-    assert len(images) == 4
-    for image in images:
-        complete, size = image.split(":")
-        width, height = map(int, size.split("x"))
-        assert complete == "true" and width > 300 and height > 150, images
-    shot = work / "shot.png"
-    _chromium_run(html, work / "profile2", "--window-size=1280,2400", f"--screenshot={shot}")
-    import matplotlib.image
-
-    pixels = (matplotlib.image.imread(shot)[..., :3] * 255).round()
-    for colour in ("#1565c0", "#c62828"):  # a build's series and the "any crash" series
-        rgb = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
-        hits = (abs(pixels - rgb).max(axis=-1) <= 8).sum()
-        assert hits > 50, f"{colour}: {hits} pixels"
 
 
 @pytest.mark.slow

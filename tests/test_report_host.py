@@ -28,7 +28,7 @@ from kit.campaign.interleave import Arm, run_interleaved
 from kit.analysis.summary import summarize
 from kit.targets import host
 from kit.analysis.verdict import VerdictSettings, count_events
-from tests.test_report import check_html_renders_its_plots
+from tests.helpers.report import check_html_renders_its_plots
 from tests.helpers import counts, make_campaign, prepare_store
 
 ROOT = Path(__file__).resolve().parent.parent
