@@ -99,8 +99,8 @@ class Campaign:
     (what a reader should know: a cut last line, a writer still running) and its records,
     either loaded (``records``: every line of ``launches.jsonl``, retries included, in file
     order) or left on disk (``records`` is ``None``, for analyses that must not hold a
-    large campaign in memory); :func:`load_campaign` opens it either way.
-    :meth:`iter_records` gives the records either way."""
+    large campaign in memory), as :func:`load_campaign` opens it; :meth:`iter_records`
+    gives the records either way."""
 
     path: Path
     meta: CampaignMeta
