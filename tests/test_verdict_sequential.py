@@ -147,13 +147,13 @@ def test_stop_rule_waits_for_the_anytime_valid_comparison() -> None:
     # LR is past its threshold after 78 clean launches, and Fisher's fixed-size test against
     # 3/150 passes from about 257; the comparison that holds at every launch (e-value >= 20)
     # needs 2142
-    from kit.analysis.anytime import e_lower
+    from kit.analysis.anytime import log_e_lower
 
     rule = make_stop_rule(counts("b", 3, 150), VerdictSettings())
     assert decide(3, 150, 0, 300).verdict is Verdict.FIXED  # a fixed-size compare would say so
     assert not rule(counts("c", 0, 2141))
     assert rule(counts("c", 0, 2142))
-    assert e_lower(3, 150, 0, 2141, 0.05) < 20 <= e_lower(3, 150, 0, 2142, 0.05)
+    assert log_e_lower(3, 150, 0, 2141, 0.05) < math.log(20) <= log_e_lower(3, 150, 0, 2142, 0.05)
 
 
 def test_stop_rule_with_exact_thresholds_for_the_campaign_launches() -> None:

@@ -40,7 +40,7 @@ import math
 
 from ..errors import UsageError
 
-__all__ = ["log_e_lower", "e_lower", "e_reaches"]
+__all__ = ["log_e_lower", "e_reaches"]
 
 
 def _check(x: int, n: int) -> None:
@@ -94,12 +94,6 @@ def log_e_lower(x_b: int, n_b: int, x_c: int, n_c: int, ceiling: float = 1.0) ->
         pooled = (x_b + x_c) / (n_b + n_c)
         null = _log_lik(x_b, n_b, pooled) + _log_lik(x_c, n_c, pooled)
     return numerator - null
-
-
-def e_lower(x_b: int, n_b: int, x_c: int, n_c: int, ceiling: float = 1.0) -> float:
-    """:func:`log_e_lower` as a number (``inf`` past the float range)."""
-    value = log_e_lower(x_b, n_b, x_c, n_c, ceiling)
-    return math.exp(value) if value < 700 else math.inf
 
 
 def e_reaches(x_b: int, n_b: int, x_c: int, n_c: int, *, alpha: float,

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from typing import Iterable
 
-__all__ = ["demangle_all", "demangler_name"]
+__all__ = ["demangle_all"]
 
 #: Longer names are left alone: no real frame symbol comes close, and a demangler's
 #: recursion on a hostile name is not worth the risk.
@@ -27,13 +27,6 @@ def _library() -> object | None:
     except cxxfilt.Error:
         return None
     return demangler
-
-
-def demangler_name() -> str:
-    """``cxxfilt``, ``c++filt`` or ``none``: what :func:`demangle_all` will use."""
-    if _library() is not None:
-        return "cxxfilt"
-    return "c++filt" if shutil.which("c++filt") else "none"
 
 
 @functools.lru_cache(maxsize=8192)

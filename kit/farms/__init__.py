@@ -31,7 +31,7 @@ from ..redact import Redactor
 from .base import Farm, FarmSettings
 from .http import FarmHTTP
 
-__all__ = ["FARMS", "open_farm", "farm_names", "REF_FROM_RECORDS", "check_ref"]
+__all__ = ["FARMS", "open_farm", "REF_FROM_RECORDS", "check_ref"]
 
 #: farm name -> (module, factory function)
 FARMS: dict[str, tuple[str, str]] = {
@@ -47,10 +47,6 @@ FARMS: dict[str, tuple[str, str]] = {
 #: ``--farm-ref``)
 REF_FROM_RECORDS = frozenset({"saucelabs", "saucelabs-vdc", "browserstack", "lambdatest",
                               "headspin"})
-
-
-def farm_names() -> list[str]:
-    return list(FARMS)
 
 
 def open_farm(settings: FarmSettings, redactor: Redactor, *,
