@@ -2,7 +2,7 @@
 bounds (issue #26, item 4): a hand-edited or corrupt campaign is one line and exit 2, never
 a launch counted ``hung`` by a zero timeout, a range of 10**20 launches or a traceback.
 
-The campaigns are made by the real store (tests/helpers.py's ``make_campaign``) and
+The campaigns are made by the real store (tests/helpers/'s ``make_campaign``) and
 edited as a user or a broken tool would; the commands are the real ``coldstart``.
 """
 

@@ -1,7 +1,7 @@
 """Campaign summary: counts, Clopper-Pearson rates, create overlap, infra errors apart.
 
-Campaigns are built through the kit's own store (tests/helpers.py prepare_store + append), as `coldstart run`
-writes them. Its helpers are in tests/helpers.py.
+Campaigns are built through the kit's own store (prepare_store + append), as `coldstart run`
+writes them. Its helpers are in tests/helpers/.
 """
 
 from __future__ import annotations
