@@ -109,7 +109,8 @@ KEYS_HELP = """scenario keys (--scenario 'k=v&k=v', 'k=v,k=v' or a coldstart://r
   inject=none|segv@P|abort@P|hang@P   crash or stall right after phase P (positive controls)
   load=path|bytes, warmup=none|cpu, log=warning|verbose   host amplifiers (docs/race.md)
   hold=0..10000                  ms each creating thread is held inside the racy window
-                                 (host only; turns on log=verbose; docs/race.md, "The hold")
+                                 (host and rn-host; turns on log=verbose; no --detector;
+                                 docs/race.md, "The hold")
 phases: start, models-ready, sessions-created, inference-done, sessions-released, done"""
 
 
@@ -136,8 +137,9 @@ class Scenario:
             docs/race.md for what it does to the witnessed-race rate).
         hold: milliseconds the host workload's logging function sleeps on that INFO line,
             holding the creating thread between the null check and the assignment, so
-            the other creating threads pass the null check too (active testing; host only,
-            0 = the production shape; needs ``log=verbose``). docs/race.md, "The hold".
+            the other creating threads pass the null check too; they leave one at a time in
+            session order (active testing; the host workload and rn-host's program; 0 =
+            the production shape; needs ``log=verbose``). docs/race.md, "The hold".
         id: the launch id, or ``None`` for a scenario not yet bound to a launch.
     """
 

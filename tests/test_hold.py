@@ -100,6 +100,17 @@ def test_compare_says_how_many_launches_with_an_unengaged_hold_were_left_out(
                n.endswith("left out of the xnnpack-allocator-uaf rate") for n in c.notes)
     assert not any("ended before creating sessions" in n for n in c.notes)
 
+    # a candidate whose every launch asked for a hold that never engaged (ep=cpu): the
+    # reason says so, not that its launches ended before creating sessions
+    unheld = make_campaign(tmp_path, "u", [_unheld("u", i) for i in range(3)],
+                           scenario="hold=20&ep=cpu")
+    c = compare_campaigns(base, unheld, VerdictSettings())
+    assert c.verdict is Verdict.INCONCLUSIVE and c.candidate.eligible == 0
+    assert c.decision.reason.startswith("the candidate campaign has no launch whose hold "
+                                        "engaged: its 3 launches asked for a hold that never "
+                                        "engaged"), c.decision.reason
+    assert "ep=xnnpack" in c.decision.advice and "before creating" not in c.decision.advice
+
 
 def test_debug_symbols_from_an_unreachable_archive_change_nothing(tmp_path: Path) -> None:
     import http.server
@@ -175,6 +186,27 @@ def test_a_workload_the_kit_built_from_another_source_is_built_again(tmp_path: P
     assert workload_needs_build(dataclasses.replace(runtime, workload_hash=None))
     registered = dataclasses.replace(runtime, workload=str(tmp_path / "recorded_workload.py"))
     assert not workload_needs_build(registered)
+
+
+def test_a_hold_under_a_detector_or_past_the_timeout_is_refused_before_any_launch() -> None:
+    # the held threads leave through the workload's own lock, which a happens-before
+    # detector reads as synchronisation (a fresh user saw TSan call a held baseline clean);
+    # a hold of 10 s with 3 sessions holds them about 30 s, the default timeout
+    from kit.errors import UsageError
+    from kit.scenario import parse_scenario
+    from kit.targets.host import HostConfig, check_hold
+
+    held = parse_scenario("hold=20")
+    for detector in ("drd", "helgrind", "tsan"):
+        with pytest.raises(UsageError, match=f"hold=20 cannot run under --detector "
+                                             f"{detector}"):
+            check_hold(HostConfig(detector=detector), held)
+        check_hold(HostConfig(detector=detector), parse_scenario("hold=0"))
+    check_hold(HostConfig(), held)
+    with pytest.raises(UsageError, match=r"hold=10000 with 3 sessions holds the creating "
+                                         r"threads for about 30 s .* past --timeout 30 s"):
+        check_hold(HostConfig(), parse_scenario("hold=10000"))
+    check_hold(HostConfig(timeout_s=61), parse_scenario("hold=10000"))
 
 
 CRASHES = Path(__file__).parent / "data" / "crashes" / "host"

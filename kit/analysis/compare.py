@@ -422,7 +422,9 @@ def compare_campaigns(baseline: Campaign, candidate: Campaign,
                       change=(change if kind == SCENARIO else
                               build_change(*_identities(baseline.meta, candidate.meta))
                               if kind == BUILD else None),
-                      kind=kind)
+                      kind=kind,
+                      unengaged=((s_b.hold_unengaged, s_c.hold_unengaged) if tier(sig) == FAILURE
+                                 else (0, 0)))
     moved = _moved(s_b, s_c, sig, settings.alpha)
     return Comparison(decision, settings, b_arm, c_arm, devices, stratified_p, moved,
                       cap_notes(notes), checks_of(decision, settings, b_arm, c_arm,

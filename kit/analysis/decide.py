@@ -33,7 +33,7 @@ from .plan import Plan, plan_launches
 from .stats import (RateTest, fisher_p_vector, launches_to_see, lower_bound, lower_rate_test,
                     significant, upper_bound)
 from .target import (DEFAULT_SIGNATURE, RACE_DETECTED, RACE_WITNESSED, check_signature, tier,
-                     tier_text, none_eligible_text)
+                     tier_text, none_eligible_text, HOLD_LEFT_OUT)
 
 __all__ = ["MIN_FRACTION", "Verdict", "VerdictSettings", "Decision", "Needed", "decide", "p_text",
            "clean_launches_to_fixed", "HEAP_ADVICE", "BUILD", "SCENARIO", "NO_CHANGE",
@@ -274,7 +274,7 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
            *, stratified_p: float | None = None, use_boschloo: bool = True,
            with_needed: bool = True, anytime: bool = False, sequential: Any = None,
            injected: str | None = None, change: str | None = None,
-           kind: str = BUILD) -> Decision:
+           kind: str = BUILD, unengaged: tuple[int, int] = (0, 0)) -> Decision:
     """The verdict for ``x_b/n_b`` baseline and ``x_c/n_c`` candidate target events.
 
     Known values (issue #4): 12/20 vs 0/100 is ``fixed`` (Fisher p 1.2e-11, Boschloo 4.2e-12,
@@ -301,6 +301,9 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
             with ``kind="build"``, what differs between the two builds when the kit can
             tell (``"patch none -> fix"``, :func:`kit.analysis.compare.build_change`).
         kind: ``build``, ``scenario`` or ``none`` (nothing differs: always inconclusive).
+        unengaged: the baseline's and the candidate's launches that asked for a hold that
+            never engaged (left out of a failure-tier rate): a campaign with none eligible
+            is then said to be one whose hold never engaged.
 
     Raises:
         UsageError: invalid counts.
@@ -324,6 +327,14 @@ def decide(x_b: int, n_b: int, x_c: int, n_c: int, settings: VerdictSettings = V
 
     if n_b == 0 or n_c == 0:
         which = "baseline" if n_b == 0 else "candidate"
+        unheld = unengaged[0] if n_b == 0 else unengaged[1]
+        if unheld:
+            return out(Verdict.INCONCLUSIVE,
+                       f"the {which} campaign has no launch whose hold engaged: its {unheld} "
+                       f"launches {HOLD_LEFT_OUT}",
+                       f"run the {which} campaign with the XNNPACK EP (ep=xnnpack,...) on an "
+                       f"onnxruntime that logs that line at log=verbose, or without hold= "
+                       f"(docs/race.md, \"The hold\")")
         what, advice = none_eligible_text(sig, which)
         return out(Verdict.INCONCLUSIVE, f"the {which} campaign has no {what}", advice)
     if kind == NO_CHANGE:

@@ -26,7 +26,7 @@ from .runtime import (DEBIAN_SUITE, DEFAULT_MIRROR, DEFAULT_RUNTIME, POISON_ENV,
                       own_workload, workload_needs_build, fetch_debug_symbols,
                       run_compiler, runtime_dir)
 
-__all__ = ["HostConfig", "HostTarget", "TARGETS", "HostLauncher", "Runtime", "tsan_runtime",
+__all__ = ["HostConfig", "HostTarget", "TARGETS", "HostLauncher", "Runtime", "tsan_runtime", "check_hold",
            "prepare_runtime", "load_runtime", "build_workload", "check_scenario",
            "run_compiler", "runtime_dir", "POISON_ENV", "DEFAULT_RUNTIME", "DEFAULT_MIRROR",
            "DEBIAN_SUITE"]
@@ -153,6 +153,33 @@ def tsan_runtime(name: str, log: LogFn) -> Runtime:
                              progress=progress)
 
 
+def check_hold(config: HostConfig, scenario: Scenario) -> None:
+    """Refuse a hold (``hold=MS``, docs/race.md "The hold") that cannot give what it is for.
+
+    Raises:
+        UsageError: a hold under a race detector (the held threads leave the window one at
+            a time through the workload's own lock, which a happens-before detector reads as
+            synchronisation between the racing accesses, and the crash it then makes is
+            unwound through the tool's signal handler: the mechanism tier runs without the
+            hold, the failure tier without a detector); or a hold whose threads, leaving
+            ``MS`` apart, would be held past the launch's timeout.
+    """
+    if scenario.hold <= 0:
+        return
+    if config.detector is not None:
+        raise UsageError(f"hold={scenario.hold} cannot run under --detector {config.detector}: "
+                         "the hold orders the creating threads through the workload's own "
+                         "lock, which the detector reads as synchronisation",
+                         "run the failure tier with the hold and no detector, and the "
+                         "mechanism tier with a detector and no hold (docs/race.md)")
+    held_s = scenario.hold * scenario.sessions / 1000
+    if held_s >= config.timeout_s:
+        raise UsageError(f"hold={scenario.hold} with {scenario.sessions} sessions holds the "
+                         f"creating threads for about {held_s:g} s (they leave one at a time), "
+                         f"past --timeout {config.timeout_s:g} s",
+                         f"raise --timeout above {held_s + 30:g} or lower the hold")
+
+
 class HostTarget:
     """:class:`kit.launch.Target` for the host: one launcher, this machine."""
 
@@ -177,6 +204,7 @@ class HostTarget:
                 log(f"host: the {what} limit {limit} is {value}; a launch past it dies of "
                     f"{signal_name(number)}, an infra error that stops the campaign "
                     f"(`{lift}` lifts it)")
+        check_hold(config, scenario)
         ms = modelset.load_modelset(config.models)
         modelset.require_verified(ms)
         check_scenario(scenario, ms)
