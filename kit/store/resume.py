@@ -22,6 +22,7 @@ _OWN = "resume with the campaign's own options"
 #: kind -> (message, what to do); ``{path}`` is the campaign, the other fields per kind
 CONFLICTS: dict[str, tuple[str, str]] = {
     "other": ("cannot resume {path}: its {key} is {old!r}, not {new!r}", _SAME),
+    "other-scenario": ("cannot resume {path}: its scenario has {old}, not {new}", _SAME),
     "used": ("cannot resume {path} with {new} launches: it already has {old}",
              "resume with at least that many --launches"),
     "planned": ("cannot resume {path} with {new} launches: it plans {old}",
@@ -62,7 +63,24 @@ def check_identity(path: Any, meta: CampaignMeta, *, label: str, target: str,
     """Refuse to resume a campaign of another label, target or scenario (canonical URL)."""
     for key, want in (("label", label), ("target", target), ("scenario", scenario)):
         if getattr(meta, key) != want:
+            if key == "scenario":
+                old, new = _differing_keys(meta.scenario, want)
+                if old or new:  # the keys that differ, not two long URLs cut short
+                    raise conflict("other-scenario", path, old=old or "its defaults",
+                                   new=new or "the defaults")
             raise conflict("other", path, key=key, old=getattr(meta, key), new=want)
+
+
+def _differing_keys(old_url: str, new_url: str) -> tuple[str, str]:
+    """The query items of two canonical scenario URLs that differ, each side joined with
+    ``&`` (``("hold=20", "hold=30")``); ``("", "")`` when the URLs differ otherwise."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    old = dict(parse_qsl(urlsplit(old_url).query, keep_blank_values=True))
+    new = dict(parse_qsl(urlsplit(new_url).query, keep_blank_values=True))
+    keys = [k for k in {**old, **new} if old.get(k) != new.get(k)]
+    return ("&".join(f"{k}={old[k]}" for k in keys if k in old),
+            "&".join(f"{k}={new[k]}" for k in keys if k in new))
 
 
 def check_launches(path: Any, meta: CampaignMeta, records: Sequence[LaunchRecord],
